@@ -1,0 +1,187 @@
+//! `gradcode check`: validate the config and print the plan (like PETSc's `-ksp_view`).
+
+use rand::seq::SliceRandom;
+use serde::Serialize;
+
+use super::{ConfigArgs, one_based, setup};
+use crate::coding::{Arrival, RoundContext, RoundPlan, Scheme, Tolerance, decode_prefix};
+use crate::config::Config;
+use crate::rng::{Stream, stream};
+
+#[derive(Debug, Serialize)]
+struct CodewordReport {
+    /// 1-based cluster (group) and position.
+    cluster: usize,
+    index: usize,
+    /// Computed after this many partitions.
+    after: usize,
+    /// 1-based partitions in computation order.
+    partitions: Vec<usize>,
+    coefficients: Vec<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct WorkerReport {
+    worker: usize,
+    /// 1-based partitions stored.
+    partitions: Vec<usize>,
+    memory_partitions: usize,
+    /// 1-based cluster this iteration, when clustered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cluster: Option<usize>,
+    codewords: Vec<CodewordReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct Amplification {
+    /// Largest max|a|·max|B| over the sampled sets.
+    worst: f64,
+    /// Largest |a·B_W − 1|_inf over the sampled sets.
+    max_residual: f64,
+    /// Sampled minimal arrival sets.
+    samples: usize,
+    /// Sampled sets that the arrival count says suffice but that failed to decode numerically.
+    failed: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct CheckReport {
+    origin: String,
+    scheme: String,
+    workers_total: usize,
+    partitions: usize,
+    /// Cluster membership (1-based ids), cluster 1 first; empty when unclustered.
+    clusters: Vec<Vec<usize>>,
+    tolerated_stragglers: Tolerance,
+    arrivals_needed: Tolerance,
+    amplification: Amplification,
+    workers: Vec<WorkerReport>,
+    warnings: Vec<String>,
+    config: Config,
+}
+
+/// Decode `samples` random arrival orders up to the point where they suffice.
+fn sample_amplification(scheme: &mut dyn Scheme, plan: &RoundPlan, seed: u64, samples: usize) -> Amplification {
+    let mut rng = stream(seed, Stream::CheckSampling);
+    let mut order: Vec<usize> = (0..scheme.workers()).collect();
+    let mut report = Amplification { worst: 0.0, max_residual: 0.0, samples, failed: 0 };
+    for _ in 0..samples {
+        order.shuffle(&mut rng);
+        let arrivals: Vec<Arrival> = order.iter().map(|&w| Arrival::only(w)).collect();
+        let (decoding, _) = decode_prefix(scheme, plan, &arrivals);
+        if decoding.decodable {
+            report.worst = report.worst.max(decoding.amplification);
+            report.max_residual = report.max_residual.max(decoding.residual);
+        } else {
+            report.failed += 1;
+        }
+    }
+    report
+}
+
+pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
+    let (loaded, mut scheme) = setup(args)?;
+    let config = &loaded.config;
+    let plan = scheme.plan_round(&RoundContext::default());
+    let amplification = sample_amplification(scheme.as_mut(), &plan, config.seed, samples);
+    let mut cluster_of = vec![None; scheme.workers()];
+    for (c, members) in plan.clusters.iter().enumerate() {
+        for &w in members {
+            cluster_of[w] = Some(c + 1);
+        }
+    }
+    let workers = plan
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(w, task)| WorkerReport {
+            worker: w + 1,
+            partitions: one_based(scheme.stored(w)),
+            memory_partitions: scheme.stored(w).len(),
+            cluster: cluster_of[w],
+            codewords: task
+                .messages
+                .iter()
+                .map(|m| CodewordReport {
+                    cluster: m.codeword.id.group + 1,
+                    index: m.codeword.id.index + 1,
+                    after: m.after,
+                    partitions: m.codeword.terms.iter().map(|&(p, _)| p + 1).collect(),
+                    coefficients: m.codeword.terms.iter().map(|&(_, c)| c).collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    let tolerance = scheme.tolerance();
+    let k = scheme.workers();
+    let report = CheckReport {
+        origin: loaded.origin.clone(),
+        scheme: scheme.kind().name().to_string(),
+        workers_total: k,
+        partitions: scheme.partitions(),
+        clusters: plan.clusters.iter().map(|c| one_based(c)).collect(),
+        tolerated_stragglers: tolerance,
+        arrivals_needed: Tolerance { worst: k - tolerance.worst, best: k - tolerance.best },
+        amplification,
+        workers,
+        warnings: loaded.unused_keys(),
+        config: config.clone(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+fn print_text(r: &CheckReport) {
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    println!("gradcode check: {} is valid", r.origin);
+    println!("scheme        {}", r.scheme);
+    println!("workers       K = {}, partitions = {}", r.workers_total, r.partitions);
+    if !r.clusters.is_empty() {
+        println!("clusters      {} of {} workers", r.clusters.len(), r.clusters[0].len());
+    }
+    println!(
+        "tolerated     {} in the worst case, {} in the best case",
+        plural(r.tolerated_stragglers.worst, "straggler"),
+        plural(r.tolerated_stragglers.best, "straggler"),
+    );
+    println!(
+        "arrivals      the master needs {} in the worst case, {} in the best case",
+        plural(r.arrivals_needed.worst, "worker"),
+        plural(r.arrivals_needed.best, "worker"),
+    );
+    let a = &r.amplification;
+    println!(
+        "decoding      worst amplification max|a|·max|B| = {:.3e}, worst residual = {:.1e} over {} sampled minimal arrival sets{}",
+        a.worst,
+        a.max_residual,
+        a.samples,
+        if a.failed > 0 { format!("; {} FAILED to decode numerically", a.failed) } else { String::new() }
+    );
+    if !r.clusters.is_empty() {
+        println!("\ncluster assignment (column p = cluster p, row i = position i):");
+        let rows = r.clusters[0].len();
+        for i in 0..rows {
+            let row: Vec<String> = r.clusters.iter().map(|c| format!("{:>4}", c[i])).collect();
+            println!("  {}", row.join(""));
+        }
+    }
+    println!("\nworker  memory  partitions stored      codeword sent");
+    for w in &r.workers {
+        let stored: Vec<String> = w.partitions.iter().map(|p| p.to_string()).collect();
+        let codewords: Vec<String> = w
+            .codewords
+            .iter()
+            .map(|c| {
+                let terms: Vec<String> =
+                    c.partitions.iter().zip(&c.coefficients).map(|(p, a)| format!("{a:+.4}·g{p}")).collect();
+                format!("c({},{}) = {}", c.cluster, c.index, terms.join(" "))
+            })
+            .collect();
+        println!("{:>6}  {:>6}  {:<22}  {}", w.worker, w.memory_partitions, stored.join(" "), codewords.join("; "));
+    }
+    println!("\nresolved config:\n{}", r.config.to_toml().trim_end());
+}

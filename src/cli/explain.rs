@@ -1,0 +1,150 @@
+//! `gradcode explain --received 1,2,5`: does this arrival set decode, and how.
+
+use serde::Serialize;
+
+use super::{ConfigArgs, one_based, parse_workers, setup};
+use crate::coding::{Arrival, RoundContext, decode_prefix};
+
+#[derive(Debug, Serialize)]
+struct Coefficient {
+    worker: usize,
+    coefficient: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct ClusterReport {
+    cluster: usize,
+    /// Workers of this cluster among the arrivals used, 1-based.
+    received: Vec<usize>,
+    needed: usize,
+    decodable: bool,
+    coefficients: Vec<Coefficient>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    residual: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amplification: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct ExplainReport {
+    scheme: String,
+    /// As given, 1-based, in arrival order.
+    received: Vec<usize>,
+    /// The prefix of `received` the master decodes: it stops as soon as it can.
+    used: Vec<usize>,
+    decodable: bool,
+    /// Decoding coefficient of every used worker whose result enters the sum (when decodable).
+    coefficients: Vec<Coefficient>,
+    /// 1-based partitions whose gradient sum the coefficients give.
+    recovered_partitions: Vec<usize>,
+    recovered_fraction: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    residual: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amplification: Option<f64>,
+    /// Per cluster of clustered codes (gc-sc, gc-frac blocks); gc-cyclic has one
+    /// cluster of all workers; uncoded placements list none.
+    clusters: Vec<ClusterReport>,
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
+    let (_loaded, mut scheme) = setup(args)?;
+    let received = parse_workers("--received", received, scheme.workers())?;
+    let plan = scheme.plan_round(&RoundContext::default());
+    let arrivals: Vec<Arrival> = received.iter().map(|&w| Arrival::only(w)).collect();
+    let (decoding, used) = decode_prefix(scheme.as_mut(), &plan, &arrivals);
+    let used_workers = &received[..used];
+    let mut coefficients: Vec<Coefficient> = Vec::new();
+    if decoding.decodable {
+        coefficients = used_workers
+            .iter()
+            .zip(&decoding.weights)
+            .filter(|&(_, &w)| w != 0.0)
+            .map(|(&worker, &coefficient)| Coefficient { worker: worker + 1, coefficient })
+            .collect();
+        coefficients.sort_by_key(|c| c.worker);
+    }
+    // Clusters of clustered codes and the one group of gc-cyclic; the
+    // singleton groups of uncoded placements say nothing the top level does not.
+    let show_groups = !plan.clusters.is_empty() || decoding.groups.len() == 1;
+    let clusters = decoding
+        .groups
+        .iter()
+        .filter(|_| show_groups)
+        .map(|g| ClusterReport {
+            cluster: g.group + 1,
+            received: one_based(&g.workers),
+            needed: g.needed,
+            decodable: g.decodable,
+            coefficients: g
+                .workers
+                .iter()
+                .zip(&g.coefficients)
+                .map(|(&w, &c)| Coefficient { worker: w + 1, coefficient: c })
+                .collect(),
+            residual: finite(g.residual),
+            amplification: finite(g.amplification),
+        })
+        .collect();
+    let any_decoded = !decoding.recovered.is_empty();
+    let report = ExplainReport {
+        scheme: scheme.kind().name().to_string(),
+        received: one_based(&received),
+        used: one_based(used_workers),
+        decodable: decoding.decodable,
+        coefficients,
+        recovered_partitions: one_based(&decoding.recovered),
+        recovered_fraction: decoding.recovered_fraction(scheme.partitions()),
+        residual: any_decoded.then_some(decoding.residual),
+        amplification: any_decoded.then_some(decoding.amplification),
+        clusters,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+fn print_text(r: &ExplainReport) {
+    let list = |ids: &[usize]| ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    println!("scheme      {}", r.scheme);
+    println!("received    {} ({} workers)", list(&r.received), r.received.len());
+    if r.used.len() < r.received.len() {
+        println!("used        {} (the master stops as soon as it can decode)", list(&r.used));
+    }
+    let short: Vec<String> = r.clusters.iter().filter(|c| !c.decodable).map(|c| c.cluster.to_string()).collect();
+    match (r.decodable, short.is_empty()) {
+        (true, _) => println!("decodable   yes, recovering {:.1}% of the partitions", 100.0 * r.recovered_fraction),
+        (false, false) => println!(
+            "decodable   no: cluster {} short; the clusters that decode cover {:.1}% of the partitions",
+            short.join(", "),
+            100.0 * r.recovered_fraction
+        ),
+        (false, true) => println!(
+            "decodable   no: too few arrivals; they cover {:.1}% of the partitions",
+            100.0 * r.recovered_fraction
+        ),
+    }
+    if let (Some(res), Some(amp)) = (r.residual, r.amplification) {
+        println!("numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}");
+    }
+    for c in &r.clusters {
+        if r.clusters.len() > 1 || !c.decodable {
+            let state = if c.decodable {
+                "decodes".to_string()
+            } else {
+                format!("short: {} of {} needed", c.received.len(), c.needed)
+            };
+            println!("cluster {:<3} received [{}], {}", c.cluster, list(&c.received), state);
+        }
+        for k in &c.coefficients {
+            println!("    worker {:>4}  coefficient {:+.9}", k.worker, k.coefficient);
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The command line: `check`, `explain`.
+//!
+//! Every subcommand takes `--config F` (the embedded demo when absent) and
+//! any number of `--set section.key=value`. Errors in input are
+//! [`InputError`]s: one line on stderr, exit status 2, nothing written.
+
+mod check;
+mod explain;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::coding::{self, Scheme};
+use crate::config::{self, LoadedConfig};
+use crate::error::InputError;
+
+/// Straggler-tolerant distributed gradient descent with gradient coding.
+#[derive(Debug, Parser)]
+#[command(name = "gradcode", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args, Clone)]
+pub struct ConfigArgs {
+    /// Config file (TOML); the embedded demo config when absent.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override a config key, e.g. `--set scheme.load=3` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate the config and print the plan: placement, codewords, clusters, tolerance.
+    Check {
+        #[command(flatten)]
+        args: ConfigArgs,
+        /// Random minimal arrival sets decoded to measure the worst amplification.
+        #[arg(long, default_value_t = 1000, value_name = "N")]
+        samples: usize,
+    },
+    /// Say whether a set of arrivals decodes, and with which coefficients.
+    Explain {
+        #[command(flatten)]
+        args: ConfigArgs,
+        /// Workers whose results arrived, 1-based, in arrival order (e.g. 1,2,5).
+        #[arg(long, value_name = "IDS")]
+        received: String,
+    },
+}
+
+/// Load the config of `args` and build its scheme: every subcommand starts here.
+pub(crate) fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
+    let loaded = config::load(args.config.as_deref(), &args.overrides)?;
+    for kind in loaded.config.kinds_in_use() {
+        if kind != loaded.config.scheme.kind {
+            coding::build_kind(kind, &loaded.config)?;
+        }
+    }
+    let scheme = coding::build(&loaded.config)?;
+    for warning in loaded.unused_keys() {
+        eprintln!("warning: {warning}");
+    }
+    Ok((loaded, scheme))
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Check { args, samples } => check::run(&args, samples),
+        Command::Explain { args, received } => explain::run(&args, &received),
+    }
+}
+
+/// Parse a list of 1-based worker ids (`1,2,5`) into 0-based ids.
+pub(crate) fn parse_workers(flag: &str, text: &str, workers: usize) -> Result<Vec<usize>, InputError> {
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let id: usize = item
+            .parse()
+            .map_err(|_| InputError::value(flag, text, format!("has `{item}`, which is not a worker id")))?;
+        if id == 0 || id > workers {
+            return Err(InputError::value(flag, text, format!("names worker {id}, outside 1..={workers}")));
+        }
+        if out.contains(&(id - 1)) {
+            return Err(InputError::value(flag, text, format!("names worker {id} twice")));
+        }
+        out.push(id - 1);
+    }
+    Ok(out)
+}
+
+/// 1-based ids for people.
+pub(crate) fn one_based(ids: &[usize]) -> Vec<usize> {
+    ids.iter().map(|&i| i + 1).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_lists_are_one_based_and_checked() {
+        assert_eq!(parse_workers("--received", "1, 2,5", 5).unwrap(), vec![0, 1, 4]);
+        assert_eq!(parse_workers("--received", "", 5).unwrap(), Vec::<usize>::new());
+        for bad in ["0", "6", "1,1", "x"] {
+            let e = parse_workers("--received", bad, 5).unwrap_err();
+            assert_eq!(e.field, "--received", "{bad}");
+        }
+    }
+}

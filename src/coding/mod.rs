@@ -1,0 +1,296 @@
+//! Gradient codes: placement, per-iteration assignment and decoding.
+//!
+//! A scheme is one implementation of [`Scheme`], picked by name at run time
+//! through [`build`] (the one place that maps `scheme.kind` to a type). A
+//! scheme is pure: it plans what every worker computes in an iteration
+//! ([`RoundPlan`]), says when the messages received so far suffice
+//! ([`ArrivalTracker`]) and turns them into decoding weights ([`Decoding`]).
+//! The round engines (simulator, MPI master) call these and nothing else, so
+//! no scheme logic is written twice.
+//!
+//! Worker and partition ids are 0-based here; everything a person reads
+//! (config, CLI, JSON) is 1-based.
+
+mod mds;
+mod static_code;
+
+pub use mds::{CyclicMds, Solution};
+pub use static_code::StaticCode;
+
+use crate::config::{Config, SchemeKind};
+use crate::error::InputError;
+use serde::Serialize;
+
+/// Errors of scheme construction and decoding.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CodingError {
+    /// A parameter breaks the scheme's limits; `param` is its config key.
+    #[error("{param} = {value} {rule}")]
+    Invalid { param: String, value: String, rule: String },
+    /// A numerical failure that the parameters did not predict.
+    #[error("numerical failure: {what}")]
+    Numerical { what: String },
+}
+
+impl CodingError {
+    pub(crate) fn invalid(param: &str, value: impl std::fmt::Display, rule: impl Into<String>) -> Self {
+        CodingError::Invalid { param: param.to_string(), value: value.to_string(), rule: rule.into() }
+    }
+}
+
+impl From<CodingError> for InputError {
+    fn from(e: CodingError) -> Self {
+        match e {
+            CodingError::Invalid { param, value, rule } => InputError::value(param, value, rule),
+            CodingError::Numerical { what } => InputError::new("scheme", what),
+        }
+    }
+}
+
+/// Numerical settings shared by every decoder (`scheme.decode_tolerance`,
+/// `scheme.decode_cache_entries`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodeOptions {
+    tolerance: f64,
+    cache_entries: usize,
+}
+
+impl DecodeOptions {
+    /// Limits: `0 < tolerance < 1` and finite; `cache_entries >= 1`.
+    pub fn new(tolerance: f64, cache_entries: usize) -> Result<Self, CodingError> {
+        if !(tolerance.is_finite() && tolerance > 0.0 && tolerance < 1.0) {
+            return Err(CodingError::invalid("scheme.decode_tolerance", tolerance, "must be in (0, 1)"));
+        }
+        if cache_entries == 0 {
+            return Err(CodingError::invalid("scheme.decode_cache_entries", 0, "must be at least 1"));
+        }
+        Ok(Self { tolerance, cache_entries })
+    }
+
+    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
+    pub fn tolerance(&self) -> f64 {
+        self.tolerance
+    }
+
+    /// Arrival sets whose coefficients are kept per code.
+    pub fn cache_entries(&self) -> usize {
+        self.cache_entries
+    }
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        Self { tolerance: 1e-8, cache_entries: 4096 }
+    }
+}
+
+/// Identifies a codeword: group (cluster) and position within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct CodewordId {
+    pub group: usize,
+    pub index: usize,
+}
+
+/// A linear combination of partition gradients.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Codeword {
+    pub id: CodewordId,
+    /// (partition, coefficient), in the order the worker computes them.
+    pub terms: Vec<(usize, f64)>,
+}
+
+impl Codeword {
+    /// The coded vector `sum_j c_j · g_j` from the partition gradients, indexed by partition.
+    pub fn encode(&self, gradients: &[Vec<f64>]) -> Vec<f64> {
+        let dim = self.terms.first().map_or(0, |&(p, _)| gradients[p].len());
+        let mut out = vec![0.0; dim];
+        for &(p, c) in &self.terms {
+            for (o, g) in out.iter_mut().zip(&gradients[p]) {
+                *o += c * g;
+            }
+        }
+        out
+    }
+}
+
+/// One message a worker sends in an iteration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    /// Partition computations the worker completes before sending it.
+    pub after: usize,
+    pub codeword: Codeword,
+}
+
+/// What one worker does in one iteration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkerTask {
+    /// Partitions in computation order.
+    pub compute: Vec<usize>,
+    /// Messages in send order.
+    pub messages: Vec<Message>,
+}
+
+/// What every worker does in one iteration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundPlan {
+    /// Indexed by worker.
+    pub tasks: Vec<WorkerTask>,
+    /// Cluster membership this iteration (cluster → workers), empty when unclustered.
+    pub clusters: Vec<Vec<usize>>,
+}
+
+/// The straggler information the master has when it plans an iteration.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RoundContext<'a> {
+    pub iteration: u64,
+    /// Workers believed to straggle (imperfect: iteration t-1; perfect: t).
+    pub straggling: Option<&'a [bool]>,
+    /// Estimated computation rates, for heterogeneous workers.
+    pub rates: Option<&'a [f64]>,
+}
+
+/// A received message: worker and message index within its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Arrival {
+    pub worker: usize,
+    pub message: usize,
+}
+
+impl Arrival {
+    /// The single message of `worker` (single-message schemes).
+    pub fn only(worker: usize) -> Self {
+        Self { worker, message: 0 }
+    }
+}
+
+/// Decoding of one group (cluster) of a code.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupDecoding {
+    pub group: usize,
+    /// Received positions in the group's code, ascending.
+    pub positions: Vec<usize>,
+    /// Workers behind those positions, same order.
+    pub workers: Vec<usize>,
+    /// Codewords needed from this group.
+    pub needed: usize,
+    pub decodable: bool,
+    /// Coefficients for `workers` (empty when not decodable).
+    pub coefficients: Vec<f64>,
+    pub residual: f64,
+    pub amplification: f64,
+}
+
+/// The outcome of decoding a set of received messages.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decoding {
+    /// The scheme's stopping rule is met and its target was recovered.
+    pub decodable: bool,
+    /// Weight of each received message, aligned with the input; the weighted
+    /// sum of the message vectors equals the sum of the gradients of `recovered`.
+    pub weights: Vec<f64>,
+    /// Partitions whose gradient sum the weighted messages give, ascending.
+    pub recovered: Vec<usize>,
+    /// Largest |a·B_W − 1|_inf over the decoded groups.
+    pub residual: f64,
+    /// Largest max|a|·max|B| over the decoded groups.
+    pub amplification: f64,
+    /// Per group (cluster), for reporting.
+    pub groups: Vec<GroupDecoding>,
+}
+
+impl Decoding {
+    /// `sum_i weights_i · messages_i`: the sum of the gradients of `recovered`.
+    /// `messages` is aligned with the arrivals that were decoded.
+    pub fn combine(&self, messages: &[&[f64]]) -> Vec<f64> {
+        assert_eq!(messages.len(), self.weights.len(), "one message per decoded arrival");
+        let dim = messages.first().map_or(0, |m| m.len());
+        let mut out = vec![0.0; dim];
+        for (m, &w) in messages.iter().zip(&self.weights) {
+            if w != 0.0 {
+                for (o, v) in out.iter_mut().zip(m.iter()) {
+                    *o += w * v;
+                }
+            }
+        }
+        out
+    }
+
+    /// Share of the partitions whose gradients were recovered.
+    pub fn recovered_fraction(&self, partitions: usize) -> f64 {
+        self.recovered.len() as f64 / partitions as f64
+    }
+}
+
+/// Incremental check of whether the arrivals so far suffice to decode.
+pub trait ArrivalTracker {
+    /// Record an arrival; returns whether the arrivals so far suffice.
+    fn arrive(&mut self, arrival: Arrival) -> bool;
+}
+
+/// How many stragglers a scheme tolerates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tolerance {
+    /// Stragglers tolerated whatever workers they are.
+    pub worst: usize,
+    /// Stragglers tolerated when they fall where they hurt least.
+    pub best: usize,
+}
+
+/// A gradient coding scheme.
+pub trait Scheme: Send {
+    fn kind(&self) -> SchemeKind;
+    /// K.
+    fn workers(&self) -> usize;
+    /// Number of data partitions.
+    fn partitions(&self) -> usize;
+    /// Partitions worker `worker` stores, ascending (its memory).
+    fn stored(&self, worker: usize) -> &[usize];
+    /// Plan an iteration.
+    fn plan_round(&mut self, ctx: &RoundContext<'_>) -> RoundPlan;
+    /// A fresh tracker for an iteration planned as `plan`.
+    fn tracker<'a>(&'a self, plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a>;
+    /// Decode exactly the given arrivals of an iteration planned as `plan`.
+    fn decode(&mut self, plan: &RoundPlan, received: &[Arrival]) -> Decoding;
+    /// Stragglers tolerated.
+    fn tolerance(&self) -> Tolerance;
+}
+
+/// What the master does with arrivals in order: it stops at the first prefix
+/// that suffices and decodes that prefix. Returns the decoding and the number
+/// of arrivals used (all of them when none suffices).
+pub fn decode_prefix(scheme: &mut dyn Scheme, plan: &RoundPlan, arrivals: &[Arrival]) -> (Decoding, usize) {
+    let used = {
+        let mut tracker = scheme.tracker(plan);
+        arrivals.iter().position(|&a| tracker.arrive(a)).map_or(arrivals.len(), |i| i + 1)
+    };
+    (scheme.decode(plan, &arrivals[..used]), used)
+}
+
+/// Build the scheme `kind` with the parameters of `config`. Every scheme's
+/// parameter limits are checked here, by its constructor.
+pub fn build_kind(kind: SchemeKind, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
+    let s = &config.scheme;
+    let k = config.workers;
+    let options = DecodeOptions::new(s.decode_tolerance, s.decode_cache_entries)?;
+    let mut rng = crate::rng::stream(config.seed, crate::rng::Stream::Code);
+    let scheme = match kind {
+        SchemeKind::Uncoded => StaticCode::uncoded(k)?,
+        SchemeKind::IgnoreStragglers => {
+            let w = s.wait_for.ok_or_else(|| {
+                CodingError::invalid("scheme.wait_for", "(missing)", "is required when scheme.kind = ignore-stragglers")
+            })?;
+            StaticCode::ignore_stragglers(k, w)?
+        }
+        SchemeKind::GcFrac => StaticCode::fractional_repetition(k, s.load)?,
+        SchemeKind::GcCyclic => StaticCode::cyclic_repetition(k, s.load, options, &mut rng)?,
+        SchemeKind::GcSc => {
+            StaticCode::static_clustering(k, s.clusters, s.load, s.assignment.as_deref(), options, &mut rng)?
+        }
+    };
+    Ok(Box::new(scheme))
+}
+
+/// Build the scheme of `scheme.kind`.
+pub fn build(config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
+    build_kind(config.scheme.kind, config)
+}

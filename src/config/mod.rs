@@ -1,0 +1,343 @@
+//! Configuration: TOML through serde, `--set section.key=value` overrides,
+//! validation with errors that name the field and the rule.
+//!
+//! Loading goes text → [`toml::Table`] → overrides → [`Config`] → [`validate`].
+//! Keys of the `[scheme]` section are checked by the scheme constructors
+//! themselves (see [`crate::coding::build`]), so each rule is written once.
+
+mod schema;
+mod validate;
+
+pub use schema::*;
+pub use validate::validate;
+
+use crate::error::InputError;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The demo config compiled into the binary; used when `--config` is not given.
+pub const DEMO_TOML: &str = include_str!("../../configs/demo.toml");
+
+/// A validated config with where it came from and which keys were set explicitly.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub config: Config,
+    /// The file it was read from, or `<embedded demo>`.
+    pub origin: String,
+    /// Dotted keys present in the file or in `--set` (not filled by defaults).
+    pub explicit: BTreeSet<String>,
+}
+
+impl LoadedConfig {
+    /// Keys that were set but that no scheme in use reads, as one-line warnings.
+    ///
+    /// Like PETSc's report of unused options: an explicit `scheme.clusters` on a
+    /// `gc-cyclic` run is not an error (a `--set scheme.kind=...` comparison
+    /// must stay possible) but it is never silently ignored.
+    pub fn unused_keys(&self) -> Vec<String> {
+        let kinds = self.config.kinds_in_use();
+        self.explicit
+            .iter()
+            .filter_map(|key| {
+                let name = key.strip_prefix("scheme.")?;
+                let name = name.split('.').next().unwrap_or(name);
+                if name == "kind" || kinds.iter().any(|k| k.keys().contains(&name)) {
+                    return None;
+                }
+                let used_by = kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+                Some(format!("{key} is set but not used by scheme.kind = {used_by}"))
+            })
+            .collect()
+    }
+}
+
+impl Config {
+    /// The scheme kinds a run of this config uses: `scheme.kind` and `simulate.compare`.
+    pub fn kinds_in_use(&self) -> Vec<SchemeKind> {
+        let mut kinds = vec![self.scheme.kind];
+        for k in &self.simulate.compare {
+            if !kinds.contains(k) {
+                kinds.push(*k);
+            }
+        }
+        kinds
+    }
+
+    /// The resolved config as TOML (defaults filled in), for `check` and trace attributes.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a Config always serialises to TOML")
+    }
+}
+
+/// Load a config file (or the embedded demo when `path` is `None`) and apply overrides.
+pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LoadedConfig, InputError> {
+    match path {
+        Some(path) => {
+            let origin = path.display().to_string();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| InputError::new("--config", format!("cannot read {origin}: {e}")))?;
+            parse(&text, &origin, overrides)
+        }
+        None => parse(DEMO_TOML, "<embedded demo>", overrides),
+    }
+}
+
+/// Parse config text; `origin` names it in errors (`file:line:column`).
+pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedConfig, InputError> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+        let at = match e.span() {
+            Some(span) => {
+                let (line, column) = line_column(text, span.start);
+                format!("{origin}:{line}:{column}")
+            }
+            None => origin.to_string(),
+        };
+        InputError::new(at, e.message())
+    })?;
+    for item in overrides {
+        apply_override(&mut table, item)?;
+    }
+    let mut explicit = BTreeSet::new();
+    collect_keys(&table, "", &mut explicit);
+    let config: Config = serde_path_to_error::deserialize(table).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        serde_error(&path, &inner)
+    })?;
+    validate(&config)?;
+    Ok(LoadedConfig { config, origin: origin.to_string(), explicit })
+}
+
+/// Turn a serde error at `path` into an error naming the full key.
+fn serde_error(path: &str, message: &str) -> InputError {
+    let path = if path == "." { "" } else { path };
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((key, expected)) = rest.split_once('`') {
+            let expected = expected.trim_start_matches(',').trim();
+            // The path may or may not end with the unknown key itself.
+            let field = if path == key || path.ends_with(&format!(".{key}")) {
+                path.to_string()
+            } else if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
+            };
+            return InputError::new(field, format!("unknown key ({expected})"));
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        if let Some((value, expected)) = rest.split_once('`') {
+            let expected = expected.trim_start_matches(',').trim();
+            return InputError::value(path, format!("\"{value}\""), format!("is not known ({expected})"));
+        }
+    }
+    InputError::new(if path.is_empty() { "config" } else { path }, message)
+}
+
+/// 1-based line and column of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Apply one `section.key=value` override. The value is read as a TOML value
+/// (`4`, `1e-9`, `true`, `[1, 2]`, `"x"`), and as a bare string when it is not one.
+fn apply_override(table: &mut toml::Table, item: &str) -> Result<(), InputError> {
+    let (key, raw) = item
+        .split_once('=')
+        .ok_or_else(|| InputError::value("--set", item, "is not of the form section.key=value"))?;
+    let key = key.trim();
+    let parts: Vec<&str> = key.split('.').collect();
+    if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
+        return Err(InputError::value("--set", item, "has an empty key"));
+    }
+    let value = parse_value(raw.trim());
+    let (last, sections) = parts.split_last().expect("split yields at least one part");
+    let mut current = table;
+    for (depth, section) in sections.iter().enumerate() {
+        let entry = current
+            .entry(section.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = match entry {
+            toml::Value::Table(t) => t,
+            _ => {
+                let path = parts[..=depth].join(".");
+                return Err(InputError::new(format!("--set {key}"), format!("{path} is not a section")));
+            }
+        };
+    }
+    current.insert(last.to_string(), value);
+    Ok(())
+}
+
+fn parse_value(raw: &str) -> toml::Value {
+    let doc = format!("value = {raw}");
+    match toml::from_str::<toml::Table>(&doc) {
+        Ok(mut t) => t.remove("value").expect("parsed table has the key"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+fn collect_keys(table: &toml::Table, prefix: &str, out: &mut BTreeSet<String>) {
+    for (key, value) in table {
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        match value {
+            toml::Value::Table(t) => collect_keys(t, &path, out),
+            _ => {
+                out.insert(path);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ok(text: &str, overrides: &[&str]) -> LoadedConfig {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        parse(text, "test.toml", &overrides).unwrap()
+    }
+
+    fn parse_err(text: &str, overrides: &[&str]) -> InputError {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        parse(text, "test.toml", &overrides).unwrap_err()
+    }
+
+    #[test]
+    fn empty_config_takes_every_default() {
+        let loaded = parse_ok("", &[]);
+        assert_eq!(loaded.config, Config::default());
+        assert!(loaded.explicit.is_empty());
+    }
+
+    #[test]
+    fn overrides_parse_toml_values_and_bare_strings() {
+        let loaded = parse_ok(
+            "workers = 12\n[scheme]\nkind = \"gc-sc\"\nclusters = 4\n",
+            &["scheme.load=3", "scheme.kind=gc-cyclic", "straggler.mu=2.5", "scheme.clusters=1"],
+        );
+        assert_eq!(loaded.config.scheme.load, 3);
+        assert_eq!(loaded.config.scheme.kind, SchemeKind::GcCyclic);
+        assert_eq!(loaded.config.straggler.mu, 2.5);
+        assert!(loaded.explicit.contains("straggler.mu"));
+    }
+
+    #[test]
+    fn override_of_array_value() {
+        let loaded = parse_ok(
+            "[scheme]\nkind = \"gc-sc\"\nclusters = 2\n",
+            &["workers=4", "scheme.assignment=[[1, 2], [3, 4]]"],
+        );
+        assert_eq!(loaded.config.scheme.assignment, Some(vec![vec![1, 2], vec![3, 4]]));
+    }
+
+    #[test]
+    fn unknown_key_names_its_full_path() {
+        let e = parse_err("[scheme]\nloda = 2\n", &[]);
+        assert_eq!(e.field, "scheme.loda");
+        assert!(e.to_string().contains("unknown key"), "{e}");
+        let e = parse_err("", &["train.iteratons=5"]);
+        assert_eq!(e.field, "train.iteratons");
+        let e = parse_err("wrokers = 3\n", &[]);
+        assert_eq!(e.field, "wrokers");
+    }
+
+    #[test]
+    fn wrong_type_names_the_key() {
+        let e = parse_err("[scheme]\nload = \"two\"\n", &[]);
+        assert_eq!(e.field, "scheme.load");
+    }
+
+    #[test]
+    fn unknown_variant_names_the_key_and_the_choices() {
+        let e = parse_err("[scheme]\nkind = \"gc-magic\"\n", &[]);
+        assert_eq!(e.field, "scheme.kind");
+        assert!(e.to_string().contains("gc-cyclic"), "{e}");
+    }
+
+    #[test]
+    fn syntax_error_gives_file_line_and_column() {
+        let e = parse_err("workers = 12\n[scheme\n", &[]);
+        assert!(e.field.starts_with("test.toml:2:"), "{}", e.field);
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn override_into_a_value_that_is_not_a_section_fails() {
+        let e = parse_err("workers = 4\n", &["workers.x=1"]);
+        assert!(e.to_string().contains("workers is not a section"), "{e}");
+        let e = parse_err("", &["workers.x=1"]);
+        assert_eq!(e.field, "workers");
+        let e = parse_err("", &["noequals"]);
+        assert_eq!(e.field, "--set");
+    }
+
+    #[test]
+    fn unused_scheme_keys_are_reported() {
+        let loaded = parse_ok("[scheme]\nkind = \"gc-cyclic\"\nclusters = 1\n", &[]);
+        let unused = loaded.unused_keys();
+        assert_eq!(unused.len(), 1);
+        assert!(unused[0].starts_with("scheme.clusters is set but not used"), "{unused:?}");
+        let loaded = parse_ok("[scheme]\nkind = \"gc-sc\"\nclusters = 1\n", &[]);
+        assert!(loaded.unused_keys().is_empty());
+    }
+
+    #[test]
+    fn resolved_config_round_trips_through_toml() {
+        let loaded = parse_ok(DEMO_TOML, &[]);
+        let again = parse_ok(&loaded.config.to_toml(), &[]);
+        assert_eq!(loaded.config, again.config);
+    }
+
+    #[test]
+    fn line_column_counts_from_one() {
+        assert_eq!(line_column("ab\ncd", 0), (1, 1));
+        assert_eq!(line_column("ab\ncd", 4), (2, 2));
+    }
+}
+
+#[cfg(test)]
+mod reference_tests {
+    use super::*;
+
+    const REFERENCE: &str = include_str!("../../configs/reference.toml");
+
+    #[test]
+    fn reference_config_equals_the_defaults() {
+        let loaded = parse(REFERENCE, "configs/reference.toml", &[]).unwrap();
+        assert_eq!(loaded.config, Config::default());
+    }
+
+    #[test]
+    fn reference_config_documents_every_key_with_a_comment() {
+        // Keys with a default appear in the serialised defaults; optional keys are listed here.
+        let mut keys = BTreeSet::new();
+        let defaults: toml::Table = toml::from_str(&Config::default().to_toml()).unwrap();
+        collect_keys(&defaults, "", &mut keys);
+        for optional in ["scheme.assignment", "scheme.wait_for", "data.path", "data.test_path"] {
+            keys.insert(optional.to_string());
+        }
+        for key in &keys {
+            let (section, name) = key.rsplit_once('.').unwrap_or(("", key));
+            let header = format!("[{section}]");
+            let body = if section.is_empty() {
+                REFERENCE.split("\n[").next().unwrap()
+            } else {
+                let start = REFERENCE.find(&header).unwrap_or_else(|| panic!("no section {header}"));
+                REFERENCE[start + header.len()..].split("\n[").next().unwrap()
+            };
+            let line = body
+                .lines()
+                .find(|l| {
+                    let l = l.trim_start_matches(['#', ' ']);
+                    l.starts_with(&format!("{name} ")) || l.starts_with(&format!("{name}="))
+                })
+                .unwrap_or_else(|| panic!("configs/reference.toml does not document {key}"));
+            let entry = line.trim_start_matches(['#', ' ']);
+            assert!(entry.contains('#'), "{key} has no comment: {line}");
+        }
+    }
+}

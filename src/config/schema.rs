@@ -1,0 +1,349 @@
+//! The config schema: every section of DESIGN.md, unknown keys rejected.
+//!
+//! Every key has a default (see `configs/reference.toml`, which a test keeps in
+//! step with this file). Units are in the names where a key has one; model time
+//! (the papers' unitless time) is mapped to wall time by
+//! `straggler.time_unit_ms`.
+
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration of a run, simulation or check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// K: number of workers (MPI ranks 1..K; rank 0 is the master).
+    pub workers: usize,
+    /// Master seed: every random stream (codes, stragglers, data, sampling) derives from it.
+    pub seed: u64,
+    pub scheme: SchemeConfig,
+    pub straggler: StragglerConfig,
+    pub data: DataConfig,
+    pub model: ModelConfig,
+    pub train: TrainConfig,
+    pub output: OutputConfig,
+    pub simulate: SimulateConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            workers: 12,
+            seed: 1,
+            scheme: SchemeConfig::default(),
+            straggler: StragglerConfig::default(),
+            data: DataConfig::default(),
+            model: ModelConfig::default(),
+            train: TrainConfig::default(),
+            output: OutputConfig::default(),
+            simulate: SimulateConfig::default(),
+        }
+    }
+}
+
+/// Which gradient coding scheme runs (`scheme.kind`); DESIGN.md's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchemeKind {
+    /// Naive baseline: one partition per worker, wait for all K.
+    Uncoded,
+    /// Naive placement, the master uses the fastest `wait_for` workers.
+    IgnoreStragglers,
+    /// Tandon et al. fractional repetition (§3.1).
+    GcFrac,
+    /// Tandon et al. cyclic repetition with a random MDS matrix (§3.2, Alg. 1-2).
+    GcCyclic,
+    /// Gradient coding with static clustering (003 §III-C, 000 §II-B).
+    GcSc,
+}
+
+impl SchemeKind {
+    /// Every kind this build knows, in the order `check` lists them.
+    pub const ALL: [SchemeKind; 5] = [
+        SchemeKind::Uncoded,
+        SchemeKind::IgnoreStragglers,
+        SchemeKind::GcFrac,
+        SchemeKind::GcCyclic,
+        SchemeKind::GcSc,
+    ];
+
+    /// The name used in configs, JSON and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemeKind::Uncoded => "uncoded",
+            SchemeKind::IgnoreStragglers => "ignore-stragglers",
+            SchemeKind::GcFrac => "gc-frac",
+            SchemeKind::GcCyclic => "gc-cyclic",
+            SchemeKind::GcSc => "gc-sc",
+        }
+    }
+
+    /// The `[scheme]` keys this kind reads (besides `kind`).
+    pub fn keys(self) -> &'static [&'static str] {
+        const DECODE: [&str; 2] = ["decode_tolerance", "decode_cache_entries"];
+        match self {
+            SchemeKind::Uncoded => &[],
+            SchemeKind::IgnoreStragglers => &["wait_for"],
+            SchemeKind::GcFrac => &["load"],
+            SchemeKind::GcCyclic => &["load", DECODE[0], DECODE[1]],
+            SchemeKind::GcSc => &["load", "clusters", "assignment", DECODE[0], DECODE[1]],
+        }
+    }
+}
+
+impl std::fmt::Display for SchemeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `[scheme]`: the gradient code and its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchemeConfig {
+    pub kind: SchemeKind,
+    /// r: partitions a worker computes per iteration (Tandon's s = r - 1 stragglers).
+    pub load: usize,
+    /// P: number of clusters (gc-sc); must divide `workers`.
+    pub clusters: usize,
+    /// Explicit cluster assignment: rows of 1-based worker ids, one column per cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignment: Option<Vec<Vec<usize>>>,
+    /// w: the master stops waiting after the fastest w workers (ignore-stragglers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_for: Option<usize>,
+    /// An arrival set decodes only if |a·B_W - 1|_inf is at most this.
+    pub decode_tolerance: f64,
+    /// Decoding coefficients cached per arrival set, at most this many sets per code.
+    pub decode_cache_entries: usize,
+}
+
+impl Default for SchemeConfig {
+    fn default() -> Self {
+        Self {
+            kind: SchemeKind::GcCyclic,
+            load: 2,
+            clusters: 1,
+            assignment: None,
+            wait_for: None,
+            decode_tolerance: 1e-8,
+            decode_cache_entries: 4096,
+        }
+    }
+}
+
+/// Straggler model (`straggler.model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StragglerModel {
+    /// No injected delay: every computation takes its real time.
+    None,
+    /// r computations take r·(alpha + Exp(mu)) (000 eq. 21, 003 eq. 5).
+    ShiftedExponential,
+}
+
+/// What the master knows of the straggler state when it plans an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StateInfo {
+    /// The state of iteration t-1, learned from feedback (000 §V).
+    Imperfect,
+    /// The state of iteration t itself (000 §VI, Fig. 4(b)).
+    Perfect,
+}
+
+/// How the MPI runtime produces straggling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StragglerMode {
+    /// Workers sleep until their sampled completion time.
+    Emulate,
+    /// Nothing injected; straggling inferred from measured compute times.
+    Measured,
+}
+
+/// `[straggler]`: the delay model and how the runtime applies it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StragglerConfig {
+    pub model: StragglerModel,
+    /// alpha: minimum duration of one partition computation (model time).
+    pub alpha: f64,
+    /// mu: rate of the exponential part (1 / model time).
+    pub mu: f64,
+    pub state_info: StateInfo,
+    pub mode: StragglerMode,
+    /// Wall-clock milliseconds per model time unit in emulation.
+    pub time_unit_ms: f64,
+}
+
+impl Default for StragglerConfig {
+    fn default() -> Self {
+        Self {
+            model: StragglerModel::ShiftedExponential,
+            alpha: 0.01,
+            mu: 10.0,
+            state_info: StateInfo::Imperfect,
+            mode: StragglerMode::Emulate,
+            time_unit_ms: 100.0,
+        }
+    }
+}
+
+/// Where the training data comes from (`data.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataKind {
+    /// Gaussian features, y = X·theta* + noise (000 §VI).
+    SyntheticLinear,
+    /// Two-Gaussian mixture with logistic labels (001 §5).
+    SyntheticLogistic,
+    /// A LIBSVM file (`label index:value ...`, 1-based indices).
+    Libsvm,
+    /// A CSV file with a header; the first column is the target.
+    Csv,
+}
+
+/// `[data]`: the training and test data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataConfig {
+    pub kind: DataKind,
+    /// Training samples (synthetic); split into `workers` equal partitions.
+    pub train_samples: usize,
+    /// Test samples (synthetic).
+    pub test_samples: usize,
+    /// d: features (synthetic).
+    pub features: usize,
+    /// Standard deviation of the label noise (synthetic-linear).
+    pub noise_std: f64,
+    /// Training file (libsvm, csv).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Test file (libsvm, csv); without it, `test_fraction` of the training file is held out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_path: Option<String>,
+    /// Share of a file's samples held out for testing when there is no `test_path`.
+    pub test_fraction: f64,
+    /// Scale every feature to zero mean and unit variance (statistics of the training set).
+    pub standardize: bool,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        Self {
+            kind: DataKind::SyntheticLinear,
+            train_samples: 2000,
+            test_samples: 400,
+            features: 1000,
+            noise_std: 1.0,
+            path: None,
+            test_path: None,
+            test_fraction: 0.2,
+            standardize: true,
+        }
+    }
+}
+
+/// The loss (`model.loss`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loss {
+    LeastSquares,
+    Logistic,
+}
+
+/// `[model]`: the learning problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    pub loss: Loss,
+    /// L2 regularisation weight lambda.
+    pub l2: f64,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self { loss: Loss::LeastSquares, l2: 0.0 }
+    }
+}
+
+/// The optimiser (`train.optimizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Optimizer {
+    /// Plain gradient descent.
+    Gd,
+    /// Nesterov's accelerated gradient (001 §5).
+    Nesterov,
+}
+
+/// The learning-rate schedule (`train.schedule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Schedule {
+    /// eta_t = learning_rate.
+    Constant,
+    /// eta_t = learning_rate / (1 + t / decay_iterations) (001 Fig. 7's c1 / (t + c2)).
+    InverseTime,
+}
+
+/// `[train]`: the optimisation loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    pub iterations: usize,
+    pub optimizer: Optimizer,
+    pub learning_rate: f64,
+    pub schedule: Schedule,
+    /// c2 of the inverse-time schedule, in iterations.
+    pub decay_iterations: f64,
+    /// Evaluate train and test loss every this many iterations.
+    pub eval_every: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            iterations: 100,
+            optimizer: Optimizer::Gd,
+            learning_rate: 0.1,
+            schedule: Schedule::Constant,
+            decay_iterations: 100.0,
+            eval_every: 1,
+        }
+    }
+}
+
+/// `[output]`: traces and progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputConfig {
+    /// HDF5 trace written by `train` (and by `simulate --out` when given no path).
+    pub trace: String,
+    /// Plain progress line every this many iterations when stderr is not a terminal.
+    pub progress_every: usize,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self { trace: "results/gradcode.h5".to_string(), progress_every: 10 }
+    }
+}
+
+/// `[simulate]`: the Monte Carlo simulator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimulateConfig {
+    /// Independent trials (each with fresh straggler randomness).
+    pub trials: usize,
+    /// Iterations per trial.
+    pub iterations: usize,
+    /// Schemes compared side by side on common random numbers; empty = `scheme.kind` alone.
+    pub compare: Vec<SchemeKind>,
+}
+
+impl Default for SimulateConfig {
+    fn default() -> Self {
+        Self { trials: 30, iterations: 400, compare: Vec::new() }
+    }
+}

@@ -1,0 +1,41 @@
+//! The `gradcode` binary: parse the command line, run, map errors to exit status.
+//!
+//! Exit status 0 on success, 2 on bad input (config, flags, files) with one
+//! line on stderr that names the field and the rule, 1 on any other failure.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use gradcode::cli::{Cli, run};
+use gradcode::error::InputError;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            // Help and version go to stdout with status 0.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid command line");
+            eprintln!("{}", first.trim());
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => match e.downcast_ref::<InputError>() {
+            Some(input) => {
+                eprintln!("error: {input}");
+                ExitCode::from(2)
+            }
+            None => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
