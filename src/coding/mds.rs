@@ -12,7 +12,8 @@
 //! row is the all-ones vector: fractional repetition inside the group, 001
 //! §3.1) and `r = 1` (B = I: no redundancy).
 
-use nalgebra::{DMatrix, DVector};
+use faer::Mat;
+use faer::linalg::solvers::Solve;
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
@@ -24,7 +25,7 @@ pub struct CyclicMds {
     size: usize,
     load: usize,
     /// Row i: the coefficients of worker-position i on local partitions 0..size.
-    b: DMatrix<f64>,
+    b: Mat<f64>,
     max_abs_b: f64,
 }
 
@@ -40,7 +41,7 @@ pub struct Solution {
 }
 
 impl CyclicMds {
-    /// Algorithm 2 of 001 for `size` positions and load `load`.
+    /// Algorithm 2 of 001 for `size` positions and load `load`, one draw of H.
     ///
     /// Limits: `1 <= load <= size`. The random matrix H is drawn from `rng`.
     pub fn new(size: usize, load: usize, rng: &mut impl Rng) -> Result<Self, CodingError> {
@@ -52,47 +53,80 @@ impl CyclicMds {
             ));
         }
         let b = if load == size {
-            DMatrix::from_element(size, size, 1.0)
+            Mat::full(size, size, 1.0)
         } else if load == 1 {
-            DMatrix::identity(size, size)
+            Mat::identity(size, size)
         } else {
             Self::random_rows(size, load, rng)?
         };
         Ok(Self::from_matrix(load, b))
     }
 
+    /// Algorithm 2 run `draws` times, keeping the code with the smallest
+    /// largest coefficient max|B|.
+    ///
+    /// Every draw satisfies the B-span condition with probability 1; they
+    /// differ in conditioning. A Gaussian H sometimes has a nearly singular
+    /// `(r-1) x (r-1)` minor, which makes one row of B huge and its decoding
+    /// sets ill-conditioned (we saw max|a|·max|B| = 2e8 at K = 14, r = 6 from
+    /// a single draw, 1e6 as the worst over all sets with the best of 8).
+    /// Limits: `draws >= 1`; `draws = 1` is Algorithm 2 as published.
+    pub fn best_of(size: usize, load: usize, draws: usize, rng: &mut impl Rng) -> Result<Self, CodingError> {
+        if draws == 0 {
+            return Err(CodingError::invalid("scheme.code_draws", 0, "must be at least 1"));
+        }
+        let mut best = Self::new(size, load, rng)?;
+        if load == 1 || load == size {
+            return Ok(best); // exact constructions: nothing to choose
+        }
+        for _ in 1..draws {
+            let candidate = Self::new(size, load, rng)?;
+            if candidate.max_abs_b < best.max_abs_b {
+                best = candidate;
+            }
+        }
+        Ok(best)
+    }
+
     /// The repetition code of `size >= 1` positions: every position holds all
     /// `size` partitions and sends their plain sum (load = size, no randomness).
     pub fn repetition(size: usize) -> Self {
         assert!(size >= 1, "a repetition code has at least one position");
-        Self::from_matrix(size, DMatrix::from_element(size, size, 1.0))
+        Self::from_matrix(size, Mat::full(size, size, 1.0))
     }
 
-    fn from_matrix(load: usize, b: DMatrix<f64>) -> Self {
-        let max_abs_b = b.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    fn from_matrix(load: usize, b: Mat<f64>) -> Self {
+        let max_abs_b = b.norm_max();
         Self { size: b.nrows(), load, b, max_abs_b }
     }
 
-    fn random_rows(size: usize, load: usize, rng: &mut impl Rng) -> Result<DMatrix<f64>, CodingError> {
+    fn random_rows(size: usize, load: usize, rng: &mut impl Rng) -> Result<Mat<f64>, CodingError> {
         let s = load - 1;
-        // H = randn(s, n); H(:, n) = -sum(H(:, 1:n-1), 2), so that H·1 = 0.
-        let mut h = DMatrix::<f64>::from_fn(s, size, |_, _| StandardNormal.sample(rng));
+        // H = randn(s, n), drawn row by row; H(:, n) = -sum(H(:, 1:n-1), 2), so that H·1 = 0.
+        let mut draws: Vec<f64> = (0..s * size).map(|_| StandardNormal.sample(rng)).collect();
         for row in 0..s {
-            let sum: f64 = (0..size - 1).map(|c| h[(row, c)]).sum();
-            h[(row, size - 1)] = -sum;
+            let sum: f64 = draws[row * size..row * size + size - 1].iter().sum();
+            draws[row * size + size - 1] = -sum;
         }
-        let mut b = DMatrix::<f64>::zeros(size, size);
+        let h = Mat::<f64>::from_fn(s, size, |r, c| draws[r * size + c]);
+        let mut b = Mat::<f64>::zeros(size, size);
         for i in 0..size {
             // j = i, i+1, ..., i+s (mod n); B(i, j) = [1; -H(:, j(2:s+1)) \ H(:, j(1))].
             let cols: Vec<usize> = (0..=s).map(|o| (i + o) % size).collect();
-            let hs = DMatrix::<f64>::from_fn(s, s, |r, c| h[(r, cols[c + 1])]);
-            let rhs = DVector::<f64>::from_fn(s, |r, _| -h[(r, cols[0])]);
-            let x = hs.lu().solve(&rhs).ok_or_else(|| CodingError::Numerical {
-                what: format!("cyclic code construction (group size {size}, load {load}) drew a singular H"),
-            })?;
+            let hs = Mat::<f64>::from_fn(s, s, |r, c| h[(r, cols[c + 1])]);
+            let rhs = Mat::<f64>::from_fn(s, 1, |r, _| -h[(r, cols[0])]);
+            let x = hs.partial_piv_lu().solve(&rhs);
+            // The LU does not report singularity: check that row i really lies in null(H).
+            let check = &hs * &x - &rhs;
+            let worst = (0..s).fold(0.0_f64, |m, r| m.max(check[(r, 0)].abs()));
+            if !(worst.is_finite() && worst <= 1e-8 * (1.0 + rhs.norm_max())) {
+                return Err(CodingError::Numerical {
+                    what: format!("cyclic code construction (group size {size}, load {load}) drew a singular H"),
+                });
+            }
             b[(i, cols[0])] = 1.0;
             for (k, &c) in cols[1..].iter().enumerate() {
-                b[(i, c)] = x[k];
+                b[(i, c)] = x[(k, 0)];
             }
         }
         Ok(b)
@@ -124,7 +158,7 @@ impl CyclicMds {
     }
 
     /// The encoding matrix B (rows: positions, columns: local partitions).
-    pub fn matrix(&self) -> &DMatrix<f64> {
+    pub fn matrix(&self) -> &Mat<f64> {
         &self.b
     }
 
@@ -150,19 +184,29 @@ impl CyclicMds {
         if self.load == 1 {
             return (m == self.size).then(|| Solution { coefficients: vec![1.0; m], residual: 0.0, amplification: 1.0 });
         }
-        // B_W^T a^T = 1: an (l x m) system.
-        let bt = DMatrix::<f64>::from_fn(self.size, m, |r, c| self.b[(positions[c], r)]);
-        let ones = DVector::<f64>::from_element(self.size, 1.0);
-        let svd = bt.clone().svd(true, true);
-        let sigma_max = svd.singular_values.iter().fold(0.0_f64, |a, &v| a.max(v));
-        let eps = sigma_max * (self.size.max(m) as f64) * f64::EPSILON;
-        let a = svd.solve(&ones, eps).ok()?;
-        let residual = (&bt * &a - &ones).amax();
+        // B_W^T a^T = 1: an (l x m) system; minimum-norm solution by thin SVD,
+        // a = V · S^+ · U^T · 1, singular values below the usual rank cut-off dropped.
+        let bt = Mat::<f64>::from_fn(self.size, m, |r, c| self.b[(positions[c], r)]);
+        let svd = bt.thin_svd().ok()?;
+        let (u, v, sigma) = (svd.U(), svd.V(), svd.S().column_vector());
+        let dims = sigma.nrows();
+        let sigma_max = (0..dims).fold(0.0_f64, |acc, k| acc.max(sigma[k]));
+        let cutoff = sigma_max * (self.size.max(m) as f64) * f64::EPSILON;
+        let mut a = vec![0.0; m];
+        for k in (0..dims).filter(|&k| sigma[k] > cutoff) {
+            let scale = (0..self.size).map(|r| u[(r, k)]).sum::<f64>() / sigma[k];
+            for (j, aj) in a.iter_mut().enumerate() {
+                *aj += v[(j, k)] * scale;
+            }
+        }
+        let residual = (0..self.size)
+            .map(|r| ((0..m).map(|j| bt[(r, j)] * a[j]).sum::<f64>() - 1.0).abs())
+            .fold(0.0_f64, f64::max);
         if !residual.is_finite() || residual > tolerance {
             return None;
         }
-        let max_a = a.amax();
-        Some(Solution { coefficients: a.iter().copied().collect(), residual, amplification: max_a * self.max_abs_b })
+        let max_a = a.iter().fold(0.0_f64, |acc, x| acc.max(x.abs()));
+        Some(Solution { coefficients: a, residual, amplification: max_a * self.max_abs_b })
     }
 }
 
@@ -203,12 +247,12 @@ mod tests {
     #[test]
     fn full_load_is_exact_repetition_and_load_one_is_identity() {
         let rep = code(4, 4);
-        assert!(rep.matrix().iter().all(|&v| v == 1.0));
+        assert_eq!(rep.matrix(), &Mat::<f64>::full(4, 4, 1.0));
         assert_eq!(rep.needed(), 1);
         let s = rep.solve(&[2], 1e-12).unwrap();
         assert_eq!(s.coefficients, vec![1.0]);
         let id = code(4, 1);
-        assert_eq!(id.matrix(), &DMatrix::identity(4, 4));
+        assert_eq!(id.matrix(), &Mat::<f64>::identity(4, 4));
         assert!(id.solve(&[0, 1, 2], 1e-9).is_none());
         assert_eq!(id.solve(&[0, 1, 2, 3], 1e-12).unwrap().coefficients, vec![1.0; 4]);
     }

@@ -47,24 +47,33 @@ impl From<CodingError> for InputError {
     }
 }
 
-/// Numerical settings shared by every decoder (`scheme.decode_tolerance`,
-/// `scheme.decode_cache_entries`).
+/// Numerical settings shared by every real-valued code (`scheme.code_draws`,
+/// `scheme.decode_tolerance`, `scheme.decode_cache_entries`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DecodeOptions {
+pub struct CodeOptions {
+    draws: usize,
     tolerance: f64,
     cache_entries: usize,
 }
 
-impl DecodeOptions {
-    /// Limits: `0 < tolerance < 1` and finite; `cache_entries >= 1`.
-    pub fn new(tolerance: f64, cache_entries: usize) -> Result<Self, CodingError> {
+impl CodeOptions {
+    /// Limits: `draws >= 1`; `0 < tolerance < 1` and finite; `cache_entries >= 1`.
+    pub fn new(draws: usize, tolerance: f64, cache_entries: usize) -> Result<Self, CodingError> {
+        if draws == 0 {
+            return Err(CodingError::invalid("scheme.code_draws", 0, "must be at least 1"));
+        }
         if !(tolerance.is_finite() && tolerance > 0.0 && tolerance < 1.0) {
             return Err(CodingError::invalid("scheme.decode_tolerance", tolerance, "must be in (0, 1)"));
         }
         if cache_entries == 0 {
             return Err(CodingError::invalid("scheme.decode_cache_entries", 0, "must be at least 1"));
         }
-        Ok(Self { tolerance, cache_entries })
+        Ok(Self { draws, tolerance, cache_entries })
+    }
+
+    /// Random MDS matrices drawn per cyclic code; the best conditioned is kept.
+    pub fn draws(&self) -> usize {
+        self.draws
     }
 
     /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
@@ -78,9 +87,9 @@ impl DecodeOptions {
     }
 }
 
-impl Default for DecodeOptions {
+impl Default for CodeOptions {
     fn default() -> Self {
-        Self { tolerance: 1e-8, cache_entries: 4096 }
+        Self { draws: 8, tolerance: 1e-8, cache_entries: 4096 }
     }
 }
 
@@ -271,7 +280,7 @@ pub fn decode_prefix(scheme: &mut dyn Scheme, plan: &RoundPlan, arrivals: &[Arri
 pub fn build_kind(kind: SchemeKind, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
     let s = &config.scheme;
     let k = config.workers;
-    let options = DecodeOptions::new(s.decode_tolerance, s.decode_cache_entries)?;
+    let options = CodeOptions::new(s.code_draws, s.decode_tolerance, s.decode_cache_entries)?;
     let mut rng = crate::rng::stream(config.seed, crate::rng::Stream::Code);
     let scheme = match kind {
         SchemeKind::Uncoded => StaticCode::uncoded(k)?,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use rand::Rng;
 
 use super::{
-    Arrival, ArrivalTracker, CodingError, Codeword, CodewordId, CyclicMds, DecodeOptions, Decoding, GroupDecoding,
+    Arrival, ArrivalTracker, CodingError, Codeword, CodewordId, CyclicMds, CodeOptions, Decoding, GroupDecoding,
     Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WorkerTask,
 };
 use crate::config::SchemeKind;
@@ -48,7 +48,7 @@ pub struct StaticCode {
     plan: RoundPlan,
     /// Partial recovery: the master stops after this many workers.
     wait_for: Option<usize>,
-    options: DecodeOptions,
+    options: CodeOptions,
     /// Coefficients per arrival set (positions as a bitset); `None` = not decodable.
     cache: HashMap<Vec<u64>, Option<Arc<Solution>>>,
 }
@@ -84,7 +84,7 @@ impl StaticCode {
 
     fn singletons(kind: SchemeKind, workers: usize, wait_for: Option<usize>) -> Self {
         let groups = (0..workers).map(|k| Group { workers: vec![k], partitions: vec![k] }).collect();
-        Self::assemble(kind, workers, CyclicMds::repetition(1), groups, wait_for, DecodeOptions::default())
+        Self::assemble(kind, workers, CyclicMds::repetition(1), groups, wait_for, CodeOptions::default())
     }
 
     /// Fractional repetition (001 §3.1, eq. (9)): K/r blocks of r partitions,
@@ -111,7 +111,7 @@ impl StaticCode {
             })
             .collect();
         let code = CyclicMds::repetition(load);
-        Ok(Self::assemble(SchemeKind::GcFrac, workers, code, groups, None, DecodeOptions::default()))
+        Ok(Self::assemble(SchemeKind::GcFrac, workers, code, groups, None, CodeOptions::default()))
     }
 
     /// Cyclic repetition (001 §3.2, Algorithms 1-2): worker k stores partitions
@@ -120,14 +120,14 @@ impl StaticCode {
     pub fn cyclic_repetition(
         workers: usize,
         load: usize,
-        options: DecodeOptions,
+        options: CodeOptions,
         rng: &mut impl Rng,
     ) -> Result<Self, CodingError> {
         check_workers(workers)?;
         if load == 0 || load > workers {
             return Err(CodingError::invalid("scheme.load", load, format!("must be between 1 and workers = {workers}")));
         }
-        let code = CyclicMds::new(workers, load, rng)?;
+        let code = CyclicMds::best_of(workers, load, options.draws(), rng)?;
         let groups = vec![Group { workers: (0..workers).collect(), partitions: (0..workers).collect() }];
         Ok(Self::assemble(SchemeKind::GcCyclic, workers, code, groups, None, options))
     }
@@ -144,7 +144,7 @@ impl StaticCode {
         clusters: usize,
         load: usize,
         assignment: Option<&[Vec<usize>]>,
-        options: DecodeOptions,
+        options: CodeOptions,
         rng: &mut impl Rng,
     ) -> Result<Self, CodingError> {
         check_workers(workers)?;
@@ -160,7 +160,7 @@ impl StaticCode {
             Some(rows) => parse_assignment(rows, workers, clusters)?,
             None => default_assignment(workers, clusters),
         };
-        let code = CyclicMds::new(size, load, rng)?;
+        let code = CyclicMds::best_of(size, load, options.draws(), rng)?;
         let groups = (0..clusters)
             .map(|p| Group {
                 workers: matrix.iter().map(|row| row[p]).collect(),
@@ -176,7 +176,7 @@ impl StaticCode {
         code: CyclicMds,
         groups: Vec<Group>,
         wait_for: Option<usize>,
-        options: DecodeOptions,
+        options: CodeOptions,
     ) -> Self {
         let mut slot = vec![(usize::MAX, usize::MAX); workers];
         let mut tasks = vec![WorkerTask { compute: Vec::new(), messages: Vec::new() }; workers];

@@ -79,13 +79,13 @@ impl SchemeKind {
 
     /// The `[scheme]` keys this kind reads (besides `kind`).
     pub fn keys(self) -> &'static [&'static str] {
-        const DECODE: [&str; 2] = ["decode_tolerance", "decode_cache_entries"];
+        const DECODE: [&str; 3] = ["code_draws", "decode_tolerance", "decode_cache_entries"];
         match self {
             SchemeKind::Uncoded => &[],
             SchemeKind::IgnoreStragglers => &["wait_for"],
             SchemeKind::GcFrac => &["load"],
-            SchemeKind::GcCyclic => &["load", DECODE[0], DECODE[1]],
-            SchemeKind::GcSc => &["load", "clusters", "assignment", DECODE[0], DECODE[1]],
+            SchemeKind::GcCyclic => &["load", DECODE[0], DECODE[1], DECODE[2]],
+            SchemeKind::GcSc => &["load", "clusters", "assignment", DECODE[0], DECODE[1], DECODE[2]],
         }
     }
 }
@@ -111,6 +111,8 @@ pub struct SchemeConfig {
     /// w: the master stops waiting after the fastest w workers (ignore-stragglers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_for: Option<usize>,
+    /// Random MDS matrices drawn per cyclic code; the best conditioned is kept (1 = Algorithm 2 as published).
+    pub code_draws: usize,
     /// An arrival set decodes only if |a·B_W - 1|_inf is at most this.
     pub decode_tolerance: f64,
     /// Decoding coefficients cached per arrival set, at most this many sets per code.
@@ -125,6 +127,7 @@ impl Default for SchemeConfig {
             clusters: 1,
             assignment: None,
             wait_for: None,
+            code_draws: 8,
             decode_tolerance: 1e-8,
             decode_cache_entries: 4096,
         }
