@@ -19,9 +19,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
+            // clap's first paragraph (the error and what it is about), on one line.
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid command line");
-            eprintln!("{}", first.trim());
+            let first: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+            eprintln!("{}", first.join(" "));
             return ExitCode::from(2);
         }
     };

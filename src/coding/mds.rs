@@ -13,7 +13,7 @@
 //! §3.1) and `r = 1` (B = I: no redundancy).
 
 use faer::Mat;
-use faer::linalg::solvers::Solve;
+use faer::linalg::solvers::{Solve, SolveLstsq};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
@@ -162,10 +162,33 @@ impl CyclicMds {
         &self.b
     }
 
+    fn lstsq_qr(bt: &Mat<f64>) -> Vec<f64> {
+        let ones = Mat::<f64>::full(bt.nrows(), 1, 1.0);
+        let a = bt.qr().solve_lstsq(&ones);
+        (0..bt.ncols()).map(|j| a[(j, 0)]).collect()
+    }
+
+    fn min_norm_svd(bt: &Mat<f64>) -> Option<Vec<f64>> {
+        let (rows, m) = (bt.nrows(), bt.ncols());
+        let svd = bt.thin_svd().ok()?;
+        let (u, v, sigma) = (svd.U(), svd.V(), svd.S().column_vector());
+        let dims = sigma.nrows();
+        let sigma_max = (0..dims).fold(0.0_f64, |acc, k| acc.max(sigma[k]));
+        let cutoff = sigma_max * (rows.max(m) as f64) * f64::EPSILON;
+        let mut a = vec![0.0; m];
+        for k in (0..dims).filter(|&k| sigma[k] > cutoff) {
+            let scale = (0..rows).map(|r| u[(r, k)]).sum::<f64>() / sigma[k];
+            for (j, aj) in a.iter_mut().enumerate() {
+                *aj += v[(j, k)] * scale;
+            }
+        }
+        Some(a)
+    }
+
     /// Solve `a·B_W = 1` for the received positions `positions` (ascending, distinct).
     ///
-    /// Uses the minimum-norm least-squares solution (SVD), so more than
-    /// `needed()` arrivals give the smallest coefficients. Returns `None` when
+    /// With more than `needed()` arrivals the minimum-norm solution (SVD)
+    /// gives the smallest coefficients. Returns `None` when
     /// the all-ones vector is not in the span of the received rows, that is
     /// when the residual exceeds `tolerance`: a set that cannot decode is never
     /// given coefficients.
@@ -184,21 +207,12 @@ impl CyclicMds {
         if self.load == 1 {
             return (m == self.size).then(|| Solution { coefficients: vec![1.0; m], residual: 0.0, amplification: 1.0 });
         }
-        // B_W^T a^T = 1: an (l x m) system; minimum-norm solution by thin SVD,
-        // a = V · S^+ · U^T · 1, singular values below the usual rank cut-off dropped.
+        // B_W^T a^T = 1: an (l x m) system. With exactly needed() rows (the
+        // master's usual case) B_W^T has full column rank and the solution is
+        // unique: Householder QR least squares. With more rows it is rank
+        // deficient: minimum-norm solution by thin SVD.
         let bt = Mat::<f64>::from_fn(self.size, m, |r, c| self.b[(positions[c], r)]);
-        let svd = bt.thin_svd().ok()?;
-        let (u, v, sigma) = (svd.U(), svd.V(), svd.S().column_vector());
-        let dims = sigma.nrows();
-        let sigma_max = (0..dims).fold(0.0_f64, |acc, k| acc.max(sigma[k]));
-        let cutoff = sigma_max * (self.size.max(m) as f64) * f64::EPSILON;
-        let mut a = vec![0.0; m];
-        for k in (0..dims).filter(|&k| sigma[k] > cutoff) {
-            let scale = (0..self.size).map(|r| u[(r, k)]).sum::<f64>() / sigma[k];
-            for (j, aj) in a.iter_mut().enumerate() {
-                *aj += v[(j, k)] * scale;
-            }
-        }
+        let a = if m == self.needed() { Self::lstsq_qr(&bt) } else { Self::min_norm_svd(&bt)? };
         let residual = (0..self.size)
             .map(|r| ((0..m).map(|j| bt[(r, j)] * a[j]).sum::<f64>() - 1.0).abs())
             .fold(0.0_f64, f64::max);

@@ -111,6 +111,12 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedCon
 /// Turn a serde error at `path` into an error naming the full key.
 fn serde_error(path: &str, message: &str) -> InputError {
     let path = if path == "." { "" } else { path };
+    // The toml deserializer appends " in `path`", which the field already says.
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let message = match message.rfind(" in `") {
+        Some(i) if message.ends_with('`') => &message[..i],
+        _ => &message,
+    };
     if let Some(rest) = message.strip_prefix("unknown field `") {
         if let Some((key, expected)) = rest.split_once('`') {
             let expected = expected.trim_start_matches(',').trim();
