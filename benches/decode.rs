@@ -29,13 +29,20 @@ fn decode(c: &mut Criterion) {
     for (k, r) in [(12, 3), (40, 10), (100, 10)] {
         let code = CyclicMds::best_of(k, r, 8, &mut stream(1, Stream::Code)).unwrap();
         let sets = arrival_sets(k, r, 64);
-        group.bench_with_input(BenchmarkId::new("fresh solve", format!("K={k},r={r}")), &sets, |b, sets| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) % sets.len();
-                black_box(code.solve(black_box(&sets[i]), 1e-6).expect("K-r+1 arrivals decode"))
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::new("fresh solve", format!("K={k},r={r}")),
+            &sets,
+            |b, sets| {
+                let mut i = 0;
+                b.iter(|| {
+                    i = (i + 1) % sets.len();
+                    black_box(
+                        code.solve(black_box(&sets[i]), 1e-6)
+                            .expect("K-r+1 arrivals decode"),
+                    )
+                })
+            },
+        );
         let mut cached = StaticCode::cyclic_repetition(
             k,
             r,
@@ -46,13 +53,17 @@ fn decode(c: &mut Criterion) {
         for set in &sets {
             cached.solve(set).expect("K-r+1 arrivals decode");
         }
-        group.bench_with_input(BenchmarkId::new("cached", format!("K={k},r={r}")), &sets, |b, sets| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) % sets.len();
-                black_box(cached.solve(black_box(&sets[i])).expect("cached"))
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::new("cached", format!("K={k},r={r}")),
+            &sets,
+            |b, sets| {
+                let mut i = 0;
+                b.iter(|| {
+                    i = (i + 1) % sets.len();
+                    black_box(cached.solve(black_box(&sets[i])).expect("cached"))
+                })
+            },
+        );
     }
     group.finish();
 }

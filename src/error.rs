@@ -18,7 +18,11 @@ pub struct InputError {
 
 impl InputError {
     /// `"{field} = {value} {rule}"`, e.g. `scheme.clusters = 5 does not divide workers = 12`.
-    pub fn value(field: impl Into<String>, value: impl fmt::Display, rule: impl fmt::Display) -> Self {
+    pub fn value(
+        field: impl Into<String>,
+        value: impl fmt::Display,
+        rule: impl fmt::Display,
+    ) -> Self {
         let field = field.into();
         let message = format!("{field} = {value} {rule}");
         Self::from_parts(field, message)
@@ -56,7 +60,10 @@ mod tests {
     #[test]
     fn value_error_names_field_value_and_rule() {
         let e = InputError::value("scheme.clusters", 5, "does not divide workers = 12");
-        assert_eq!(e.to_string(), "scheme.clusters = 5 does not divide workers = 12");
+        assert_eq!(
+            e.to_string(),
+            "scheme.clusters = 5 does not divide workers = 12"
+        );
         assert_eq!(e.field, "scheme.clusters");
     }
 

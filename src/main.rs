@@ -21,7 +21,11 @@ fn main() -> ExitCode {
         Err(e) => {
             // clap's first paragraph (the error and what it is about), on one line.
             let text = e.to_string();
-            let first: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+            let first: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.is_empty())
+                .collect();
             eprintln!("{}", first.join(" "));
             return ExitCode::from(2);
         }

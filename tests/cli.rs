@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn gradcode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gradcode")).args(args).output().expect("run gradcode")
+    Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(args)
+        .output()
+        .expect("run gradcode")
 }
 
 fn write_config(name: &str, text: &str) -> PathBuf {
@@ -33,11 +36,30 @@ fn json(o: &Output) -> serde_json::Value {
 /// One invalid input: it must exit 2 with one stderr line naming `field`, and print nothing.
 fn assert_rejected(name: &str, output: &Output, field: &str) {
     let err = stderr(output);
-    assert_eq!(output.status.code(), Some(2), "{name}: status {:?}, stderr: {err}", output.status);
-    assert_eq!(err.lines().count(), 1, "{name}: stderr is not one line: {err}");
-    assert!(err.contains(field), "{name}: stderr does not name `{field}`: {err}");
-    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{name}: {err}");
-    assert!(output.stdout.is_empty(), "{name}: wrote to stdout: {}", stdout(output));
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{name}: status {:?}, stderr: {err}",
+        output.status
+    );
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "{name}: stderr is not one line: {err}"
+    );
+    assert!(
+        err.contains(field),
+        "{name}: stderr does not name `{field}`: {err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{name}: {err}"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "{name}: wrote to stdout: {}",
+        stdout(output)
+    );
 }
 
 const GC_SC: &str = "workers = 12\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 4\n";
@@ -47,12 +69,42 @@ const INVALID: &[(&str, &str, &[&str], &str)] = &[
     ("workers-zero", "workers = 0\n", &[], "workers = 0"),
     ("workers-negative", "workers = -3\n", &[], "workers"),
     ("load-zero", "[scheme]\nload = 0\n", &[], "scheme.load = 0"),
-    ("load-above-workers", "workers = 4\n[scheme]\nload = 5\n", &[], "scheme.load = 5"),
-    ("frac-load-not-divisor", "[scheme]\nkind = \"gc-frac\"\nload = 5\n", &[], "scheme.load = 5 does not divide workers = 12"),
-    ("clusters-zero", GC_SC, &["scheme.clusters=0"], "scheme.clusters = 0"),
-    ("clusters-not-divisor", GC_SC, &["scheme.clusters=5"], "scheme.clusters = 5 does not divide workers = 12"),
-    ("load-above-cluster-size", GC_SC, &["scheme.load=4"], "scheme.load = 4"),
-    ("assignment-rows", GC_SC, &["scheme.assignment=[[1,2,3,4],[5,6,7,8]]"], "scheme.assignment"),
+    (
+        "load-above-workers",
+        "workers = 4\n[scheme]\nload = 5\n",
+        &[],
+        "scheme.load = 5",
+    ),
+    (
+        "frac-load-not-divisor",
+        "[scheme]\nkind = \"gc-frac\"\nload = 5\n",
+        &[],
+        "scheme.load = 5 does not divide workers = 12",
+    ),
+    (
+        "clusters-zero",
+        GC_SC,
+        &["scheme.clusters=0"],
+        "scheme.clusters = 0",
+    ),
+    (
+        "clusters-not-divisor",
+        GC_SC,
+        &["scheme.clusters=5"],
+        "scheme.clusters = 5 does not divide workers = 12",
+    ),
+    (
+        "load-above-cluster-size",
+        GC_SC,
+        &["scheme.load=4"],
+        "scheme.load = 4",
+    ),
+    (
+        "assignment-rows",
+        GC_SC,
+        &["scheme.assignment=[[1,2,3,4],[5,6,7,8]]"],
+        "scheme.assignment",
+    ),
     (
         "assignment-columns",
         GC_SC,
@@ -71,44 +123,209 @@ const INVALID: &[(&str, &str, &[&str], &str)] = &[
         &["scheme.assignment=[[1,2,3,4],[5,6,7,8],[9,10,11,1]]"],
         "scheme.assignment",
     ),
-    ("wait-for-missing", "[scheme]\nkind = \"ignore-stragglers\"\n", &[], "scheme.wait_for"),
-    ("wait-for-zero", "[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 0\n", &[], "scheme.wait_for = 0"),
-    ("wait-for-above-workers", "[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 13\n", &[], "scheme.wait_for = 13"),
-    ("decode-tolerance-zero", "[scheme]\ndecode_tolerance = 0.0\n", &[], "scheme.decode_tolerance"),
-    ("decode-tolerance-above-one", "[scheme]\ndecode_tolerance = 2.0\n", &[], "scheme.decode_tolerance"),
-    ("decode-cache-zero", "[scheme]\ndecode_cache_entries = 0\n", &[], "scheme.decode_cache_entries"),
-    ("code-draws-zero", "[scheme]\ncode_draws = 0\n", &[], "scheme.code_draws"),
-    ("scheme-kind-unknown", "[scheme]\nkind = \"gc-magic\"\n", &[], "scheme.kind"),
-    ("unknown-scheme-key", "[scheme]\nloda = 2\n", &[], "scheme.loda"),
+    (
+        "wait-for-missing",
+        "[scheme]\nkind = \"ignore-stragglers\"\n",
+        &[],
+        "scheme.wait_for",
+    ),
+    (
+        "wait-for-zero",
+        "[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 0\n",
+        &[],
+        "scheme.wait_for = 0",
+    ),
+    (
+        "wait-for-above-workers",
+        "[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 13\n",
+        &[],
+        "scheme.wait_for = 13",
+    ),
+    (
+        "decode-tolerance-zero",
+        "[scheme]\ndecode_tolerance = 0.0\n",
+        &[],
+        "scheme.decode_tolerance",
+    ),
+    (
+        "decode-tolerance-above-one",
+        "[scheme]\ndecode_tolerance = 2.0\n",
+        &[],
+        "scheme.decode_tolerance",
+    ),
+    (
+        "decode-cache-zero",
+        "[scheme]\ndecode_cache_entries = 0\n",
+        &[],
+        "scheme.decode_cache_entries",
+    ),
+    (
+        "code-draws-zero",
+        "[scheme]\ncode_draws = 0\n",
+        &[],
+        "scheme.code_draws",
+    ),
+    (
+        "scheme-kind-unknown",
+        "[scheme]\nkind = \"gc-magic\"\n",
+        &[],
+        "scheme.kind",
+    ),
+    (
+        "unknown-scheme-key",
+        "[scheme]\nloda = 2\n",
+        &[],
+        "scheme.loda",
+    ),
     ("unknown-top-level-key", "wrokers = 3\n", &[], "wrokers"),
     ("unknown-section", "[strager]\nmu = 1.0\n", &[], "strager"),
-    ("unknown-key-by-set", "", &["train.iteratons=5"], "train.iteratons"),
-    ("wrong-type", "[scheme]\nload = \"two\"\n", &[], "scheme.load"),
-    ("alpha-negative", "[straggler]\nalpha = -1.0\n", &[], "straggler.alpha"),
+    (
+        "unknown-key-by-set",
+        "",
+        &["train.iteratons=5"],
+        "train.iteratons",
+    ),
+    (
+        "wrong-type",
+        "[scheme]\nload = \"two\"\n",
+        &[],
+        "scheme.load",
+    ),
+    (
+        "alpha-negative",
+        "[straggler]\nalpha = -1.0\n",
+        &[],
+        "straggler.alpha",
+    ),
     ("mu-zero", "[straggler]\nmu = 0.0\n", &[], "straggler.mu"),
     ("mu-nan", "[straggler]\nmu = nan\n", &[], "straggler.mu"),
-    ("time-unit-zero", "[straggler]\ntime_unit_ms = 0.0\n", &[], "straggler.time_unit_ms"),
-    ("straggler-model-unknown", "[straggler]\nmodel = \"pareto\"\n", &[], "straggler.model"),
-    ("state-info-unknown", "[straggler]\nstate_info = \"psychic\"\n", &[], "straggler.state_info"),
-    ("train-samples-below-workers", "[data]\ntrain_samples = 5\n", &[], "data.train_samples"),
-    ("test-samples-zero", "[data]\ntest_samples = 0\n", &[], "data.test_samples"),
-    ("features-zero", "[data]\nfeatures = 0\n", &[], "data.features"),
-    ("noise-negative", "[data]\nnoise_std = -1.0\n", &[], "data.noise_std"),
-    ("data-path-missing", "[data]\nkind = \"libsvm\"\n", &[], "data.path"),
-    ("data-path-for-synthetic", "[data]\npath = \"x.libsvm\"\n", &[], "data.path"),
-    ("test-fraction-one", "[data]\nkind = \"csv\"\npath = \"x.csv\"\ntest_fraction = 1.0\n", &[], "data.test_fraction"),
+    (
+        "time-unit-zero",
+        "[straggler]\ntime_unit_ms = 0.0\n",
+        &[],
+        "straggler.time_unit_ms",
+    ),
+    (
+        "straggler-model-unknown",
+        "[straggler]\nmodel = \"pareto\"\n",
+        &[],
+        "straggler.model",
+    ),
+    (
+        "state-info-unknown",
+        "[straggler]\nstate_info = \"psychic\"\n",
+        &[],
+        "straggler.state_info",
+    ),
+    (
+        "train-samples-below-workers",
+        "[data]\ntrain_samples = 5\n",
+        &[],
+        "data.train_samples",
+    ),
+    (
+        "test-samples-zero",
+        "[data]\ntest_samples = 0\n",
+        &[],
+        "data.test_samples",
+    ),
+    (
+        "features-zero",
+        "[data]\nfeatures = 0\n",
+        &[],
+        "data.features",
+    ),
+    (
+        "noise-negative",
+        "[data]\nnoise_std = -1.0\n",
+        &[],
+        "data.noise_std",
+    ),
+    (
+        "data-path-missing",
+        "[data]\nkind = \"libsvm\"\n",
+        &[],
+        "data.path",
+    ),
+    (
+        "data-path-for-synthetic",
+        "[data]\npath = \"x.libsvm\"\n",
+        &[],
+        "data.path",
+    ),
+    (
+        "test-fraction-one",
+        "[data]\nkind = \"csv\"\npath = \"x.csv\"\ntest_fraction = 1.0\n",
+        &[],
+        "data.test_fraction",
+    ),
     ("l2-negative", "[model]\nl2 = -0.1\n", &[], "model.l2"),
-    ("logistic-on-real-labels", "[model]\nloss = \"logistic\"\n", &[], "model.loss"),
-    ("iterations-zero", "[train]\niterations = 0\n", &[], "train.iterations"),
-    ("learning-rate-zero", "[train]\nlearning_rate = 0.0\n", &[], "train.learning_rate"),
-    ("decay-negative", "[train]\ndecay_iterations = -1.0\n", &[], "train.decay_iterations"),
-    ("eval-every-zero", "[train]\neval_every = 0\n", &[], "train.eval_every"),
-    ("optimizer-unknown", "[train]\noptimizer = \"adam\"\n", &[], "train.optimizer"),
-    ("trace-empty", "[output]\ntrace = \"\"\n", &[], "output.trace"),
-    ("progress-every-zero", "[output]\nprogress_every = 0\n", &[], "output.progress_every"),
-    ("trials-zero", "[simulate]\ntrials = 0\n", &[], "simulate.trials"),
-    ("sim-iterations-zero", "[simulate]\niterations = 0\n", &[], "simulate.iterations"),
-    ("compare-unknown", "[simulate]\ncompare = [\"nope\"]\n", &[], "simulate.compare"),
+    (
+        "logistic-on-real-labels",
+        "[model]\nloss = \"logistic\"\n",
+        &[],
+        "model.loss",
+    ),
+    (
+        "iterations-zero",
+        "[train]\niterations = 0\n",
+        &[],
+        "train.iterations",
+    ),
+    (
+        "learning-rate-zero",
+        "[train]\nlearning_rate = 0.0\n",
+        &[],
+        "train.learning_rate",
+    ),
+    (
+        "decay-negative",
+        "[train]\ndecay_iterations = -1.0\n",
+        &[],
+        "train.decay_iterations",
+    ),
+    (
+        "eval-every-zero",
+        "[train]\neval_every = 0\n",
+        &[],
+        "train.eval_every",
+    ),
+    (
+        "optimizer-unknown",
+        "[train]\noptimizer = \"adam\"\n",
+        &[],
+        "train.optimizer",
+    ),
+    (
+        "trace-empty",
+        "[output]\ntrace = \"\"\n",
+        &[],
+        "output.trace",
+    ),
+    (
+        "progress-every-zero",
+        "[output]\nprogress_every = 0\n",
+        &[],
+        "output.progress_every",
+    ),
+    (
+        "trials-zero",
+        "[simulate]\ntrials = 0\n",
+        &[],
+        "simulate.trials",
+    ),
+    (
+        "sim-iterations-zero",
+        "[simulate]\niterations = 0\n",
+        &[],
+        "simulate.iterations",
+    ),
+    (
+        "compare-unknown",
+        "[simulate]\ncompare = [\"nope\"]\n",
+        &[],
+        "simulate.compare",
+    ),
     (
         "compare-scheme-invalid",
         "[scheme]\nkind = \"gc-cyclic\"\nclusters = 5\n[simulate]\ncompare = [\"gc-sc\"]\n",
@@ -117,7 +334,12 @@ const INVALID: &[(&str, &str, &[&str], &str)] = &[
     ),
     ("toml-syntax", "workers = 12\n[scheme\n", &[], "toml:2:"),
     ("set-without-equals", "", &["scheme.load"], "--set"),
-    ("set-into-scalar", "workers = 4\n", &["workers.x=1"], "workers is not a section"),
+    (
+        "set-into-scalar",
+        "workers = 4\n",
+        &["workers.x=1"],
+        "workers is not a section",
+    ),
 ];
 
 #[test]
@@ -146,7 +368,12 @@ fn missing_config_file_is_bad_input() {
 
 #[test]
 fn bad_received_lists_are_bad_input() {
-    for (list, why) in [("13", "outside 1..=12"), ("1,1", "twice"), ("a", "not a worker id"), ("0", "outside")] {
+    for (list, why) in [
+        ("13", "outside 1..=12"),
+        ("1,1", "twice"),
+        ("a", "not a worker id"),
+        ("0", "outside"),
+    ] {
         let out = gradcode(&["explain", "--received", list]);
         assert_rejected(list, &out, "--received");
         assert!(stderr(&out).contains(why), "{list}: {}", stderr(&out));
@@ -158,7 +385,12 @@ fn bad_command_lines_are_one_line_and_status_2() {
     for args in [&["frobnicate"][..], &["check", "--bogus"], &["explain"]] {
         let out = gradcode(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out).lines().count(),
+            1,
+            "{args:?}: {}",
+            stderr(&out)
+        );
     }
     let help = gradcode(&["--help"]);
     assert!(help.status.success());
@@ -171,15 +403,33 @@ fn check_json_describes_the_demo_plan() {
     assert_eq!(v["scheme"], "gc-sc");
     // 000 eq. (5): columns are clusters.
     let clusters: Vec<Vec<u64>> = serde_json::from_value(v["clusters"].clone()).unwrap();
-    assert_eq!(clusters, vec![vec![1, 6, 9], vec![2, 7, 10], vec![3, 8, 11], vec![4, 5, 12]]);
+    assert_eq!(
+        clusters,
+        vec![
+            vec![1, 6, 9],
+            vec![2, 7, 10],
+            vec![3, 8, 11],
+            vec![4, 5, 12]
+        ]
+    );
     let workers = v["workers"].as_array().unwrap();
     assert_eq!(workers.len(), 12);
     assert_eq!(workers[0]["worker"], 1);
     assert_eq!(workers[0]["partitions"], serde_json::json!([1, 2]));
-    assert_eq!(workers[4]["partitions"], serde_json::json!([11, 12]), "worker 5 holds g11, g12 (eq. 6)");
+    assert_eq!(
+        workers[4]["partitions"],
+        serde_json::json!([11, 12]),
+        "worker 5 holds g11, g12 (eq. 6)"
+    );
     assert_eq!(workers[4]["memory_partitions"], 2);
-    assert_eq!(v["tolerated_stragglers"], serde_json::json!({"worst": 1, "best": 4}));
-    assert_eq!(v["arrivals_needed"], serde_json::json!({"worst": 11, "best": 8}));
+    assert_eq!(
+        v["tolerated_stragglers"],
+        serde_json::json!({"worst": 1, "best": 4})
+    );
+    assert_eq!(
+        v["arrivals_needed"],
+        serde_json::json!({"worst": 11, "best": 8})
+    );
     let amp = &v["amplification"];
     assert_eq!(amp["failed"], 0);
     assert!(amp["worst"].as_f64().unwrap() >= 1.0);
@@ -211,7 +461,14 @@ fn check_works_for_every_kind() {
             "gc-cyclic" => (2, 2),
             _ => (1, 4),
         };
-        assert_eq!((tolerance["worst"].as_u64().unwrap(), tolerance["best"].as_u64().unwrap()), expected, "{kind}");
+        assert_eq!(
+            (
+                tolerance["worst"].as_u64().unwrap(),
+                tolerance["best"].as_u64().unwrap()
+            ),
+            expected,
+            "{kind}"
+        );
     }
 }
 
@@ -220,12 +477,21 @@ fn unused_keys_are_warned_about_not_ignored() {
     let path = write_config("unused", "[scheme]\nkind = \"gc-cyclic\"\nclusters = 3\n");
     let out = gradcode(&["check", "--config", path.to_str().unwrap()]);
     assert!(out.status.success());
-    assert!(stderr(&out).contains("warning: scheme.clusters is set but not used"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: scheme.clusters is set but not used"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn explain_gc_sc_per_cluster() {
-    let v = json(&gradcode(&["explain", "--received", "1,6,2,7,3,8,4,5", "--json"]));
+    let v = json(&gradcode(&[
+        "explain",
+        "--received",
+        "1,6,2,7,3,8,4,5",
+        "--json",
+    ]));
     assert_eq!(v["decodable"], true);
     assert_eq!(v["recovered_fraction"], 1.0);
     let coefficients = v["coefficients"].as_array().unwrap();
@@ -237,7 +503,12 @@ fn explain_gc_sc_per_cluster() {
     assert_eq!(clusters[3]["coefficients"].as_array().unwrap().len(), 2);
 
     // Realization 2 of 000 Fig. 1 style: cluster 3 short.
-    let v = json(&gradcode(&["explain", "--received", "1,6,2,7,4,5,12,3", "--json"]));
+    let v = json(&gradcode(&[
+        "explain",
+        "--received",
+        "1,6,2,7,4,5,12,3",
+        "--json",
+    ]));
     assert_eq!(v["decodable"], false);
     assert_eq!(v["coefficients"], serde_json::json!([]));
     assert_eq!(v["clusters"][2]["decodable"], false);

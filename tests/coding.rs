@@ -2,7 +2,9 @@
 //! decodes exactly, every other set is reported as not decodable, and a decoded
 //! gradient equals the true sum of the partition gradients.
 
-use gradcode::coding::{Arrival, CodeOptions, RoundContext, RoundPlan, Scheme, StaticCode, decode_prefix};
+use gradcode::coding::{
+    Arrival, CodeOptions, RoundContext, RoundPlan, Scheme, StaticCode, decode_prefix,
+};
 use gradcode::rng::{Stream, stream};
 use proptest::prelude::*;
 use rand::RngExt;
@@ -29,7 +31,13 @@ fn subsets(n: usize, k: usize) -> Vec<Vec<usize>> {
 }
 
 fn cyclic(k: usize, r: usize, seed: u64) -> StaticCode {
-    StaticCode::cyclic_repetition(k, r, CodeOptions::default(), &mut stream(seed, Stream::Code)).unwrap()
+    StaticCode::cyclic_repetition(
+        k,
+        r,
+        CodeOptions::default(),
+        &mut stream(seed, Stream::Code),
+    )
+    .unwrap()
 }
 
 fn arrivals(workers: &[usize]) -> Vec<Arrival> {
@@ -41,17 +49,25 @@ fn plan(scheme: &mut dyn Scheme) -> RoundPlan {
 }
 
 /// The weighted sum of the messages of `received` against the sum of every partition gradient.
-fn decoded_error(scheme: &mut dyn Scheme, received: &[usize], dim: usize, seed: u64) -> Option<f64> {
+fn decoded_error(
+    scheme: &mut dyn Scheme,
+    received: &[usize],
+    dim: usize,
+    seed: u64,
+) -> Option<f64> {
     let plan = plan(scheme);
     let mut rng = stream(seed, Stream::CheckSampling);
-    let gradients: Vec<Vec<f64>> =
-        (0..scheme.partitions()).map(|_| (0..dim).map(|_| rng.random_range(-1.0..1.0)).collect()).collect();
+    let gradients: Vec<Vec<f64>> = (0..scheme.partitions())
+        .map(|_| (0..dim).map(|_| rng.random_range(-1.0..1.0)).collect())
+        .collect();
     let decoding = scheme.decode(&plan, &arrivals(received));
     if !decoding.decodable {
         return None;
     }
-    let messages: Vec<Vec<f64>> =
-        received.iter().map(|&w| plan.tasks[w].messages[0].codeword.encode(&gradients)).collect();
+    let messages: Vec<Vec<f64>> = received
+        .iter()
+        .map(|&w| plan.tasks[w].messages[0].codeword.encode(&gradients))
+        .collect();
     let refs: Vec<&[f64]> = messages.iter().map(|m| m.as_slice()).collect();
     let decoded = decoding.combine(&refs);
     let mut truth = vec![0.0; dim];
@@ -60,7 +76,12 @@ fn decoded_error(scheme: &mut dyn Scheme, received: &[usize], dim: usize, seed: 
             *t += g;
         }
     }
-    let num: f64 = decoded.iter().zip(&truth).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+    let num: f64 = decoded
+        .iter()
+        .zip(&truth)
+        .map(|(a, b)| (a - b).powi(2))
+        .sum::<f64>()
+        .sqrt();
     let den: f64 = truth.iter().map(|b| b * b).sum::<f64>().sqrt();
     Some(num / den)
 }
@@ -75,14 +96,24 @@ fn gc_cyclic_every_set_of_k_minus_r_plus_1_decodes_and_every_smaller_set_does_no
             for set in subsets(k, needed) {
                 let d = code.decode(&p, &arrivals(&set));
                 assert!(d.decodable, "K={k} r={r}: {set:?} must decode");
-                assert!(d.residual <= 1e-9, "K={k} r={r}: {set:?} residual {}", d.residual);
+                assert!(
+                    d.residual <= 1e-9,
+                    "K={k} r={r}: {set:?} residual {}",
+                    d.residual
+                );
                 assert_eq!(d.recovered, (0..k).collect::<Vec<_>>());
             }
             if needed >= 2 {
                 for set in subsets(k, needed - 1) {
                     let d = code.decode(&p, &arrivals(&set));
-                    assert!(!d.decodable, "K={k} r={r}: {set:?} has too few codewords but was decoded");
-                    assert!(d.weights.iter().all(|&w| w == 0.0), "no coefficients for a set that cannot decode");
+                    assert!(
+                        !d.decodable,
+                        "K={k} r={r}: {set:?} has too few codewords but was decoded"
+                    );
+                    assert!(
+                        d.weights.iter().all(|&w| w == 0.0),
+                        "no coefficients for a set that cannot decode"
+                    );
                 }
             }
         }
@@ -104,7 +135,10 @@ fn gc_frac_decodes_exactly_when_every_block_is_heard_from() {
                     let d = code.decode(&p, &arrivals(&set));
                     assert_eq!(d.decodable, covers, "K={k} r={r} {set:?}");
                     if size == k - r + 1 {
-                        assert!(covers, "any K-r+1 workers cover every block (K={k} r={r} {set:?})");
+                        assert!(
+                            covers,
+                            "any K-r+1 workers cover every block (K={k} r={r} {set:?})"
+                        );
                     }
                     if d.decodable {
                         assert!(d.residual <= 1e-9);
@@ -132,9 +166,17 @@ fn decoded_gradient_equals_the_true_sum_on_random_vectors() {
     let mut frac = StaticCode::fractional_repetition(12, 3).unwrap();
     let err = decoded_error(&mut frac, &[0, 5, 10, 3], dim, 3).expect("one per block decodes");
     assert!(err <= 1e-12, "frac relative error {err}");
-    let mut sc = StaticCode::static_clustering(12, 4, 2, None, CodeOptions::default(), &mut stream(1, Stream::Code))
-        .unwrap();
-    let err = decoded_error(&mut sc, &[0, 5, 1, 6, 2, 7, 3, 4], dim, 4).expect("two per cluster decode");
+    let mut sc = StaticCode::static_clustering(
+        12,
+        4,
+        2,
+        None,
+        CodeOptions::default(),
+        &mut stream(1, Stream::Code),
+    )
+    .unwrap();
+    let err =
+        decoded_error(&mut sc, &[0, 5, 1, 6, 2, 7, 3, 4], dim, 4).expect("two per cluster decode");
     assert!(err <= 1e-9, "gc-sc relative error {err}");
 }
 
@@ -165,12 +207,27 @@ fn uncoded_needs_every_worker() {
 #[test]
 fn gc_sc_running_example_of_000_section_ii_b() {
     // K = 12, P = 4, r = 2: eq. (5) assignment, eq. (6) data assignment.
-    let mut sc = StaticCode::static_clustering(12, 4, 2, None, CodeOptions::default(), &mut stream(1, Stream::Code))
-        .unwrap();
+    let mut sc = StaticCode::static_clustering(
+        12,
+        4,
+        2,
+        None,
+        CodeOptions::default(),
+        &mut stream(1, Stream::Code),
+    )
+    .unwrap();
     let p = plan(&mut sc);
     let one_based = |v: &[usize]| v.iter().map(|x| x + 1).collect::<Vec<_>>();
     let clusters: Vec<Vec<usize>> = p.clusters.iter().map(|c| one_based(c)).collect();
-    assert_eq!(clusters, vec![vec![1, 6, 9], vec![2, 7, 10], vec![3, 8, 11], vec![4, 5, 12]]);
+    assert_eq!(
+        clusters,
+        vec![
+            vec![1, 6, 9],
+            vec![2, 7, 10],
+            vec![3, 8, 11],
+            vec![4, 5, 12]
+        ]
+    );
     // Eq. (6), worker by worker: the partitions each computes, in order.
     let expected = [
         [1, 2],
@@ -187,7 +244,12 @@ fn gc_sc_running_example_of_000_section_ii_b() {
         [12, 10],
     ];
     for (w, want) in expected.iter().enumerate() {
-        assert_eq!(one_based(&p.tasks[w].compute), want.to_vec(), "worker {}", w + 1);
+        assert_eq!(
+            one_based(&p.tasks[w].compute),
+            want.to_vec(),
+            "worker {}",
+            w + 1
+        );
     }
     // Realization 1 of Fig. 1: one straggler per cluster still decodes.
     let d = sc.decode(&p, &arrivals(&[0, 5, 1, 6, 2, 7, 3, 4]));
@@ -196,18 +258,22 @@ fn gc_sc_running_example_of_000_section_ii_b() {
     let d = sc.decode(&p, &arrivals(&[0, 5, 1, 6, 3, 4, 11, 2]));
     assert!(!d.decodable);
     assert!(!d.groups[2].decodable);
-    assert_eq!(d.recovered.len(), 9, "clusters 1, 2 and 4 still decode on their own");
+    assert_eq!(
+        d.recovered.len(),
+        9,
+        "clusters 1, 2 and 4 still decode on their own"
+    );
 }
 
 #[test]
 fn explicit_assignment_overrides_the_default() {
-    let rows = vec![vec![1, 2], vec![3, 4], vec![5, 6]]; // K = 6, P = 2, l = 3
-    let rows0: Vec<Vec<usize>> = rows.iter().map(|r| r.iter().map(|w| w - 1).collect()).collect();
+    // K = 6, P = 2, l = 3; 1-based rows, column p = cluster p.
+    let rows = [vec![1, 2], vec![3, 4], vec![5, 6]];
     let mut sc = StaticCode::static_clustering(
         6,
         2,
         2,
-        Some(&rows0.iter().map(|r| r.iter().map(|w| w + 1).collect()).collect::<Vec<Vec<usize>>>()),
+        Some(&rows),
         CodeOptions::default(),
         &mut stream(1, Stream::Code),
     )
@@ -221,14 +287,22 @@ fn invalid_parameters_name_their_config_key() {
     let opts = CodeOptions::default();
     let mut rng = stream(1, Stream::Code);
     let e = StaticCode::static_clustering(12, 5, 2, None, opts, &mut rng).unwrap_err();
-    assert_eq!(e.to_string(), "scheme.clusters = 5 does not divide workers = 12");
+    assert_eq!(
+        e.to_string(),
+        "scheme.clusters = 5 does not divide workers = 12"
+    );
     let e = StaticCode::static_clustering(12, 4, 4, None, opts, &mut rng).unwrap_err();
     assert!(e.to_string().starts_with("scheme.load = 4"), "{e}");
     let e = StaticCode::fractional_repetition(12, 5).unwrap_err();
-    assert!(e.to_string().starts_with("scheme.load = 5 does not divide workers = 12"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("scheme.load = 5 does not divide workers = 12"),
+        "{e}"
+    );
     let e = StaticCode::ignore_stragglers(12, 13).unwrap_err();
     assert!(e.to_string().starts_with("scheme.wait_for = 13"), "{e}");
-    let e = StaticCode::static_clustering(4, 2, 1, Some(&[vec![1, 2], vec![2, 3]]), opts, &mut rng).unwrap_err();
+    let e = StaticCode::static_clustering(4, 2, 1, Some(&[vec![1, 2], vec![2, 3]]), opts, &mut rng)
+        .unwrap_err();
     assert!(e.to_string().contains("names worker 2 twice"), "{e}");
 }
 
@@ -241,7 +315,11 @@ fn cached_coefficients_equal_fresh_ones() {
     let second = a.decode(&p, &set);
     assert_eq!(first, second);
     let mut fresh = cyclic(10, 3, 9);
-    assert_eq!(fresh.decode(&p, &set), first, "same seed, same code, same coefficients");
+    assert_eq!(
+        fresh.decode(&p, &set),
+        first,
+        "same seed, same code, same coefficients"
+    );
 }
 
 proptest! {

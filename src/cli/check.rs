@@ -61,10 +61,20 @@ struct CheckReport {
 }
 
 /// Decode `samples` random arrival orders up to the point where they suffice.
-fn sample_amplification(scheme: &mut dyn Scheme, plan: &RoundPlan, seed: u64, samples: usize) -> Amplification {
+fn sample_amplification(
+    scheme: &mut dyn Scheme,
+    plan: &RoundPlan,
+    seed: u64,
+    samples: usize,
+) -> Amplification {
     let mut rng = stream(seed, Stream::CheckSampling);
     let mut order: Vec<usize> = (0..scheme.workers()).collect();
-    let mut report = Amplification { worst: 0.0, max_residual: 0.0, samples, failed: 0 };
+    let mut report = Amplification {
+        worst: 0.0,
+        max_residual: 0.0,
+        samples,
+        failed: 0,
+    };
     for _ in 0..samples {
         order.shuffle(&mut rng);
         let arrivals: Vec<Arrival> = order.iter().map(|&w| Arrival::only(w)).collect();
@@ -121,7 +131,10 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         partitions: scheme.partitions(),
         clusters: plan.clusters.iter().map(|c| one_based(c)).collect(),
         tolerated_stragglers: tolerance,
-        arrivals_needed: Tolerance { worst: k - tolerance.worst, best: k - tolerance.best },
+        arrivals_needed: Tolerance {
+            worst: k - tolerance.worst,
+            best: k - tolerance.best,
+        },
         amplification,
         workers,
         warnings: loaded.unused_keys(),
@@ -139,9 +152,16 @@ fn print_text(r: &CheckReport) {
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     println!("gradcode check: {} is valid", r.origin);
     println!("scheme        {}", r.scheme);
-    println!("workers       K = {}, partitions = {}", r.workers_total, r.partitions);
+    println!(
+        "workers       K = {}, partitions = {}",
+        r.workers_total, r.partitions
+    );
     if !r.clusters.is_empty() {
-        println!("clusters      {} of {} workers", r.clusters.len(), r.clusters[0].len());
+        println!(
+            "clusters      {} of {} workers",
+            r.clusters.len(),
+            r.clusters[0].len()
+        );
     }
     println!(
         "tolerated     {} in the worst case, {} in the best case",
@@ -159,7 +179,11 @@ fn print_text(r: &CheckReport) {
         a.worst,
         a.max_residual,
         a.samples,
-        if a.failed > 0 { format!("; {} FAILED to decode numerically", a.failed) } else { String::new() }
+        if a.failed > 0 {
+            format!("; {} FAILED to decode numerically", a.failed)
+        } else {
+            String::new()
+        }
     );
     if !r.clusters.is_empty() {
         println!("\ncluster assignment (column p = cluster p, row i = position i):");
@@ -176,12 +200,22 @@ fn print_text(r: &CheckReport) {
             .codewords
             .iter()
             .map(|c| {
-                let terms: Vec<String> =
-                    c.partitions.iter().zip(&c.coefficients).map(|(p, a)| format!("{a:+.4}·g{p}")).collect();
+                let terms: Vec<String> = c
+                    .partitions
+                    .iter()
+                    .zip(&c.coefficients)
+                    .map(|(p, a)| format!("{a:+.4}·g{p}"))
+                    .collect();
                 format!("c({},{}) = {}", c.cluster, c.index, terms.join(" "))
             })
             .collect();
-        println!("{:>6}  {:>6}  {:<22}  {}", w.worker, w.memory_partitions, stored.join(" "), codewords.join("; "));
+        println!(
+            "{:>6}  {:>6}  {:<22}  {}",
+            w.worker,
+            w.memory_partitions,
+            stored.join(" "),
+            codewords.join("; ")
+        );
     }
     println!("\nresolved config:\n{}", r.config.to_toml().trim_end());
 }

@@ -64,7 +64,10 @@ pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
             .iter()
             .zip(&decoding.weights)
             .filter(|&(_, &w)| w != 0.0)
-            .map(|(&worker, &coefficient)| Coefficient { worker: worker + 1, coefficient })
+            .map(|(&worker, &coefficient)| Coefficient {
+                worker: worker + 1,
+                coefficient,
+            })
             .collect();
         coefficients.sort_by_key(|c| c.worker);
     }
@@ -84,7 +87,10 @@ pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
                 .workers
                 .iter()
                 .zip(&g.coefficients)
-                .map(|(&w, &c)| Coefficient { worker: w + 1, coefficient: c })
+                .map(|(&w, &c)| Coefficient {
+                    worker: w + 1,
+                    coefficient: c,
+                })
                 .collect(),
             residual: finite(g.residual),
             amplification: finite(g.amplification),
@@ -112,15 +118,35 @@ pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
 }
 
 fn print_text(r: &ExplainReport) {
-    let list = |ids: &[usize]| ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let list = |ids: &[usize]| {
+        ids.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     println!("scheme      {}", r.scheme);
-    println!("received    {} ({} workers)", list(&r.received), r.received.len());
+    println!(
+        "received    {} ({} workers)",
+        list(&r.received),
+        r.received.len()
+    );
     if r.used.len() < r.received.len() {
-        println!("used        {} (the master stops as soon as it can decode)", list(&r.used));
+        println!(
+            "used        {} (the master stops as soon as it can decode)",
+            list(&r.used)
+        );
     }
-    let short: Vec<String> = r.clusters.iter().filter(|c| !c.decodable).map(|c| c.cluster.to_string()).collect();
+    let short: Vec<String> = r
+        .clusters
+        .iter()
+        .filter(|c| !c.decodable)
+        .map(|c| c.cluster.to_string())
+        .collect();
     match (r.decodable, short.is_empty()) {
-        (true, _) => println!("decodable   yes, recovering {:.1}% of the partitions", 100.0 * r.recovered_fraction),
+        (true, _) => println!(
+            "decodable   yes, recovering {:.1}% of the partitions",
+            100.0 * r.recovered_fraction
+        ),
         (false, false) => println!(
             "decodable   no: cluster {} short; the clusters that decode cover {:.1}% of the partitions",
             short.join(", "),
@@ -132,7 +158,9 @@ fn print_text(r: &ExplainReport) {
         ),
     }
     if let (Some(res), Some(amp)) = (r.residual, r.amplification) {
-        println!("numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}");
+        println!(
+            "numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}"
+        );
     }
     for c in &r.clusters {
         if r.clusters.len() > 1 || !c.decodable {
@@ -141,10 +169,18 @@ fn print_text(r: &ExplainReport) {
             } else {
                 format!("short: {} of {} needed", c.received.len(), c.needed)
             };
-            println!("cluster {:<3} received [{}], {}", c.cluster, list(&c.received), state);
+            println!(
+                "cluster {:<3} received [{}], {}",
+                c.cluster,
+                list(&c.received),
+                state
+            );
         }
         for k in &c.coefficients {
-            println!("    worker {:>4}  coefficient {:+.9}", k.worker, k.coefficient);
+            println!(
+                "    worker {:>4}  coefficient {:+.9}",
+                k.worker, k.coefficient
+            );
         }
     }
 }

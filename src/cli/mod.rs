@@ -81,17 +81,33 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// Parse a list of 1-based worker ids (`1,2,5`) into 0-based ids.
-pub(crate) fn parse_workers(flag: &str, text: &str, workers: usize) -> Result<Vec<usize>, InputError> {
+pub(crate) fn parse_workers(
+    flag: &str,
+    text: &str,
+    workers: usize,
+) -> Result<Vec<usize>, InputError> {
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let id: usize = item
-            .parse()
-            .map_err(|_| InputError::value(flag, text, format!("has `{item}`, which is not a worker id")))?;
+        let id: usize = item.parse().map_err(|_| {
+            InputError::value(
+                flag,
+                text,
+                format!("has `{item}`, which is not a worker id"),
+            )
+        })?;
         if id == 0 || id > workers {
-            return Err(InputError::value(flag, text, format!("names worker {id}, outside 1..={workers}")));
+            return Err(InputError::value(
+                flag,
+                text,
+                format!("names worker {id}, outside 1..={workers}"),
+            ));
         }
         if out.contains(&(id - 1)) {
-            return Err(InputError::value(flag, text, format!("names worker {id} twice")));
+            return Err(InputError::value(
+                flag,
+                text,
+                format!("names worker {id} twice"),
+            ));
         }
         out.push(id - 1);
     }
@@ -109,8 +125,14 @@ mod tests {
 
     #[test]
     fn worker_lists_are_one_based_and_checked() {
-        assert_eq!(parse_workers("--received", "1, 2,5", 5).unwrap(), vec![0, 1, 4]);
-        assert_eq!(parse_workers("--received", "", 5).unwrap(), Vec::<usize>::new());
+        assert_eq!(
+            parse_workers("--received", "1, 2,5", 5).unwrap(),
+            vec![0, 1, 4]
+        );
+        assert_eq!(
+            parse_workers("--received", "", 5).unwrap(),
+            Vec::<usize>::new()
+        );
         for bad in ["0", "6", "1,1", "x"] {
             let e = parse_workers("--received", bad, 5).unwrap_err();
             assert_eq!(e.field, "--received", "{bad}");

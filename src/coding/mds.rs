@@ -71,9 +71,18 @@ impl CyclicMds {
     /// sets ill-conditioned (we saw max|a|·max|B| = 2e8 at K = 14, r = 6 from
     /// a single draw, 1e6 as the worst over all sets with the best of 8).
     /// Limits: `draws >= 1`; `draws = 1` is Algorithm 2 as published.
-    pub fn best_of(size: usize, load: usize, draws: usize, rng: &mut impl Rng) -> Result<Self, CodingError> {
+    pub fn best_of(
+        size: usize,
+        load: usize,
+        draws: usize,
+        rng: &mut impl Rng,
+    ) -> Result<Self, CodingError> {
         if draws == 0 {
-            return Err(CodingError::invalid("scheme.code_draws", 0, "must be at least 1"));
+            return Err(CodingError::invalid(
+                "scheme.code_draws",
+                0,
+                "must be at least 1",
+            ));
         }
         let mut best = Self::new(size, load, rng)?;
         if load == 1 || load == size {
@@ -97,7 +106,12 @@ impl CyclicMds {
 
     fn from_matrix(load: usize, b: Mat<f64>) -> Self {
         let max_abs_b = b.norm_max();
-        Self { size: b.nrows(), load, b, max_abs_b }
+        Self {
+            size: b.nrows(),
+            load,
+            b,
+            max_abs_b,
+        }
     }
 
     fn random_rows(size: usize, load: usize, rng: &mut impl Rng) -> Result<Mat<f64>, CodingError> {
@@ -121,7 +135,9 @@ impl CyclicMds {
             let worst = (0..s).fold(0.0_f64, |m, r| m.max(check[(r, 0)].abs()));
             if !(worst.is_finite() && worst <= 1e-8 * (1.0 + rhs.norm_max())) {
                 return Err(CodingError::Numerical {
-                    what: format!("cyclic code construction (group size {size}, load {load}) drew a singular H"),
+                    what: format!(
+                        "cyclic code construction (group size {size}, load {load}) drew a singular H"
+                    ),
                 });
             }
             b[(i, cols[0])] = 1.0;
@@ -202,17 +218,29 @@ impl CyclicMds {
         if self.load == self.size {
             let a = 1.0 / m as f64;
             let residual = ((0..m).map(|_| a).sum::<f64>() - 1.0).abs();
-            return Some(Solution { coefficients: vec![a; m], residual, amplification: a });
+            return Some(Solution {
+                coefficients: vec![a; m],
+                residual,
+                amplification: a,
+            });
         }
         if self.load == 1 {
-            return (m == self.size).then(|| Solution { coefficients: vec![1.0; m], residual: 0.0, amplification: 1.0 });
+            return (m == self.size).then(|| Solution {
+                coefficients: vec![1.0; m],
+                residual: 0.0,
+                amplification: 1.0,
+            });
         }
         // B_W^T a^T = 1: an (l x m) system. With exactly needed() rows (the
         // master's usual case) B_W^T has full column rank and the solution is
         // unique: Householder QR least squares. With more rows it is rank
         // deficient: minimum-norm solution by thin SVD.
         let bt = Mat::<f64>::from_fn(self.size, m, |r, c| self.b[(positions[c], r)]);
-        let a = if m == self.needed() { Self::lstsq_qr(&bt) } else { Self::min_norm_svd(&bt)? };
+        let a = if m == self.needed() {
+            Self::lstsq_qr(&bt)
+        } else {
+            Self::min_norm_svd(&bt)?
+        };
         let residual = (0..self.size)
             .map(|r| ((0..m).map(|j| bt[(r, j)] * a[j]).sum::<f64>() - 1.0).abs())
             .fold(0.0_f64, f64::max);
@@ -220,7 +248,11 @@ impl CyclicMds {
             return None;
         }
         let max_a = a.iter().fold(0.0_f64, |acc, x| acc.max(x.abs()));
-        Some(Solution { coefficients: a, residual, amplification: max_a * self.max_abs_b })
+        Some(Solution {
+            coefficients: a,
+            residual,
+            amplification: max_a * self.max_abs_b,
+        })
     }
 }
 
@@ -254,7 +286,10 @@ mod tests {
             assert!(s.residual < 1e-12);
         }
         for single in [[0], [1], [2]] {
-            assert!(c.solve(&single, 1e-9).is_none(), "one codeword of a load-2 code cannot decode");
+            assert!(
+                c.solve(&single, 1e-9).is_none(),
+                "one codeword of a load-2 code cannot decode"
+            );
         }
     }
 
@@ -268,7 +303,10 @@ mod tests {
         let id = code(4, 1);
         assert_eq!(id.matrix(), &Mat::<f64>::identity(4, 4));
         assert!(id.solve(&[0, 1, 2], 1e-9).is_none());
-        assert_eq!(id.solve(&[0, 1, 2, 3], 1e-12).unwrap().coefficients, vec![1.0; 4]);
+        assert_eq!(
+            id.solve(&[0, 1, 2, 3], 1e-12).unwrap().coefficients,
+            vec![1.0; 4]
+        );
     }
 
     #[test]

@@ -26,15 +26,27 @@ use serde::Serialize;
 pub enum CodingError {
     /// A parameter breaks the scheme's limits; `param` is its config key.
     #[error("{param} = {value} {rule}")]
-    Invalid { param: String, value: String, rule: String },
+    Invalid {
+        param: String,
+        value: String,
+        rule: String,
+    },
     /// A numerical failure that the parameters did not predict.
     #[error("numerical failure: {what}")]
     Numerical { what: String },
 }
 
 impl CodingError {
-    pub(crate) fn invalid(param: &str, value: impl std::fmt::Display, rule: impl Into<String>) -> Self {
-        CodingError::Invalid { param: param.to_string(), value: value.to_string(), rule: rule.into() }
+    pub(crate) fn invalid(
+        param: &str,
+        value: impl std::fmt::Display,
+        rule: impl Into<String>,
+    ) -> Self {
+        CodingError::Invalid {
+            param: param.to_string(),
+            value: value.to_string(),
+            rule: rule.into(),
+        }
     }
 }
 
@@ -60,15 +72,31 @@ impl CodeOptions {
     /// Limits: `draws >= 1`; `0 < tolerance < 1` and finite; `cache_entries >= 1`.
     pub fn new(draws: usize, tolerance: f64, cache_entries: usize) -> Result<Self, CodingError> {
         if draws == 0 {
-            return Err(CodingError::invalid("scheme.code_draws", 0, "must be at least 1"));
+            return Err(CodingError::invalid(
+                "scheme.code_draws",
+                0,
+                "must be at least 1",
+            ));
         }
         if !(tolerance.is_finite() && tolerance > 0.0 && tolerance < 1.0) {
-            return Err(CodingError::invalid("scheme.decode_tolerance", tolerance, "must be in (0, 1)"));
+            return Err(CodingError::invalid(
+                "scheme.decode_tolerance",
+                tolerance,
+                "must be in (0, 1)",
+            ));
         }
         if cache_entries == 0 {
-            return Err(CodingError::invalid("scheme.decode_cache_entries", 0, "must be at least 1"));
+            return Err(CodingError::invalid(
+                "scheme.decode_cache_entries",
+                0,
+                "must be at least 1",
+            ));
         }
-        Ok(Self { draws, tolerance, cache_entries })
+        Ok(Self {
+            draws,
+            tolerance,
+            cache_entries,
+        })
     }
 
     /// Random MDS matrices drawn per cyclic code; the best conditioned is kept.
@@ -89,7 +117,11 @@ impl CodeOptions {
 
 impl Default for CodeOptions {
     fn default() -> Self {
-        Self { draws: 8, tolerance: 1e-8, cache_entries: 4096 }
+        Self {
+            draws: 8,
+            tolerance: 1e-8,
+            cache_entries: 4096,
+        }
     }
 }
 
@@ -211,7 +243,11 @@ impl Decoding {
     /// `sum_i weights_i · messages_i`: the sum of the gradients of `recovered`.
     /// `messages` is aligned with the arrivals that were decoded.
     pub fn combine(&self, messages: &[&[f64]]) -> Vec<f64> {
-        assert_eq!(messages.len(), self.weights.len(), "one message per decoded arrival");
+        assert_eq!(
+            messages.len(),
+            self.weights.len(),
+            "one message per decoded arrival"
+        );
         let dim = messages.first().map_or(0, |m| m.len());
         let mut out = vec![0.0; dim];
         for (m, &w) in messages.iter().zip(&self.weights) {
@@ -267,10 +303,17 @@ pub trait Scheme: Send {
 /// What the master does with arrivals in order: it stops at the first prefix
 /// that suffices and decodes that prefix. Returns the decoding and the number
 /// of arrivals used (all of them when none suffices).
-pub fn decode_prefix(scheme: &mut dyn Scheme, plan: &RoundPlan, arrivals: &[Arrival]) -> (Decoding, usize) {
+pub fn decode_prefix(
+    scheme: &mut dyn Scheme,
+    plan: &RoundPlan,
+    arrivals: &[Arrival],
+) -> (Decoding, usize) {
     let used = {
         let mut tracker = scheme.tracker(plan);
-        arrivals.iter().position(|&a| tracker.arrive(a)).map_or(arrivals.len(), |i| i + 1)
+        arrivals
+            .iter()
+            .position(|&a| tracker.arrive(a))
+            .map_or(arrivals.len(), |i| i + 1)
     };
     (scheme.decode(plan, &arrivals[..used]), used)
 }
@@ -286,15 +329,24 @@ pub fn build_kind(kind: SchemeKind, config: &Config) -> Result<Box<dyn Scheme>, 
         SchemeKind::Uncoded => StaticCode::uncoded(k)?,
         SchemeKind::IgnoreStragglers => {
             let w = s.wait_for.ok_or_else(|| {
-                CodingError::invalid("scheme.wait_for", "(missing)", "is required when scheme.kind = ignore-stragglers")
+                CodingError::invalid(
+                    "scheme.wait_for",
+                    "(missing)",
+                    "is required when scheme.kind = ignore-stragglers",
+                )
             })?;
             StaticCode::ignore_stragglers(k, w)?
         }
         SchemeKind::GcFrac => StaticCode::fractional_repetition(k, s.load)?,
         SchemeKind::GcCyclic => StaticCode::cyclic_repetition(k, s.load, options, &mut rng)?,
-        SchemeKind::GcSc => {
-            StaticCode::static_clustering(k, s.clusters, s.load, s.assignment.as_deref(), options, &mut rng)?
-        }
+        SchemeKind::GcSc => StaticCode::static_clustering(
+            k,
+            s.clusters,
+            s.load,
+            s.assignment.as_deref(),
+            options,
+            &mut rng,
+        )?,
     };
     Ok(Box::new(scheme))
 }

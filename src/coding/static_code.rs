@@ -21,8 +21,8 @@ use std::sync::Arc;
 use rand::Rng;
 
 use super::{
-    Arrival, ArrivalTracker, CodingError, Codeword, CodewordId, CyclicMds, CodeOptions, Decoding, GroupDecoding,
-    Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WorkerTask,
+    Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
+    GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WorkerTask,
 };
 use crate::config::SchemeKind;
 
@@ -79,12 +79,28 @@ impl StaticCode {
                 format!("must be between 1 and workers = {workers}"),
             ));
         }
-        Ok(Self::singletons(SchemeKind::IgnoreStragglers, workers, Some(wait_for)))
+        Ok(Self::singletons(
+            SchemeKind::IgnoreStragglers,
+            workers,
+            Some(wait_for),
+        ))
     }
 
     fn singletons(kind: SchemeKind, workers: usize, wait_for: Option<usize>) -> Self {
-        let groups = (0..workers).map(|k| Group { workers: vec![k], partitions: vec![k] }).collect();
-        Self::assemble(kind, workers, CyclicMds::repetition(1), groups, wait_for, CodeOptions::default())
+        let groups = (0..workers)
+            .map(|k| Group {
+                workers: vec![k],
+                partitions: vec![k],
+            })
+            .collect();
+        Self::assemble(
+            kind,
+            workers,
+            CyclicMds::repetition(1),
+            groups,
+            wait_for,
+            CodeOptions::default(),
+        )
     }
 
     /// Fractional repetition (001 §3.1, eq. (9)): K/r blocks of r partitions,
@@ -94,7 +110,11 @@ impl StaticCode {
     pub fn fractional_repetition(workers: usize, load: usize) -> Result<Self, CodingError> {
         check_workers(workers)?;
         if load == 0 || load > workers {
-            return Err(CodingError::invalid("scheme.load", load, format!("must be between 1 and workers = {workers}")));
+            return Err(CodingError::invalid(
+                "scheme.load",
+                load,
+                format!("must be between 1 and workers = {workers}"),
+            ));
         }
         if workers % load != 0 {
             return Err(CodingError::invalid(
@@ -111,7 +131,14 @@ impl StaticCode {
             })
             .collect();
         let code = CyclicMds::repetition(load);
-        Ok(Self::assemble(SchemeKind::GcFrac, workers, code, groups, None, CodeOptions::default()))
+        Ok(Self::assemble(
+            SchemeKind::GcFrac,
+            workers,
+            code,
+            groups,
+            None,
+            CodeOptions::default(),
+        ))
     }
 
     /// Cyclic repetition (001 §3.2, Algorithms 1-2): worker k stores partitions
@@ -125,11 +152,25 @@ impl StaticCode {
     ) -> Result<Self, CodingError> {
         check_workers(workers)?;
         if load == 0 || load > workers {
-            return Err(CodingError::invalid("scheme.load", load, format!("must be between 1 and workers = {workers}")));
+            return Err(CodingError::invalid(
+                "scheme.load",
+                load,
+                format!("must be between 1 and workers = {workers}"),
+            ));
         }
         let code = CyclicMds::best_of(workers, load, options.draws(), rng)?;
-        let groups = vec![Group { workers: (0..workers).collect(), partitions: (0..workers).collect() }];
-        Ok(Self::assemble(SchemeKind::GcCyclic, workers, code, groups, None, options))
+        let groups = vec![Group {
+            workers: (0..workers).collect(),
+            partitions: (0..workers).collect(),
+        }];
+        Ok(Self::assemble(
+            SchemeKind::GcCyclic,
+            workers,
+            code,
+            groups,
+            None,
+            options,
+        ))
     }
 
     /// Gradient coding with static clustering (003 §III-C, 000 §II-B): P
@@ -167,7 +208,14 @@ impl StaticCode {
                 partitions: (p * size..(p + 1) * size).collect(),
             })
             .collect();
-        Ok(Self::assemble(SchemeKind::GcSc, workers, code, groups, None, options))
+        Ok(Self::assemble(
+            SchemeKind::GcSc,
+            workers,
+            code,
+            groups,
+            None,
+            options,
+        ))
     }
 
     fn assemble(
@@ -179,14 +227,23 @@ impl StaticCode {
         options: CodeOptions,
     ) -> Self {
         let mut slot = vec![(usize::MAX, usize::MAX); workers];
-        let mut tasks = vec![WorkerTask { compute: Vec::new(), messages: Vec::new() }; workers];
+        let mut tasks = vec![
+            WorkerTask {
+                compute: Vec::new(),
+                messages: Vec::new()
+            };
+            workers
+        ];
         let mut stored = vec![Vec::new(); workers];
         let partitions = groups.iter().map(|g| g.partitions.len()).sum();
         for (g, group) in groups.iter().enumerate() {
             for (i, &w) in group.workers.iter().enumerate() {
                 slot[w] = (g, i);
-                let terms: Vec<(usize, f64)> =
-                    code.row(i).into_iter().map(|(local, c)| (group.partitions[local], c)).collect();
+                let terms: Vec<(usize, f64)> = code
+                    .row(i)
+                    .into_iter()
+                    .map(|(local, c)| (group.partitions[local], c))
+                    .collect();
                 let compute: Vec<usize> = terms.iter().map(|&(p, _)| p).collect();
                 let mut mine = compute.clone();
                 mine.sort_unstable();
@@ -195,14 +252,22 @@ impl StaticCode {
                     compute,
                     messages: vec![Message {
                         after: code.load(),
-                        codeword: Codeword { id: CodewordId { group: g, index: i }, terms },
+                        codeword: Codeword {
+                            id: CodewordId { group: g, index: i },
+                            terms,
+                        },
                     }],
                 };
             }
         }
-        debug_assert!(slot.iter().all(|&(g, _)| g != usize::MAX), "every worker is in a group");
+        debug_assert!(
+            slot.iter().all(|&(g, _)| g != usize::MAX),
+            "every worker is in a group"
+        );
         let clusters = match kind {
-            SchemeKind::GcSc | SchemeKind::GcFrac => groups.iter().map(|g| g.workers.clone()).collect(),
+            SchemeKind::GcSc | SchemeKind::GcFrac => {
+                groups.iter().map(|g| g.workers.clone()).collect()
+            }
             _ => Vec::new(),
         };
         Self {
@@ -234,7 +299,10 @@ impl StaticCode {
         if let Some(hit) = self.cache.get(&key) {
             return hit.clone();
         }
-        let solution = self.code.solve(positions, self.options.tolerance()).map(Arc::new);
+        let solution = self
+            .code
+            .solve(positions, self.options.tolerance())
+            .map(Arc::new);
         if self.cache.len() >= self.options.cache_entries() {
             // Bounded memory: start over rather than track recency.
             self.cache.clear();
@@ -247,10 +315,18 @@ impl StaticCode {
 /// l = K / P, checking P >= 1 and P | K.
 pub(crate) fn cluster_size(workers: usize, clusters: usize) -> Result<usize, CodingError> {
     if clusters == 0 {
-        return Err(CodingError::invalid("scheme.clusters", 0, "must be at least 1"));
+        return Err(CodingError::invalid(
+            "scheme.clusters",
+            0,
+            "must be at least 1",
+        ));
     }
     if workers % clusters != 0 {
-        return Err(CodingError::invalid("scheme.clusters", clusters, format!("does not divide workers = {workers}")));
+        return Err(CodingError::invalid(
+            "scheme.clusters",
+            clusters,
+            format!("does not divide workers = {workers}"),
+        ));
     }
     Ok(workers / clusters)
 }
@@ -262,7 +338,11 @@ pub(crate) fn cluster_size(workers: usize, clusters: usize) -> Result<usize, Cod
 pub fn default_assignment(workers: usize, clusters: usize) -> Vec<Vec<usize>> {
     let rows = workers / clusters;
     (0..rows)
-        .map(|i| (0..clusters).map(|p| i * clusters + (p + i % 2) % clusters).collect())
+        .map(|i| {
+            (0..clusters)
+                .map(|p| i * clusters + (p + i % 2) % clusters)
+                .collect()
+        })
         .collect()
 }
 
@@ -284,7 +364,11 @@ pub(crate) fn parse_assignment(
     let mut out = Vec::with_capacity(size);
     for (i, row) in rows.iter().enumerate() {
         if row.len() != clusters {
-            return Err(shape(format!("row {} has {} entries, not clusters = {clusters}", i + 1, row.len())));
+            return Err(shape(format!(
+                "row {} has {} entries, not clusters = {clusters}",
+                i + 1,
+                row.len()
+            )));
         }
         let mut zero_based = Vec::with_capacity(clusters);
         for &w in row {
@@ -389,7 +473,11 @@ impl Scheme for StaticCode {
         for (g, mut arrivals) in per_group.into_iter().enumerate() {
             arrivals.sort_unstable();
             let positions: Vec<usize> = arrivals.iter().map(|&(p, _)| p).collect();
-            let solution = if positions.is_empty() { None } else { self.solve(&positions) };
+            let solution = if positions.is_empty() {
+                None
+            } else {
+                self.solve(&positions)
+            };
             let group = &self.groups[g];
             let workers: Vec<usize> = positions.iter().map(|&p| group.workers[p]).collect();
             let mut report = GroupDecoding {
@@ -420,7 +508,14 @@ impl Scheme for StaticCode {
             Some(w) => seen.iter().filter(|&&s| s).count() >= w,
             None => groups.iter().all(|g| g.decodable),
         };
-        Decoding { decodable, weights, recovered, residual, amplification, groups }
+        Decoding {
+            decodable,
+            weights,
+            recovered,
+            residual,
+            amplification,
+            groups,
+        }
     }
 
     fn tolerance(&self) -> Tolerance {
@@ -429,6 +524,9 @@ impl Scheme for StaticCode {
             return Tolerance { worst: t, best: t };
         }
         let spare = self.code.size() - self.code.needed();
-        Tolerance { worst: spare, best: spare * self.groups.len() }
+        Tolerance {
+            worst: spare,
+            best: spare * self.groups.len(),
+        }
     }
 }

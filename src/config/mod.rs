@@ -44,8 +44,14 @@ impl LoadedConfig {
                 if name == "kind" || kinds.iter().any(|k| k.keys().contains(&name)) {
                     return None;
                 }
-                let used_by = kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
-                Some(format!("{key} is set but not used by scheme.kind = {used_by}"))
+                let used_by = kinds
+                    .iter()
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Some(format!(
+                    "{key} is set but not used by scheme.kind = {used_by}"
+                ))
             })
             .collect()
     }
@@ -105,7 +111,11 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedCon
         serde_error(&path, &inner)
     })?;
     validate(&config)?;
-    Ok(LoadedConfig { config, origin: origin.to_string(), explicit })
+    Ok(LoadedConfig {
+        config,
+        origin: origin.to_string(),
+        explicit,
+    })
 }
 
 /// Turn a serde error at `path` into an error naming the full key.
@@ -134,7 +144,11 @@ fn serde_error(path: &str, message: &str) -> InputError {
     if let Some(rest) = message.strip_prefix("unknown variant `") {
         if let Some((value, expected)) = rest.split_once('`') {
             let expected = expected.trim_start_matches(',').trim();
-            return InputError::value(path, format!("\"{value}\""), format!("is not known ({expected})"));
+            return InputError::value(
+                path,
+                format!("\"{value}\""),
+                format!("is not known ({expected})"),
+            );
         }
     }
     InputError::new(if path.is_empty() { "config" } else { path }, message)
@@ -170,7 +184,10 @@ fn apply_override(table: &mut toml::Table, item: &str) -> Result<(), InputError>
             toml::Value::Table(t) => t,
             _ => {
                 let path = parts[..=depth].join(".");
-                return Err(InputError::new(format!("--set {key}"), format!("{path} is not a section")));
+                return Err(InputError::new(
+                    format!("--set {key}"),
+                    format!("{path} is not a section"),
+                ));
             }
         };
     }
@@ -188,7 +205,11 @@ fn parse_value(raw: &str) -> toml::Value {
 
 fn collect_keys(table: &toml::Table, prefix: &str, out: &mut BTreeSet<String>) {
     for (key, value) in table {
-        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
         match value {
             toml::Value::Table(t) => collect_keys(t, &path, out),
             _ => {
@@ -223,7 +244,12 @@ mod tests {
     fn overrides_parse_toml_values_and_bare_strings() {
         let loaded = parse_ok(
             "workers = 12\n[scheme]\nkind = \"gc-sc\"\nclusters = 4\n",
-            &["scheme.load=3", "scheme.kind=gc-cyclic", "straggler.mu=2.5", "scheme.clusters=1"],
+            &[
+                "scheme.load=3",
+                "scheme.kind=gc-cyclic",
+                "straggler.mu=2.5",
+                "scheme.clusters=1",
+            ],
         );
         assert_eq!(loaded.config.scheme.load, 3);
         assert_eq!(loaded.config.scheme.kind, SchemeKind::GcCyclic);
@@ -237,7 +263,10 @@ mod tests {
             "[scheme]\nkind = \"gc-sc\"\nclusters = 2\n",
             &["workers=4", "scheme.assignment=[[1, 2], [3, 4]]"],
         );
-        assert_eq!(loaded.config.scheme.assignment, Some(vec![vec![1, 2], vec![3, 4]]));
+        assert_eq!(
+            loaded.config.scheme.assignment,
+            Some(vec![vec![1, 2], vec![3, 4]])
+        );
     }
 
     #[test]
@@ -286,7 +315,10 @@ mod tests {
         let loaded = parse_ok("[scheme]\nkind = \"gc-cyclic\"\nclusters = 1\n", &[]);
         let unused = loaded.unused_keys();
         assert_eq!(unused.len(), 1);
-        assert!(unused[0].starts_with("scheme.clusters is set but not used"), "{unused:?}");
+        assert!(
+            unused[0].starts_with("scheme.clusters is set but not used"),
+            "{unused:?}"
+        );
         let loaded = parse_ok("[scheme]\nkind = \"gc-sc\"\nclusters = 1\n", &[]);
         assert!(loaded.unused_keys().is_empty());
     }
@@ -323,7 +355,12 @@ mod reference_tests {
         let mut keys = BTreeSet::new();
         let defaults: toml::Table = toml::from_str(&Config::default().to_toml()).unwrap();
         collect_keys(&defaults, "", &mut keys);
-        for optional in ["scheme.assignment", "scheme.wait_for", "data.path", "data.test_path"] {
+        for optional in [
+            "scheme.assignment",
+            "scheme.wait_for",
+            "data.path",
+            "data.test_path",
+        ] {
             keys.insert(optional.to_string());
         }
         for key in &keys {
@@ -332,8 +369,13 @@ mod reference_tests {
             let body = if section.is_empty() {
                 REFERENCE.split("\n[").next().unwrap()
             } else {
-                let start = REFERENCE.find(&header).unwrap_or_else(|| panic!("no section {header}"));
-                REFERENCE[start + header.len()..].split("\n[").next().unwrap()
+                let start = REFERENCE
+                    .find(&header)
+                    .unwrap_or_else(|| panic!("no section {header}"));
+                REFERENCE[start + header.len()..]
+                    .split("\n[")
+                    .next()
+                    .unwrap()
             };
             let line = body
                 .lines()

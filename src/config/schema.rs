@@ -85,7 +85,14 @@ impl SchemeKind {
             SchemeKind::IgnoreStragglers => &["wait_for"],
             SchemeKind::GcFrac => &["load"],
             SchemeKind::GcCyclic => &["load", DECODE[0], DECODE[1], DECODE[2]],
-            SchemeKind::GcSc => &["load", "clusters", "assignment", DECODE[0], DECODE[1], DECODE[2]],
+            SchemeKind::GcSc => &[
+                "load",
+                "clusters",
+                "assignment",
+                DECODE[0],
+                DECODE[1],
+                DECODE[2],
+            ],
         }
     }
 }
@@ -266,7 +273,10 @@ pub struct ModelConfig {
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        Self { loss: Loss::LeastSquares, l2: 0.0 }
+        Self {
+            loss: Loss::LeastSquares,
+            l2: 0.0,
+        }
     }
 }
 
@@ -329,7 +339,10 @@ pub struct OutputConfig {
 
 impl Default for OutputConfig {
     fn default() -> Self {
-        Self { trace: "results/gradcode.h5".to_string(), progress_every: 10 }
+        Self {
+            trace: "results/gradcode.h5".to_string(),
+            progress_every: 10,
+        }
     }
 }
 
@@ -347,6 +360,10 @@ pub struct SimulateConfig {
 
 impl Default for SimulateConfig {
     fn default() -> Self {
-        Self { trials: 30, iterations: 400, compare: Vec::new() }
+        Self {
+            trials: 30,
+            iterations: 400,
+            compare: Vec::new(),
+        }
     }
 }

@@ -8,21 +8,33 @@ type Result = std::result::Result<(), InputError>;
 
 fn at_least(field: &str, value: usize, min: usize) -> Result {
     if value < min {
-        return Err(InputError::value(field, value, format!("must be at least {min}")));
+        return Err(InputError::value(
+            field,
+            value,
+            format!("must be at least {min}"),
+        ));
     }
     Ok(())
 }
 
 fn positive(field: &str, value: f64) -> Result {
     if !(value.is_finite() && value > 0.0) {
-        return Err(InputError::value(field, value, "must be a finite number > 0"));
+        return Err(InputError::value(
+            field,
+            value,
+            "must be a finite number > 0",
+        ));
     }
     Ok(())
 }
 
 fn non_negative(field: &str, value: f64) -> Result {
     if !(value.is_finite() && value >= 0.0) {
-        return Err(InputError::value(field, value, "must be a finite number >= 0"));
+        return Err(InputError::value(
+            field,
+            value,
+            "must be a finite number >= 0",
+        ));
     }
     Ok(())
 }
@@ -63,7 +75,10 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
                 if value.is_some() {
                     return Err(InputError::new(
                         field,
-                        format!("is set but data.kind = {} generates its data", kind_name(d.kind)),
+                        format!(
+                            "is set but data.kind = {} generates its data",
+                            kind_name(d.kind)
+                        ),
                     ));
                 }
             }
@@ -82,7 +97,11 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
                 Some(_) => {}
             }
             if !(d.test_fraction.is_finite() && (0.0..1.0).contains(&d.test_fraction)) {
-                return Err(InputError::value("data.test_fraction", d.test_fraction, "must be in [0, 1)"));
+                return Err(InputError::value(
+                    "data.test_fraction",
+                    d.test_fraction,
+                    "must be in [0, 1)",
+                ));
             }
         }
     }
@@ -120,7 +139,11 @@ fn validate_train(t: &TrainConfig) -> Result {
 
 fn validate_output(o: &OutputConfig) -> Result {
     if o.trace.trim().is_empty() {
-        return Err(InputError::value("output.trace", "\"\"", "must name a file"));
+        return Err(InputError::value(
+            "output.trace",
+            "\"\"",
+            "must name a file",
+        ));
     }
     at_least("output.progress_every", o.progress_every, 1)?;
     Ok(())

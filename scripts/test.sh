@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Set up and run every test: formatting, lints, and the test suite with the
+# default features (MPI, HDF5) and with none (the pure math core).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh --no-build
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+if command -v rustup >/dev/null 2>&1; then
+  rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+fi
+
+# OpenMPI refuses to run as root without these (CI runs as root).
+if [ "$(id -u)" -eq 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy (default features, then none)"
+cargo clippy --locked --all-targets -- -D warnings
+cargo clippy --locked --all-targets --no-default-features -- -D warnings
+echo "== cargo test (default features: mpi, hdf5)"
+cargo test --locked --release
+echo "== cargo test (--no-default-features: the math core alone)"
+cargo test --locked --release --no-default-features
+echo "== all tests passed"
