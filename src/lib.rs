@@ -7,4 +7,5 @@ pub mod cli;
 pub mod coding;
 pub mod config;
 pub mod error;
+pub mod learn;
 pub mod rng;

@@ -1,0 +1,795 @@
+//! Training and test data, generated or loaded partition by partition.
+//!
+//! The training samples are split into `P` contiguous partitions (mini-batches):
+//! partition `p` holds samples `p·N/P .. (p+1)·N/P`. A worker generates or
+//! loads only the partitions it stores, so data never passes through the
+//! master. Every sample is a pure function of (config, seed, sample index):
+//!
+//! - synthetic samples come from the random sub-stream of their own index
+//!   (`rng::substream(seed, Data, i)`), so any partitioning, any process and any
+//!   order of generation sees the same data set;
+//! - file samples are split into test and training rows by a seeded permutation
+//!   that every process computes alike, and standardised with statistics of the
+//!   training rows.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::ops::Range;
+use std::path::Path;
+
+use ndarray::Array2;
+use rand::RngExt;
+use rand::seq::SliceRandom;
+use rand_distr::{Distribution, StandardNormal};
+
+use crate::config::{Config, DataKind, Loss};
+use crate::error::InputError;
+use crate::rng::{Stream, substream};
+
+/// Samples of one partition (or of the test set): rows of `x`, labels `y`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partition {
+    /// Partition id (`usize::MAX` for the test set).
+    pub id: usize,
+    /// Samples × features, row-major.
+    pub x: Array2<f64>,
+    pub y: Vec<f64>,
+}
+
+impl Partition {
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+}
+
+/// Sub-stream indices: samples use their own index; these are reserved.
+const TRUE_MODEL: u64 = u64::MAX;
+const MIXTURE_MEANS: u64 = u64::MAX - 1;
+const SPLIT: u64 = u64::MAX - 2;
+const TEST_BASE: u64 = 1 << 50;
+
+/// Where the data comes from, with everything needed to produce any partition.
+#[derive(Debug, Clone)]
+pub struct DataPlan {
+    source: Source,
+    loss: Loss,
+    features: usize,
+    train_samples: usize,
+    test_samples: usize,
+    partitions: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    SyntheticLinear { seed: u64, noise_std: f64 },
+    SyntheticLogistic { seed: u64 },
+    File(FileSource),
+}
+
+#[derive(Debug, Clone)]
+struct FileSource {
+    kind: DataKind,
+    path: String,
+    test_path: Option<String>,
+    standardize: bool,
+    /// Training row j (in partition order) is line-row `train_rows[j]` of `path`.
+    train_rows: Vec<usize>,
+    /// Test rows of `path` when there is no `test_path`.
+    test_rows: Vec<usize>,
+}
+
+impl DataPlan {
+    /// Plan the data of `config` split into `partitions` partitions. For files
+    /// this reads the file(s) once to count and check rows.
+    pub fn new(config: &Config, partitions: usize) -> Result<Self, InputError> {
+        let d = &config.data;
+        let loss = config.model.loss;
+        let (source, features, train_samples, test_samples) = match d.kind {
+            DataKind::SyntheticLinear => (
+                Source::SyntheticLinear {
+                    seed: config.seed,
+                    noise_std: d.noise_std,
+                },
+                d.features,
+                d.train_samples,
+                d.test_samples,
+            ),
+            DataKind::SyntheticLogistic => (
+                Source::SyntheticLogistic { seed: config.seed },
+                d.features,
+                d.train_samples,
+                d.test_samples,
+            ),
+            DataKind::Libsvm | DataKind::Csv => {
+                let path = d
+                    .path
+                    .clone()
+                    .ok_or_else(|| InputError::new("data.path", "is required"))?;
+                let scan = scan_file(d.kind, &path, loss)?;
+                let mut features = scan.features;
+                let (train_rows, test_rows) = match &d.test_path {
+                    Some(test_path) => {
+                        let test_scan = scan_file(d.kind, test_path, loss)?;
+                        if d.kind == DataKind::Csv && test_scan.features != scan.features {
+                            return Err(InputError::new(
+                                test_path.clone(),
+                                format!(
+                                    "has {} features, the training file {}",
+                                    test_scan.features, scan.features
+                                ),
+                            ));
+                        }
+                        features = features.max(test_scan.features);
+                        ((0..scan.rows).collect(), (0..test_scan.rows).collect())
+                    }
+                    None => {
+                        let mut order: Vec<usize> = (0..scan.rows).collect();
+                        order.shuffle(&mut substream(config.seed, Stream::Data, SPLIT));
+                        let test = (d.test_fraction * scan.rows as f64).round() as usize;
+                        let (test_rows, train_rows) = order.split_at(test);
+                        (train_rows.to_vec(), test_rows.to_vec())
+                    }
+                };
+                let (train, test) = (train_rows.len(), test_rows.len());
+                let source = Source::File(FileSource {
+                    kind: d.kind,
+                    path,
+                    test_path: d.test_path.clone(),
+                    standardize: d.standardize,
+                    train_rows,
+                    test_rows,
+                });
+                (source, features, train, test)
+            }
+        };
+        if train_samples < partitions {
+            return Err(InputError::value(
+                "data.train_samples",
+                train_samples,
+                format!(
+                    "is fewer than the {partitions} partitions (every partition needs a sample)"
+                ),
+            ));
+        }
+        Ok(Self {
+            source,
+            loss,
+            features,
+            train_samples,
+            test_samples,
+            partitions,
+        })
+    }
+
+    /// d: features per sample.
+    pub fn features(&self) -> usize {
+        self.features
+    }
+
+    /// N: training samples over all partitions.
+    pub fn train_samples(&self) -> usize {
+        self.train_samples
+    }
+
+    /// Test samples.
+    pub fn test_samples(&self) -> usize {
+        self.test_samples
+    }
+
+    /// Number of partitions.
+    pub fn partitions(&self) -> usize {
+        self.partitions
+    }
+
+    /// Training sample indices of partition `p`.
+    pub fn rows(&self, p: usize) -> Range<usize> {
+        let (n, k) = (self.train_samples, self.partitions);
+        p * n / k..(p + 1) * n / k
+    }
+
+    /// Generate or load the partitions `ids`.
+    pub fn load(&self, ids: &[usize]) -> Result<Vec<Partition>, InputError> {
+        match &self.source {
+            Source::SyntheticLinear { seed, noise_std } => {
+                let theta = true_model(*seed, self.features);
+                Ok(ids
+                    .iter()
+                    .map(|&p| {
+                        let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
+                        linear_samples(*seed, &rows, &theta, *noise_std, p)
+                    })
+                    .collect())
+            }
+            Source::SyntheticLogistic { seed } => {
+                let model = LogisticModel::new(*seed, self.features);
+                Ok(ids
+                    .iter()
+                    .map(|&p| {
+                        let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
+                        model.samples(*seed, &rows, p)
+                    })
+                    .collect())
+            }
+            Source::File(f) => {
+                let wanted: Vec<Vec<usize>> = ids
+                    .iter()
+                    .map(|&p| self.rows(p).map(|j| f.train_rows[j]).collect())
+                    .collect();
+                let mut parts = read_rows(f.kind, &f.path, self.features, self.loss, &wanted)?;
+                if f.standardize {
+                    let stats = self.train_statistics(f)?;
+                    for (x, _) in &mut parts {
+                        stats.apply(x);
+                    }
+                }
+                Ok(ids
+                    .iter()
+                    .zip(parts)
+                    .map(|(&id, (x, y))| Partition { id, x, y })
+                    .collect())
+            }
+        }
+    }
+
+    /// Generate or load the test set.
+    pub fn load_test(&self) -> Result<Partition, InputError> {
+        match &self.source {
+            Source::SyntheticLinear { seed, noise_std } => {
+                let theta = true_model(*seed, self.features);
+                let rows: Vec<u64> = (0..self.test_samples as u64)
+                    .map(|j| TEST_BASE + j)
+                    .collect();
+                Ok(linear_samples(*seed, &rows, &theta, *noise_std, usize::MAX))
+            }
+            Source::SyntheticLogistic { seed } => {
+                let rows: Vec<u64> = (0..self.test_samples as u64)
+                    .map(|j| TEST_BASE + j)
+                    .collect();
+                Ok(LogisticModel::new(*seed, self.features).samples(*seed, &rows, usize::MAX))
+            }
+            Source::File(f) => {
+                let (path, rows) = match &f.test_path {
+                    Some(p) => (p.as_str(), f.test_rows.clone()),
+                    None => (f.path.as_str(), f.test_rows.clone()),
+                };
+                let (mut x, y) =
+                    read_rows(f.kind, path, self.features, self.loss, &[rows])?.remove(0);
+                if f.standardize {
+                    self.train_statistics(f)?.apply(&mut x);
+                }
+                Ok(Partition {
+                    id: usize::MAX,
+                    x,
+                    y,
+                })
+            }
+        }
+    }
+
+    /// The true model of synthetic data (None for files).
+    pub fn true_model(&self) -> Option<Vec<f64>> {
+        match &self.source {
+            Source::SyntheticLinear { seed, .. } => Some(true_model(*seed, self.features)),
+            Source::SyntheticLogistic { seed } => {
+                Some(LogisticModel::new(*seed, self.features).beta)
+            }
+            Source::File(_) => None,
+        }
+    }
+
+    fn train_statistics(&self, f: &FileSource) -> Result<Standardizer, InputError> {
+        let (x, _) = read_rows(
+            f.kind,
+            &f.path,
+            self.features,
+            self.loss,
+            &[f.train_rows.clone()],
+        )?
+        .remove(0);
+        Ok(Standardizer::fit(&x))
+    }
+}
+
+/// theta* of synthetic-linear: N(0, 1) entries.
+fn true_model(seed: u64, d: usize) -> Vec<f64> {
+    let mut rng = substream(seed, Stream::Data, TRUE_MODEL);
+    (0..d).map(|_| StandardNormal.sample(&mut rng)).collect()
+}
+
+/// Synthetic linear regression as in 000 §VI: x ~ N(0, I_d), y = x·theta* + noise_std·N(0, 1).
+fn linear_samples(seed: u64, rows: &[u64], theta: &[f64], noise_std: f64, id: usize) -> Partition {
+    let d = theta.len();
+    let mut x = Array2::<f64>::zeros((rows.len(), d));
+    let mut y = Vec::with_capacity(rows.len());
+    for (r, &i) in rows.iter().enumerate() {
+        let mut rng = substream(seed, Stream::Data, i);
+        let mut row = x.row_mut(r);
+        for v in row.iter_mut() {
+            *v = StandardNormal.sample(&mut rng);
+        }
+        let noise: f64 = StandardNormal.sample(&mut rng);
+        let dot: f64 = row.iter().zip(theta).map(|(a, b)| a * b).sum();
+        y.push(dot + noise_std * noise);
+    }
+    Partition { id, x, y }
+}
+
+/// Tandon et al.'s synthetic logistic regression (001 §5): x ~ ½N(mu1, I) + ½N(mu2, I),
+/// y = +1 with probability 1 / (exp(2·x·beta*) + 1), else -1. Here mu1, mu2 have N(0, 1)
+/// entries and beta* has N(0, 1/d) entries, so that x·beta* is of order one.
+#[derive(Debug, Clone)]
+struct LogisticModel {
+    means: [Vec<f64>; 2],
+    beta: Vec<f64>,
+}
+
+impl LogisticModel {
+    fn new(seed: u64, d: usize) -> Self {
+        let mut rng = substream(seed, Stream::Data, MIXTURE_MEANS);
+        let mut draw = |scale: f64| -> Vec<f64> {
+            (0..d)
+                .map(|_| {
+                    let z: f64 = StandardNormal.sample(&mut rng);
+                    scale * z
+                })
+                .collect()
+        };
+        let means = [draw(1.0), draw(1.0)];
+        let beta = draw(1.0 / (d as f64).sqrt());
+        Self { means, beta }
+    }
+
+    fn samples(&self, seed: u64, rows: &[u64], id: usize) -> Partition {
+        let d = self.beta.len();
+        let mut x = Array2::<f64>::zeros((rows.len(), d));
+        let mut y = Vec::with_capacity(rows.len());
+        for (r, &i) in rows.iter().enumerate() {
+            let mut rng = substream(seed, Stream::Data, i);
+            let component = usize::from(rng.random::<bool>());
+            let mut row = x.row_mut(r);
+            for (v, m) in row.iter_mut().zip(&self.means[component]) {
+                let z: f64 = StandardNormal.sample(&mut rng);
+                *v = m + z;
+            }
+            let dot: f64 = row.iter().zip(&self.beta).map(|(a, b)| a * b).sum();
+            let p_positive = 1.0 / ((2.0 * dot).exp() + 1.0);
+            y.push(if rng.random::<f64>() < p_positive {
+                1.0
+            } else {
+                -1.0
+            });
+        }
+        Partition { id, x, y }
+    }
+}
+
+/// Per-feature mean and standard deviation of training rows.
+#[derive(Debug, Clone)]
+struct Standardizer {
+    mean: Vec<f64>,
+    std: Vec<f64>,
+}
+
+impl Standardizer {
+    fn fit(x: &Array2<f64>) -> Self {
+        let n = x.nrows().max(1) as f64;
+        let d = x.ncols();
+        let mut mean = vec![0.0; d];
+        for row in x.rows() {
+            for (m, v) in mean.iter_mut().zip(row) {
+                *m += v;
+            }
+        }
+        mean.iter_mut().for_each(|m| *m /= n);
+        let mut var = vec![0.0; d];
+        for row in x.rows() {
+            for ((s, v), m) in var.iter_mut().zip(row).zip(&mean) {
+                *s += (v - m) * (v - m);
+            }
+        }
+        // A constant feature is only centred.
+        let std = var
+            .iter()
+            .map(|s| (s / n).sqrt())
+            .map(|s| if s > 0.0 { s } else { 1.0 })
+            .collect();
+        Self { mean, std }
+    }
+
+    fn apply(&self, x: &mut Array2<f64>) {
+        for mut row in x.rows_mut() {
+            for ((v, m), s) in row.iter_mut().zip(&self.mean).zip(&self.std) {
+                *v = (*v - m) / s;
+            }
+        }
+    }
+}
+
+struct Scan {
+    rows: usize,
+    features: usize,
+}
+
+fn open(path: &str) -> Result<BufReader<File>, InputError> {
+    let file = File::open(Path::new(path))
+        .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
+    Ok(BufReader::new(file))
+}
+
+/// A parsed data line: label and (0-based feature, value) pairs.
+type Row = (f64, Vec<(usize, f64)>);
+
+/// Parse one line; `None` for blank and comment lines.
+fn parse_line(kind: DataKind, line: &str, loss: Loss) -> Result<Option<Row>, String> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let (label, features) = match kind {
+        DataKind::Libsvm => {
+            let mut tokens = line.split_whitespace();
+            let label = tokens.next().expect("non-empty line has a token");
+            let label =
+                parse_number(label).map_err(|_| format!("label `{label}` is not a number"))?;
+            let mut features = Vec::new();
+            let mut last = 0usize;
+            for token in tokens {
+                if token.starts_with('#') {
+                    break; // trailing comment
+                }
+                let (index, value) = token
+                    .split_once(':')
+                    .ok_or_else(|| format!("`{token}` is not of the form index:value"))?;
+                let index: usize = index
+                    .parse()
+                    .map_err(|_| format!("feature index `{index}` is not an integer"))?;
+                if index == 0 {
+                    return Err("feature indices are 1-based; found 0".to_string());
+                }
+                if index <= last {
+                    return Err(format!(
+                        "feature index {index} does not increase (after {last})"
+                    ));
+                }
+                last = index;
+                let value = parse_number(value)
+                    .map_err(|_| format!("value `{value}` of feature {index} is not a number"))?;
+                features.push((index - 1, value));
+            }
+            (label, features)
+        }
+        DataKind::Csv => {
+            let mut cells = line.split(',').map(str::trim);
+            let label = cells.next().expect("split yields a cell");
+            let label =
+                parse_number(label).map_err(|_| format!("target `{label}` is not a number"))?;
+            let mut features = Vec::new();
+            for (j, cell) in cells.enumerate() {
+                let value = parse_number(cell)
+                    .map_err(|_| format!("cell {} `{cell}` is not a number", j + 2))?;
+                features.push((j, value));
+            }
+            (label, features)
+        }
+        DataKind::SyntheticLinear | DataKind::SyntheticLogistic => unreachable!("files only"),
+    };
+    let label = match loss {
+        Loss::LeastSquares => label,
+        Loss::Logistic => match label {
+            l if l == 1.0 => 1.0,
+            l if l == -1.0 || l == 0.0 => -1.0,
+            l => {
+                return Err(format!(
+                    "label {l} is not binary (logistic loss needs -1/+1 or 0/1)"
+                ));
+            }
+        },
+    };
+    Ok(Some((label, features)))
+}
+
+fn parse_number(text: &str) -> Result<f64, ()> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(()),
+    }
+}
+
+/// Read the data lines of a file, calling `each(row_index, line_number, row)`.
+fn for_each_row(
+    kind: DataKind,
+    path: &str,
+    loss: Loss,
+    mut each: impl FnMut(usize, usize, Row) -> Result<(), String>,
+) -> Result<usize, InputError> {
+    let mut rows = 0;
+    let mut header_seen = false;
+    for (n, line) in open(path)?.lines().enumerate() {
+        let line_no = n + 1;
+        let at = || format!("{path}:{line_no}");
+        let line = line.map_err(|e| InputError::new(at(), format!("cannot read: {e}")))?;
+        if kind == DataKind::Csv && !header_seen {
+            if !line.trim().is_empty() {
+                header_seen = true; // the first non-empty line is the header
+            }
+            continue;
+        }
+        match parse_line(kind, &line, loss) {
+            Ok(Some(row)) => {
+                each(rows, line_no, row).map_err(|why| InputError::new(at(), why))?;
+                rows += 1;
+            }
+            Ok(None) => {}
+            Err(why) => return Err(InputError::new(at(), why)),
+        }
+    }
+    Ok(rows)
+}
+
+fn scan_file(kind: DataKind, path: &str, loss: Loss) -> Result<Scan, InputError> {
+    let mut features = 0usize;
+    let mut csv_width: Option<usize> = None;
+    let rows = for_each_row(kind, path, loss, |_, _, (_, feats)| {
+        match kind {
+            DataKind::Csv => match csv_width {
+                None => csv_width = Some(feats.len()),
+                Some(w) if w != feats.len() => {
+                    return Err(format!(
+                        "has {} feature cells, earlier rows {w}",
+                        feats.len()
+                    ));
+                }
+                Some(_) => {}
+            },
+            _ => {
+                if let Some(&(last, _)) = feats.last() {
+                    features = features.max(last + 1);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if rows == 0 {
+        return Err(InputError::new(path, "has no data rows"));
+    }
+    if kind == DataKind::Csv {
+        features = csv_width.unwrap_or(0);
+    }
+    if features == 0 {
+        return Err(InputError::new(path, "has no features"));
+    }
+    Ok(Scan { rows, features })
+}
+
+/// Read the rows `wanted[k]` (row indices of the file, in the wanted order) into dense matrices.
+fn read_rows(
+    kind: DataKind,
+    path: &str,
+    features: usize,
+    loss: Loss,
+    wanted: &[Vec<usize>],
+) -> Result<Vec<(Array2<f64>, Vec<f64>)>, InputError> {
+    // row index → (set, position): only the wanted rows are kept in memory.
+    let mut slot = std::collections::HashMap::new();
+    for (k, rows) in wanted.iter().enumerate() {
+        for (pos, &r) in rows.iter().enumerate() {
+            slot.insert(r, (k, pos));
+        }
+    }
+    let mut out: Vec<(Array2<f64>, Vec<f64>)> = wanted
+        .iter()
+        .map(|rows| (Array2::zeros((rows.len(), features)), vec![0.0; rows.len()]))
+        .collect();
+    for_each_row(kind, path, loss, |row, _, (label, feats)| {
+        if let Some(&(k, pos)) = slot.get(&row) {
+            let (x, y) = &mut out[k];
+            y[pos] = label;
+            for (j, v) in feats {
+                if j >= features {
+                    return Err(format!(
+                        "feature {} exceeds the {features} features of the training data",
+                        j + 1
+                    ));
+                }
+                x[(pos, j)] = v;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse;
+
+    fn config(extra: &str) -> Config {
+        parse(extra, "test", &[]).unwrap().config
+    }
+
+    fn shared(name: &str) -> String {
+        format!("{}/../shared/data/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn synthetic_data_does_not_depend_on_the_partitioning() {
+        let c = config("workers = 4\n[data]\ntrain_samples = 12\nfeatures = 5\n");
+        let by4 = DataPlan::new(&c, 4).unwrap();
+        let by3 = DataPlan::new(&c, 3).unwrap();
+        let a = by4.load(&[1]).unwrap().remove(0); // samples 3..6
+        let b = by3.load(&[0]).unwrap().remove(0); // samples 0..4
+        assert_eq!(a.x.row(0), b.x.row(3));
+        assert_eq!(a.y[0], b.y[3]);
+        assert_eq!(
+            by4.load(&[2, 1]).unwrap()[1],
+            a,
+            "same partition, same data, in any request order"
+        );
+    }
+
+    #[test]
+    fn partitions_cover_every_sample_once() {
+        let c = config("workers = 7\n[data]\ntrain_samples = 100\nfeatures = 2\n");
+        let plan = DataPlan::new(&c, 7).unwrap();
+        let mut next = 0;
+        for p in 0..7 {
+            let r = plan.rows(p);
+            assert_eq!(r.start, next);
+            next = r.end;
+            assert!(r.len() == 14 || r.len() == 15);
+        }
+        assert_eq!(next, 100);
+    }
+
+    #[test]
+    fn synthetic_linear_labels_follow_the_true_model() {
+        let c = config("workers = 2\n[data]\ntrain_samples = 50\nfeatures = 8\nnoise_std = 0.0\n");
+        let plan = DataPlan::new(&c, 2).unwrap();
+        let theta = plan.true_model().unwrap();
+        for part in plan.load(&[0, 1]).unwrap() {
+            for (row, y) in part.x.rows().into_iter().zip(&part.y) {
+                let dot: f64 = row.iter().zip(&theta).map(|(a, b)| a * b).sum();
+                assert!((dot - y).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn synthetic_logistic_labels_are_signs() {
+        let c = config(
+            "workers = 2\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 200\nfeatures = 4\n[model]\nloss = \"logistic\"\n",
+        );
+        let plan = DataPlan::new(&c, 2).unwrap();
+        let parts = plan.load(&[0, 1]).unwrap();
+        let positives = parts
+            .iter()
+            .flat_map(|p| &p.y)
+            .filter(|&&y| y == 1.0)
+            .count();
+        assert!(
+            parts
+                .iter()
+                .flat_map(|p| &p.y)
+                .all(|&y| y == 1.0 || y == -1.0)
+        );
+        assert!(
+            positives > 20 && positives < 180,
+            "both classes occur: {positives}"
+        );
+    }
+
+    #[test]
+    fn libsvm_file_loads_split_and_standardised() {
+        let path = shared("breast_cancer.libsvm");
+        let c = config(&format!(
+            "workers = 4\n[data]\nkind = \"libsvm\"\npath = \"{path}\"\ntest_fraction = 0.25\n[model]\nloss = \"logistic\"\n"
+        ));
+        let plan = DataPlan::new(&c, 4).unwrap();
+        assert_eq!(plan.features(), 30);
+        assert_eq!(plan.train_samples() + plan.test_samples(), 569);
+        assert_eq!(plan.test_samples(), 142);
+        let parts = plan.load(&[0, 1, 2, 3]).unwrap();
+        assert_eq!(
+            parts.iter().map(Partition::len).sum::<usize>(),
+            plan.train_samples()
+        );
+        // Standardised over the training rows: every feature has mean 0, std 1.
+        for j in 0..30 {
+            let values: Vec<f64> = parts.iter().flat_map(|p| p.x.column(j).to_vec()).collect();
+            let n = values.len() as f64;
+            let mean = values.iter().sum::<f64>() / n;
+            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+            assert!(
+                mean.abs() < 1e-9 && (var - 1.0).abs() < 1e-9,
+                "feature {j}: {mean} {var}"
+            );
+        }
+        let test = plan.load_test().unwrap();
+        assert_eq!(test.len(), 142);
+    }
+
+    #[test]
+    fn csv_and_libsvm_of_the_same_data_agree() {
+        let (csv, svm) = (shared("diabetes.csv"), shared("diabetes.libsvm"));
+        let load = |kind: &str, path: &str| {
+            let c = config(&format!(
+                "workers = 2\n[data]\nkind = \"{kind}\"\npath = \"{path}\"\nstandardize = false\n"
+            ));
+            let plan = DataPlan::new(&c, 2).unwrap();
+            (
+                plan.features(),
+                plan.load(&[0, 1]).unwrap(),
+                plan.load_test().unwrap(),
+            )
+        };
+        let (fa, a, ta) = load("csv", &csv);
+        let (fb, b, tb) = load("libsvm", &svm);
+        assert_eq!(fa, 10);
+        assert_eq!(fa, fb);
+        for (p, q) in a.iter().zip(&b) {
+            assert!((&p.x - &q.x).iter().all(|v| v.abs() < 1e-9));
+            assert_eq!(p.y, q.y);
+        }
+        assert_eq!(ta.y, tb.y);
+    }
+
+    fn bad_file(name: &str, kind: &str, text: &str, loss: &str) -> InputError {
+        let dir = std::env::temp_dir().join("gradcode-data-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let c = config(&format!(
+            "workers = 1\n[data]\nkind = \"{kind}\"\npath = \"{}\"\n[model]\nloss = \"{loss}\"\n",
+            path.display()
+        ));
+        DataPlan::new(&c, 1)
+            .and_then(|p| p.load(&[0]).map(|_| ()))
+            .unwrap_err()
+    }
+
+    #[test]
+    fn malformed_lines_are_reported_as_file_and_line() {
+        let e = bad_file(
+            "a.libsvm",
+            "libsvm",
+            "1 1:0.5 2:1\n-1 1:x\n",
+            "least-squares",
+        );
+        assert!(e.field.ends_with("a.libsvm:2"), "{e}");
+        assert!(e.to_string().contains("value `x`"), "{e}");
+        let e = bad_file(
+            "b.libsvm",
+            "libsvm",
+            "1 1:0.5\n1 3:1 2:4\n",
+            "least-squares",
+        );
+        assert!(
+            e.to_string()
+                .contains(":2: feature index 2 does not increase"),
+            "{e}"
+        );
+        let e = bad_file("c.libsvm", "libsvm", "# c\n2 1:1\n", "logistic");
+        assert!(e.to_string().contains(":2: label 2 is not binary"), "{e}");
+        let e = bad_file("d.csv", "csv", "y,a,b\n1,2,3\n1,2\n", "least-squares");
+        assert!(
+            e.to_string().contains("d.csv:3: has 1 feature cells"),
+            "{e}"
+        );
+        let e = bad_file("e.csv", "csv", "y,a\n1,nan\n", "least-squares");
+        assert!(
+            e.to_string()
+                .contains("e.csv:2: cell 2 `nan` is not a number"),
+            "{e}"
+        );
+        let e = bad_file("f.libsvm", "libsvm", "1 0:3\n", "least-squares");
+        assert!(e.to_string().contains("1-based"), "{e}");
+        let e = bad_file("g.csv", "csv", "y,a\n", "least-squares");
+        assert!(e.to_string().contains("has no data rows"), "{e}");
+    }
+}
