@@ -288,7 +288,7 @@ impl DataPlan {
             &f.path,
             self.features,
             self.loss,
-            &[f.train_rows.clone()],
+            std::slice::from_ref(&f.train_rows),
         )?
         .remove(0);
         Ok(Standardizer::fit(&x))
@@ -423,6 +423,9 @@ fn open(path: &str) -> Result<BufReader<File>, InputError> {
 
 /// A parsed data line: label and (0-based feature, value) pairs.
 type Row = (f64, Vec<(usize, f64)>);
+
+/// Dense samples and labels read from a file.
+type Samples = (Array2<f64>, Vec<f64>);
 
 /// Parse one line; `None` for blank and comment lines.
 fn parse_line(kind: DataKind, line: &str, loss: Loss) -> Result<Option<Row>, String> {
@@ -573,7 +576,7 @@ fn read_rows(
     features: usize,
     loss: Loss,
     wanted: &[Vec<usize>],
-) -> Result<Vec<(Array2<f64>, Vec<f64>)>, InputError> {
+) -> Result<Vec<Samples>, InputError> {
     // row index → (set, position): only the wanted rows are kept in memory.
     let mut slot = std::collections::HashMap::new();
     for (k, rows) in wanted.iter().enumerate() {
@@ -581,7 +584,7 @@ fn read_rows(
             slot.insert(r, (k, pos));
         }
     }
-    let mut out: Vec<(Array2<f64>, Vec<f64>)> = wanted
+    let mut out: Vec<Samples> = wanted
         .iter()
         .map(|rows| (Array2::zeros((rows.len(), features)), vec![0.0; rows.len()]))
         .collect();
