@@ -483,15 +483,17 @@ fn parse_line(kind: DataKind, line: &str, loss: Loss) -> Result<Option<Row>, Str
     };
     let label = match loss {
         Loss::LeastSquares => label,
-        Loss::Logistic => match label {
-            l if l == 1.0 => 1.0,
-            l if l == -1.0 || l == 0.0 => -1.0,
-            l => {
+        Loss::Logistic => {
+            if label == 1.0 {
+                1.0
+            } else if label == -1.0 || label == 0.0 {
+                -1.0
+            } else {
                 return Err(format!(
-                    "label {l} is not binary (logistic loss needs -1/+1 or 0/1)"
+                    "label {label} is not binary (logistic loss needs -1/+1 or 0/1)"
                 ));
             }
-        },
+        }
     };
     Ok(Some((label, features)))
 }
