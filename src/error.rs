@@ -74,3 +74,9 @@ mod tests {
         assert!(e.to_string().starts_with("config.toml:3:1: expected `=`"));
     }
 }
+
+/// Exit with this status without printing: the reason was printed elsewhere
+/// (by rank 0 of an MPI run, say), and every other rank must only exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("exit status {0}")]
+pub struct QuietExit(pub u8);

@@ -9,3 +9,4 @@ pub mod config;
 pub mod error;
 pub mod learn;
 pub mod rng;
+pub mod runtime;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use clap::error::ErrorKind;
 use gradcode::cli::{Cli, run};
-use gradcode::error::InputError;
+use gradcode::error::{InputError, QuietExit};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -32,15 +32,20 @@ fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => match e.downcast_ref::<InputError>() {
-            Some(input) => {
-                eprintln!("error: {input}");
-                ExitCode::from(2)
+        Err(e) => {
+            if let Some(QuietExit(code)) = e.downcast_ref::<QuietExit>() {
+                return ExitCode::from(*code);
             }
-            None => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(1)
+            match e.downcast_ref::<InputError>() {
+                Some(input) => {
+                    eprintln!("error: {input}");
+                    ExitCode::from(2)
+                }
+                None => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
             }
-        },
+        }
     }
 }

@@ -22,20 +22,28 @@ pub enum Stream {
     Data = 3,
 }
 
-/// The generator for `purpose` under `seed`.
+/// Bits of the 64-bit ChaCha stream id left for sub-stream indices; the
+/// purpose takes the top 8.
+const INDEX_BITS: u32 = 56;
+
+/// The generator for `purpose` under `seed` (sub-stream 0 of the purpose).
 pub fn stream(seed: u64, purpose: Stream) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(purpose as u64);
-    rng
+    substream(seed, purpose, 0)
 }
 
-/// Independent sub-stream `index` of `purpose` (e.g. the data of partition
-/// `index`): the same numbers whichever process draws them and in whatever
-/// order, which is what lets every worker generate only its own partitions.
+/// Independent sub-stream `index < 2^56` of `purpose` (e.g. the data of
+/// sample `index`): the same numbers whichever process draws them and in
+/// whatever order, which is what lets every worker generate only its own
+/// partitions. Purpose and index share the ChaCha stream id, so every pair
+/// is its own full-length stream (the word position, 68 bits, is not used:
+/// offsets there would wrap).
 pub fn substream(seed: u64, purpose: Stream, index: u64) -> ChaCha8Rng {
-    let mut rng = stream(seed, purpose);
-    // 2^40 words per sub-stream: far more than any partition draws.
-    rng.set_word_pos(u128::from(index) << 40);
+    assert!(
+        index < 1 << INDEX_BITS,
+        "sub-stream index {index} needs more than {INDEX_BITS} bits"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(((purpose as u64) << INDEX_BITS) | index);
     rng
 }
 
@@ -62,5 +70,8 @@ mod tests {
         let c: u64 = substream(7, Stream::Data, 4).random();
         assert_eq!(a, b);
         assert_ne!(a, c);
+        // Far-apart indices stay distinct (a word-position offset would wrap).
+        let far: u64 = substream(7, Stream::Data, 3 + (1 << 50)).random();
+        assert_ne!(a, far);
     }
 }

@@ -55,10 +55,18 @@ pub enum Command {
         #[arg(long, value_name = "IDS")]
         received: String,
     },
+    /// Train under MPI: `mpirun -n K+1 gradcode train` (rank 0 master, ranks 1..K workers).
+    Train {
+        #[command(flatten)]
+        args: ConfigArgs,
+        /// No progress output (the summary is still printed).
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
 /// Load the config of `args` and build its scheme: every subcommand starts here.
-pub(crate) fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
+pub fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
     let loaded = config::load(args.config.as_deref(), &args.overrides)?;
     for kind in loaded.config.kinds_in_use() {
         if kind != loaded.config.scheme.kind {
@@ -77,6 +85,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Check { args, samples } => check::run(&args, samples),
         Command::Explain { args, received } => explain::run(&args, &received),
+        Command::Train { args, quiet } => crate::runtime::train(&crate::runtime::TrainOptions {
+            config: args.config,
+            overrides: args.overrides,
+            json: args.json,
+            quiet,
+        }),
     }
 }
 

@@ -47,10 +47,11 @@ impl Partition {
     }
 }
 
-/// Sub-stream indices: samples use their own index; these are reserved.
-const TRUE_MODEL: u64 = u64::MAX;
-const MIXTURE_MEANS: u64 = u64::MAX - 1;
-const SPLIT: u64 = u64::MAX - 2;
+/// Sub-stream indices (below 2^56): training samples use their own index,
+/// test samples `TEST_BASE + j`; these are reserved.
+const TRUE_MODEL: u64 = (1 << 56) - 1;
+const MIXTURE_MEANS: u64 = (1 << 56) - 2;
+const SPLIT: u64 = (1 << 56) - 3;
 const TEST_BASE: u64 = 1 << 50;
 
 /// Where the data comes from, with everything needed to produce any partition.
@@ -636,6 +637,18 @@ mod tests {
             a,
             "same partition, same data, in any request order"
         );
+    }
+
+    #[test]
+    fn test_samples_differ_from_training_samples() {
+        let c =
+            config("workers = 2\n[data]\ntrain_samples = 10\ntest_samples = 10\nfeatures = 3\n");
+        let plan = DataPlan::new(&c, 2).unwrap();
+        let train = plan.load(&[0]).unwrap().remove(0);
+        let test = plan.load_test().unwrap();
+        for i in 0..5 {
+            assert_ne!(train.x.row(i), test.x.row(i));
+        }
     }
 
     #[test]

@@ -1,0 +1,418 @@
+//! The master/worker message protocol (DESIGN.md, "Message protocol").
+//!
+//! Every message is a flat `f64` array (integers are exact below 2^53), sent
+//! with a tag that says its kind and, for tasks and results, carries the
+//! iteration: `TAG_ITERATION_BASE + iteration mod TAG_ITERATION_SPAN`. The
+//! payload repeats the full iteration, which is what the receiver trusts.
+//!
+//! | kind | direction | payload |
+//! |---|---|---|
+//! | setup | master → worker | partitions in total, stored partitions |
+//! | ready | worker → master | samples loaded, features |
+//! | error | either way | one line of UTF-8, one byte per f64 |
+//! | task | master → worker | [`Task`] then the evaluation point theta |
+//! | result | worker → master | [`ResultHeader`] then the coded vector (gradient sum, loss sum) |
+//! | stop | master → worker | nothing |
+//! | bye | worker → master | tasks received, tasks abandoned |
+
+use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
+
+pub const TAG_SETUP: i32 = 1;
+pub const TAG_READY: i32 = 2;
+pub const TAG_ERROR: i32 = 3;
+pub const TAG_STOP: i32 = 4;
+pub const TAG_BYE: i32 = 5;
+/// Tasks and results: base + iteration mod span (MPI guarantees tags up to 32767).
+pub const TAG_ITERATION_BASE: i32 = 16;
+pub const TAG_ITERATION_SPAN: i32 = 16_000;
+
+/// The tag of a task or result of `iteration`.
+pub fn iteration_tag(iteration: u64) -> i32 {
+    TAG_ITERATION_BASE + (iteration % TAG_ITERATION_SPAN as u64) as i32
+}
+
+/// Whether `tag` is a task or result tag.
+pub fn is_iteration_tag(tag: i32) -> bool {
+    (TAG_ITERATION_BASE..TAG_ITERATION_BASE + TAG_ITERATION_SPAN).contains(&tag)
+}
+
+/// A malformed message: a bug or a version mismatch between ranks, never user input.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("malformed {kind} message: {why}")]
+pub struct ProtocolError {
+    pub kind: &'static str,
+    pub why: String,
+}
+
+fn malformed(kind: &'static str, why: impl Into<String>) -> ProtocolError {
+    ProtocolError {
+        kind,
+        why: why.into(),
+    }
+}
+
+/// Reads a flat f64 message front to back.
+struct Reader<'a> {
+    kind: &'static str,
+    data: &'a [f64],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(kind: &'static str, data: &'a [f64]) -> Self {
+        Self { kind, data, at: 0 }
+    }
+
+    fn f64(&mut self) -> Result<f64, ProtocolError> {
+        let v = *self
+            .data
+            .get(self.at)
+            .ok_or_else(|| malformed(self.kind, format!("ends at {}", self.at)))?;
+        self.at += 1;
+        Ok(v)
+    }
+
+    fn count(&mut self) -> Result<usize, ProtocolError> {
+        let v = self.f64()?;
+        if v < 0.0 || v.fract() != 0.0 || v > 2f64.powi(52) {
+            return Err(malformed(
+                self.kind,
+                format!("{v} at {} is not a count", self.at - 1),
+            ));
+        }
+        Ok(v as usize)
+    }
+
+    fn rest(self) -> &'a [f64] {
+        &self.data[self.at..]
+    }
+}
+
+/// Setup of one worker: how many partitions exist and which it stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setup {
+    pub partitions: usize,
+    pub stored: Vec<usize>,
+}
+
+impl Setup {
+    pub fn encode(&self) -> Vec<f64> {
+        let mut out = vec![self.partitions as f64, self.stored.len() as f64];
+        out.extend(self.stored.iter().map(|&p| p as f64));
+        out
+    }
+
+    pub fn decode(data: &[f64]) -> Result<Self, ProtocolError> {
+        let mut r = Reader::new("setup", data);
+        let partitions = r.count()?;
+        let n = r.count()?;
+        let stored = (0..n).map(|_| r.count()).collect::<Result<Vec<_>, _>>()?;
+        if stored.iter().any(|&p| p >= partitions) {
+            return Err(malformed("setup", "stored partition out of range"));
+        }
+        Ok(Self { partitions, stored })
+    }
+}
+
+/// How a worker paces an iteration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    /// Emulate: hold each message until its sampled time. Measured: send when computed.
+    pub emulate: bool,
+    /// Model time of one partition computation this iteration.
+    pub unit_time: f64,
+    /// Model time added to every message of this iteration (extra delay models).
+    pub extra_time: f64,
+    /// Wall-clock milliseconds per model time unit.
+    pub time_unit_ms: f64,
+    /// The worker's emulated straggler state this iteration.
+    pub straggling: bool,
+}
+
+impl Pace {
+    /// Wall-clock seconds after the task arrives at which a message sent after
+    /// `after` computations is due.
+    pub fn due_s(&self, after: usize) -> f64 {
+        (after as f64 * self.unit_time + self.extra_time) * self.time_unit_ms / 1000.0
+    }
+}
+
+/// One iteration's work for one worker, and the point to evaluate the gradient at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub iteration: u64,
+    pub pace: Pace,
+    pub work: WorkerTask,
+    pub theta: Vec<f64>,
+}
+
+impl Task {
+    /// Encode into `out` (cleared first), reusing its allocation.
+    pub fn encode_into(
+        iteration: u64,
+        pace: &Pace,
+        work: &WorkerTask,
+        theta: &[f64],
+        out: &mut Vec<f64>,
+    ) {
+        out.clear();
+        out.extend([
+            iteration as f64,
+            f64::from(u8::from(pace.emulate)),
+            pace.unit_time,
+            pace.extra_time,
+            pace.time_unit_ms,
+            f64::from(u8::from(pace.straggling)),
+            work.compute.len() as f64,
+        ]);
+        out.extend(work.compute.iter().map(|&p| p as f64));
+        out.push(work.messages.len() as f64);
+        for m in &work.messages {
+            let id = m.codeword.id;
+            out.extend([
+                m.after as f64,
+                id.group as f64,
+                id.index as f64,
+                m.codeword.terms.len() as f64,
+            ]);
+            for &(p, c) in &m.codeword.terms {
+                out.extend([p as f64, c]);
+            }
+        }
+        out.extend_from_slice(theta);
+    }
+
+    pub fn decode(data: &[f64], dim: usize) -> Result<Self, ProtocolError> {
+        let mut r = Reader::new("task", data);
+        let iteration = r.count()? as u64;
+        let emulate = r.f64()? != 0.0;
+        let (unit_time, extra_time, time_unit_ms) = (r.f64()?, r.f64()?, r.f64()?);
+        let straggling = r.f64()? != 0.0;
+        let n = r.count()?;
+        let compute = (0..n).map(|_| r.count()).collect::<Result<Vec<_>, _>>()?;
+        let m = r.count()?;
+        let mut messages = Vec::with_capacity(m);
+        for _ in 0..m {
+            let after = r.count()?;
+            let id = CodewordId {
+                group: r.count()?,
+                index: r.count()?,
+            };
+            let t = r.count()?;
+            let mut terms = Vec::with_capacity(t);
+            for _ in 0..t {
+                terms.push((r.count()?, r.f64()?));
+            }
+            if after > compute.len() {
+                return Err(malformed(
+                    "task",
+                    format!("message after {after} of {} computations", compute.len()),
+                ));
+            }
+            messages.push(Message {
+                after,
+                codeword: Codeword { id, terms },
+            });
+        }
+        let theta = r.rest();
+        if theta.len() != dim {
+            return Err(malformed(
+                "task",
+                format!("theta has {} entries, expected {dim}", theta.len()),
+            ));
+        }
+        Ok(Self {
+            iteration,
+            pace: Pace {
+                emulate,
+                unit_time,
+                extra_time,
+                time_unit_ms,
+                straggling,
+            },
+            work: WorkerTask { compute, messages },
+            theta: theta.to_vec(),
+        })
+    }
+}
+
+/// What a worker says about one message besides the coded vector.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResultHeader {
+    pub iteration: u64,
+    /// Index of the message in the worker's task.
+    pub message: usize,
+    pub codeword: CodewordId,
+    /// Partition computations done for this message.
+    pub computations: usize,
+    /// Real seconds spent computing them.
+    pub compute_s: f64,
+    /// Seconds the real work ran past the emulated due time (0 when on time or measured).
+    pub overrun_s: f64,
+}
+
+/// Header length of a result message.
+pub const RESULT_HEADER: usize = 7;
+
+impl ResultHeader {
+    /// Header then the coded vector, into `out` (cleared first).
+    pub fn encode_into(&self, vector: &[f64], out: &mut Vec<f64>) {
+        out.clear();
+        out.extend([
+            self.iteration as f64,
+            self.message as f64,
+            self.codeword.group as f64,
+            self.codeword.index as f64,
+            self.computations as f64,
+            self.compute_s,
+            self.overrun_s,
+        ]);
+        out.extend_from_slice(vector);
+    }
+
+    /// The header and the vector (of length `dim + 1`: gradient sum, loss sum).
+    pub fn decode(data: &[f64], dim: usize) -> Result<(Self, &[f64]), ProtocolError> {
+        let mut r = Reader::new("result", data);
+        let header = Self {
+            iteration: r.count()? as u64,
+            message: r.count()?,
+            codeword: CodewordId {
+                group: r.count()?,
+                index: r.count()?,
+            },
+            computations: r.count()?,
+            compute_s: r.f64()?,
+            overrun_s: r.f64()?,
+        };
+        let vector = r.rest();
+        if vector.len() != dim + 1 {
+            return Err(malformed(
+                "result",
+                format!("vector has {} entries, expected {}", vector.len(), dim + 1),
+            ));
+        }
+        Ok((header, vector))
+    }
+}
+
+/// An error text as a message (one byte per f64, at most 1000 bytes).
+pub fn encode_text(text: &str) -> Vec<f64> {
+    text.bytes().take(1000).map(f64::from).collect()
+}
+
+/// The text of an error message; invalid bytes become U+FFFD.
+pub fn decode_text(data: &[f64]) -> String {
+    let bytes: Vec<u8> = data.iter().map(|&b| b.clamp(0.0, 255.0) as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task() -> (Pace, WorkerTask, Vec<f64>) {
+        let pace = Pace {
+            emulate: true,
+            unit_time: 0.25,
+            extra_time: 1.5,
+            time_unit_ms: 10.0,
+            straggling: true,
+        };
+        let work = WorkerTask {
+            compute: vec![3, 4, 7],
+            messages: vec![
+                Message {
+                    after: 2,
+                    codeword: Codeword {
+                        id: CodewordId { group: 1, index: 2 },
+                        terms: vec![(3, 1.0), (4, -0.5)],
+                    },
+                },
+                Message {
+                    after: 3,
+                    codeword: Codeword {
+                        id: CodewordId { group: 0, index: 0 },
+                        terms: vec![(7, 2.0)],
+                    },
+                },
+            ],
+        };
+        (pace, work, vec![0.1, -0.2, 0.3])
+    }
+
+    #[test]
+    fn task_round_trips() {
+        let (pace, work, theta) = task();
+        let mut buf = vec![99.0; 3];
+        Task::encode_into(12345, &pace, &work, &theta, &mut buf);
+        let back = Task::decode(&buf, 3).unwrap();
+        assert_eq!(
+            back,
+            Task {
+                iteration: 12345,
+                pace,
+                work,
+                theta
+            }
+        );
+        assert!(
+            (back.pace.due_s(2) - 0.02).abs() < 1e-15,
+            "(2·0.25 + 1.5)·10 ms"
+        );
+    }
+
+    #[test]
+    fn truncated_or_mis_sized_tasks_are_rejected() {
+        let (pace, work, theta) = task();
+        let mut buf = Vec::new();
+        Task::encode_into(1, &pace, &work, &theta, &mut buf);
+        assert!(Task::decode(&buf, 4).is_err(), "wrong dimension");
+        assert!(Task::decode(&buf[..10], 3).is_err(), "truncated");
+        let mut bad = buf.clone();
+        bad[6] = 2.5; // compute count
+        assert!(Task::decode(&bad, 3).is_err());
+    }
+
+    #[test]
+    fn result_round_trips() {
+        let h = ResultHeader {
+            iteration: 7,
+            message: 1,
+            codeword: CodewordId { group: 3, index: 0 },
+            computations: 2,
+            compute_s: 0.5,
+            overrun_s: 0.0,
+        };
+        let mut buf = Vec::new();
+        h.encode_into(&[1.0, 2.0, 3.0], &mut buf);
+        let (back, v) = ResultHeader::decode(&buf, 2).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(v, &[1.0, 2.0, 3.0]);
+        assert!(ResultHeader::decode(&buf, 3).is_err());
+    }
+
+    #[test]
+    fn setup_and_text_round_trip() {
+        let s = Setup {
+            partitions: 12,
+            stored: vec![0, 5, 11],
+        };
+        assert_eq!(Setup::decode(&s.encode()).unwrap(), s);
+        assert!(Setup::decode(&[2.0, 1.0, 2.0]).is_err(), "partition 2 of 2");
+        assert_eq!(
+            decode_text(&encode_text("data.path: cannot open: é")),
+            "data.path: cannot open: é"
+        );
+    }
+
+    #[test]
+    fn tags_carry_the_iteration() {
+        assert_eq!(iteration_tag(0), TAG_ITERATION_BASE);
+        assert_eq!(iteration_tag(16_001), TAG_ITERATION_BASE + 1);
+        assert!(is_iteration_tag(iteration_tag(123_456)));
+        for t in [TAG_SETUP, TAG_READY, TAG_ERROR, TAG_STOP, TAG_BYE] {
+            assert!(!is_iteration_tag(t));
+        }
+        assert!(iteration_tag(u64::MAX) < 32_767);
+    }
+}

@@ -1,0 +1,262 @@
+//! A worker rank: load the stored partitions, then run tasks until told to stop.
+//!
+//! A task is computed partition by partition in the order the master gave,
+//! with one fused pass over each partition's rows; after the `after`-th
+//! computation the worker forms that message's codeword and sends it, in
+//! emulation not before its sampled due time. Between blocks of rows and while
+//! waiting for a due time it probes for control messages: a newer task makes
+//! it abandon the current one (a worker that fell behind skips to the newest
+//! model), a stop ends the run, so a straggler still busy is woken at once.
+
+use std::time::{Duration, Instant};
+
+use super::comm::{Backoff, Comm, Received};
+use super::protocol::{self, ResultHeader, Setup, Task};
+use crate::config::Config;
+use crate::learn::{DataPlan, Partition, kernel};
+
+/// Longest sleep between probes of an idle or waiting worker.
+const IDLE_CAP: Duration = Duration::from_micros(500);
+/// Rows per block between probes: about 512 KiB of samples.
+const BLOCK_VALUES: usize = 1 << 16;
+
+/// What interrupted a task.
+enum Control {
+    Task(Box<Task>),
+    Stop,
+}
+
+/// Counts the worker reports in its goodbye.
+#[derive(Debug, Default)]
+struct Counts {
+    tasks: u64,
+    abandoned: u64,
+}
+
+struct Worker<'a> {
+    comm: &'a Comm<'a>,
+    loss: crate::config::Loss,
+    dim: usize,
+    /// Stored partitions and, per partition id, its index in `data`.
+    data: Vec<Partition>,
+    index: Vec<usize>,
+    /// Per computation slot of a task: gradient sum and loss sum (dim + 1).
+    slots: Vec<Vec<f64>>,
+    /// Partition id → slot of the current task.
+    slot_of: Vec<usize>,
+    vector: Vec<f64>,
+    out: Vec<f64>,
+    counts: Counts,
+}
+
+/// Run worker rank `comm.rank()` with the broadcast `config`.
+pub(super) fn run(
+    comm: &Comm<'_>,
+    universe: &mut mpi::environment::Universe,
+    config: &Config,
+) -> anyhow::Result<()> {
+    let mut backoff = Backoff::new(IDLE_CAP);
+    let m = comm.receive(&mut backoff, None).expect("no deadline");
+    let setup = match m.tag {
+        protocol::TAG_SETUP => Setup::decode(&m.data)?,
+        protocol::TAG_STOP => return goodbye(comm, &Counts::default()),
+        tag => anyhow::bail!(
+            "worker {}: unexpected message with tag {tag} before setup",
+            comm.rank()
+        ),
+    };
+    let loaded = DataPlan::new(config, setup.partitions)
+        .and_then(|plan| Ok((plan.features(), plan.load(&setup.stored)?)));
+    let (dim, data) = match loaded {
+        Ok(x) => x,
+        Err(e) => {
+            // The master prints it and stops everyone.
+            comm.send(
+                0,
+                protocol::TAG_ERROR,
+                &protocol::encode_text(&e.to_string()),
+            );
+            wait_for_stop(comm)?;
+            return goodbye(comm, &Counts::default());
+        }
+    };
+    let mut index = vec![usize::MAX; setup.partitions];
+    for (i, p) in data.iter().enumerate() {
+        index[p.id] = i;
+    }
+    // Buffered sends: up to one message per stored partition per task, four tasks deep, and a goodbye.
+    let per_task = setup.stored.len().max(1);
+    universe.set_buffer_size(super::comm::buffer_bytes(
+        4 * per_task + 4,
+        protocol::RESULT_HEADER + dim + 1,
+    ));
+    let samples: usize = data.iter().map(Partition::len).sum();
+    comm.send(0, protocol::TAG_READY, &[samples as f64, dim as f64]);
+    let mut worker = Worker {
+        comm,
+        loss: config.model.loss,
+        dim,
+        data,
+        index,
+        slots: Vec::new(),
+        slot_of: vec![usize::MAX; setup.partitions],
+        vector: vec![0.0; dim + 1],
+        out: Vec::new(),
+        counts: Counts::default(),
+    };
+    let mut next: Option<Control> = None;
+    loop {
+        let control = match next.take() {
+            Some(c) => c,
+            None => {
+                let m = comm.receive(&mut backoff, None).expect("no deadline");
+                control(comm, worker.dim, m)?
+            }
+        };
+        match control {
+            Control::Stop => break,
+            Control::Task(task) => {
+                worker.counts.tasks += 1;
+                next = worker.execute(&task)?;
+                if next.is_some() {
+                    worker.counts.abandoned += 1;
+                }
+            }
+        }
+    }
+    goodbye(comm, &worker.counts)
+}
+
+fn wait_for_stop(comm: &Comm<'_>) -> anyhow::Result<()> {
+    let mut backoff = Backoff::new(IDLE_CAP);
+    loop {
+        let m = comm.receive(&mut backoff, None).expect("no deadline");
+        if m.tag == protocol::TAG_STOP {
+            return Ok(());
+        }
+    }
+}
+
+fn goodbye(comm: &Comm<'_>, counts: &Counts) -> anyhow::Result<()> {
+    comm.send(
+        0,
+        protocol::TAG_BYE,
+        &[counts.tasks as f64, counts.abandoned as f64],
+    );
+    Ok(())
+}
+
+/// Interpret a message from the master.
+fn control(comm: &Comm<'_>, dim: usize, m: Received) -> anyhow::Result<Control> {
+    match m.tag {
+        protocol::TAG_STOP => Ok(Control::Stop),
+        tag if protocol::is_iteration_tag(tag) => {
+            Ok(Control::Task(Box::new(Task::decode(&m.data, dim)?)))
+        }
+        tag => anyhow::bail!("worker {}: unexpected message with tag {tag}", comm.rank()),
+    }
+}
+
+/// Drain every message that has arrived; the newest task or a stop wins.
+fn poll(comm: &Comm<'_>, dim: usize) -> anyhow::Result<Option<Control>> {
+    let mut latest = None;
+    while let Some(m) = comm.try_receive() {
+        match control(comm, dim, m)? {
+            Control::Stop => return Ok(Some(Control::Stop)),
+            task => latest = Some(task),
+        }
+    }
+    Ok(latest)
+}
+
+impl Worker<'_> {
+    /// Run one task; returns the control message that interrupted it, if any.
+    fn execute(&mut self, task: &Task) -> anyhow::Result<Option<Control>> {
+        let start = Instant::now();
+        let work = &task.work;
+        while self.slots.len() < work.compute.len() {
+            self.slots.push(vec![0.0; self.dim + 1]);
+        }
+        let block_rows = (BLOCK_VALUES / self.dim.max(1)).max(1);
+        let mut compute_s = 0.0;
+        let mut next_message = 0;
+        for (slot, &p) in work.compute.iter().enumerate() {
+            let part = &self.data[self.index[p]];
+            self.slot_of[p] = slot;
+            let busy = Instant::now();
+            let g = &mut self.slots[slot];
+            g.iter_mut().for_each(|v| *v = 0.0);
+            let (grad, loss) = g.split_at_mut(self.dim);
+            let mut row = 0;
+            while row < part.len() {
+                let end = (row + block_rows).min(part.len());
+                loss[0] += kernel::accumulate(
+                    self.loss,
+                    part.x.view(),
+                    &part.y,
+                    row..end,
+                    &task.theta,
+                    grad,
+                );
+                row = end;
+                if row < part.len() {
+                    if let Some(c) = poll(self.comm, self.dim)? {
+                        return Ok(Some(c));
+                    }
+                }
+            }
+            compute_s += busy.elapsed().as_secs_f64();
+            let done = slot + 1;
+            while next_message < work.messages.len() && work.messages[next_message].after == done {
+                if let Some(c) = self.send(task, next_message, start, compute_s)? {
+                    return Ok(Some(c));
+                }
+                next_message += 1;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Form message `m`'s codeword, hold it until its due time when emulating, send it.
+    fn send(
+        &mut self,
+        task: &Task,
+        m: usize,
+        start: Instant,
+        compute_s: f64,
+    ) -> anyhow::Result<Option<Control>> {
+        let message = &task.work.messages[m];
+        self.vector.iter_mut().for_each(|v| *v = 0.0);
+        for &(p, c) in &message.codeword.terms {
+            kernel::axpy(c, &self.slots[self.slot_of[p]], &mut self.vector);
+        }
+        let mut overrun_s = 0.0;
+        if task.pace.emulate {
+            let due = start + Duration::from_secs_f64(task.pace.due_s(message.after));
+            let now = Instant::now();
+            if now > due {
+                overrun_s = (now - due).as_secs_f64();
+            } else {
+                let mut backoff = Backoff::new(IDLE_CAP);
+                while Instant::now() < due {
+                    if let Some(c) = poll(self.comm, self.dim)? {
+                        return Ok(Some(c));
+                    }
+                    backoff.pause(Some(due));
+                }
+            }
+        }
+        let header = ResultHeader {
+            iteration: task.iteration,
+            message: m,
+            codeword: message.codeword.id,
+            computations: message.after,
+            compute_s,
+            overrun_s,
+        };
+        header.encode_into(&self.vector, &mut self.out);
+        self.comm
+            .send(0, protocol::iteration_tag(task.iteration), &self.out);
+        Ok(None)
+    }
+}
