@@ -321,8 +321,10 @@ fn linear_samples(seed: u64, rows: &[u64], theta: &[f64], noise_std: f64, id: us
 }
 
 /// Tandon et al.'s synthetic logistic regression (001 §5): x ~ ½N(mu1, I) + ½N(mu2, I),
-/// y = +1 with probability 1 / (exp(2·x·beta*) + 1), else -1. Here mu1, mu2 have N(0, 1)
-/// entries and beta* has N(0, 1/d) entries, so that x·beta* is of order one.
+/// y = +1 with probability 1 / (exp(2·x·beta*) + 1), else -1. The paper leaves the scale
+/// of the random means open; here mu1, mu2 and beta* have N(0, 1/d) entries, so |mu| ≈ 1,
+/// x·beta* is of order one and the logistic loss has a curvature of order one (with
+/// N(0, 1) means |x|² ≈ 2d and any step size above ~1/d diverges).
 #[derive(Debug, Clone)]
 struct LogisticModel {
     means: [Vec<f64>; 2],
@@ -340,8 +342,9 @@ impl LogisticModel {
                 })
                 .collect()
         };
-        let means = [draw(1.0), draw(1.0)];
-        let beta = draw(1.0 / (d as f64).sqrt());
+        let scale = 1.0 / (d as f64).sqrt();
+        let means = [draw(scale), draw(scale)];
+        let beta = draw(scale);
         Self { means, beta }
     }
 

@@ -291,6 +291,17 @@ impl Master<'_> {
             record.duration_s = start.elapsed().as_secs_f64();
             record.messages_received = arrivals.len();
             let decode_start = Instant::now();
+            // Decode in (worker, message) order, not arrival order, so that the
+            // rounding of the sum does not depend on who was fastest.
+            let mut order: Vec<usize> = (0..arrivals.len()).collect();
+            order.sort_unstable_by_key(|&i| (arrivals[i].worker, arrivals[i].message));
+            let sorted_arrivals: Vec<Arrival> = order.iter().map(|&i| arrivals[i]).collect();
+            let sorted_vectors: Vec<Vec<f64>> = order
+                .iter()
+                .map(|&i| std::mem::take(&mut vectors[i]))
+                .collect();
+            arrivals = sorted_arrivals;
+            vectors = sorted_vectors;
             let decoding = self.scheme.decode(&plan, &arrivals);
             if !decoding.decodable || decoding.recovered.is_empty() {
                 bail!(

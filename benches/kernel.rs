@@ -1,0 +1,72 @@
+//! A worker's gradient kernel against the machine's memory bandwidth.
+//!
+//! Both run on a partition of 256 MiB (8x the 32 MiB last-level cache of the
+//! development machine), so every pass streams from memory:
+//! - `stream copy`: a STREAM-like copy `b = a` (bytes read + bytes written per second);
+//! - `stream read`: a STREAM-like read-only sum (bytes read per second);
+//! - `kernel`: `learn::kernel::accumulate` over the partition (sample bytes read per second).
+//!
+//! The kernel reads each sample once per iteration, so its throughput should
+//! approach the read bandwidth (target: at least 60% of it). Criterion reports
+//! throughput in bytes per second. Run: `cargo bench --bench kernel`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use gradcode::config::Loss;
+use gradcode::learn::kernel;
+use gradcode::rng::{Stream, stream};
+use ndarray::Array2;
+use rand::RngExt;
+
+const BYTES: usize = 256 << 20;
+const FEATURES: usize = 1000;
+
+fn bandwidth(c: &mut Criterion) {
+    let values = BYTES / 8;
+    let rows = values / FEATURES;
+    let mut rng = stream(1, Stream::Data);
+    let x = Array2::from_shape_fn((rows, FEATURES), |_| rng.random_range(-1.0..1.0));
+    let y: Vec<f64> = (0..rows).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let theta: Vec<f64> = (0..FEATURES).map(|_| rng.random_range(-0.1..0.1)).collect();
+    let a = x.as_slice().unwrap();
+    let mut b = vec![0.0; a.len()];
+
+    let mut group = c.benchmark_group("memory bandwidth");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes((2 * BYTES) as u64));
+    group.bench_function("stream copy", |bench| {
+        bench.iter(|| b.copy_from_slice(black_box(a)))
+    });
+    group.throughput(Throughput::Bytes(BYTES as u64));
+    group.bench_function("stream read", |bench| {
+        bench.iter(|| {
+            let mut acc = [0.0; 8];
+            for chunk in black_box(a).chunks_exact(8) {
+                for (s, v) in acc.iter_mut().zip(chunk) {
+                    *s += v;
+                }
+            }
+            black_box(acc)
+        })
+    });
+    for loss in [Loss::LeastSquares, Loss::Logistic] {
+        group.bench_function(format!("kernel {loss:?}"), |bench| {
+            let mut grad = vec![0.0; FEATURES];
+            bench.iter(|| {
+                black_box(kernel::accumulate(
+                    loss,
+                    x.view(),
+                    &y,
+                    0..rows,
+                    black_box(&theta),
+                    &mut grad,
+                ))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bandwidth);
+criterion_main!(benches);
