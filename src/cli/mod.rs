@@ -46,6 +46,9 @@ pub enum Command {
         /// Random minimal arrival sets decoded to measure the worst amplification.
         #[arg(long, default_value_t = 1000, value_name = "N")]
         samples: usize,
+        /// Print only the number of MPI ranks a training run needs (workers + 1), for job scripts.
+        #[arg(long, conflicts_with = "json")]
+        ranks: bool,
     },
     /// Say whether a set of arrivals decodes, and with which coefficients.
     Explain {
@@ -83,7 +86,12 @@ pub fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>), Input
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Check { args, samples } => check::run(&args, samples),
+        Command::Check { args, ranks: true, .. } => {
+            let (loaded, _) = setup(&args)?;
+            println!("{}", loaded.config.workers + 1);
+            Ok(())
+        }
+        Command::Check { args, samples, .. } => check::run(&args, samples),
         Command::Explain { args, received } => explain::run(&args, &received),
         Command::Train { args, quiet } => crate::runtime::train(&crate::runtime::TrainOptions {
             config: args.config,

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Test the Slurm batch scripts on a real single-node Slurm: bring it up
+# (scripts/slurm-local.sh), submit jobs/train.sbatch and jobs/sweep.sbatch
+# through jobs/submit.sh, wait for them, check their outputs, take Slurm down.
+# Where Slurm cannot run here it says SKIPPED in capitals and why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=target/release/gradcode
+[ -x "$bin" ] || cargo build --release --locked
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIPPED: the Slurm test needs root to install and start slurmctld/slurmd (run scripts/test.sh as root)"
+  exit 0
+fi
+started=0
+cleanup() {
+  rm -rf "${made[@]:-}" 2>/dev/null || true
+  if ((started)); then scripts/slurm-local.sh down >/dev/null; fi
+}
+made=()
+trap cleanup EXIT
+if pgrep -x slurmctld >/dev/null; then
+  echo "slurm test: using the Slurm already running"
+else
+  set +e
+  scripts/slurm-local.sh up
+  status=$?
+  set -e
+  if [ "$status" -eq 3 ]; then
+    echo "SKIPPED: Slurm cannot run on this machine (see the slurm-local message above)"
+    exit 0
+  elif [ "$status" -ne 0 ]; then
+    exit "$status"
+  fi
+  started=1
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+work=$(mktemp -d)
+made+=("$work")
+cat > "$work/train.toml" <<'TOML'
+workers = 4
+seed = 5
+[scheme]
+kind = "gc-cyclic"
+load = 2
+[straggler]
+mode = "measured"
+[data]
+train_samples = 400
+features = 30
+[train]
+iterations = 25
+TOML
+printf '# a sweep over two schemes\n%s\n%s --set scheme.kind=uncoded\n' "$work/train.toml" "$work/train.toml" > "$work/runs.txt"
+
+fail() { echo "slurm test FAILED: $*" >&2; exit 1; }
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# One training run.
+id=$(timeout 300 jobs/submit.sh jobs/train.sbatch "$work/train.toml" --set train.iterations=30 -- --wait) || fail "train job failed (results/slurm-gradcode-train-*.out)"
+out="results/gradcode-train-$id"
+made+=("$out" "results/slurm-gradcode-train-$id.out")
+[ -f "$out/config.toml" ] || fail "$out/config.toml missing"
+cmp -s "$out/config.toml" "$work/train.toml" || fail "$out/config.toml is not the submitted config"
+[ "$(field "$out/summary.json" iterations)" = 30 ] || fail "train job did not run 30 iterations (--set lost?)"
+[ "$(field "$out/summary.json" workers)" = 4 ] || fail "train job did not run 4 workers"
+echo "slurm test: train job $id ok ($out)"
+
+# A sweep as a job array.
+id=$(timeout 300 jobs/submit.sh jobs/sweep.sbatch "$work/runs.txt" -- --wait) || fail "sweep job failed"
+out="results/gradcode-sweep-$id"
+made+=("$out" results/slurm-gradcode-sweep-"$id"_*.out)
+[ "$(field "$out/0/summary.json" scheme)" = gc-cyclic ] || fail "sweep run 0 is not gc-cyclic"
+[ "$(field "$out/1/summary.json" scheme)" = uncoded ] || fail "sweep run 1 is not uncoded"
+echo "slurm test: sweep job $id ok ($out/0, $out/1)"
+
+# A job whose task count does not match its config fails with a clear line.
+if id=$(sbatch --parsable --wait --ntasks=3 jobs/train.sbatch "$work/train.toml"); then
+  fail "a job with the wrong --ntasks succeeded"
+fi
+made+=("results/slurm-gradcode-train-$id.out")
+grep -q "needs --ntasks=5" "results/slurm-gradcode-train-$id.out" || fail "wrong --ntasks not reported"
+echo "slurm test: wrong --ntasks rejected"
+echo "slurm test: passed"
