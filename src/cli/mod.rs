@@ -86,7 +86,9 @@ pub fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>), Input
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Check { args, ranks: true, .. } => {
+        Command::Check {
+            args, ranks: true, ..
+        } => {
             let (loaded, _) = setup(&args)?;
             println!("{}", loaded.config.workers + 1);
             Ok(())
