@@ -18,6 +18,8 @@ pub enum Stream {
     Code = 1,
     /// Straggler sets sampled by `check` to measure decode amplification.
     CheckSampling = 2,
+    /// GC-DC: the circular shifts of the cluster assignment matrix (000 §IV-B).
+    ClusterShifts = 10,
 }
 
 /// The generator for `purpose` under `seed`.
