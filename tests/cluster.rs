@@ -98,10 +98,7 @@ fn worked_example_of_section_v() {
         vec![Conflict {
             worker: 11,
             cluster: 0,
-            resolution: Resolution::Swap {
-                partner: 3,
-                via: 3
-            },
+            resolution: Resolution::Swap { partner: 3, via: 3 },
         }]
     );
     assert_eq!((c.swaps(), c.repairs()), (1, 0));
@@ -114,7 +111,12 @@ fn worked_example_of_section_v() {
     // Fig. 2, final: cluster 2 has two stragglers, the others one each.
     assert_eq!(
         one_based(&c.members),
-        vec![vec![1, 4, 6], vec![7, 8, 10], vec![2, 3, 11], vec![5, 9, 12]]
+        vec![
+            vec![1, 4, 6],
+            vec![7, 8, 10],
+            vec![2, 3, 11],
+            vec![5, 9, 12]
+        ]
     );
     assert_eq!(c.straggler_counts(), vec![1, 2, 1, 1]);
     // "as uniformly as possible": no valid clustering does better.
@@ -144,10 +146,7 @@ fn the_literal_pseudo_code_disagrees_with_the_worked_example() {
         vec![Conflict {
             worker: 4,
             cluster: 0,
-            resolution: Resolution::Swap {
-                partner: 3,
-                via: 3
-            },
+            resolution: Resolution::Swap { partner: 3, via: 3 },
         }]
     );
     assert_eq!(c.straggler_counts(), vec![1, 2, 0, 2]);
@@ -246,7 +245,17 @@ struct Tally {
 fn exhaustive_small_sizes_always_give_a_complete_valid_clustering() {
     let mut tally = Tally::default();
     let mut out = Clustering::default();
-    for (k, p) in [(4, 2), (6, 2), (6, 3), (8, 2), (8, 4), (9, 3), (10, 5), (12, 3), (12, 4)] {
+    for (k, p) in [
+        (4, 2),
+        (6, 2),
+        (6, 3),
+        (8, 2),
+        (8, 4),
+        (9, 3),
+        (10, 5),
+        (12, 3),
+        (12, 4),
+    ] {
         let l = k / p;
         for n in 1..=p {
             let choices = subsets(p, n);
@@ -261,7 +270,10 @@ fn exhaustive_small_sizes_always_give_a_complete_valid_clustering() {
                     })
                     .collect();
                 let a = Assignment::from_shifts(k, p, &shifts).unwrap();
-                assert!(complete_clustering_exists(&a), "K={k} P={p} shifts={shifts:?}");
+                assert!(
+                    complete_clustering_exists(&a),
+                    "K={k} P={p} shifts={shifts:?}"
+                );
                 for mask in 0u32..1 << k {
                     let s: Vec<bool> = (0..k).map(|w| mask >> w & 1 == 1).collect();
                     for rule in [PhaseOneRule::WorkedExample, PhaseOneRule::PseudoCode] {
@@ -348,7 +360,8 @@ fn greedy_never_beats_the_optimum_and_the_two_measures_agree() {
     let mut greedy = GreedyClustering::new();
     let mut out = Clustering::default();
     for set in 0..300u64 {
-        let a = Assignment::circular_shifts(k, p, n, &mut stream(set, Stream::ClusterShifts)).unwrap();
+        let a =
+            Assignment::circular_shifts(k, p, n, &mut stream(set, Stream::ClusterShifts)).unwrap();
         let s: Vec<bool> = (0..k).map(|_| rng.random_bool(0.5)).collect();
         greedy.cluster(&a, &WorkerStates::flags(&s), &mut out);
         let best = most_even_profile(&a, &s);

@@ -233,7 +233,9 @@ fn print_text(r: &CheckReport) {
             "memory        every worker stores n·l = {} partitions (n = {} clusters per worker); computes {} per iteration",
             d.memory_partitions,
             d.clusters_per_worker,
-            r.workers.first().map_or(0, |w| w.codewords.first().map_or(0, |c| c.after))
+            r.workers
+                .first()
+                .map_or(0, |w| w.codewords.first().map_or(0, |c| c.after))
         );
         let n = d.clusters_per_worker as f64;
         if d.lemma1.holds {

@@ -76,7 +76,10 @@ pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<
         }
     }
     let received = flags.received.ok_or_else(|| {
-        InputError::new("--received", format!("is required for scheme.kind = {kind}"))
+        InputError::new(
+            "--received",
+            format!("is required for scheme.kind = {kind}"),
+        )
     })?;
     let received = parse_workers("--received", received, scheme.workers())?;
     let plan = scheme.plan_round(&RoundContext::default());

@@ -147,7 +147,10 @@ pub(crate) fn parse_rates(flag: &str, text: &str, workers: usize) -> Result<Vec<
         return Err(InputError::value(
             flag,
             text,
-            format!("has {} values, not one per worker (workers = {workers})", items.len()),
+            format!(
+                "has {} values, not one per worker (workers = {workers})",
+                items.len()
+            ),
         ));
     }
     items

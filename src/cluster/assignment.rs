@@ -156,7 +156,8 @@ impl Assignment {
         rows: &[Vec<usize>],
     ) -> Result<Self, ClusterError> {
         let size = cluster_size(workers, clusters)?;
-        let shape = |rule: String| ClusterError::new("scheme.assignment", format!("{rows:?}"), rule);
+        let shape =
+            |rule: String| ClusterError::new("scheme.assignment", format!("{rows:?}"), rule);
         let n = match per_worker {
             Some(n) => {
                 check_per_worker(n, clusters)?;
@@ -429,7 +430,11 @@ mod tests {
                 .unwrap();
             assert_eq!(a, b);
             for w in 0..k {
-                assert_eq!(a.clusters_of(w).len(), n, "worker {w} in n distinct clusters");
+                assert_eq!(
+                    a.clusters_of(w).len(),
+                    n,
+                    "worker {w} in n distinct clusters"
+                );
             }
             for c in 0..p {
                 assert_eq!(a.column(c).len(), n * (k / p));
@@ -454,12 +459,21 @@ mod tests {
 
     #[test]
     fn explicit_matrices_are_checked_naming_the_key() {
-        let bad: &[(&[&[usize]], Option<usize>, &str)] = &[
+        type Case<'a> = (&'a [&'a [usize]], Option<usize>, &'a str);
+        let bad: &[Case] = &[
             (&[&[1, 2], &[3, 4]], Some(2), "has 2 rows"),
             (&[&[1, 2, 3], &[3, 4, 1]], None, "row 1 has 3 entries"),
             (&[&[1, 2], &[2, 1], &[3, 5], &[4, 3]], None, "outside 1..=4"),
-            (&[&[1, 2], &[1, 3], &[3, 4], &[4, 2]], None, "twice in column 1"),
-            (&[&[1, 2], &[3, 4], &[2, 1], &[3, 4]], None, "twice in column 1"),
+            (
+                &[&[1, 2], &[1, 3], &[3, 4], &[4, 2]],
+                None,
+                "twice in column 1",
+            ),
+            (
+                &[&[1, 2], &[3, 4], &[2, 1], &[3, 4]],
+                None,
+                "twice in column 1",
+            ),
             (&[&[1, 2], &[3, 4], &[2, 1]], None, "has 3 rows"),
         ];
         for (rows, n, why) in bad {
@@ -471,7 +485,8 @@ mod tests {
         let rows = vec![vec![1, 2, 3], vec![4, 1, 6]];
         let e = Assignment::from_rows(6, 3, None, &rows).unwrap_err();
         assert!(
-            e.to_string().contains("names worker 1 2 times, not clusters_per_worker = 1"),
+            e.to_string()
+                .contains("names worker 1 2 times, not clusters_per_worker = 1"),
             "{e}"
         );
         let e = Assignment::circular_shifts(12, 4, 5, &mut stream(1, Stream::ClusterShifts))
@@ -482,7 +497,10 @@ mod tests {
         );
         let e = Assignment::circular_shifts(12, 5, 1, &mut stream(1, Stream::ClusterShifts))
             .unwrap_err();
-        assert_eq!(e.to_string(), "scheme.clusters = 5 does not divide workers = 12");
+        assert_eq!(
+            e.to_string(),
+            "scheme.clusters = 5 does not divide workers = 12"
+        );
     }
 
     #[test]

@@ -79,6 +79,8 @@ pub struct GreedyClustering {
     /// Worker → position in the candidate order (index, or fastest first).
     rank: Vec<usize>,
     by_rank: Vec<usize>,
+    /// Rates with NaN as −inf.
+    key: Vec<f64>,
     /// Per cluster, its column in candidate order.
     columns: Vec<Vec<usize>>,
     cursor: Vec<usize>,
@@ -108,32 +110,35 @@ impl GreedyClustering {
         let k = a.workers();
         states.check_len(k);
         self.straggler.clear();
-        self.straggler.extend((0..k).map(|w| states.is_straggler(w)));
+        self.straggler
+            .extend((0..k).map(|w| states.is_straggler(w)));
         self.rank.clear();
         self.rank.resize(k, 0);
-        let heterogeneous = states.rates.is_some();
-        if heterogeneous {
+        self.columns.resize_with(a.clusters(), Vec::new);
+        if states.rates.is_some() {
+            // Fastest first, ties by index; the columns are filled in that order.
+            self.key.clear();
+            self.key
+                .extend((0..k).map(|w| states.rate(w).unwrap_or(0.0)));
             self.by_rank.clear();
             self.by_rank.extend(0..k);
-            self.by_rank.sort_unstable_by(|&x, &y| {
-                let (rx, ry) = (states.rate(x).unwrap(), states.rate(y).unwrap());
-                ry.total_cmp(&rx).then(x.cmp(&y))
-            });
+            let key = &self.key;
+            self.by_rank
+                .sort_unstable_by(|&x, &y| key[y].total_cmp(&key[x]).then(x.cmp(&y)));
+            self.columns.iter_mut().for_each(Vec::clear);
             for (i, &w) in self.by_rank.iter().enumerate() {
                 self.rank[w] = i;
+                for &c in a.clusters_of(w) {
+                    self.columns[c].push(w);
+                }
             }
         } else {
             for (w, r) in self.rank.iter_mut().enumerate() {
                 *r = w;
             }
-        }
-        self.columns.resize_with(a.clusters(), Vec::new);
-        for (c, column) in self.columns.iter_mut().enumerate() {
-            column.clear();
-            column.extend_from_slice(a.column(c));
-            if heterogeneous {
-                let rank = &self.rank;
-                column.sort_unstable_by_key(|&w| rank[w]);
+            for (c, column) in self.columns.iter_mut().enumerate() {
+                column.clear();
+                column.extend_from_slice(a.column(c));
             }
         }
         self.cursor.clear();
@@ -213,11 +218,7 @@ impl GreedyClustering {
     /// Phase II for one leftover worker `k`.
     fn place_leftover(&mut self, a: &Assignment, k: usize, out: &mut Clustering) {
         let (p, l) = (a.clusters(), a.size());
-        if let Some(&c) = a
-            .clusters_of(k)
-            .iter()
-            .find(|&&c| out.members[c].len() < l)
-        {
+        if let Some(&c) = a.clusters_of(k).iter().find(|&&c| out.members[c].len() < l) {
             out.members[c].push(k);
             out.cluster_of[k] = c;
             out.placements[k].how = How::PhaseTwo;

@@ -92,7 +92,7 @@ impl<'a> WorkerStates<'a> {
     /// Whether worker `k` is treated as a straggler.
     pub fn is_straggler(&self, k: usize) -> bool {
         match (self.rates, self.straggling) {
-            (Some(r), _) => !(r[k] >= self.threshold),
+            (Some(r), _) => r[k] < self.threshold || r[k].is_nan(),
             (None, Some(s)) => s[k],
             (None, None) => false,
         }
@@ -100,8 +100,13 @@ impl<'a> WorkerStates<'a> {
 
     /// The rate used to order candidates, NaN mapped to −inf; `None` without rates.
     pub fn rate(&self, k: usize) -> Option<f64> {
-        self.rates
-            .map(|r| if r[k].is_nan() { f64::NEG_INFINITY } else { r[k] })
+        self.rates.map(|r| {
+            if r[k].is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                r[k]
+            }
+        })
     }
 
     /// Checks that the given slices have one entry per worker.

@@ -110,10 +110,10 @@ pub fn clustering_with_caps(
     let cluster_node = |c: usize| 1 + k + p + c;
     let mut net = Network::new(sink + 1);
     let mut worker_edges = Vec::with_capacity(k * a.per_worker());
-    for w in 0..k {
+    for (w, &straggles) in straggling.iter().enumerate() {
         net.add(source, 1 + w, 1);
         for &c in a.clusters_of(w) {
-            let to = if straggling[w] {
+            let to = if straggles {
                 straggler_node(c)
             } else {
                 cluster_node(c)
@@ -179,14 +179,17 @@ pub fn most_even_profile(a: &Assignment, straggling: &[bool]) -> Vec<usize> {
     let stragglers_in: Vec<usize> = (0..p)
         .map(|c| a.column(c).iter().filter(|&&w| straggling[w]).count())
         .collect();
-    let others_in: Vec<usize> = (0..p).map(|c| a.column(c).len() - stragglers_in[c]).collect();
+    let others_in: Vec<usize> = (0..p)
+        .map(|c| a.column(c).len() - stragglers_in[c])
+        .collect();
     let mut profile = Vec::with_capacity(p);
     let mut found = None;
     profiles(p, l, total, &mut profile, &mut |candidate| {
         // Distinct arrangements: permutations of the ascending multiset.
         let mut caps: Vec<usize> = candidate.iter().rev().copied().collect();
         loop {
-            let allowed = (0..p).all(|c| caps[c] <= stragglers_in[c] && l - caps[c] <= others_in[c]);
+            let allowed =
+                (0..p).all(|c| caps[c] <= stragglers_in[c] && l - caps[c] <= others_in[c]);
             if allowed && clustering_with_caps(a, straggling, &caps).is_some() {
                 found = Some(candidate.to_vec());
                 return true;
@@ -256,7 +259,13 @@ mod tests {
 
     /// Every valid clustering, by backtracking over workers.
     fn all_clusterings(a: &Assignment) -> Vec<Vec<usize>> {
-        fn go(a: &Assignment, w: usize, load: &mut Vec<usize>, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        fn go(
+            a: &Assignment,
+            w: usize,
+            load: &mut Vec<usize>,
+            cur: &mut Vec<usize>,
+            out: &mut Vec<Vec<usize>>,
+        ) {
             if w == a.workers() {
                 out.push(cur.clone());
                 return;
@@ -279,10 +288,18 @@ mod tests {
     #[test]
     fn flow_optima_equal_brute_force() {
         let mut rng = stream(11, Stream::CheckSampling);
-        for (k, p, n) in [(6, 3, 2), (8, 4, 2), (8, 2, 1), (9, 3, 2), (10, 5, 3), (12, 4, 2)] {
+        for (k, p, n) in [
+            (6, 3, 2),
+            (8, 4, 2),
+            (8, 2, 1),
+            (9, 3, 2),
+            (10, 5, 3),
+            (12, 4, 2),
+        ] {
             for trial in 0..6 {
-                let a = Assignment::circular_shifts(k, p, n, &mut stream(trial, Stream::ClusterShifts))
-                    .unwrap();
+                let a =
+                    Assignment::circular_shifts(k, p, n, &mut stream(trial, Stream::ClusterShifts))
+                        .unwrap();
                 let every = all_clusterings(&a);
                 assert!(!every.is_empty());
                 for _ in 0..8 {
@@ -312,7 +329,11 @@ mod tests {
                         assert_eq!(m.len(), k / p);
                         assert!(m.iter().all(|&w| a.can_join(w, c)));
                     }
-                    assert_eq!(most_even_profile(&a, &s), best_profile, "K={k} P={p} S={s:?}");
+                    assert_eq!(
+                        most_even_profile(&a, &s),
+                        best_profile,
+                        "K={k} P={p} S={s:?}"
+                    );
                 }
             }
         }

@@ -397,7 +397,8 @@ struct StaticTracker<'a> {
 impl ArrivalTracker for StaticTracker<'_> {
     fn arrive(&mut self, arrival: Arrival) -> bool {
         let slot = &self.code.layout.slot;
-        self.counter.arrive(arrival.worker, || slot[arrival.worker].0);
+        self.counter
+            .arrive(arrival.worker, || slot[arrival.worker].0);
         match self.code.wait_for {
             Some(w) => self.counter.distinct() >= w,
             None => self.counter.all_groups_done(),
