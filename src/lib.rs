@@ -4,6 +4,7 @@
 //! see DESIGN.md for the data path and `README.md` for the command line.
 
 pub mod cli;
+pub mod cluster;
 pub mod coding;
 pub mod config;
 pub mod error;

@@ -20,6 +20,8 @@ pub enum Stream {
     CheckSampling = 2,
     /// Training and test data: features, labels, noise, the true model, splits.
     Data = 3,
+    /// GC-DC: the circular shifts of the cluster assignment matrix (000 §IV-B).
+    ClusterShifts = 10,
 }
 
 /// Bits of the 64-bit ChaCha stream id left for sub-stream indices; the

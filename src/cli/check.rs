@@ -44,6 +44,29 @@ struct Amplification {
     failed: usize,
 }
 
+/// Lemma 1 of 000 (eq. 19): n > P(K−1)/(2K).
+#[derive(Debug, Serialize)]
+struct Lemma1 {
+    holds: bool,
+    /// P(K−1)/(2K).
+    bound: f64,
+}
+
+/// gc-dc's plan: the assignment matrix and what it costs.
+#[derive(Debug, Serialize)]
+struct DynamicPlan {
+    /// n: clusters each worker may join.
+    clusters_per_worker: usize,
+    /// m = n·l: partitions every worker stores.
+    memory_partitions: usize,
+    /// The n·l × P worker cluster assignment matrix, 1-based; column p = the
+    /// workers that may join cluster p.
+    assignment: Vec<Vec<usize>>,
+    lemma1: Lemma1,
+    clustering: &'static str,
+    straggler_threshold: f64,
+}
+
 #[derive(Debug, Serialize)]
 struct CheckReport {
     origin: String,
@@ -56,8 +79,27 @@ struct CheckReport {
     arrivals_needed: Tolerance,
     amplification: Amplification,
     workers: Vec<WorkerReport>,
+    /// gc-dc only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dynamic_clustering: Option<DynamicPlan>,
     warnings: Vec<String>,
     config: Config,
+}
+
+fn dynamic_plan(scheme: &dyn Scheme) -> Option<DynamicPlan> {
+    let dc = scheme.dynamic_clustering()?;
+    let a = dc.assignment();
+    Some(DynamicPlan {
+        clusters_per_worker: a.per_worker(),
+        memory_partitions: a.memory(),
+        assignment: a.rows().iter().map(|r| one_based(r)).collect(),
+        lemma1: Lemma1 {
+            holds: a.lemma1_holds(),
+            bound: a.lemma1_bound(),
+        },
+        clustering: dc.policy_name(),
+        straggler_threshold: dc.threshold(),
+    })
 }
 
 /// Decode `samples` random arrival orders up to the point where they suffice.
@@ -137,6 +179,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         },
         amplification,
         workers,
+        dynamic_clustering: dynamic_plan(scheme.as_ref()),
         warnings: loaded.unused_keys(),
         config: config.clone(),
     };
@@ -185,8 +228,49 @@ fn print_text(r: &CheckReport) {
             String::new()
         }
     );
+    if let Some(d) = &r.dynamic_clustering {
+        println!(
+            "memory        every worker stores n·l = {} partitions (n = {} clusters per worker); computes {} per iteration",
+            d.memory_partitions,
+            d.clusters_per_worker,
+            r.workers
+                .first()
+                .map_or(0, |w| w.codewords.first().map_or(0, |c| c.after))
+        );
+        let n = d.clusters_per_worker as f64;
+        if d.lemma1.holds {
+            println!(
+                "Lemma 1       holds: n = {n} > P(K-1)/(2K) = {:.3}, a single swap resolves any Phase I conflict",
+                d.lemma1.bound
+            );
+        } else {
+            println!(
+                "Lemma 1       does NOT hold: n = {n} <= P(K-1)/(2K) = {:.3}; a conflict may need more than one swap, which the augmenting-path repair provides (every clustering stays valid)",
+                d.lemma1.bound
+            );
+        }
+        println!(
+            "clustering    {} per iteration; a worker with estimated rate < {} straggles",
+            d.clustering, d.straggler_threshold
+        );
+        println!(
+            "\nassignment matrix A_cluster ({} x {}, column p = workers that may join cluster p):",
+            d.assignment.len(),
+            r.clusters.len()
+        );
+        for row in &d.assignment {
+            let row: Vec<String> = row.iter().map(|w| format!("{w:>4}")).collect();
+            println!("  {}", row.join(""));
+        }
+    }
     if !r.clusters.is_empty() {
-        println!("\ncluster assignment (column p = cluster p, row i = position i):");
+        if r.dynamic_clustering.is_some() {
+            println!(
+                "\ninitial clusters, used without straggler information (column p = cluster p, row i = position i):"
+            );
+        } else {
+            println!("\ncluster assignment (column p = cluster p, row i = position i):");
+        }
         let rows = r.clusters[0].len();
         for i in 0..rows {
             let row: Vec<String> = r.clusters.iter().map(|c| format!("{:>4}", c[i])).collect();

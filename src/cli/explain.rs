@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use super::{ConfigArgs, one_based, parse_workers, setup};
-use crate::coding::{Arrival, RoundContext, decode_prefix};
+use crate::coding::{Arrival, RoundContext, RoundPlan, Scheme, decode_prefix};
+use crate::error::InputError;
 
 #[derive(Debug, Serialize)]
 struct Coefficient {
@@ -26,7 +27,7 @@ struct ClusterReport {
 }
 
 #[derive(Debug, Serialize)]
-struct ExplainReport {
+pub(super) struct ExplainReport {
     scheme: String,
     /// As given, 1-based, in arrival order.
     received: Vec<usize>,
@@ -51,12 +52,54 @@ fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
-pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
+/// The flags of `explain` besides the config.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ExplainFlags<'a> {
+    pub received: Option<&'a str>,
+    pub stragglers: Option<&'a str>,
+    pub rates: Option<&'a str>,
+}
+
+pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<()> {
     let (_loaded, mut scheme) = setup(args)?;
+    if scheme.dynamic_clustering().is_some() {
+        return super::explain_dc::run(args, scheme.as_mut(), flags);
+    }
+    let kind = scheme.kind().name();
+    for (flag, given) in [("--stragglers", flags.stragglers), ("--rates", flags.rates)] {
+        if given.is_some() {
+            return Err(InputError::new(
+                flag,
+                format!("applies only to scheme.kind = gc-dc, not {kind}"),
+            )
+            .into());
+        }
+    }
+    let received = flags.received.ok_or_else(|| {
+        InputError::new(
+            "--received",
+            format!("is required for scheme.kind = {kind}"),
+        )
+    })?;
     let received = parse_workers("--received", received, scheme.workers())?;
     let plan = scheme.plan_round(&RoundContext::default());
+    let report = decode_report(scheme.as_mut(), &plan, received);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+/// Decode `received` (0-based, arrival order) as the master would under `plan`.
+pub(super) fn decode_report(
+    scheme: &mut dyn Scheme,
+    plan: &RoundPlan,
+    received: Vec<usize>,
+) -> ExplainReport {
     let arrivals: Vec<Arrival> = received.iter().map(|&w| Arrival::only(w)).collect();
-    let (decoding, used) = decode_prefix(scheme.as_mut(), &plan, &arrivals);
+    let (decoding, used) = decode_prefix(scheme, plan, &arrivals);
     let used_workers = &received[..used];
     let mut coefficients: Vec<Coefficient> = Vec::new();
     if decoding.decodable {
@@ -97,7 +140,7 @@ pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
         })
         .collect();
     let any_decoded = !decoding.recovered.is_empty();
-    let report = ExplainReport {
+    ExplainReport {
         scheme: scheme.kind().name().to_string(),
         received: one_based(&received),
         used: one_based(used_workers),
@@ -108,16 +151,10 @@ pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
         residual: any_decoded.then_some(decoding.residual),
         amplification: any_decoded.then_some(decoding.amplification),
         clusters,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_text(&report);
     }
-    Ok(())
 }
 
-fn print_text(r: &ExplainReport) {
+pub(super) fn print_text(r: &ExplainReport) {
     let list = |ids: &[usize]| {
         ids.iter()
             .map(|i| i.to_string())

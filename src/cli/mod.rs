@@ -6,6 +6,7 @@
 
 mod check;
 mod explain;
+mod explain_dc;
 
 use std::path::PathBuf;
 
@@ -50,13 +51,22 @@ pub enum Command {
         #[arg(long, conflicts_with = "json")]
         ranks: bool,
     },
-    /// Say whether a set of arrivals decodes, and with which coefficients.
+    /// Say whether a set of arrivals decodes, and with which coefficients;
+    /// for gc-dc, how the clusters are formed for given stragglers.
     Explain {
         #[command(flatten)]
         args: ConfigArgs,
         /// Workers whose results arrived, 1-based, in arrival order (e.g. 1,2,5).
+        /// Required except for gc-dc, where it decodes with the clusters formed.
         #[arg(long, value_name = "IDS")]
-        received: String,
+        received: Option<String>,
+        /// gc-dc: the workers the master believes straggle, 1-based (e.g. 3,5,6,7,8).
+        #[arg(long, value_name = "IDS")]
+        stragglers: Option<String>,
+        /// gc-dc: estimated rates of workers 1..K (e.g. 2.5,0.1,...); a worker
+        /// with rate < scheme.straggler_threshold straggles; fastest chosen first.
+        #[arg(long, value_name = "RATES")]
+        rates: Option<String>,
     },
     /// Train under MPI: `mpirun -n K+1 gradcode train` (rank 0 master, ranks 1..K workers).
     Train {
@@ -94,7 +104,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Check { args, samples, .. } => check::run(&args, samples),
-        Command::Explain { args, received } => explain::run(&args, &received),
+        Command::Explain {
+            args,
+            received,
+            stragglers,
+            rates,
+        } => explain::run(
+            &args,
+            explain::ExplainFlags {
+                received: received.as_deref(),
+                stragglers: stragglers.as_deref(),
+                rates: rates.as_deref(),
+            },
+        ),
         Command::Train { args, quiet } => crate::runtime::train(&crate::runtime::TrainOptions {
             config: args.config,
             overrides: args.overrides,
@@ -136,6 +158,36 @@ pub(crate) fn parse_workers(
         out.push(id - 1);
     }
     Ok(out)
+}
+
+/// Parse one number per worker (`2.5,0.1,...`) for `flag`: K finite values >= 0.
+pub(crate) fn parse_rates(flag: &str, text: &str, workers: usize) -> Result<Vec<f64>, InputError> {
+    let items: Vec<&str> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if items.len() != workers {
+        return Err(InputError::value(
+            flag,
+            text,
+            format!(
+                "has {} values, not one per worker (workers = {workers})",
+                items.len()
+            ),
+        ));
+    }
+    items
+        .iter()
+        .map(|item| match item.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+            _ => Err(InputError::value(
+                flag,
+                text,
+                format!("has `{item}`, which is not a finite number >= 0"),
+            )),
+        })
+        .collect()
 }
 
 /// 1-based ids for people.

@@ -11,9 +11,12 @@
 //! Worker and partition ids are 0-based here; everything a person reads
 //! (config, CLI, JSON) is 1-based.
 
+mod dynamic;
+mod group_decoder;
 mod mds;
 mod static_code;
 
+pub use dynamic::{ClusteringTotals, DynamicClustering, clustering_policy};
 pub use mds::{CyclicMds, Solution};
 pub use static_code::StaticCode;
 
@@ -298,6 +301,11 @@ pub trait Scheme: Send {
     fn decode(&mut self, plan: &RoundPlan, received: &[Arrival]) -> Decoding;
     /// Stragglers tolerated.
     fn tolerance(&self) -> Tolerance;
+    /// GC-DC's clustering state (assignment matrix, last clustering) for
+    /// `check` and `explain`; `None` for every other scheme.
+    fn dynamic_clustering(&self) -> Option<&DynamicClustering> {
+        None
+    }
 }
 
 /// What the master does with arrivals in order: it stops at the first prefix
@@ -347,6 +355,21 @@ pub fn build_kind(kind: SchemeKind, config: &Config) -> Result<Box<dyn Scheme>, 
             options,
             &mut rng,
         )?,
+        SchemeKind::GcDc => {
+            let mut shifts = crate::rng::stream(config.seed, crate::rng::Stream::ClusterShifts);
+            return Ok(Box::new(DynamicClustering::new(
+                k,
+                s.clusters,
+                s.load,
+                s.clusters_per_worker,
+                s.assignment.as_deref(),
+                s.straggler_threshold,
+                clustering_policy(s.clustering),
+                options,
+                &mut rng,
+                &mut shifts,
+            )?));
+        }
     };
     Ok(Box::new(scheme))
 }

@@ -15,14 +15,14 @@
 //! | `gc-cyclic` | one group of K workers | cyclic MDS, load r | 001 §3.2, Alg. 2 |
 //! | `gc-sc` | P clusters of l = K/P | cyclic MDS, load r | 003 §III-C, 000 §II-B |
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rand::Rng;
 
+use super::group_decoder::{GroupCounter, GroupDecoder, GroupLayout};
 use super::{
     Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
-    GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WorkerTask,
+    Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WorkerTask,
 };
 use crate::config::SchemeKind;
 
@@ -40,17 +40,39 @@ pub struct StaticCode {
     kind: SchemeKind,
     workers: usize,
     partitions: usize,
-    code: CyclicMds,
-    groups: Vec<Group>,
-    /// worker → (group, position).
-    slot: Vec<(usize, usize)>,
+    /// The code of every group, with the coefficient cache.
+    decoder: GroupDecoder,
+    layout: StaticLayout,
     stored: Vec<Vec<usize>>,
     plan: RoundPlan,
     /// Partial recovery: the master stops after this many workers.
     wait_for: Option<usize>,
-    options: CodeOptions,
-    /// Coefficients per arrival set (positions as a bitset); `None` = not decodable.
-    cache: HashMap<Vec<u64>, Option<Arc<Solution>>>,
+}
+
+/// The fixed groups of a static code.
+#[derive(Debug)]
+struct StaticLayout {
+    groups: Vec<Group>,
+    /// worker → (group, position).
+    slot: Vec<(usize, usize)>,
+}
+
+impl GroupLayout for StaticLayout {
+    fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    fn slot(&self, worker: usize) -> (usize, usize) {
+        self.slot[worker]
+    }
+
+    fn worker(&self, group: usize, position: usize) -> usize {
+        self.groups[group].workers[position]
+    }
+
+    fn partitions(&self, group: usize) -> &[usize] {
+        &self.groups[group].partitions
+    }
 }
 
 fn check_workers(workers: usize) -> Result<(), CodingError> {
@@ -274,41 +296,22 @@ impl StaticCode {
             kind,
             workers,
             partitions,
-            code,
-            groups,
-            slot,
+            decoder: GroupDecoder::new(code, options),
+            layout: StaticLayout { groups, slot },
             stored,
             plan: RoundPlan { tasks, clusters },
             wait_for,
-            options,
-            cache: HashMap::new(),
         }
     }
 
     /// The code every group uses.
     pub fn code(&self) -> &CyclicMds {
-        &self.code
+        self.decoder.code()
     }
 
     /// Coefficients for received `positions` of one group (ascending, distinct), cached.
     pub fn solve(&mut self, positions: &[usize]) -> Option<Arc<Solution>> {
-        let mut key = vec![0u64; self.code.size().div_ceil(64)];
-        for &p in positions {
-            key[p / 64] |= 1 << (p % 64);
-        }
-        if let Some(hit) = self.cache.get(&key) {
-            return hit.clone();
-        }
-        let solution = self
-            .code
-            .solve(positions, self.options.tolerance())
-            .map(Arc::new);
-        if self.cache.len() >= self.options.cache_entries() {
-            // Bounded memory: start over rather than track recency.
-            self.cache.clear();
-        }
-        self.cache.insert(key, solution.clone());
-        solution
+        self.decoder.solve(positions)
     }
 }
 
@@ -388,34 +391,18 @@ pub(crate) fn parse_assignment(
 
 struct StaticTracker<'a> {
     code: &'a StaticCode,
-    seen: Vec<bool>,
-    per_group: Vec<usize>,
-    groups_done: usize,
-    distinct: usize,
-}
-
-impl StaticTracker<'_> {
-    fn sufficient(&self) -> bool {
-        match self.code.wait_for {
-            Some(w) => self.distinct >= w,
-            None => self.groups_done == self.code.groups.len(),
-        }
-    }
+    counter: GroupCounter,
 }
 
 impl ArrivalTracker for StaticTracker<'_> {
     fn arrive(&mut self, arrival: Arrival) -> bool {
-        let w = arrival.worker;
-        if !self.seen[w] {
-            self.seen[w] = true;
-            self.distinct += 1;
-            let g = self.code.slot[w].0;
-            self.per_group[g] += 1;
-            if self.per_group[g] == self.code.code.needed() {
-                self.groups_done += 1;
-            }
+        let slot = &self.code.layout.slot;
+        self.counter
+            .arrive(arrival.worker, || slot[arrival.worker].0);
+        match self.code.wait_for {
+            Some(w) => self.counter.distinct() >= w,
+            None => self.counter.all_groups_done(),
         }
-        self.sufficient()
     }
 }
 
@@ -443,79 +430,25 @@ impl Scheme for StaticCode {
     fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
         Box::new(StaticTracker {
             code: self,
-            seen: vec![false; self.workers],
-            per_group: vec![0; self.groups.len()],
-            groups_done: 0,
-            distinct: 0,
+            counter: GroupCounter::new(
+                self.workers,
+                self.layout.groups.len(),
+                self.decoder.code().needed(),
+            ),
         })
     }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
-        // Positions received per group, with the index of the first arrival of each.
-        let mut per_group: Vec<Vec<(usize, usize)>> = vec![Vec::new(); self.groups.len()];
-        let mut seen = vec![false; self.workers];
-        for (idx, a) in received.iter().enumerate() {
-            assert!(
-                a.worker < self.workers && a.message == 0,
-                "arrival {a:?} is not a message of this static code"
-            );
-            if std::mem::replace(&mut seen[a.worker], true) {
-                continue; // a duplicate counts once and gets weight 0
-            }
-            let (g, pos) = self.slot[a.worker];
-            per_group[g].push((pos, idx));
+        let mut decoding = self.decoder.decode(&self.layout, self.workers, received);
+        if let Some(w) = self.wait_for {
+            let mut seen = vec![false; self.workers];
+            let distinct = received
+                .iter()
+                .filter(|a| !std::mem::replace(&mut seen[a.worker], true))
+                .count();
+            decoding.decodable = distinct >= w;
         }
-        let needed = self.code.needed();
-        let mut weights = vec![0.0; received.len()];
-        let mut recovered = Vec::new();
-        let mut groups = Vec::with_capacity(self.groups.len());
-        let (mut residual, mut amplification) = (0.0_f64, 0.0_f64);
-        for (g, mut arrivals) in per_group.into_iter().enumerate() {
-            arrivals.sort_unstable();
-            let positions: Vec<usize> = arrivals.iter().map(|&(p, _)| p).collect();
-            let solution = if positions.is_empty() {
-                None
-            } else {
-                self.solve(&positions)
-            };
-            let group = &self.groups[g];
-            let workers: Vec<usize> = positions.iter().map(|&p| group.workers[p]).collect();
-            let mut report = GroupDecoding {
-                group: g,
-                positions,
-                workers,
-                needed,
-                decodable: solution.is_some(),
-                coefficients: Vec::new(),
-                residual: f64::NAN,
-                amplification: f64::NAN,
-            };
-            if let Some(s) = solution {
-                for (&(_, idx), &c) in arrivals.iter().zip(&s.coefficients) {
-                    weights[idx] = c;
-                }
-                recovered.extend_from_slice(&group.partitions);
-                residual = residual.max(s.residual);
-                amplification = amplification.max(s.amplification);
-                report.coefficients = s.coefficients.clone();
-                report.residual = s.residual;
-                report.amplification = s.amplification;
-            }
-            groups.push(report);
-        }
-        recovered.sort_unstable();
-        let decodable = match self.wait_for {
-            Some(w) => seen.iter().filter(|&&s| s).count() >= w,
-            None => groups.iter().all(|g| g.decodable),
-        };
-        Decoding {
-            decodable,
-            weights,
-            recovered,
-            residual,
-            amplification,
-            groups,
-        }
+        decoding
     }
 
     fn tolerance(&self) -> Tolerance {
@@ -523,10 +456,11 @@ impl Scheme for StaticCode {
             let t = self.workers - w;
             return Tolerance { worst: t, best: t };
         }
-        let spare = self.code.size() - self.code.needed();
+        let code = self.decoder.code();
+        let spare = code.size() - code.needed();
         Tolerance {
             worst: spare,
-            best: spare * self.groups.len(),
+            best: spare * self.layout.groups.len(),
         }
     }
 }

@@ -358,6 +358,7 @@ mod reference_tests {
         for optional in [
             "scheme.assignment",
             "scheme.wait_for",
+            "scheme.clusters_per_worker",
             "data.path",
             "data.test_path",
         ] {

@@ -54,16 +54,19 @@ pub enum SchemeKind {
     GcCyclic,
     /// Gradient coding with static clustering (003 §III-C, 000 §II-B).
     GcSc,
+    /// Gradient coding with dynamic clustering (000 §IV-V).
+    GcDc,
 }
 
 impl SchemeKind {
     /// Every kind this build knows, in the order `check` lists them.
-    pub const ALL: [SchemeKind; 5] = [
+    pub const ALL: [SchemeKind; 6] = [
         SchemeKind::Uncoded,
         SchemeKind::IgnoreStragglers,
         SchemeKind::GcFrac,
         SchemeKind::GcCyclic,
         SchemeKind::GcSc,
+        SchemeKind::GcDc,
     ];
 
     /// The name used in configs, JSON and traces.
@@ -74,6 +77,7 @@ impl SchemeKind {
             SchemeKind::GcFrac => "gc-frac",
             SchemeKind::GcCyclic => "gc-cyclic",
             SchemeKind::GcSc => "gc-sc",
+            SchemeKind::GcDc => "gc-dc",
         }
     }
 
@@ -93,6 +97,17 @@ impl SchemeKind {
                 DECODE[1],
                 DECODE[2],
             ],
+            SchemeKind::GcDc => &[
+                "load",
+                "clusters",
+                "clusters_per_worker",
+                "assignment",
+                "straggler_threshold",
+                "clustering",
+                DECODE[0],
+                DECODE[1],
+                DECODE[2],
+            ],
         }
     }
 }
@@ -103,6 +118,14 @@ impl std::fmt::Display for SchemeKind {
     }
 }
 
+/// The per-iteration clustering policy of gc-dc (`scheme.clustering`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusteringKind {
+    /// The two-phase greedy of 000 §V (Algorithm 1), with an augmenting-path repair.
+    Greedy,
+}
+
 /// `[scheme]`: the gradient code and its parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -110,9 +133,10 @@ pub struct SchemeConfig {
     pub kind: SchemeKind,
     /// r: partitions a worker computes per iteration (Tandon's s = r - 1 stragglers).
     pub load: usize,
-    /// P: number of clusters (gc-sc); must divide `workers`.
+    /// P: number of clusters (gc-sc, gc-dc); must divide `workers`.
     pub clusters: usize,
-    /// Explicit cluster assignment: rows of 1-based worker ids, one column per cluster.
+    /// Explicit cluster assignment: rows of 1-based worker ids, one column per cluster
+    /// (gc-sc: l rows; gc-dc: n·l rows, column p = the workers that may join cluster p).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignment: Option<Vec<Vec<usize>>>,
     /// w: the master stops waiting after the fastest w workers (ignore-stragglers).
@@ -124,6 +148,14 @@ pub struct SchemeConfig {
     pub decode_tolerance: f64,
     /// Decoding coefficients cached per arrival set, at most this many sets per code.
     pub decode_cache_entries: usize,
+    /// n: clusters each gc-dc worker may join (it stores n·l partitions);
+    /// default: the smallest n with Lemma 1, n > P(K-1)/(2K).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clusters_per_worker: Option<usize>,
+    /// tau: with estimated rates, gc-dc treats a worker with rate < tau as a straggler (1 / model time).
+    pub straggler_threshold: f64,
+    /// gc-dc's per-iteration clustering policy.
+    pub clustering: ClusteringKind,
 }
 
 impl Default for SchemeConfig {
@@ -137,6 +169,9 @@ impl Default for SchemeConfig {
             code_draws: 8,
             decode_tolerance: 1e-8,
             decode_cache_entries: 4096,
+            clusters_per_worker: None,
+            straggler_threshold: 0.5,
+            clustering: ClusteringKind::Greedy,
         }
     }
 }

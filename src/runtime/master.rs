@@ -272,8 +272,15 @@ impl Master<'_> {
                         );
                     }
                     if let Some(bad) = vector.iter().position(|v| !v.is_finite()) {
-                        let what = if bad == dim { "loss".to_string() } else { format!("gradient entry {}", bad + 1) };
-                        bail!("iteration {t}: worker {} sent a non-finite {what} (the model diverged)", m.rank);
+                        let what = if bad == dim {
+                            "loss".to_string()
+                        } else {
+                            format!("gradient entry {}", bad + 1)
+                        };
+                        bail!(
+                            "iteration {t}: worker {} sent a non-finite {what} (the model diverged)",
+                            m.rank
+                        );
                     }
                     if record.finish_s[w].is_nan() {
                         record.finish_s[w] = start.elapsed().as_secs_f64();

@@ -1,0 +1,342 @@
+//! `gradcode explain` for gc-dc: `--stragglers 3,5,6,7,8` or `--rates ...`
+//! form the clusters (000 §V) and the report says how every worker was
+//! placed; `--received` then decodes with those clusters.
+
+use serde::Serialize;
+
+use super::explain::{ExplainFlags, ExplainReport, decode_report, print_text as print_decoding};
+use super::{ConfigArgs, one_based, parse_rates, parse_workers};
+use crate::cluster::spread::min_max_stragglers;
+use crate::cluster::{Clustering, How, Resolution};
+use crate::coding::{RoundContext, Scheme};
+use crate::error::InputError;
+
+#[derive(Debug, Serialize)]
+struct PhaseReport {
+    /// "non-stragglers" or "stragglers".
+    class: &'static str,
+    /// 1-based clusters in turn order (O_f / O_s of eq. 17).
+    order: Vec<usize>,
+    /// Workers of the class in each cluster's column, cluster 1 first.
+    availability: Vec<usize>,
+    /// Placement stopped after a round in which an open cluster found no worker of the class.
+    stopped_at_conflict: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct PlacementReport {
+    worker: usize,
+    cluster: usize,
+    straggler: bool,
+    /// initial | phase-1 | phase-2 | swap | repair.
+    phase: &'static str,
+    /// Cluster after Phase I; null when left over (or for the initial clustering).
+    phase_one_cluster: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    swapped_with: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct ConflictReport {
+    worker: usize,
+    /// The open cluster the worker could not join.
+    cluster: usize,
+    /// swap | repair.
+    resolution: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partner: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via_cluster: Option<usize>,
+    /// Workers moved along the augmenting path (repair), besides this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moved: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct DynamicReport {
+    scheme: String,
+    clustering: &'static str,
+    /// none | stragglers | rates.
+    state_information: &'static str,
+    /// 1-based workers treated as stragglers.
+    stragglers: Vec<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rates: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    straggler_threshold: Option<f64>,
+    /// P lists of 1-based workers, cluster 1 first, each in position order.
+    clusters: Vec<Vec<usize>>,
+    stragglers_per_cluster: Vec<usize>,
+    /// The least, over every valid clustering, of the most stragglers in one cluster.
+    most_even_max_stragglers: usize,
+    phases: Vec<PhaseReport>,
+    placements: Vec<PlacementReport>,
+    conflicts: Vec<ConflictReport>,
+    swaps: usize,
+    repairs: usize,
+    /// With `--received`: the decoding with these clusters (the keys of `explain` for other schemes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decoding: Option<ExplainReport>,
+}
+
+fn phase_name(how: How) -> &'static str {
+    match how {
+        How::Initial => "initial",
+        How::PhaseOne => "phase-1",
+        How::PhaseTwo => "phase-2",
+        How::Swap { .. } => "swap",
+        How::Repair => "repair",
+    }
+}
+
+fn report(
+    scheme: &dyn Scheme,
+    c: &Clustering,
+    info: &'static str,
+    rates: Option<Vec<f64>>,
+) -> DynamicReport {
+    let dc = scheme
+        .dynamic_clustering()
+        .expect("explain_dc runs on gc-dc");
+    let flags: Vec<bool> = c.placements.iter().map(|p| p.straggler).collect();
+    let stragglers: Vec<usize> = (0..flags.len()).filter(|&w| flags[w]).collect();
+    DynamicReport {
+        scheme: scheme.kind().name().to_string(),
+        clustering: dc.policy_name(),
+        state_information: info,
+        stragglers: one_based(&stragglers),
+        straggler_threshold: rates.as_ref().map(|_| dc.threshold()),
+        rates,
+        clusters: c.members.iter().map(|m| one_based(m)).collect(),
+        stragglers_per_cluster: c.straggler_counts(),
+        most_even_max_stragglers: min_max_stragglers(dc.assignment(), &flags),
+        phases: c
+            .phases
+            .iter()
+            .map(|ph| PhaseReport {
+                class: if ph.stragglers {
+                    "stragglers"
+                } else {
+                    "non-stragglers"
+                },
+                order: one_based(&ph.order),
+                availability: ph.availability.clone(),
+                stopped_at_conflict: ph.stopped_at_conflict,
+            })
+            .collect(),
+        placements: c
+            .placements
+            .iter()
+            .enumerate()
+            .map(|(w, p)| PlacementReport {
+                worker: w + 1,
+                cluster: p.cluster + 1,
+                straggler: p.straggler,
+                phase: phase_name(p.how),
+                phase_one_cluster: p.phase_one.map(|x| x + 1),
+                swapped_with: match p.how {
+                    How::Swap { partner } => Some(partner + 1),
+                    _ => None,
+                },
+            })
+            .collect(),
+        conflicts: c
+            .conflicts
+            .iter()
+            .map(|x| {
+                let (resolution, partner, via, moved) = match x.resolution {
+                    Resolution::Swap { partner, via } => {
+                        ("swap", Some(partner + 1), Some(via + 1), None)
+                    }
+                    Resolution::Repair { moved } => ("repair", None, None, Some(moved)),
+                };
+                ConflictReport {
+                    worker: x.worker + 1,
+                    cluster: x.cluster + 1,
+                    resolution,
+                    partner,
+                    via_cluster: via,
+                    moved,
+                }
+            })
+            .collect(),
+        swaps: c.swaps(),
+        repairs: c.repairs(),
+        decoding: None,
+    }
+}
+
+pub(super) fn run(
+    args: &ConfigArgs,
+    scheme: &mut dyn Scheme,
+    flags: ExplainFlags<'_>,
+) -> anyhow::Result<()> {
+    let k = scheme.workers();
+    if flags.stragglers.is_some() && flags.rates.is_some() {
+        return Err(InputError::new(
+            "--stragglers",
+            "cannot be combined with --rates (with rates, a straggler is a worker whose rate is below scheme.straggler_threshold)",
+        )
+        .into());
+    }
+    let straggling = match flags.stragglers {
+        Some(text) => {
+            let mut flags = vec![false; k];
+            for w in parse_workers("--stragglers", text, k)? {
+                flags[w] = true;
+            }
+            Some(flags)
+        }
+        None => None,
+    };
+    let rates = flags
+        .rates
+        .map(|text| parse_rates("--rates", text, k))
+        .transpose()?;
+    let received = flags
+        .received
+        .map(|text| parse_workers("--received", text, k))
+        .transpose()?;
+    let info = match (&straggling, &rates) {
+        (Some(_), _) => "stragglers",
+        (None, Some(_)) => "rates",
+        (None, None) => "none",
+    };
+    let plan = scheme.plan_round(&RoundContext {
+        iteration: 0,
+        straggling: straggling.as_deref(),
+        rates: rates.as_deref(),
+    });
+    let clustering = scheme
+        .dynamic_clustering()
+        .expect("explain_dc runs on gc-dc")
+        .last_clustering()
+        .clone();
+    let mut out = report(scheme, &clustering, info, rates);
+    out.decoding = received.map(|r| decode_report(scheme, &plan, r));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_text(&out);
+    }
+    Ok(())
+}
+
+fn list(ids: &[usize]) -> String {
+    ids.iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn print_text(r: &DynamicReport) {
+    println!("scheme      {} (clustering: {})", r.scheme, r.clustering);
+    let workers = r.placements.len();
+    match r.state_information {
+        "none" => println!(
+            "stragglers  no state information: the initial clustering (give --stragglers or --rates)"
+        ),
+        _ => {
+            println!(
+                "stragglers  {} ({} of {workers}){}",
+                if r.stragglers.is_empty() {
+                    "none".to_string()
+                } else {
+                    list(&r.stragglers)
+                },
+                r.stragglers.len(),
+                match r.straggler_threshold {
+                    Some(tau) => format!(", rate < tau = {tau}"),
+                    None => String::new(),
+                }
+            );
+        }
+    }
+    for (i, ph) in r.phases.iter().enumerate() {
+        println!(
+            "phase I     {} {}: turn order {} (availability {}){}",
+            ph.class,
+            if i == 0 { "first" } else { "next" },
+            list(&ph.order),
+            list(&ph.availability),
+            if ph.stopped_at_conflict {
+                "; stopped after a round with a placement conflict"
+            } else {
+                ""
+            }
+        );
+    }
+    if !r.phases.is_empty() {
+        let mut after: Vec<Vec<usize>> = vec![Vec::new(); r.clusters.len()];
+        let mut left = Vec::new();
+        for p in &r.placements {
+            match p.phase_one_cluster {
+                Some(c) => after[c - 1].push(p.worker),
+                None => left.push(p.worker),
+            }
+        }
+        let clusters: Vec<String> = after
+            .iter()
+            .enumerate()
+            .map(|(c, m)| format!("{}: [{}]", c + 1, list(m)))
+            .collect();
+        println!(
+            "after I     {}; left over: {}",
+            clusters.join(" "),
+            if left.is_empty() {
+                "none".to_string()
+            } else {
+                list(&left)
+            }
+        );
+    }
+    for c in &r.conflicts {
+        match (c.partner, c.via_cluster, c.moved) {
+            (Some(partner), Some(via), _) => println!(
+                "phase II    worker {} could not join cluster {}: swapped with worker {} of cluster {}",
+                c.worker, c.cluster, partner, via
+            ),
+            (_, _, moved) => println!(
+                "phase II    worker {}: no single swap fills cluster {}; repaired along an augmenting path moving {} workers",
+                c.worker,
+                c.cluster,
+                moved.unwrap_or(0)
+            ),
+        }
+    }
+    println!("clusters    (* = straggler; position order)");
+    for (c, members) in r.clusters.iter().enumerate() {
+        let names: Vec<String> = members
+            .iter()
+            .map(|&w| {
+                let p = &r.placements[w - 1];
+                let mark = if p.straggler { "*" } else { "" };
+                let how = match p.phase {
+                    "phase-1" | "initial" => String::new(),
+                    other => format!(" ({other})"),
+                };
+                format!("{w}{mark}{how}")
+            })
+            .collect();
+        println!(
+            "  cluster {:<3} {}   {} straggler{}",
+            c + 1,
+            names.join(" "),
+            r.stragglers_per_cluster[c],
+            if r.stragglers_per_cluster[c] == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+    }
+    let most = r.stragglers_per_cluster.iter().max().copied().unwrap_or(0);
+    println!(
+        "spread      at most {most} stragglers in a cluster; the most even valid clustering has {}",
+        r.most_even_max_stragglers
+    );
+    if let Some(d) = &r.decoding {
+        println!();
+        print_decoding(d);
+    }
+}

@@ -1,0 +1,358 @@
+//! GC-DC: gradient coding with dynamic clustering (000 §IV-V, Buyukates,
+//! Ozfatura, Ulukus, Gündüz, IEEE Trans. Commun. 2022; conference version 002).
+//!
+//! The code is GC-SC's (§II-B): P clusters of l = K/P positions; cluster p
+//! owns partitions p·l .. p·l + l − 1 and position i of every cluster sends row
+//! i of one shared [`CyclicMds`] code of load r, so the master needs l − r + 1
+//! codewords from every cluster. What changes is who fills the positions: the
+//! worker cluster assignment matrix ([`Assignment`], n·l × P) lets every worker
+//! join any of its n clusters, so it stores their n·l partitions (memory
+//! m = n·l, §IV-B) but still computes r per iteration. Every iteration the
+//! master forms the clusters anew with a [`ClusteringPolicy`] (the greedy of
+//! §V by default) from what it knows of the stragglers, so that they spread
+//! across clusters.
+//!
+//! # How the round engines call it
+//!
+//! `plan_round(&RoundContext { straggling, rates, .. })` every iteration.
+//! Which iteration's states go in is the engine's business
+//! (`straggler.state_info`): `imperfect` passes the states observed in
+//! iteration t − 1, `perfect` those of iteration t (000 §VI, Fig. 4). With
+//! `rates` (heterogeneous workers, §VI-B) a worker is a straggler when its rate
+//! is below `scheme.straggler_threshold` (tau) and the flags are ignored;
+//! otherwise the flags say it. With neither (the first iteration, `check`),
+//! the fixed [`Assignment::initial_clustering`] is used (for the circular
+//! shifts, the first l rows: GC-SC's eq. (5) in the running example).
+//! `RoundPlan.clusters` holds the iteration's clusters, positions in order;
+//! `decode` and `tracker` read the clusters from the plan they are given.
+//!
+//! # Parameter limits
+//!
+//! K >= 1; P >= 1 and P | K; 1 <= r <= l; 1 <= n <= P (default: the smallest n
+//! with Lemma 1, n > P(K−1)/(2K)); an explicit `scheme.assignment` has n·l rows
+//! of P 1-based ids, every worker in exactly n distinct columns; tau finite
+//! and > 0. When Lemma 1 fails the scheme still works (`check` says so): a
+//! conflict that no single swap resolves is repaired along an augmenting path.
+
+use rand::Rng;
+
+use super::group_decoder::{GroupCounter, GroupDecoder, GroupLayout};
+use super::{
+    Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
+    Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
+};
+use crate::cluster::{
+    Assignment, ClusterError, Clustering, ClusteringPolicy, GreedyClustering, WorkerStates,
+};
+use crate::config::{ClusteringKind, SchemeKind};
+
+impl From<ClusterError> for CodingError {
+    fn from(e: ClusterError) -> Self {
+        CodingError::Invalid {
+            param: e.param,
+            value: e.value,
+            rule: e.rule,
+        }
+    }
+}
+
+/// The policy named by `scheme.clustering`.
+pub fn clustering_policy(kind: ClusteringKind) -> Box<dyn ClusteringPolicy> {
+    match kind {
+        ClusteringKind::Greedy => Box::new(GreedyClustering::new()),
+    }
+}
+
+/// Counts over the iterations planned so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClusteringTotals {
+    /// Iterations planned.
+    pub rounds: u64,
+    /// Of those, planned with straggler information (the policy ran).
+    pub informed: u64,
+    /// Phase II conflicts, and how they were resolved.
+    pub conflicts: u64,
+    pub swaps: u64,
+    pub repairs: u64,
+}
+
+/// The GC-DC scheme (`scheme.kind = "gc-dc"`); see the module docs.
+#[derive(Debug)]
+pub struct DynamicClustering {
+    workers: usize,
+    assignment: Assignment,
+    policy: Box<dyn ClusteringPolicy>,
+    threshold: f64,
+    decoder: GroupDecoder,
+    /// Cluster p's partitions, local partition j = p·l + j.
+    partitions: Vec<Vec<usize>>,
+    /// The task of position i of cluster p.
+    slot_tasks: Vec<Vec<WorkerTask>>,
+    stored: Vec<Vec<usize>>,
+    initial: Clustering,
+    last: Clustering,
+    totals: ClusteringTotals,
+}
+
+impl DynamicClustering {
+    /// Build GC-DC. `assignment` is `scheme.assignment` (1-based, n·l × P);
+    /// without it the matrix comes from circular shifts drawn from
+    /// `shift_rng`. The code is drawn from `code_rng` exactly as GC-SC draws
+    /// it (same seed, same code). Limits: see the module docs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        workers: usize,
+        clusters: usize,
+        load: usize,
+        per_worker: Option<usize>,
+        assignment: Option<&[Vec<usize>]>,
+        threshold: f64,
+        policy: Box<dyn ClusteringPolicy>,
+        options: CodeOptions,
+        code_rng: &mut impl Rng,
+        shift_rng: &mut impl Rng,
+    ) -> Result<Self, CodingError> {
+        if workers == 0 {
+            return Err(CodingError::invalid("workers", 0, "must be at least 1"));
+        }
+        let size = super::static_code::cluster_size(workers, clusters)?;
+        if load == 0 || load > size {
+            return Err(CodingError::invalid(
+                "scheme.load",
+                load,
+                format!("must be between 1 and the cluster size workers / clusters = {size}"),
+            ));
+        }
+        if !(threshold.is_finite() && threshold > 0.0) {
+            return Err(CodingError::invalid(
+                "scheme.straggler_threshold",
+                threshold,
+                "must be a finite number > 0",
+            ));
+        }
+        let assignment = match assignment {
+            Some(rows) => Assignment::from_rows(workers, clusters, per_worker, rows)?,
+            None => {
+                let n = per_worker
+                    .unwrap_or_else(|| Assignment::lemma1_min_per_worker(workers, clusters));
+                Assignment::circular_shifts(workers, clusters, n, shift_rng)?
+            }
+        };
+        let code = CyclicMds::best_of(size, load, options.draws(), code_rng)?;
+        let partitions: Vec<Vec<usize>> = (0..clusters)
+            .map(|p| (p * size..(p + 1) * size).collect())
+            .collect();
+        let slot_tasks = partitions
+            .iter()
+            .enumerate()
+            .map(|(p, parts)| {
+                (0..size)
+                    .map(|i| {
+                        let terms: Vec<(usize, f64)> = code
+                            .row(i)
+                            .into_iter()
+                            .map(|(local, c)| (parts[local], c))
+                            .collect();
+                        WorkerTask {
+                            compute: terms.iter().map(|&(q, _)| q).collect(),
+                            messages: vec![Message {
+                                after: load,
+                                codeword: Codeword {
+                                    id: CodewordId { group: p, index: i },
+                                    terms,
+                                },
+                            }],
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let stored = (0..workers)
+            .map(|w| {
+                let mut mine: Vec<usize> = assignment
+                    .clusters_of(w)
+                    .iter()
+                    .flat_map(|&p| partitions[p].iter().copied())
+                    .collect();
+                mine.sort_unstable();
+                mine
+            })
+            .collect();
+        let initial = assignment.initial_clustering();
+        Ok(Self {
+            workers,
+            last: initial.clone(),
+            initial,
+            assignment,
+            policy,
+            threshold,
+            decoder: GroupDecoder::new(code, options),
+            partitions,
+            slot_tasks,
+            stored,
+            totals: ClusteringTotals::default(),
+        })
+    }
+
+    /// The worker cluster assignment matrix.
+    pub fn assignment(&self) -> &Assignment {
+        &self.assignment
+    }
+
+    /// The clustering of the last planned iteration (the initial one before any).
+    pub fn last_clustering(&self) -> &Clustering {
+        &self.last
+    }
+
+    /// The clustering used without straggler information.
+    pub fn initial_clustering(&self) -> &Clustering {
+        &self.initial
+    }
+
+    /// tau: a worker with an estimated rate below it is a straggler.
+    pub fn threshold(&self) -> f64 {
+        self.threshold
+    }
+
+    /// The policy's config name.
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Conflicts, swaps and repairs over the iterations planned so far.
+    pub fn totals(&self) -> ClusteringTotals {
+        self.totals
+    }
+
+    /// The code every cluster uses.
+    pub fn code(&self) -> &CyclicMds {
+        self.decoder.code()
+    }
+}
+
+/// The clusters of one planned iteration, read from its plan.
+struct PlanLayout<'a> {
+    plan: &'a RoundPlan,
+    partitions: &'a [Vec<usize>],
+}
+
+impl GroupLayout for PlanLayout<'_> {
+    fn groups(&self) -> usize {
+        self.plan.clusters.len()
+    }
+
+    fn slot(&self, worker: usize) -> (usize, usize) {
+        let id = self.plan.tasks[worker].messages[0].codeword.id;
+        (id.group, id.index)
+    }
+
+    fn worker(&self, group: usize, position: usize) -> usize {
+        self.plan.clusters[group][position]
+    }
+
+    fn partitions(&self, group: usize) -> &[usize] {
+        &self.partitions[group]
+    }
+}
+
+struct DynamicTracker<'a> {
+    plan: &'a RoundPlan,
+    counter: GroupCounter,
+}
+
+impl ArrivalTracker for DynamicTracker<'_> {
+    fn arrive(&mut self, arrival: Arrival) -> bool {
+        let plan = self.plan;
+        self.counter.arrive(arrival.worker, || {
+            plan.tasks[arrival.worker].messages[0].codeword.id.group
+        });
+        self.counter.all_groups_done()
+    }
+}
+
+impl Scheme for DynamicClustering {
+    fn kind(&self) -> SchemeKind {
+        SchemeKind::GcDc
+    }
+
+    fn workers(&self) -> usize {
+        self.workers
+    }
+
+    fn partitions(&self) -> usize {
+        self.workers
+    }
+
+    fn stored(&self, worker: usize) -> &[usize] {
+        &self.stored[worker]
+    }
+
+    fn plan_round(&mut self, ctx: &RoundContext<'_>) -> RoundPlan {
+        if ctx.straggling.is_none() && ctx.rates.is_none() {
+            self.last.clone_from(&self.initial);
+        } else {
+            let states = WorkerStates {
+                straggling: ctx.straggling,
+                rates: ctx.rates,
+                threshold: self.threshold,
+            };
+            self.policy
+                .cluster(&self.assignment, &states, &mut self.last);
+            let swaps = self.last.swaps() as u64;
+            self.totals.informed += 1;
+            self.totals.conflicts += self.last.conflicts.len() as u64;
+            self.totals.swaps += swaps;
+            self.totals.repairs += self.last.conflicts.len() as u64 - swaps;
+        }
+        self.totals.rounds += 1;
+        let mut slot = vec![(0, 0); self.workers];
+        for (p, members) in self.last.members.iter().enumerate() {
+            for (i, &w) in members.iter().enumerate() {
+                slot[w] = (p, i);
+            }
+        }
+        let tasks = slot
+            .iter()
+            .map(|&(p, i)| self.slot_tasks[p][i].clone())
+            .collect();
+        RoundPlan {
+            tasks,
+            clusters: self.last.members.clone(),
+        }
+    }
+
+    fn tracker<'a>(&'a self, plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
+        Box::new(DynamicTracker {
+            plan,
+            counter: GroupCounter::new(
+                self.workers,
+                plan.clusters.len(),
+                self.decoder.code().needed(),
+            ),
+        })
+    }
+
+    fn decode(&mut self, plan: &RoundPlan, received: &[Arrival]) -> Decoding {
+        let layout = PlanLayout {
+            plan,
+            partitions: &self.partitions,
+        };
+        self.decoder.decode(&layout, self.workers, received)
+    }
+
+    /// As GC-SC in any one clustering: r − 1 stragglers whatever they are (the
+    /// dynamic clustering does not improve the worst case, §V), P(r − 1) when
+    /// they fall one cluster's share each, which the clustering aims at.
+    fn tolerance(&self) -> Tolerance {
+        let code = self.decoder.code();
+        let spare = code.size() - code.needed();
+        Tolerance {
+            worst: spare,
+            best: spare * self.assignment.clusters(),
+        }
+    }
+
+    fn dynamic_clustering(&self) -> Option<&DynamicClustering> {
+        Some(self)
+    }
+}

@@ -1,0 +1,321 @@
+//! gc-dc on the command line: `check` shows the assignment matrix, memory and
+//! Lemma 1; `explain --stragglers` reproduces the worked example of 000 §V;
+//! bad gc-dc input exits 2 with one line naming the key or flag.
+
+use std::process::{Command, Output};
+
+fn gradcode(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(args)
+        .output()
+        .expect("run gradcode")
+}
+
+fn example() -> String {
+    format!(
+        "{}/configs/paper/gcdc-example.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "failed: {}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("JSON on stdout")
+}
+
+fn assert_rejected(name: &str, o: &Output, field: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+    assert_eq!(err.lines().count(), 1, "{name}: {err}");
+    assert!(err.contains(field), "{name}: `{field}` not in {err}");
+    assert!(o.stdout.is_empty(), "{name}: wrote to stdout");
+}
+
+#[test]
+fn explain_reproduces_the_worked_example() {
+    let ex = example();
+    let v = json(&gradcode(&[
+        "explain",
+        "--config",
+        &ex,
+        "--stragglers",
+        "3,5,6,7,8",
+        "--json",
+    ]));
+    assert_eq!(v["scheme"], "gc-dc");
+    assert_eq!(
+        v["clusters"],
+        serde_json::json!([[1, 4, 6], [7, 8, 10], [2, 3, 11], [5, 9, 12]])
+    );
+    assert_eq!(v["stragglers_per_cluster"], serde_json::json!([1, 2, 1, 1]));
+    assert_eq!(v["most_even_max_stragglers"], 2);
+    assert_eq!(v["phases"][0]["order"], serde_json::json!([3, 4, 1, 2]));
+    assert_eq!(v["phases"][1]["order"], serde_json::json!([1, 2, 3, 4]));
+    let w12 = &v["placements"][11];
+    assert_eq!(w12["phase"], "swap");
+    assert_eq!(w12["swapped_with"], 4);
+    assert_eq!(w12["phase_one_cluster"], serde_json::Value::Null);
+    assert_eq!(w12["cluster"], 4);
+    let w4 = &v["placements"][3];
+    assert_eq!(
+        (w4["phase"].as_str(), w4["phase_one_cluster"].as_u64()),
+        (Some("swap"), Some(4))
+    );
+    assert_eq!(w4["cluster"], 1);
+    assert_eq!(v["placements"][0]["phase"], "phase-1");
+    assert_eq!(
+        v["conflicts"],
+        serde_json::json!([{"worker": 12, "cluster": 1, "resolution": "swap", "partner": 4, "via_cluster": 4}])
+    );
+    assert_eq!(
+        (v["swaps"].as_u64(), v["repairs"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(v.get("decoding").is_none());
+}
+
+#[test]
+fn explain_decodes_with_the_clusters_it_formed() {
+    let ex = example();
+    // The 7 non-stragglers and straggler 7 (two per cluster in the dynamic clusters).
+    let v = json(&gradcode(&[
+        "explain",
+        "--config",
+        &ex,
+        "--stragglers",
+        "3,5,6,7,8",
+        "--received",
+        "1,4,10,7,2,11,9,12",
+        "--json",
+    ]));
+    let d = &v["decoding"];
+    assert_eq!(d["decodable"], true);
+    assert_eq!(d["recovered_fraction"], 1.0);
+    assert_eq!(d["clusters"][0]["received"], serde_json::json!([1, 4]));
+    assert!(d["residual"].as_f64().unwrap() < 1e-9);
+    // Without straggler information the clusters are GC-SC's eq. (5): the same
+    // arrivals leave cluster 3 = {3, 8, 11} with one.
+    let v = json(&gradcode(&[
+        "explain",
+        "--config",
+        &ex,
+        "--received",
+        "1,4,10,7,2,11,9,12",
+        "--json",
+    ]));
+    assert_eq!(v["state_information"], "none");
+    assert_eq!(
+        v["clusters"],
+        serde_json::json!([[1, 6, 9], [2, 7, 10], [3, 8, 11], [4, 5, 12]])
+    );
+    assert_eq!(v["decoding"]["decodable"], false);
+}
+
+#[test]
+fn explain_with_rates_uses_tau_and_prints_text() {
+    let ex = example();
+    let rates = "5,4,0.1,3,0.2,0.3,0.4,0.2,2,2,2,2";
+    let v = json(&gradcode(&[
+        "explain", "--config", &ex, "--rates", rates, "--json",
+    ]));
+    assert_eq!(v["stragglers"], serde_json::json!([3, 5, 6, 7, 8]));
+    assert_eq!(v["straggler_threshold"], 0.5);
+    assert_eq!(v["state_information"], "rates");
+    let v = json(&gradcode(&[
+        "explain",
+        "--config",
+        &ex,
+        "--rates",
+        rates,
+        "--set",
+        "scheme.straggler_threshold=3.5",
+        "--json",
+    ]));
+    assert_eq!(
+        v["stragglers"],
+        serde_json::json!([3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+    );
+    let out = gradcode(&["explain", "--config", &ex, "--stragglers", "3,5,6,7,8"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("worker 12 could not join cluster 1: swapped with worker 4 of cluster 4"),
+        "{text}"
+    );
+}
+
+#[test]
+fn check_shows_the_assignment_matrix_memory_and_lemma_1() {
+    let ex = example();
+    let v = json(&gradcode(&["check", "--config", &ex, "--json"]));
+    let d = &v["dynamic_clustering"];
+    assert_eq!(d["clusters_per_worker"], 2);
+    assert_eq!(d["memory_partitions"], 6);
+    assert_eq!(d["assignment"][3], serde_json::json!([4, 1, 2, 3]));
+    assert_eq!(d["lemma1"]["holds"], true);
+    assert_eq!(v["workers"][0]["memory_partitions"], 6);
+    assert_eq!(
+        v["workers"][0]["partitions"],
+        serde_json::json!([1, 2, 3, 4, 5, 6])
+    );
+    // n = 1 with an explicit 3-row matrix: Lemma 1 fails, check says so and passes.
+    let out = gradcode(&[
+        "check",
+        "--config",
+        &ex,
+        "--set",
+        "scheme.clusters_per_worker=1",
+        "--set",
+        "scheme.assignment=[[1,2,3,4],[6,7,8,5],[9,10,11,12]]",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Lemma 1       does NOT hold"), "{text}");
+    assert!(
+        text.contains("assignment matrix A_cluster (3 x 4"),
+        "{text}"
+    );
+    // Default shifts and the Lemma 1 default n at the paper's K = 20, P = 5.
+    let v = json(&gradcode(&[
+        "check",
+        "--json",
+        "--set",
+        "scheme.kind=gc-dc",
+        "--set",
+        "workers=20",
+        "--set",
+        "scheme.clusters=5",
+        "--set",
+        "scheme.load=3",
+    ]));
+    assert_eq!(v["dynamic_clustering"]["clusters_per_worker"], 3);
+    assert_eq!(
+        v["dynamic_clustering"]["assignment"]
+            .as_array()
+            .unwrap()
+            .len(),
+        12
+    );
+    assert_eq!(v["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn bad_gc_dc_input_names_the_key_or_flag() {
+    let ex = example();
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "n-zero",
+            &["scheme.clusters_per_worker=0"],
+            "scheme.clusters_per_worker = 0",
+        ),
+        (
+            "n-above-p",
+            &["scheme.clusters_per_worker=5"],
+            "scheme.clusters_per_worker",
+        ),
+        (
+            "n-disagrees-with-rows",
+            &["scheme.clusters_per_worker=3"],
+            "scheme.assignment",
+        ),
+        (
+            "tau-zero",
+            &["scheme.straggler_threshold=0.0"],
+            "scheme.straggler_threshold",
+        ),
+        (
+            "policy-unknown",
+            &["scheme.clustering=exact"],
+            "scheme.clustering",
+        ),
+        ("load-above-l", &["scheme.load=4"], "scheme.load = 4"),
+        (
+            "clusters-not-divisor",
+            &["scheme.clusters=5"],
+            "scheme.clusters = 5",
+        ),
+        (
+            "assignment-twice",
+            &[
+                "scheme.assignment=[[1,2,3,4],[6,7,8,5],[9,10,11,12],[4,1,2,3],[7,8,5,6],[10,11,12,12]]",
+            ],
+            "scheme.assignment",
+        ),
+    ];
+    for (name, sets, field) in cases {
+        let mut args = vec!["check", "--config", &ex];
+        for s in *sets {
+            args.extend(["--set", s]);
+        }
+        assert_rejected(name, &gradcode(&args), field);
+    }
+    for (name, args, flag) in [
+        (
+            "stragglers-on-gc-sc",
+            vec!["explain", "--stragglers", "1", "--received", "1"],
+            "--stragglers",
+        ),
+        (
+            "rates-on-gc-sc",
+            vec!["explain", "--rates", "1", "--received", "1"],
+            "--rates",
+        ),
+        ("received-missing", vec!["explain"], "--received"),
+        (
+            "both",
+            vec![
+                "explain",
+                "--config",
+                &ex,
+                "--stragglers",
+                "1",
+                "--rates",
+                "1,1,1,1,1,1,1,1,1,1,1,1",
+            ],
+            "--stragglers",
+        ),
+        (
+            "rates-count",
+            vec!["explain", "--config", &ex, "--rates", "1,2"],
+            "--rates",
+        ),
+        (
+            "rates-negative",
+            vec![
+                "explain",
+                "--config",
+                &ex,
+                "--rates",
+                "1,1,1,1,1,1,1,1,1,1,1,-1",
+            ],
+            "--rates",
+        ),
+        (
+            "rates-nan",
+            vec![
+                "explain",
+                "--config",
+                &ex,
+                "--rates",
+                "1,1,1,1,1,1,1,1,1,1,1,nan",
+            ],
+            "--rates",
+        ),
+        (
+            "stragglers-range",
+            vec!["explain", "--config", &ex, "--stragglers", "13"],
+            "--stragglers",
+        ),
+        (
+            "received-range",
+            vec!["explain", "--config", &ex, "--received", "0"],
+            "--received",
+        ),
+    ] {
+        assert_rejected(name, &gradcode(&args), flag);
+    }
+}
