@@ -74,6 +74,10 @@ fn exact_schemes_follow_the_full_batch_trajectory() {
             "gc-sc",
             "[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 2\n",
         ),
+        (
+            "gc-dc",
+            "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\n",
+        ),
     ] {
         for optimizer in ["gd", "nesterov"] {
             let text = format!("{BASE}{scheme}");
