@@ -18,6 +18,10 @@ pub enum Stream {
     Code = 1,
     /// Straggler sets sampled by `check` to measure decode amplification.
     CheckSampling = 2,
+    /// is-gc: random tie-breaking among maximum independent sets (004 §IV).
+    IsgcTieBreak = 20,
+    /// gc-mmc uncorrelated design: arrival sets sampled to measure decoding accuracy.
+    MmcAccuracy = 21,
 }
 
 /// The generator for `purpose` under `seed`.

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{ConfigArgs, one_based, parse_workers, setup};
+use super::{ConfigArgs, one_based, parse_messages, parse_workers, setup};
 use crate::coding::{Arrival, RoundContext, decode_prefix};
 
 #[derive(Debug, Serialize)]
@@ -37,7 +37,16 @@ struct ExplainReport {
     coefficients: Vec<Coefficient>,
     /// 1-based partitions whose gradient sum the coefficients give.
     recovered_partitions: Vec<usize>,
+    /// The same as `recovered_partitions` (the name is-gc's reports use).
+    partitions_recovered: Vec<usize>,
+    /// 1-based workers whose messages enter the sum (is-gc: the maximum
+    /// independent set of the conflict graph among the used arrivals).
+    workers_used: Vec<usize>,
     recovered_fraction: f64,
+    /// Communication load: messages the master received (the used prefix)
+    /// and messages that enter the sum.
+    messages_received: usize,
+    messages_used: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     residual: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,10 +62,27 @@ fn finite(x: f64) -> Option<f64> {
 
 pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
     let (_loaded, mut scheme) = setup(args)?;
-    let received = parse_workers("--received", received, scheme.workers())?;
     let plan = scheme.plan_round(&RoundContext::default());
-    let arrivals: Vec<Arrival> = received.iter().map(|&w| Arrival::only(w)).collect();
+    let multi_message = plan.tasks.iter().any(|t| t.messages.len() > 1);
+    // Multi-message schemes: each mention of a worker is its next message.
+    let arrivals: Vec<Arrival> = if multi_message {
+        parse_messages("--received", received, &plan)?
+    } else {
+        parse_workers("--received", received, scheme.workers())?
+            .into_iter()
+            .map(Arrival::only)
+            .collect()
+    };
+    let received: Vec<usize> = arrivals.iter().map(|a| a.worker).collect();
     let (decoding, used) = decode_prefix(scheme.as_mut(), &plan, &arrivals);
+    let mut workers_used: Vec<usize> = received[..used]
+        .iter()
+        .zip(&decoding.weights)
+        .filter(|&(_, &w)| w != 0.0)
+        .map(|(&worker, _)| worker + 1)
+        .collect();
+    workers_used.sort_unstable();
+    workers_used.dedup();
     let used_workers = &received[..used];
     let mut coefficients: Vec<Coefficient> = Vec::new();
     if decoding.decodable {
@@ -104,6 +130,10 @@ pub(super) fn run(args: &ConfigArgs, received: &str) -> anyhow::Result<()> {
         decodable: decoding.decodable,
         coefficients,
         recovered_partitions: one_based(&decoding.recovered),
+        partitions_recovered: one_based(&decoding.recovered),
+        workers_used,
+        messages_received: used,
+        messages_used: decoding.messages_used(),
         recovered_fraction: decoding.recovered_fraction(scheme.partitions()),
         residual: any_decoded.then_some(decoding.residual),
         amplification: any_decoded.then_some(decoding.amplification),
@@ -157,6 +187,16 @@ fn print_text(r: &ExplainReport) {
             100.0 * r.recovered_fraction
         ),
     }
+    println!(
+        "workers     {} enter the sum; messages received {}, used {}",
+        if r.workers_used.is_empty() {
+            "none".to_string()
+        } else {
+            list(&r.workers_used)
+        },
+        r.messages_received,
+        r.messages_used
+    );
     if let (Some(res), Some(amp)) = (r.residual, r.amplification) {
         println!(
             "numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}"

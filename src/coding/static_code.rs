@@ -22,7 +22,8 @@ use rand::Rng;
 
 use super::{
     Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
-    GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WorkerTask,
+    GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WaitPolicy,
+    WorkerTask,
 };
 use crate::config::SchemeKind;
 
@@ -48,6 +49,8 @@ pub struct StaticCode {
     plan: RoundPlan,
     /// Partial recovery: the master stops after this many workers.
     wait_for: Option<usize>,
+    /// Partial recovery: model time after which the master decodes what arrived.
+    deadline: Option<f64>,
     options: CodeOptions,
     /// Coefficients per arrival set (positions as a bitset); `None` = not decodable.
     cache: HashMap<Vec<u64>, Option<Arc<Solution>>>,
@@ -84,6 +87,16 @@ impl StaticCode {
             workers,
             Some(wait_for),
         ))
+    }
+
+    /// Ignore stragglers under a wait policy: the fastest `wait_for` workers, a
+    /// deadline (the round engine decodes what arrived by then), or both,
+    /// whichever comes first. Limits: those of [`WaitPolicy::new`].
+    pub fn ignore_stragglers_with(workers: usize, policy: WaitPolicy) -> Result<Self, CodingError> {
+        check_workers(workers)?;
+        let mut code = Self::singletons(SchemeKind::IgnoreStragglers, workers, policy.wait_for());
+        code.deadline = policy.deadline();
+        Ok(code)
     }
 
     fn singletons(kind: SchemeKind, workers: usize, wait_for: Option<usize>) -> Self {
@@ -280,6 +293,7 @@ impl StaticCode {
             stored,
             plan: RoundPlan { tasks, clusters },
             wait_for,
+            deadline: None,
             options,
             cache: HashMap::new(),
         }
@@ -504,9 +518,11 @@ impl Scheme for StaticCode {
             groups.push(report);
         }
         recovered.sort_unstable();
-        let decodable = match self.wait_for {
-            Some(w) => seen.iter().filter(|&&s| s).count() >= w,
-            None => groups.iter().all(|g| g.decodable),
+        let decodable = match (self.kind, self.wait_for) {
+            // A partial-recovery scheme: the master may update with any arrival.
+            (SchemeKind::IgnoreStragglers, _) => !recovered.is_empty(),
+            (_, Some(w)) => seen.iter().filter(|&&s| s).count() >= w,
+            (_, None) => groups.iter().all(|g| g.decodable),
         };
         Decoding {
             decodable,
@@ -518,9 +534,22 @@ impl Scheme for StaticCode {
         }
     }
 
+    fn deadline(&self) -> Option<f64> {
+        self.deadline
+    }
+
+    fn partial_recovery(&self) -> bool {
+        self.kind == SchemeKind::IgnoreStragglers
+    }
+
     fn tolerance(&self) -> Tolerance {
         if let Some(w) = self.wait_for {
             let t = self.workers - w;
+            return Tolerance { worst: t, best: t };
+        }
+        if self.kind == SchemeKind::IgnoreStragglers {
+            // Deadline only: the master updates with whatever arrived.
+            let t = self.workers - 1;
             return Tolerance { worst: t, best: t };
         }
         let spare = self.code.size() - self.code.needed();

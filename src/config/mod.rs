@@ -358,6 +358,7 @@ mod reference_tests {
         for optional in [
             "scheme.assignment",
             "scheme.wait_for",
+            "scheme.deadline",
             "data.path",
             "data.test_path",
         ] {
