@@ -104,7 +104,10 @@ fn decoder_finds_a_maximum_independent_set_for_every_received_subset() {
             }
         }
     }
-    assert!(configs > 200 && hr_with_spill >= 3, "{configs} configs, {hr_with_spill} hr");
+    assert!(
+        configs > 200 && hr_with_spill >= 3,
+        "{configs} configs, {hr_with_spill} hr"
+    );
 }
 
 #[test]
@@ -275,7 +278,10 @@ fn every_partition_is_recovered_equally_often_for_fr_and_cr() {
         });
         let critical = if n == 12 { CHI2_DF11 } else { CHI2_DF9 };
         let stat = chi_square(&counts);
-        assert!(stat < critical, "{layout:?} n={n}: chi2 = {stat}, counts {counts:?}");
+        assert!(
+            stat < critical,
+            "{layout:?} n={n}: chi2 = {stat}, counts {counts:?}"
+        );
     }
 }
 
@@ -334,7 +340,10 @@ fn hybrid_repetition_recovers_alike_partitions_equally_often() {
     for k in 0..n0 {
         let class: Vec<u64> = (0..groups).map(|g| counts[g * n0 + k]).collect();
         let stat = chi_square(&class);
-        assert!(stat < CHI2_DF2_BONFERRONI_6, "position {k}: chi2 = {stat}, {class:?}");
+        assert!(
+            stat < CHI2_DF2_BONFERRONI_6,
+            "position {k}: chi2 = {stat}, {class:?}"
+        );
     }
 }
 
@@ -381,8 +390,14 @@ fn wait_policies_fastest_w_deadline_or_both() {
     let arrivals = at(&[(0.1, 3), (0.2, 5), (0.25, 3), (0.3, 0), (0.5, 7), (0.9, 1)]);
     let build = |w: Option<usize>, d: Option<f64>| {
         let policy = WaitPolicy::new(n, w, d, SchemeKind::IsGc).unwrap();
-        IgnoreStragglerCode::new(n, 2, IsgcLayout::Cr, policy, stream(1, Stream::IsgcTieBreak))
-            .unwrap()
+        IgnoreStragglerCode::new(
+            n,
+            2,
+            IsgcLayout::Cr,
+            policy,
+            stream(1, Stream::IsgcTieBreak),
+        )
+        .unwrap()
     };
     // Fastest w = 3 distinct: stops at the 4th arrival (a repeat does not count).
     let mut s = build(Some(3), None);
@@ -451,16 +466,7 @@ fn hybrid_repetition_placement_follows_004_section_vi() {
     // HR(n, c, 0) with n0 = c is FR; HR(n, c - 1, 1) with n0 = c stores the same.
     let fr = code(12, 3, IsgcLayout::Fr, 1);
     for (c1, c2) in [(3, 0), (2, 1)] {
-        let hr = code(
-            12,
-            3,
-            IsgcLayout::Hr {
-                groups: 4,
-                c1,
-                c2,
-            },
-            1,
-        );
+        let hr = code(12, 3, IsgcLayout::Hr { groups: 4, c1, c2 }, 1);
         for w in 0..12 {
             assert_eq!(hr.stored(w), fr.stored(w), "HR(12, {c1}, {c2}) worker {w}");
         }

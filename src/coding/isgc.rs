@@ -202,6 +202,7 @@ struct Scratch {
     clique_pick: Vec<u32>,
     cliques_hit: Vec<u32>,
     /// Per index of the unrolled received list, offset by the start u.
+    unrolled: Vec<u32>,
     nxt: Vec<u32>,
     steps: Vec<u32>,
     land: Vec<u32>,
@@ -360,6 +361,7 @@ impl IgnoreStragglerCode {
             scratch.clique_pick = vec![0; n / size];
             scratch.cliques_hit.reserve(n / size);
         } else {
+            scratch.unrolled.reserve(3 * n);
             for buf in [
                 &mut scratch.nxt,
                 &mut scratch.steps,
@@ -491,20 +493,22 @@ fn sort_circular(s: &mut Scratch) {
 /// before landing is allowed only when its reach stops short of s's next lap.
 fn circular_greedy(s: &mut Scratch, n: usize, reach: &[u32], rng: &mut ChaCha8Rng) {
     let m = s.received.len();
-    let p = &s.received;
-    // Position of unrolled index i (i < 3m).
-    let pos = |i: usize| -> usize {
-        let lap = i / m;
-        p[i - lap * m] as usize + lap * n
-    };
+    // Unrolled positions of three laps: index i is worker p[i mod m] at
+    // p[i mod m] + (i div m)·n (no division in the loops below).
+    s.unrolled.clear();
+    for lap in 0..3 {
+        let offset = (lap * n) as u32;
+        s.unrolled.extend(s.received.iter().map(|&w| w + offset));
+    }
+    let q = &s.unrolled;
     let a = rng.random_range(0..m);
     let end = a + m;
     s.nxt.clear();
     let mut j = a + 1;
     for i in a..end {
         j = j.max(i + 1);
-        let r = pos(i) + reach[p[i % m] as usize] as usize;
-        while pos(j) <= r {
+        let r = q[i] + reach[s.received[if i < m { i } else { i - m }] as usize];
+        while q[j] <= r {
             j += 1;
         }
         s.nxt.push(j as u32);
@@ -544,7 +548,8 @@ fn circular_greedy(s: &mut Scratch, n: usize, reach: &[u32], rng: &mut ChaCha8Rn
     }
     let mut v = best_start;
     for _ in 0..best_size {
-        s.chosen.push(p[v % m] as usize);
+        let x = q[v] as usize;
+        s.chosen.push(if x >= n { x - n } else { x });
         v = s.nxt[v - a] as usize;
     }
 }
@@ -679,19 +684,18 @@ impl Scheme for IgnoreStragglerCode {
             chosen[w] = true;
         }
         let mut weights = vec![0.0; received.len()];
-        let mut recovered = Vec::new();
+        let mut held = vec![false; self.workers];
         for (idx, &w) in workers.iter().enumerate() {
             // The first arrival of a chosen worker enters the sum; a repeat gets 0.
             if std::mem::replace(&mut chosen[w], false) {
                 weights[idx] = 1.0;
-                recovered.extend_from_slice(&self.stored[w]);
+                for &p in &self.stored[w] {
+                    debug_assert!(!held[p], "chosen workers are pairwise non-conflicting");
+                    held[p] = true;
+                }
             }
         }
-        recovered.sort_unstable();
-        debug_assert!(
-            recovered.windows(2).all(|w| w[0] < w[1]),
-            "chosen workers are pairwise non-conflicting"
-        );
+        let recovered: Vec<usize> = (0..self.workers).filter(|&p| held[p]).collect();
         let decodable = !recovered.is_empty();
         Decoding {
             decodable,

@@ -32,7 +32,7 @@
 //! rows z that do not hold partition j. B then has the mask's zeros, and any
 //! h + 1 distinct rows S decode: a_q = 1/Π_{k in S, k != q} (α_q − α_k)
 //! extracts the leading coefficient, which is 1 for every f_j, so a·B_S = 1.
-//! The points are Chebyshev nodes of [−1, 1] spread over the rows (see
+//! The points are equispaced in [−1, 1], spread over the rows (see
 //! [`UncorrelatedCode::new`]) and each row is scaled to max|B(q, ·)| = 1. Real
 //! polynomial codes are ill-conditioned as h grows: the code measures its f64
 //! decoding accuracy on sampled decodable sets ([`Accuracy`]), `check` prints
@@ -71,11 +71,14 @@ impl UncorrelatedCode {
     /// order). Row `t·size + i` is message t of position i, supported on the
     /// local partitions i, ..., i + orders[t] − 1 (mod size).
     ///
-    /// The rows get the Chebyshev nodes of the first kind on [−1, 1], node
-    /// k = i·L + t for row t·size + i: the messages of one position are
-    /// neighbours and consecutive positions are spread evenly, which kept the
-    /// decoding amplification lowest among the orderings tried (see the
-    /// conditioning test).
+    /// The rows get equispaced points of [−1, 1], row q at point (s·q) mod
+    /// rows with s the first stride >= 7 coprime with the row count, so that
+    /// the messages of one position and of neighbouring positions lie far
+    /// apart. At the paper's size (l = 10, orders [6, 8, 10], 7 of 30 needed)
+    /// this gave the lowest worst amplification over 3000 random decodable
+    /// sets among the orderings and point sets tried: 4.0e5 (relative error
+    /// 9e-12), against 7.7e5 for row order, 1.0e6 for position-major order,
+    /// and 1.4e7-7.6e7 with Chebyshev points (one set failing a 1e-8 residual).
     pub fn new(size: usize, orders: &[usize]) -> Result<Self, CodingError> {
         let mut orders = orders.to_vec();
         orders.sort_unstable();
@@ -100,10 +103,13 @@ impl UncorrelatedCode {
         let count = orders.len();
         let rows = l * count;
         let h = rows - orders.iter().sum::<usize>();
+        // Equispaced points of [-1, 1], row q at point (stride·q) mod rows.
+        let stride = (7..)
+            .find(|s| gcd(*s, rows) == 1)
+            .expect("a coprime stride exists");
         let node = |q: usize| {
-            let (t, i) = (q / l, q % l);
-            let k = i * count + t;
-            (std::f64::consts::PI * (2 * k + 1) as f64 / (2 * rows) as f64).cos()
+            let k = (stride * q) % rows;
+            -1.0 + 2.0 * k as f64 / (rows as f64 - 1.0).max(1.0)
         };
         let holds = |q: usize, j: usize| (j + l - q % l) % l < orders[q / l];
         let mut b = Mat::<f64>::zeros(rows, l);
@@ -167,6 +173,10 @@ impl UncorrelatedCode {
     pub fn measure_accuracy(&self, sets: usize, tolerance: f64, rng: &mut impl Rng) -> Accuracy {
         measure_accuracy(&self.b, self.needed, sets, tolerance, rng)
     }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// Worst f64 decoding error of `sets` random sets of `needed` rows of `b`.
