@@ -79,7 +79,7 @@ fn decoder_finds_a_maximum_independent_set_for_every_received_subset() {
             if matches!(layout, IsgcLayout::Hr { groups, c2, .. } if groups >= 2 && c2 >= 1) {
                 hr_with_spill += 1;
             }
-            for s in 1..(1usize << n) {
+            for (s, &alpha_s) in alpha.iter().enumerate().skip(1) {
                 let received: Vec<usize> = (0..n).filter(|&w| s >> w & 1 == 1).collect();
                 let set = code.max_independent_set(&received).to_vec();
                 let mask = set.iter().fold(0usize, |m, &w| m | 1 << w);
@@ -98,7 +98,7 @@ fn decoder_finds_a_maximum_independent_set_for_every_received_subset() {
                 }
                 assert_eq!(
                     set.len(),
-                    alpha[s] as usize,
+                    alpha_s as usize,
                     "{layout:?} n={n} c={c} W'={received:?}: {set:?} is not maximum"
                 );
             }
@@ -182,10 +182,10 @@ fn theorems_10_and_11_bound_the_recovered_workers_for_fr_and_cr_tightly() {
             let alpha = independence_numbers(&conflicts(&c_));
             let mut seen_lo = vec![usize::MAX; n + 1];
             let mut seen_hi = vec![0; n + 1];
-            for s in 1..(1usize << n) {
+            for (s, &a) in alpha.iter().enumerate().skip(1) {
                 let w = s.count_ones() as usize;
-                seen_lo[w] = seen_lo[w].min(alpha[s] as usize);
-                seen_hi[w] = seen_hi[w].max(alpha[s] as usize);
+                seen_lo[w] = seen_lo[w].min(a as usize);
+                seen_hi[w] = seen_hi[w].max(a as usize);
             }
             for w in 1..=n {
                 // Theorem 11 holds for every placement.

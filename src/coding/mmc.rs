@@ -245,6 +245,14 @@ fn measure_accuracy(
     report
 }
 
+/// A message of a position: (computations before it, row of the cluster's
+/// code, local partitions and coefficients).
+type PlannedMessage = (usize, usize, Vec<(usize, f64)>);
+
+/// A cluster's decoding: (row, arrival) pairs entering the sum, their
+/// coefficients, residual, amplification.
+type ClusterSolution = (Vec<(usize, usize)>, Vec<f64>, f64, f64);
+
 #[derive(Debug, Clone)]
 struct Cluster {
     /// Workers in position order.
@@ -358,7 +366,7 @@ impl MultiMessageCode {
             ));
         }
         let code = CyclicMds::best_of(l, order, options.draws(), rng)?;
-        let messages = |i: usize| -> Vec<(usize, usize, Vec<(usize, f64)>)> {
+        let messages = |i: usize| -> Vec<PlannedMessage> {
             (0..=load - order)
                 .map(|t| {
                     let q = (i + t) % l;
@@ -390,7 +398,7 @@ impl MultiMessageCode {
         let (l, clusters) = clusters_of(workers, 1, load, None)?;
         // Load 1 is the identity: no random draw is made.
         let identity = CyclicMds::new(l, 1, &mut crate::rng::stream(0, crate::rng::Stream::Code))?;
-        let messages = |i: usize| -> Vec<(usize, usize, Vec<(usize, f64)>)> {
+        let messages = |i: usize| -> Vec<PlannedMessage> {
             (0..load)
                 .map(|t| {
                     let q = (i + t) % l;
@@ -484,8 +492,8 @@ impl MultiMessageCode {
         let accuracy = code
             .as_ref()
             .map(|c| c.measure_accuracy(ACCURACY_SAMPLES, options.tolerance(), sampler));
-        let messages = |i: usize| -> Vec<(usize, usize, Vec<(usize, f64)>)> {
-            let mut out: Vec<(usize, usize, Vec<(usize, f64)>)> = Vec::new();
+        let messages = |i: usize| -> Vec<PlannedMessage> {
+            let mut out: Vec<PlannedMessage> = Vec::new();
             if let Some(c) = &code {
                 for (t, &o) in c.orders().iter().enumerate() {
                     out.push((o, t * l + i, c.row(t, i)));
@@ -527,7 +535,7 @@ impl MultiMessageCode {
         workers: usize,
         load: usize,
         clusters: Vec<Cluster>,
-        messages: &dyn Fn(usize) -> Vec<(usize, usize, Vec<(usize, f64)>)>,
+        messages: &dyn Fn(usize) -> Vec<PlannedMessage>,
         decoder: GroupDecoder,
         coded_needed: usize,
         has_sum: bool,
@@ -712,7 +720,7 @@ impl Scheme for MultiMessageCode {
                 .copied();
             let coded = arrivals.len() - usize::from(sum.is_some());
             // (arrivals entering the sum, their coefficients, residual, amplification)
-            let solved: Option<(Vec<(usize, usize)>, Vec<f64>, f64, f64)> = if let Some(s) = sum {
+            let solved: Option<ClusterSolution> = if let Some(s) = sum {
                 Some((vec![s], vec![1.0], 0.0, 1.0))
             } else if coded >= self.coded_needed {
                 let positions: Vec<usize> = arrivals.iter().map(|&(q, _)| q).collect();
