@@ -22,6 +22,10 @@ pub enum Stream {
     Data = 3,
     /// GC-DC: the circular shifts of the cluster assignment matrix (000 §IV-B).
     ClusterShifts = 10,
+    /// is-gc: random tie-breaking among maximum independent sets (004 §IV).
+    IsgcTieBreak = 20,
+    /// gc-mmc uncorrelated design: arrival sets sampled to measure decoding accuracy.
+    MmcAccuracy = 21,
 }
 
 /// Bits of the 64-bit ChaCha stream id left for sub-stream indices; the

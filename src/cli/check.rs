@@ -4,7 +4,10 @@ use rand::seq::SliceRandom;
 use serde::Serialize;
 
 use super::{ConfigArgs, one_based, setup};
-use crate::coding::{Arrival, RoundContext, RoundPlan, Scheme, Tolerance, decode_prefix};
+use crate::coding::{
+    Accuracy, Arrival, EXACT_RELATIVE_ERROR, RoundContext, RoundPlan, Scheme, Tolerance,
+    decode_prefix,
+};
 use crate::config::Config;
 use crate::rng::{Stream, stream};
 
@@ -78,6 +81,18 @@ struct CheckReport {
     tolerated_stragglers: Tolerance,
     arrivals_needed: Tolerance,
     amplification: Amplification,
+    /// f64 decoding accuracy measured by the code (gc-mmc uncorrelated, hybrid); absent when exact by construction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decoding_accuracy: Option<Accuracy>,
+    /// Decoding is exact to 1e-6 relative; when false, `train` refuses the config.
+    exact_decoding: bool,
+    /// Model time after which the master decodes what arrived (ignore-stragglers, is-gc).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deadline: Option<f64>,
+    /// The master may update with part of the partitions recovered.
+    partial_recovery: bool,
+    /// Messages a worker sends per iteration, at most.
+    messages_per_worker: usize,
     workers: Vec<WorkerReport>,
     /// gc-dc only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,7 +125,11 @@ fn sample_amplification(
     samples: usize,
 ) -> Amplification {
     let mut rng = stream(seed, Stream::CheckSampling);
-    let mut order: Vec<usize> = (0..scheme.workers()).collect();
+    // Every message once, each worker's in send order, interleaved at random.
+    let mut order: Vec<usize> = (0..scheme.workers())
+        .flat_map(|w| std::iter::repeat_n(w, plan.tasks[w].messages.len()))
+        .collect();
+    let mut next = vec![0usize; scheme.workers()];
     let mut report = Amplification {
         worst: 0.0,
         max_residual: 0.0,
@@ -119,7 +138,17 @@ fn sample_amplification(
     };
     for _ in 0..samples {
         order.shuffle(&mut rng);
-        let arrivals: Vec<Arrival> = order.iter().map(|&w| Arrival::only(w)).collect();
+        next.fill(0);
+        let arrivals: Vec<Arrival> = order
+            .iter()
+            .map(|&w| {
+                next[w] += 1;
+                Arrival {
+                    worker: w,
+                    message: next[w] - 1,
+                }
+            })
+            .collect();
         let (decoding, _) = decode_prefix(scheme, plan, &arrivals);
         if decoding.decodable {
             report.worst = report.worst.max(decoding.amplification);
@@ -178,6 +207,16 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             best: k - tolerance.best,
         },
         amplification,
+        decoding_accuracy: scheme.accuracy().copied(),
+        exact_decoding: scheme.exact_decoding(),
+        deadline: scheme.deadline(),
+        partial_recovery: scheme.partial_recovery(),
+        messages_per_worker: plan
+            .tasks
+            .iter()
+            .map(|t| t.messages.len())
+            .max()
+            .unwrap_or(0),
         workers,
         dynamic_clustering: dynamic_plan(scheme.as_ref()),
         warnings: loaded.unused_keys(),
@@ -262,6 +301,33 @@ fn print_text(r: &CheckReport) {
             let row: Vec<String> = row.iter().map(|w| format!("{w:>4}")).collect();
             println!("  {}", row.join(""));
         }
+    }
+    if let Some(acc) = &r.decoding_accuracy {
+        if r.exact_decoding {
+            println!(
+                "accuracy      f64 decoding exact to {EXACT_RELATIVE_ERROR:.0e} relative: worst relative error {:.1e}, worst amplification {:.3e} over {} sampled decodable sets",
+                acc.worst_relative_error, acc.worst_amplification, acc.sets
+            );
+        } else {
+            println!(
+                "accuracy      NOT EXACT: f64 decoding is not exact to {EXACT_RELATIVE_ERROR:.0e} relative (worst relative error {:.1e}, worst amplification {:.3e}, {} of {} sampled decodable sets failed the residual tolerance); `train` refuses this config, `simulate` still works",
+                acc.worst_relative_error, acc.worst_amplification, acc.failed, acc.sets
+            );
+        }
+    }
+    if r.partial_recovery {
+        println!(
+            "recovery      partial: the master updates with the mean over the recovered partitions{}",
+            r.deadline
+                .map(|d| format!("; deadline {d} (model time)"))
+                .unwrap_or_default()
+        );
+    }
+    if r.messages_per_worker > 1 {
+        println!(
+            "messages      up to {} per worker per iteration",
+            r.messages_per_worker
+        );
     }
     if !r.clusters.is_empty() {
         if r.dynamic_clustering.is_some() {

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{ConfigArgs, one_based, parse_workers, setup};
+use super::{ConfigArgs, one_based, parse_messages, parse_workers, setup};
 use crate::coding::{Arrival, RoundContext, RoundPlan, Scheme, decode_prefix};
 use crate::error::InputError;
 
@@ -38,7 +38,16 @@ pub(super) struct ExplainReport {
     coefficients: Vec<Coefficient>,
     /// 1-based partitions whose gradient sum the coefficients give.
     recovered_partitions: Vec<usize>,
+    /// The same as `recovered_partitions` (the name is-gc's reports use).
+    partitions_recovered: Vec<usize>,
+    /// 1-based workers whose messages enter the sum (is-gc: the maximum
+    /// independent set of the conflict graph among the used arrivals).
+    workers_used: Vec<usize>,
     recovered_fraction: f64,
+    /// Communication load: messages the master received (the used prefix)
+    /// and messages that enter the sum.
+    messages_received: usize,
+    messages_used: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     residual: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,9 +90,18 @@ pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<
             format!("is required for scheme.kind = {kind}"),
         )
     })?;
-    let received = parse_workers("--received", received, scheme.workers())?;
     let plan = scheme.plan_round(&RoundContext::default());
-    let report = decode_report(scheme.as_mut(), &plan, received);
+    let multi_message = plan.tasks.iter().any(|t| t.messages.len() > 1);
+    // Multi-message schemes: each mention of a worker is its next message.
+    let arrivals: Vec<Arrival> = if multi_message {
+        parse_messages("--received", received, &plan)?
+    } else {
+        parse_workers("--received", received, scheme.workers())?
+            .into_iter()
+            .map(Arrival::only)
+            .collect()
+    };
+    let report = decode_report(scheme.as_mut(), &plan, &arrivals);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -92,14 +110,22 @@ pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<
     Ok(())
 }
 
-/// Decode `received` (0-based, arrival order) as the master would under `plan`.
+/// Decode `arrivals` (in arrival order) as the master would under `plan`.
 pub(super) fn decode_report(
     scheme: &mut dyn Scheme,
     plan: &RoundPlan,
-    received: Vec<usize>,
+    arrivals: &[Arrival],
 ) -> ExplainReport {
-    let arrivals: Vec<Arrival> = received.iter().map(|&w| Arrival::only(w)).collect();
-    let (decoding, used) = decode_prefix(scheme, plan, &arrivals);
+    let received: Vec<usize> = arrivals.iter().map(|a| a.worker).collect();
+    let (decoding, used) = decode_prefix(scheme, plan, arrivals);
+    let mut workers_used: Vec<usize> = received[..used]
+        .iter()
+        .zip(&decoding.weights)
+        .filter(|&(_, &w)| w != 0.0)
+        .map(|(&worker, _)| worker + 1)
+        .collect();
+    workers_used.sort_unstable();
+    workers_used.dedup();
     let used_workers = &received[..used];
     let mut coefficients: Vec<Coefficient> = Vec::new();
     if decoding.decodable {
@@ -147,6 +173,10 @@ pub(super) fn decode_report(
         decodable: decoding.decodable,
         coefficients,
         recovered_partitions: one_based(&decoding.recovered),
+        partitions_recovered: one_based(&decoding.recovered),
+        workers_used,
+        messages_received: used,
+        messages_used: decoding.messages_used(),
         recovered_fraction: decoding.recovered_fraction(scheme.partitions()),
         residual: any_decoded.then_some(decoding.residual),
         amplification: any_decoded.then_some(decoding.amplification),
@@ -194,6 +224,16 @@ pub(super) fn print_text(r: &ExplainReport) {
             100.0 * r.recovered_fraction
         ),
     }
+    println!(
+        "workers     {} enter the sum; messages received {}, used {}",
+        if r.workers_used.is_empty() {
+            "none".to_string()
+        } else {
+            list(&r.workers_used)
+        },
+        r.messages_received,
+        r.messages_used
+    );
     if let (Some(res), Some(amp)) = (r.residual, r.amplification) {
         println!(
             "numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}"

@@ -213,7 +213,11 @@ pub(super) fn run(
         .last_clustering()
         .clone();
     let mut out = report(scheme, &clustering, info, rates);
-    out.decoding = received.map(|r| decode_report(scheme, &plan, r));
+    out.decoding = received.map(|r| {
+        let arrivals: Vec<crate::coding::Arrival> =
+            r.into_iter().map(crate::coding::Arrival::only).collect();
+        decode_report(scheme, &plan, &arrivals)
+    });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {

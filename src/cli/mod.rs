@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::coding::{self, Scheme};
+use crate::coding::{self, Arrival, RoundPlan, Scheme};
 use crate::config::{self, LoadedConfig};
 use crate::error::InputError;
 
@@ -188,6 +188,49 @@ pub(crate) fn parse_rates(flag: &str, text: &str, workers: usize) -> Result<Vec<
             )),
         })
         .collect()
+}
+
+/// Parse the arrivals of a multi-message scheme: 1-based worker ids in
+/// arrival order, each mention of a worker being its next message
+/// (`1,1,2` = worker 1's first and second message, then worker 2's first).
+pub(crate) fn parse_messages(
+    flag: &str,
+    text: &str,
+    plan: &RoundPlan,
+) -> Result<Vec<Arrival>, InputError> {
+    let workers = plan.tasks.len();
+    let mut sent = vec![0usize; workers];
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let id: usize = item.parse().map_err(|_| {
+            InputError::value(
+                flag,
+                text,
+                format!("has `{item}`, which is not a worker id"),
+            )
+        })?;
+        if id == 0 || id > workers {
+            return Err(InputError::value(
+                flag,
+                text,
+                format!("names worker {id}, outside 1..={workers}"),
+            ));
+        }
+        let messages = plan.tasks[id - 1].messages.len();
+        if sent[id - 1] == messages {
+            return Err(InputError::value(
+                flag,
+                text,
+                format!("names worker {id} more often than the {messages} messages it sends"),
+            ));
+        }
+        out.push(Arrival {
+            worker: id - 1,
+            message: sent[id - 1],
+        });
+        sent[id - 1] += 1;
+    }
+    Ok(out)
 }
 
 /// 1-based ids for people.

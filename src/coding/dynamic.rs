@@ -36,7 +36,7 @@
 
 use rand::Rng;
 
-use super::group_decoder::{GroupCounter, GroupDecoder, GroupLayout};
+use super::group::{GroupCounter, GroupDecoder, GroupLayout};
 use super::{
     Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
     Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
@@ -186,7 +186,7 @@ impl DynamicClustering {
             assignment,
             policy,
             threshold,
-            decoder: GroupDecoder::new(code, options),
+            decoder: GroupDecoder::cyclic(code, options),
             partitions,
             slot_tasks,
             stored,
@@ -226,7 +226,9 @@ impl DynamicClustering {
 
     /// The code every cluster uses.
     pub fn code(&self) -> &CyclicMds {
-        self.decoder.code()
+        self.decoder
+            .cyclic_code()
+            .expect("gc-dc decodes cyclic groups")
     }
 }
 
@@ -327,7 +329,10 @@ impl Scheme for DynamicClustering {
             counter: GroupCounter::new(
                 self.workers,
                 plan.clusters.len(),
-                self.decoder.code().needed(),
+                self.decoder
+                    .cyclic_code()
+                    .expect("gc-dc decodes cyclic groups")
+                    .needed(),
             ),
         })
     }
@@ -337,14 +342,17 @@ impl Scheme for DynamicClustering {
             plan,
             partitions: &self.partitions,
         };
-        self.decoder.decode(&layout, self.workers, received)
+        self.decoder.decode_groups(&layout, self.workers, received)
     }
 
     /// As GC-SC in any one clustering: r − 1 stragglers whatever they are (the
     /// dynamic clustering does not improve the worst case, §V), P(r − 1) when
     /// they fall one cluster's share each, which the clustering aims at.
     fn tolerance(&self) -> Tolerance {
-        let code = self.decoder.code();
+        let code = self
+            .decoder
+            .cyclic_code()
+            .expect("gc-dc decodes cyclic groups");
         let spare = code.size() - code.needed();
         Tolerance {
             worst: spare,

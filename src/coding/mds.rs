@@ -231,29 +231,48 @@ impl CyclicMds {
                 amplification: 1.0,
             });
         }
-        // B_W^T a^T = 1: an (l x m) system. With exactly needed() rows (the
-        // master's usual case) B_W^T has full column rank and the solution is
-        // unique: Householder QR least squares. With more rows it is rank
-        // deficient: minimum-norm solution by thin SVD.
-        let bt = Mat::<f64>::from_fn(self.size, m, |r, c| self.b[(positions[c], r)]);
-        let a = if m == self.needed() {
-            Self::lstsq_qr(&bt)
-        } else {
-            Self::min_norm_svd(&bt)?
-        };
-        let residual = (0..self.size)
-            .map(|r| ((0..m).map(|j| bt[(r, j)] * a[j]).sum::<f64>() - 1.0).abs())
-            .fold(0.0_f64, f64::max);
-        if !residual.is_finite() || residual > tolerance {
-            return None;
-        }
-        let max_a = a.iter().fold(0.0_f64, |acc, x| acc.max(x.abs()));
-        Some(Solution {
-            coefficients: a,
-            residual,
-            amplification: max_a * self.max_abs_b,
-        })
+        solve_ones(&self.b, self.max_abs_b, positions, self.needed(), tolerance)
     }
+}
+
+/// Solve `a·B_S = 1` for the rows `positions` (ascending, distinct) of any
+/// encoding matrix `b` (rows: codewords, columns: partitions; `max_abs_b` =
+/// max|B|). B_S^T a^T = 1 is a (columns x |S|) system: with exactly
+/// `unique_at` rows, no more than the columns (the master's usual case), it
+/// has full column rank and a unique solution (Householder QR least squares);
+/// otherwise the minimum-norm solution by thin SVD. `None` when the residual
+/// |a·B_S − 1|_inf exceeds `tolerance`: a set that cannot decode is never
+/// given coefficients.
+pub(crate) fn solve_ones(
+    b: &Mat<f64>,
+    max_abs_b: f64,
+    positions: &[usize],
+    unique_at: usize,
+    tolerance: f64,
+) -> Option<Solution> {
+    let m = positions.len();
+    if m == 0 {
+        return None;
+    }
+    let cols = b.ncols();
+    let bt = Mat::<f64>::from_fn(cols, m, |r, c| b[(positions[c], r)]);
+    let a = if m == unique_at && m <= cols {
+        CyclicMds::lstsq_qr(&bt)
+    } else {
+        CyclicMds::min_norm_svd(&bt)?
+    };
+    let residual = (0..cols)
+        .map(|r| ((0..m).map(|j| bt[(r, j)] * a[j]).sum::<f64>() - 1.0).abs())
+        .fold(0.0_f64, f64::max);
+    if !residual.is_finite() || residual > tolerance {
+        return None;
+    }
+    let max_a = a.iter().fold(0.0_f64, |acc, x| acc.max(x.abs()));
+    Some(Solution {
+        coefficients: a,
+        residual,
+        amplification: max_a * max_abs_b,
+    })
 }
 
 #[cfg(test)]

@@ -12,12 +12,19 @@
 //! (config, CLI, JSON) is 1-based.
 
 mod dynamic;
-mod group_decoder;
+mod group;
+mod isgc;
 mod mds;
+mod mmc;
+mod partial;
 mod static_code;
 
 pub use dynamic::{ClusteringTotals, DynamicClustering, clustering_policy};
+pub use group::GroupDecoder;
+pub use isgc::{IgnoreStragglerCode, Layout as IsgcLayout, WaitPolicy};
 pub use mds::{CyclicMds, Solution};
+pub use mmc::{ACCURACY_SAMPLES, MultiMessageCode, UncorrelatedCode};
+pub use partial::PartialStragglerCode;
 pub use static_code::StaticCode;
 
 use crate::config::{Config, SchemeKind};
@@ -267,6 +274,52 @@ impl Decoding {
     pub fn recovered_fraction(&self, partitions: usize) -> f64 {
         self.recovered.len() as f64 / partitions as f64
     }
+
+    /// Messages that enter the decoded sum (nonzero weight): the "messages used"
+    /// of the communication load. Messages received are the arrivals decoded
+    /// (`weights.len()`), duplicates and unneeded messages included.
+    pub fn messages_used(&self) -> usize {
+        self.weights.iter().filter(|&&w| w != 0.0).count()
+    }
+
+    /// The mean gradient over the recovered partitions, `combine(messages) /
+    /// |recovered|`: what the model update uses, for every scheme (with full
+    /// recovery it is the usual mean over all partitions). Empty when nothing
+    /// was recovered.
+    pub fn combine_mean(&self, messages: &[&[f64]]) -> Vec<f64> {
+        if self.recovered.is_empty() {
+            return Vec::new();
+        }
+        let scale = 1.0 / self.recovered.len() as f64;
+        let mut out = self.combine(messages);
+        out.iter_mut().for_each(|v| *v *= scale);
+        out
+    }
+}
+
+/// Relative error above which f64 decoding is not called exact: `train`
+/// refuses a scheme whose measured [`Accuracy`] exceeds it.
+pub const EXACT_RELATIVE_ERROR: f64 = 1e-6;
+
+/// Measured accuracy of f64 decoding over sampled decodable arrival sets, for
+/// codes whose conditioning is a concern (gc-mmc's uncorrelated design).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// Largest |decoded − true| / |true| (infinity norms) over random gradients.
+    pub worst_relative_error: f64,
+    /// Largest sum over messages of |weight · coefficient| for one partition.
+    pub worst_amplification: f64,
+    /// Decodable arrival sets sampled.
+    pub sets: usize,
+    /// Sampled sets that should decode but whose solve failed the residual tolerance.
+    pub failed: usize,
+}
+
+impl Accuracy {
+    /// Decoding is exact to [`EXACT_RELATIVE_ERROR`] on every sampled set.
+    pub fn exact(&self) -> bool {
+        self.failed == 0 && self.worst_relative_error <= EXACT_RELATIVE_ERROR
+    }
 }
 
 /// Incremental check of whether the arrivals so far suffice to decode.
@@ -306,6 +359,28 @@ pub trait Scheme: Send {
     fn dynamic_clustering(&self) -> Option<&DynamicClustering> {
         None
     }
+    /// Model time after which the round engine stops waiting and decodes what
+    /// has arrived (see [`decode_with_deadline`]); `None`: wait for the tracker.
+    fn deadline(&self) -> Option<f64> {
+        None
+    }
+    /// Whether the master may update with a decoding that recovered only some
+    /// partitions (ignore-stragglers, is-gc). For such schemes
+    /// `Decoding.decodable` means "at least one partition recovered".
+    fn partial_recovery(&self) -> bool {
+        false
+    }
+    /// Measured f64 decoding accuracy; `None` when the code is exact by
+    /// construction or well conditioned by design (every code but gc-mmc's
+    /// uncorrelated and hybrid designs).
+    fn accuracy(&self) -> Option<&Accuracy> {
+        None
+    }
+    /// Whether f64 decoding is exact to [`EXACT_RELATIVE_ERROR`]: `train` refuses
+    /// a scheme for which this is false; `simulate` needs only which sets decode.
+    fn exact_decoding(&self) -> bool {
+        self.accuracy().is_none_or(Accuracy::exact)
+    }
 }
 
 /// What the master does with arrivals in order: it stops at the first prefix
@@ -326,6 +401,68 @@ pub fn decode_prefix(
     (scheme.decode(plan, &arrivals[..used]), used)
 }
 
+/// A message and the model time at which it reached the master.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TimedArrival {
+    pub time: f64,
+    pub arrival: Arrival,
+}
+
+/// How an iteration ended under the scheme's wait policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundOutcome {
+    pub decoding: Decoding,
+    /// Arrivals decoded: a prefix of the input (the messages received).
+    pub used: usize,
+    /// Model time at which the master stopped waiting.
+    pub stop_time: f64,
+    /// The deadline, not the tracker, ended the wait.
+    pub by_deadline: bool,
+}
+
+/// The master's wait policy on arrivals sorted by time: it stops at the first
+/// prefix the tracker calls sufficient or at `scheme.deadline()`, whichever
+/// comes first, and decodes the arrivals so far. Past the deadline with nothing
+/// decodable (no arrival yet) it waits for the first prefix that decodes. This
+/// is what the simulator and the MPI master both do.
+pub fn decode_with_deadline(
+    scheme: &mut dyn Scheme,
+    plan: &RoundPlan,
+    arrivals: &[TimedArrival],
+) -> RoundOutcome {
+    let deadline = scheme.deadline().unwrap_or(f64::INFINITY);
+    let partial = scheme.partial_recovery();
+    let received: Vec<Arrival> = arrivals.iter().map(|t| t.arrival).collect();
+    let before = arrivals.partition_point(|t| t.time <= deadline);
+    let (used, by_deadline) = {
+        let mut tracker = scheme.tracker(plan);
+        match received[..before].iter().position(|&a| tracker.arrive(a)) {
+            Some(i) => (i + 1, false),
+            None if before > 0 => (before, true),
+            // Nothing arrived in time: the first arrival (or all of them) decides.
+            None => (
+                received
+                    .iter()
+                    .position(|&a| tracker.arrive(a) || partial)
+                    .map_or(received.len(), |i| i + 1),
+                false,
+            ),
+        }
+    };
+    let stop_time = if by_deadline {
+        deadline
+    } else {
+        used.checked_sub(1)
+            .map_or(f64::INFINITY, |i| arrivals[i].time)
+    };
+    RoundOutcome {
+        decoding: scheme.decode(plan, &received[..used]),
+        used,
+        stop_time,
+        by_deadline,
+    }
+}
+
 /// Build the scheme `kind` with the parameters of `config`. Every scheme's
 /// parameter limits are checked here, by its constructor.
 pub fn build_kind(kind: SchemeKind, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
@@ -336,14 +473,8 @@ pub fn build_kind(kind: SchemeKind, config: &Config) -> Result<Box<dyn Scheme>, 
     let scheme = match kind {
         SchemeKind::Uncoded => StaticCode::uncoded(k)?,
         SchemeKind::IgnoreStragglers => {
-            let w = s.wait_for.ok_or_else(|| {
-                CodingError::invalid(
-                    "scheme.wait_for",
-                    "(missing)",
-                    "is required when scheme.kind = ignore-stragglers",
-                )
-            })?;
-            StaticCode::ignore_stragglers(k, w)?
+            let policy = WaitPolicy::new(k, s.wait_for, s.deadline, kind)?;
+            StaticCode::ignore_stragglers_with(k, policy)?
         }
         SchemeKind::GcFrac => StaticCode::fractional_repetition(k, s.load)?,
         SchemeKind::GcCyclic => StaticCode::cyclic_repetition(k, s.load, options, &mut rng)?,
@@ -368,6 +499,26 @@ pub fn build_kind(kind: SchemeKind, config: &Config) -> Result<Box<dyn Scheme>, 
                 options,
                 &mut rng,
                 &mut shifts,
+            )?));
+        }
+        SchemeKind::IsGc => {
+            let policy = WaitPolicy::new(k, s.wait_for, s.deadline, kind)?;
+            let tie_break = crate::rng::stream(config.seed, crate::rng::Stream::IsgcTieBreak);
+            return Ok(Box::new(IgnoreStragglerCode::new(
+                k,
+                s.load,
+                isgc::Layout::from_config(s),
+                policy,
+                tie_break,
+            )?));
+        }
+        SchemeKind::GcMmc => {
+            return Ok(Box::new(mmc::build_gc_mmc(config, options, &mut rng)?));
+        }
+        SchemeKind::UcMmc => return Ok(Box::new(MultiMessageCode::uncoded(k, s.load)?)),
+        SchemeKind::GcPartial => {
+            return Ok(Box::new(PartialStragglerCode::new(
+                k, s.load, s.slowdown, options, &mut rng,
             )?));
         }
     };

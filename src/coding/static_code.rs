@@ -19,10 +19,10 @@ use std::sync::Arc;
 
 use rand::Rng;
 
-use super::group_decoder::{GroupCounter, GroupDecoder, GroupLayout};
+use super::group::{GroupCounter, GroupDecoder, GroupLayout};
 use super::{
     Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
-    Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WorkerTask,
+    Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WaitPolicy, WorkerTask,
 };
 use crate::config::SchemeKind;
 
@@ -47,6 +47,8 @@ pub struct StaticCode {
     plan: RoundPlan,
     /// Partial recovery: the master stops after this many workers.
     wait_for: Option<usize>,
+    /// Partial recovery: model time after which the master decodes what arrived.
+    deadline: Option<f64>,
 }
 
 /// The fixed groups of a static code.
@@ -106,6 +108,16 @@ impl StaticCode {
             workers,
             Some(wait_for),
         ))
+    }
+
+    /// Ignore stragglers under a wait policy: the fastest `wait_for` workers, a
+    /// deadline (the round engine decodes what arrived by then), or both,
+    /// whichever comes first. Limits: those of [`WaitPolicy::new`].
+    pub fn ignore_stragglers_with(workers: usize, policy: WaitPolicy) -> Result<Self, CodingError> {
+        check_workers(workers)?;
+        let mut code = Self::singletons(SchemeKind::IgnoreStragglers, workers, policy.wait_for());
+        code.deadline = policy.deadline();
+        Ok(code)
     }
 
     fn singletons(kind: SchemeKind, workers: usize, wait_for: Option<usize>) -> Self {
@@ -296,17 +308,20 @@ impl StaticCode {
             kind,
             workers,
             partitions,
-            decoder: GroupDecoder::new(code, options),
+            decoder: GroupDecoder::cyclic(code, options),
             layout: StaticLayout { groups, slot },
             stored,
             plan: RoundPlan { tasks, clusters },
             wait_for,
+            deadline: None,
         }
     }
 
     /// The code every group uses.
     pub fn code(&self) -> &CyclicMds {
-        self.decoder.code()
+        self.decoder
+            .cyclic_code()
+            .expect("static codes decode cyclic groups")
     }
 
     /// Coefficients for received `positions` of one group (ascending, distinct), cached.
@@ -433,22 +448,28 @@ impl Scheme for StaticCode {
             counter: GroupCounter::new(
                 self.workers,
                 self.layout.groups.len(),
-                self.decoder.code().needed(),
+                self.code().needed(),
             ),
         })
     }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
-        let mut decoding = self.decoder.decode(&self.layout, self.workers, received);
-        if let Some(w) = self.wait_for {
-            let mut seen = vec![false; self.workers];
-            let distinct = received
-                .iter()
-                .filter(|a| !std::mem::replace(&mut seen[a.worker], true))
-                .count();
-            decoding.decodable = distinct >= w;
+        let mut decoding = self
+            .decoder
+            .decode_groups(&self.layout, self.workers, received);
+        if self.partial_recovery() {
+            // The master may update with whatever arrived.
+            decoding.decodable = !decoding.recovered.is_empty();
         }
         decoding
+    }
+
+    fn deadline(&self) -> Option<f64> {
+        self.deadline
+    }
+
+    fn partial_recovery(&self) -> bool {
+        self.kind == SchemeKind::IgnoreStragglers
     }
 
     fn tolerance(&self) -> Tolerance {
@@ -456,7 +477,12 @@ impl Scheme for StaticCode {
             let t = self.workers - w;
             return Tolerance { worst: t, best: t };
         }
-        let code = self.decoder.code();
+        if self.partial_recovery() {
+            // Deadline only: the master updates with whatever arrived.
+            let t = self.workers - 1;
+            return Tolerance { worst: t, best: t };
+        }
+        let code = self.code();
         let spare = code.size() - code.needed();
         Tolerance {
             worst: spare,

@@ -359,6 +359,7 @@ mod reference_tests {
             "scheme.assignment",
             "scheme.wait_for",
             "scheme.clusters_per_worker",
+            "scheme.deadline",
             "data.path",
             "data.test_path",
         ] {

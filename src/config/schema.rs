@@ -56,17 +56,29 @@ pub enum SchemeKind {
     GcSc,
     /// Gradient coding with dynamic clustering (000 §IV-V).
     GcDc,
+    /// Ignore-straggler gradient coding: sum-coded workers, maximum independent set decoding (004).
+    IsGc,
+    /// Gradient coding with multi-message communication (003 §III).
+    GcMmc,
+    /// Uncoded multi-message communication: every partial gradient sent as computed (003 §IV).
+    UcMmc,
+    /// Tandon et al.'s two-stage scheme for alpha-partial stragglers (001 §4).
+    GcPartial,
 }
 
 impl SchemeKind {
     /// Every kind this build knows, in the order `check` lists them.
-    pub const ALL: [SchemeKind; 6] = [
+    pub const ALL: [SchemeKind; 10] = [
         SchemeKind::Uncoded,
         SchemeKind::IgnoreStragglers,
         SchemeKind::GcFrac,
         SchemeKind::GcCyclic,
         SchemeKind::GcSc,
         SchemeKind::GcDc,
+        SchemeKind::IsGc,
+        SchemeKind::GcMmc,
+        SchemeKind::UcMmc,
+        SchemeKind::GcPartial,
     ];
 
     /// The name used in configs, JSON and traces.
@@ -78,6 +90,10 @@ impl SchemeKind {
             SchemeKind::GcCyclic => "gc-cyclic",
             SchemeKind::GcSc => "gc-sc",
             SchemeKind::GcDc => "gc-dc",
+            SchemeKind::IsGc => "is-gc",
+            SchemeKind::GcMmc => "gc-mmc",
+            SchemeKind::UcMmc => "uc-mmc",
+            SchemeKind::GcPartial => "gc-partial",
         }
     }
 
@@ -86,7 +102,7 @@ impl SchemeKind {
         const DECODE: [&str; 3] = ["code_draws", "decode_tolerance", "decode_cache_entries"];
         match self {
             SchemeKind::Uncoded => &[],
-            SchemeKind::IgnoreStragglers => &["wait_for"],
+            SchemeKind::IgnoreStragglers => &["wait_for", "deadline"],
             SchemeKind::GcFrac => &["load"],
             SchemeKind::GcCyclic => &["load", DECODE[0], DECODE[1], DECODE[2]],
             SchemeKind::GcSc => &[
@@ -108,6 +124,28 @@ impl SchemeKind {
                 DECODE[1],
                 DECODE[2],
             ],
+            SchemeKind::IsGc => &[
+                "load",
+                "placement",
+                "groups",
+                "c1",
+                "c2",
+                "wait_for",
+                "deadline",
+            ],
+            SchemeKind::GcMmc => &[
+                "load",
+                "clusters",
+                "assignment",
+                "design",
+                "order",
+                "orders",
+                DECODE[0],
+                DECODE[1],
+                DECODE[2],
+            ],
+            SchemeKind::UcMmc => &["load"],
+            SchemeKind::GcPartial => &["load", "slowdown", DECODE[0], DECODE[1], DECODE[2]],
         }
     }
 }
@@ -139,9 +177,28 @@ pub struct SchemeConfig {
     /// (gc-sc: l rows; gc-dc: n·l rows, column p = the workers that may join cluster p).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignment: Option<Vec<Vec<usize>>>,
-    /// w: the master stops waiting after the fastest w workers (ignore-stragglers).
+    /// w: the master stops waiting after the fastest w workers (ignore-stragglers, is-gc).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_for: Option<usize>,
+    /// Model time after which the master decodes what has arrived (ignore-stragglers, is-gc).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<f64>,
+    /// Data placement of is-gc: fractional, cyclic or hybrid repetition (004 §IV-VI).
+    pub placement: Placement,
+    /// g: groups of the hybrid repetition placement HR(n, c1, c2); must divide `workers`.
+    pub groups: usize,
+    /// c1: rows of HR(n, c1, c2) taken from the per-group placement (004 §VI-B).
+    pub c1: usize,
+    /// c2: rows of HR(n, c1, c2) taken from cyclic repetition; c1 + c2 = load.
+    pub c2: usize,
+    /// Code design of gc-mmc (003 §III-A, III-B, III-D).
+    pub design: MmcDesign,
+    /// m: order of the correlated gc-mmc messages, 1 <= m <= load.
+    pub order: usize,
+    /// Order vector of the uncorrelated and hybrid gc-mmc designs (one order per message).
+    pub orders: Vec<usize>,
+    /// alpha of gc-partial: a partial straggler is at most this many times slower (> 1).
+    pub slowdown: f64,
     /// Random MDS matrices drawn per cyclic code; the best conditioned is kept (1 = Algorithm 2 as published).
     pub code_draws: usize,
     /// An arrival set decodes only if |a·B_W - 1|_inf is at most this.
@@ -166,6 +223,15 @@ impl Default for SchemeConfig {
             clusters: 1,
             assignment: None,
             wait_for: None,
+            deadline: None,
+            placement: Placement::Cr,
+            groups: 1,
+            c1: 1,
+            c2: 1,
+            design: MmcDesign::Correlated,
+            order: 2,
+            orders: Vec::new(),
+            slowdown: 2.0,
             code_draws: 8,
             decode_tolerance: 1e-8,
             decode_cache_entries: 4096,
@@ -174,6 +240,30 @@ impl Default for SchemeConfig {
             clustering: ClusteringKind::Greedy,
         }
     }
+}
+
+/// Data placement of is-gc (`scheme.placement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Fractional repetition: n/c groups of c workers storing the same c partitions (004 §III).
+    Fr,
+    /// Cyclic repetition: worker i stores partitions i..i+c-1 (mod n) (004 §III, §V).
+    Cr,
+    /// Hybrid repetition HR(n, c1, c2) with `groups` groups (004 §VI).
+    Hr,
+}
+
+/// Code design of gc-mmc (`scheme.design`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MmcDesign {
+    /// Order-m cyclic code; a worker sends load - m + 1 codewords (003 §III-A).
+    Correlated,
+    /// Virtual workers with an order vector, one codeword per message (003 §III-B).
+    Uncorrelated,
+    /// Uncorrelated messages, and the plain sum once a worker has computed everything (003 §III-D).
+    Hybrid,
 }
 
 /// Straggler model (`straggler.model`).

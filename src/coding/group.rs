@@ -1,25 +1,128 @@
-//! Per-group decoding of clustered codes, shared by [`super::StaticCode`] and
-//! [`super::DynamicClustering`]: every group (cluster) runs the same
-//! [`CyclicMds`] code over its own partitions, position i sending row i, and
-//! the master decodes each group from the positions it received. Coefficients
-//! are cached per arrival set (positions as a bitset), which is valid for any
-//! group because all groups share the code.
+//! Per-group decoding of linear gradient codes, shared by every clustered
+//! scheme: [`super::StaticCode`], [`super::DynamicClustering`], gc-mmc and
+//! gc-partial. Each group (cluster) runs one code over its own partitions,
+//! position i sending row i; the master decodes each group from the
+//! positions it received. Coefficients are cached per arrival set (positions
+//! as a bitset), valid for every group that shares the code.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use faer::Mat;
+
+use super::mds::solve_ones;
 use super::{Arrival, CodeOptions, CyclicMds, Decoding, GroupDecoding, Solution};
 
-/// The code of every group, its numerical options and the coefficient cache.
-#[derive(Debug)]
-pub(crate) struct GroupDecoder {
-    code: CyclicMds,
+#[derive(Debug, Clone)]
+enum GroupCode {
+    /// Tandon's cyclic repetition code (exact answers for r = l and r = 1).
+    Cyclic(CyclicMds),
+    /// Any encoding matrix; `unique_at` rows give a unique solution.
+    Matrix {
+        b: Mat<f64>,
+        max_abs_b: f64,
+        unique_at: usize,
+    },
+}
+
+/// Coefficients `a` with `a·B_S = 1` for received rows S of one group's
+/// encoding matrix B, cached per arrival set (bounded by
+/// `scheme.decode_cache_entries`; a set that cannot decode is cached as such).
+#[derive(Debug, Clone)]
+pub struct GroupDecoder {
+    code: GroupCode,
+    rows: usize,
+    cols: usize,
+    needed: usize,
     options: CodeOptions,
-    /// Coefficients per arrival set (positions as a bitset); `None` = not decodable.
     cache: HashMap<Vec<u64>, Option<Arc<Solution>>>,
 }
 
-/// Where a worker sits in one iteration's groups.
+impl GroupDecoder {
+    /// The decoder of a cyclic repetition code: any `code.needed()` rows decode.
+    pub fn cyclic(code: CyclicMds, options: CodeOptions) -> Self {
+        let (rows, needed) = (code.size(), code.needed());
+        Self {
+            code: GroupCode::Cyclic(code),
+            rows,
+            cols: rows,
+            needed,
+            options,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The decoder of the encoding matrix `b` (rows: codewords, columns: the
+    /// group's partitions) of which any `needed` rows decode.
+    pub fn matrix(b: Mat<f64>, needed: usize, options: CodeOptions) -> Self {
+        let (rows, cols) = (b.nrows(), b.ncols());
+        let max_abs_b = b.norm_max();
+        Self {
+            code: GroupCode::Matrix {
+                b,
+                max_abs_b,
+                unique_at: needed,
+            },
+            rows,
+            cols,
+            needed,
+            options,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The cyclic code of a decoder built with [`GroupDecoder::cyclic`].
+    pub fn cyclic_code(&self) -> Option<&CyclicMds> {
+        match &self.code {
+            GroupCode::Cyclic(code) => Some(code),
+            GroupCode::Matrix { .. } => None,
+        }
+    }
+
+    /// Codewords (rows) of the group.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Partitions (columns) of the group.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Distinct codewords that always suffice.
+    pub fn needed(&self) -> usize {
+        self.needed
+    }
+
+    /// Coefficients for the received rows `positions` (ascending, distinct), cached.
+    pub fn solve(&mut self, positions: &[usize]) -> Option<Arc<Solution>> {
+        let mut key = vec![0u64; self.rows.div_ceil(64)];
+        for &p in positions {
+            key[p / 64] |= 1 << (p % 64);
+        }
+        if let Some(hit) = self.cache.get(&key) {
+            return hit.clone();
+        }
+        let tolerance = self.options.tolerance();
+        let solution = match &self.code {
+            GroupCode::Cyclic(code) => code.solve(positions, tolerance),
+            GroupCode::Matrix {
+                b,
+                max_abs_b,
+                unique_at,
+            } => solve_ones(b, *max_abs_b, positions, *unique_at, tolerance),
+        }
+        .map(Arc::new);
+        if self.cache.len() >= self.options.cache_entries() {
+            // Bounded memory: start over rather than track recency.
+            self.cache.clear();
+        }
+        self.cache.insert(key, solution.clone());
+        solution
+    }
+}
+
+/// Where a worker sits in one iteration's groups (single-message codes).
 pub(crate) trait GroupLayout {
     /// Number of groups.
     fn groups(&self) -> usize;
@@ -32,42 +135,10 @@ pub(crate) trait GroupLayout {
 }
 
 impl GroupDecoder {
-    pub(crate) fn new(code: CyclicMds, options: CodeOptions) -> Self {
-        Self {
-            code,
-            options,
-            cache: HashMap::new(),
-        }
-    }
-
-    pub(crate) fn code(&self) -> &CyclicMds {
-        &self.code
-    }
-
-    /// Coefficients for received `positions` of one group (ascending, distinct), cached.
-    pub(crate) fn solve(&mut self, positions: &[usize]) -> Option<Arc<Solution>> {
-        let mut key = vec![0u64; self.code.size().div_ceil(64)];
-        for &p in positions {
-            key[p / 64] |= 1 << (p % 64);
-        }
-        if let Some(hit) = self.cache.get(&key) {
-            return hit.clone();
-        }
-        let solution = self
-            .code
-            .solve(positions, self.options.tolerance())
-            .map(Arc::new);
-        if self.cache.len() >= self.options.cache_entries() {
-            // Bounded memory: start over rather than track recency.
-            self.cache.clear();
-        }
-        self.cache.insert(key, solution.clone());
-        solution
-    }
-
-    /// Decode single-message arrivals group by group. A duplicate counts once
-    /// and gets weight 0. `decodable` is true when every group decodes.
-    pub(crate) fn decode(
+    /// Decode single-message arrivals group by group under `layout`. A
+    /// duplicate counts once and gets weight 0. `decodable` is true when
+    /// every group decodes.
+    pub(crate) fn decode_groups(
         &mut self,
         layout: &impl GroupLayout,
         workers: usize,
@@ -87,7 +158,7 @@ impl GroupDecoder {
             let (g, pos) = layout.slot(a.worker);
             per_group[g].push((pos, idx));
         }
-        let needed = self.code.needed();
+        let needed = self.needed();
         let mut weights = vec![0.0; received.len()];
         let mut recovered = Vec::new();
         let mut groups = Vec::with_capacity(per_group.len());
