@@ -8,3 +8,6 @@ pub mod coding;
 pub mod config;
 pub mod error;
 pub mod rng;
+pub mod sim;
+pub mod straggler;
+pub mod trace;

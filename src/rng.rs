@@ -18,12 +18,25 @@ pub enum Stream {
     Code = 1,
     /// Straggler sets sampled by `check` to measure decode amplification.
     CheckSampling = 2,
+    /// Straggler delays and states (src/straggler/); one indexed stream per
+    /// Monte Carlo trial, trial 0 being the one the MPI runtime replays.
+    Straggler = 30,
 }
 
 /// The generator for `purpose` under `seed`.
 pub fn stream(seed: u64, purpose: Stream) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(purpose as u64);
+    rng
+}
+
+/// The `index`-th generator for `purpose` under `seed` (e.g. one per trial).
+/// Streams of different (purpose, index) never coincide, and none coincides
+/// with the unindexed [`stream`] of any purpose.
+pub fn indexed_stream(seed: u64, purpose: Stream, index: u64) -> ChaCha8Rng {
+    assert!(index < 1 << 47, "stream index {index} out of range");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(purpose as u64 | (index + 1) << 16);
     rng
 }
 
@@ -41,5 +54,12 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);
+        let t0: u64 = indexed_stream(7, Stream::Straggler, 0).random();
+        let t0_again: u64 = indexed_stream(7, Stream::Straggler, 0).random();
+        let t1: u64 = indexed_stream(7, Stream::Straggler, 1).random();
+        let plain: u64 = stream(7, Stream::Straggler).random();
+        assert_eq!(t0, t0_again);
+        assert_ne!(t0, t1);
+        assert_ne!(t0, plain);
     }
 }

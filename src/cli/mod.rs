@@ -1,4 +1,4 @@
-//! The command line: `check`, `explain`.
+//! The command line: `check`, `explain`, `simulate`.
 //!
 //! Every subcommand takes `--config F` (the embedded demo when absent) and
 //! any number of `--set section.key=value`. Errors in input are
@@ -6,6 +6,7 @@
 
 mod check;
 mod explain;
+mod simulate;
 
 use std::path::PathBuf;
 
@@ -55,6 +56,23 @@ pub enum Command {
         #[arg(long, value_name = "IDS")]
         received: String,
     },
+    /// Monte Carlo comparison of the schemes of `simulate.compare` on common random numbers.
+    Simulate {
+        #[command(flatten)]
+        args: ConfigArgs,
+        /// Independent trials (overrides simulate.trials).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        trials: Option<u64>,
+        /// Iterations per trial (overrides simulate.iterations).
+        #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: Option<u64>,
+        /// Master seed (overrides seed).
+        #[arg(long, value_name = "S")]
+        seed: Option<u64>,
+        /// Write the per-iteration records to an HDF5 trace (output.trace when no file is given).
+        #[arg(long, value_name = "F.h5", num_args = 0..=1)]
+        out: Option<Option<PathBuf>>,
+    },
 }
 
 /// Load the config of `args` and build its scheme: every subcommand starts here.
@@ -77,6 +95,21 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Check { args, samples } => check::run(&args, samples),
         Command::Explain { args, received } => explain::run(&args, &received),
+        Command::Simulate {
+            args,
+            trials,
+            iterations,
+            seed,
+            out,
+        } => simulate::run(
+            &args,
+            &simulate::SimulateFlags {
+                trials,
+                iterations,
+                seed,
+                out,
+            },
+        ),
     }
 }
 

@@ -298,6 +298,12 @@ pub trait Scheme: Send {
     fn decode(&mut self, plan: &RoundPlan, received: &[Arrival]) -> Decoding;
     /// Stragglers tolerated.
     fn tolerance(&self) -> Tolerance;
+    /// True when `plan_round` returns the same plan in every iteration,
+    /// whatever the context, so an engine may plan once and reuse the plan
+    /// (the simulator does). Default `false`: plan every iteration.
+    fn static_plan(&self) -> bool {
+        false
+    }
 }
 
 /// What the master does with arrivals in order: it stops at the first prefix

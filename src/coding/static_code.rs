@@ -518,6 +518,10 @@ impl Scheme for StaticCode {
         }
     }
 
+    fn static_plan(&self) -> bool {
+        true
+    }
+
     fn tolerance(&self) -> Tolerance {
         if let Some(w) = self.wait_for {
             let t = self.workers - w;

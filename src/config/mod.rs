@@ -36,7 +36,8 @@ impl LoadedConfig {
     /// must stay possible) but it is never silently ignored.
     pub fn unused_keys(&self) -> Vec<String> {
         let kinds = self.config.kinds_in_use();
-        self.explicit
+        let mut warnings: Vec<String> = self
+            .explicit
             .iter()
             .filter_map(|key| {
                 let name = key.strip_prefix("scheme.")?;
@@ -53,6 +54,27 @@ impl LoadedConfig {
                     "{key} is set but not used by scheme.kind = {used_by}"
                 ))
             })
+            .collect();
+        warnings.extend(self.unused_straggler_keys());
+        warnings
+    }
+
+    /// `[straggler]` keys that were set but that `straggler.model` does not read.
+    fn unused_straggler_keys(&self) -> Vec<String> {
+        const EVERY_MODEL: [&str; 4] = ["model", "state_info", "mode", "time_unit_ms"];
+        let model = self.config.straggler.model;
+        self.explicit
+            .iter()
+            .filter_map(|key| {
+                let name = key.strip_prefix("straggler.")?;
+                if EVERY_MODEL.contains(&name) || model.keys().contains(&name) {
+                    return None;
+                }
+                Some(format!(
+                    "{key} is set but not used by straggler.model = {}",
+                    model.name()
+                ))
+            })
             .collect()
     }
 }
@@ -61,12 +83,27 @@ impl Config {
     /// The scheme kinds a run of this config uses: `scheme.kind` and `simulate.compare`.
     pub fn kinds_in_use(&self) -> Vec<SchemeKind> {
         let mut kinds = vec![self.scheme.kind];
-        for k in &self.simulate.compare {
-            if !kinds.contains(k) {
-                kinds.push(*k);
+        for entry in &self.simulate.compare {
+            let k = entry.kind();
+            if !kinds.contains(&k) {
+                kinds.push(k);
             }
         }
         kinds
+    }
+
+    /// The schemes `simulate` compares: `simulate.compare`, or `scheme.kind` alone when it is empty.
+    pub fn compared(&self) -> Vec<CompareEntry> {
+        if self.simulate.compare.is_empty() {
+            vec![CompareEntry::Kind(self.scheme.kind)]
+        } else {
+            self.simulate.compare.clone()
+        }
+    }
+
+    /// The scheme improvements are measured against: `simulate.baseline`, default the first compared.
+    pub fn baseline(&self) -> CompareEntry {
+        self.simulate.baseline.unwrap_or_else(|| self.compared()[0])
     }
 
     /// The resolved config as TOML (defaults filled in), for `check` and trace attributes.
@@ -358,6 +395,9 @@ mod reference_tests {
         for optional in [
             "scheme.assignment",
             "scheme.wait_for",
+            "straggler.trace_file",
+            "straggler.trace_columns",
+            "simulate.baseline",
             "data.path",
             "data.test_path",
         ] {
