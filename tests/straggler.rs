@@ -200,8 +200,8 @@ fn extra_delay_hits_only_the_delayed_workers() {
     let mut hits = [0usize; 8];
     for s in &all {
         assert_eq!(s.straggling.iter().filter(|&&b| b).count(), 3);
-        for w in 0..8 {
-            hits[w] += usize::from(s.straggling[w]);
+        for (h, &b) in hits.iter_mut().zip(&s.straggling) {
+            *h += usize::from(b);
         }
     }
     // Each worker is delayed 3/8 of the time.

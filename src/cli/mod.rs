@@ -77,6 +77,16 @@ pub enum Command {
 
 /// Load the config of `args` and build its scheme: every subcommand starts here.
 pub(crate) fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
+    let (loaded, scheme) = setup_quiet(args)?;
+    print_warnings(&loaded);
+    Ok((loaded, scheme))
+}
+
+/// [`setup`] without printing the warnings, for commands that check more
+/// input first (an error must be the only line on stderr).
+pub(crate) fn setup_quiet(
+    args: &ConfigArgs,
+) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
     let loaded = config::load(args.config.as_deref(), &args.overrides)?;
     for kind in loaded.config.kinds_in_use() {
         if kind != loaded.config.scheme.kind {
@@ -84,10 +94,14 @@ pub(crate) fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>)
         }
     }
     let scheme = coding::build(&loaded.config)?;
+    Ok((loaded, scheme))
+}
+
+/// Print the keys that are set but unused, one `warning:` line each.
+pub(crate) fn print_warnings(loaded: &LoadedConfig) {
     for warning in loaded.unused_keys() {
         eprintln!("warning: {warning}");
     }
-    Ok((loaded, scheme))
 }
 
 /// Run a parsed command line.

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{ConfigArgs, setup};
+use super::{ConfigArgs, print_warnings, setup_quiet};
 use crate::config::StateInfo;
 use crate::error::InputError;
 use crate::sim::{SimReport, Simulation};
@@ -48,18 +48,27 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     if let Some(s) = flags.seed {
         args.overrides.push(format!("seed={s}"));
     }
-    let (loaded, _scheme) = setup(&args)?;
+    // Every input error comes before the first line of output or warning.
+    let (loaded, _scheme) = setup_quiet(&args)?;
     let config = &loaded.config;
     let mut sim = Simulation::from_config(config)?;
     let out_path: Option<PathBuf> = flags.out.as_ref().map(|p| {
         p.clone()
             .unwrap_or_else(|| PathBuf::from(&config.output.trace))
     });
-    let started = Instant::now();
-    let report = match &out_path {
-        None => sim.run(None)?,
-        Some(path) => run_with_trace(&mut sim, config, path)?,
+    let mut trace = match &out_path {
+        Some(path) => Some(open_trace(&sim, config, path)?),
+        None => None,
     };
+    print_warnings(&loaded);
+    let started = Instant::now();
+    let report = match trace.as_mut() {
+        None => sim.run(None)?,
+        Some(writer) => sim.run(Some(writer))?,
+    };
+    if let Some(writer) = trace {
+        close_trace(writer)?;
+    }
     let elapsed = started.elapsed().as_secs_f64();
     let worker_iterations =
         (report.trials * report.iterations * report.workers * report.schemes.len()) as f64;
@@ -92,12 +101,16 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
 }
 
 #[cfg(feature = "hdf5")]
-fn run_with_trace(
-    sim: &mut Simulation,
+type Trace = crate::trace::SimTraceWriter;
+
+/// Create the trace file of `--out`; a path that cannot be created is bad input.
+#[cfg(feature = "hdf5")]
+fn open_trace(
+    sim: &Simulation,
     config: &crate::config::Config,
     path: &std::path::Path,
-) -> anyhow::Result<SimReport> {
-    use crate::trace::{SimTraceWriter, TraceMeta};
+) -> Result<Trace, InputError> {
+    use crate::trace::TraceMeta;
     let names = sim.names();
     let meta = TraceMeta {
         scheme: names.join(","),
@@ -105,7 +118,7 @@ fn run_with_trace(
         config_toml: config.to_toml(),
         seed: config.seed,
     };
-    let mut writer = SimTraceWriter::create(
+    Trace::create(
         path,
         &meta,
         &names,
@@ -113,24 +126,46 @@ fn run_with_trace(
         config.simulate.iterations,
         config.straggler.time_unit_ms / 1000.0,
     )
-    .map_err(|e| InputError::new("--out", e))?;
-    let report = sim.run(Some(&mut writer))?;
-    writer.close()?;
-    Ok(report)
+    .map_err(|e| InputError::new("--out", e))
+}
+
+#[cfg(feature = "hdf5")]
+fn close_trace(writer: Trace) -> anyhow::Result<()> {
+    Ok(writer.close()?)
+}
+
+/// Without HDF5 there is no trace to write.
+#[cfg(not(feature = "hdf5"))]
+enum Trace {}
+
+#[cfg(not(feature = "hdf5"))]
+impl crate::trace::RecordSink for Trace {
+    fn record(
+        &mut self,
+        _: usize,
+        _: usize,
+        _: &crate::trace::IterationRecord,
+    ) -> Result<(), crate::trace::TraceError> {
+        match *self {}
+    }
 }
 
 #[cfg(not(feature = "hdf5"))]
-fn run_with_trace(
-    _sim: &mut Simulation,
+fn open_trace(
+    _sim: &Simulation,
     _config: &crate::config::Config,
     path: &std::path::Path,
-) -> anyhow::Result<SimReport> {
+) -> Result<Trace, InputError> {
     Err(InputError::value(
         "--out",
         path.display(),
         "needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
-    )
-    .into())
+    ))
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn close_trace(writer: Trace) -> anyhow::Result<()> {
+    match writer {}
 }
 
 fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
