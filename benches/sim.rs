@@ -50,7 +50,8 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for (name, config) in &configs {
                 // Building the schemes (code draws) is part of a run.
-                let mut sim = Simulation::from_config(config).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let mut sim =
+                    Simulation::from_config(config).unwrap_or_else(|e| panic!("{name}: {e}"));
                 black_box(sim.run(None).unwrap());
             }
         })
