@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::coding::{self, Scheme};
-use crate::config::{self, LoadedConfig};
+use crate::config::{self, CompareEntry, LoadedConfig};
 use crate::error::InputError;
 
 /// Straggler-tolerant distributed gradient descent with gradient coding.
@@ -88,9 +88,9 @@ pub(crate) fn setup_quiet(
     args: &ConfigArgs,
 ) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
     let loaded = config::load(args.config.as_deref(), &args.overrides)?;
-    for kind in loaded.config.kinds_in_use() {
-        if kind != loaded.config.scheme.kind {
-            coding::build_kind(kind, &loaded.config)?;
+    for entry in &loaded.config.simulate.compare {
+        if *entry != CompareEntry::Kind(loaded.config.scheme.kind) {
+            crate::sim::run::build_entry(entry, &loaded.config)?;
         }
     }
     let scheme = coding::build(&loaded.config)?;

@@ -101,9 +101,50 @@ impl Config {
         }
     }
 
-    /// The scheme improvements are measured against: `simulate.baseline`, default the first compared.
-    pub fn baseline(&self) -> CompareEntry {
-        self.simulate.baseline.unwrap_or_else(|| self.compared()[0])
+    /// The name of the scheme improvements are measured against:
+    /// `simulate.baseline`, default the first compared.
+    pub fn baseline(&self) -> String {
+        self.simulate
+            .baseline
+            .clone()
+            .unwrap_or_else(|| self.compared()[0].name().to_string())
+    }
+
+    /// The config the scheme of `entry` is built from: this one, or for a
+    /// variant this one with the `[scheme]` keys of its `set` changed (errors
+    /// name `simulate.compare.<name>.set.<key>`).
+    pub fn for_entry(&self, entry: &CompareEntry) -> Result<Config, InputError> {
+        let CompareEntry::Variant(v) = entry else {
+            return Ok(self.clone());
+        };
+        let prefix = format!("simulate.compare.{}.set", v.name);
+        let mut table = toml::Table::try_from(&self.scheme)
+            .expect("a SchemeConfig always serialises to a table");
+        for (key, value) in &v.set {
+            if key == "kind" {
+                return Err(InputError::new(
+                    format!("{prefix}.kind"),
+                    "is not allowed: the entry's `kind` gives the scheme",
+                ));
+            }
+            table.insert(key.clone(), value.clone());
+        }
+        table.insert(
+            "kind".to_string(),
+            toml::Value::String(v.kind.name().to_string()),
+        );
+        let scheme: SchemeConfig = serde_path_to_error::deserialize(table).map_err(|e| {
+            let path = e.path().to_string();
+            let full = if path == "." || path.is_empty() {
+                prefix.clone()
+            } else {
+                format!("{prefix}.{path}")
+            };
+            serde_error(&full, &e.into_inner().to_string())
+        })?;
+        let mut config = self.clone();
+        config.scheme = scheme;
+        Ok(config)
     }
 
     /// The resolved config as TOML (defaults filled in), for `check` and trace attributes.

@@ -461,36 +461,58 @@ pub struct SimulateConfig {
     pub iterations: usize,
     /// Schemes compared side by side on common random numbers; empty = `scheme.kind` alone.
     pub compare: Vec<CompareEntry>,
-    /// The entry of `compare` that improvements are measured against; default its first entry.
+    /// The name of the `compare` entry that improvements are measured against; default its first entry.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<CompareEntry>,
+    pub baseline: Option<String>,
 }
 
-/// One scheme of `simulate.compare`: a `scheme.kind`, or `gc`, Tandon's
-/// cyclic gradient code over all K workers (gc-cyclic with the config's load),
-/// which clustered papers (000, 003) call GC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// One scheme of `simulate.compare`:
+///
+/// - a `scheme.kind` name (`"gc-sc"`): that scheme with the config's `[scheme]` keys;
+/// - `"gc"`: Tandon's cyclic gradient code over all K workers (gc-cyclic with
+///   the config's load), which the clustered papers (000, 003) call GC;
+/// - a variant `{ name = "gc-mmc-1", kind = "gc-mmc", set = { clusters = 4 } }`:
+///   the scheme `kind` with the `[scheme]` keys of `set` changed, reported as
+///   `name`, so two settings of one kind can be compared (003 Fig. 1's
+///   GC-MMC-1 and GC-MMC-2, 004's FR, CR and HR).
+#[derive(Debug, Clone, PartialEq)]
 pub enum CompareEntry {
     /// The scheme `scheme.kind` names, with the config's parameters.
     Kind(SchemeKind),
     /// Tandon's cyclic GC over all K workers, whatever `scheme.kind` is.
     Gc,
+    /// A named scheme with some `[scheme]` keys changed.
+    Variant(SchemeVariant),
+}
+
+/// A named setting of a scheme in `simulate.compare`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchemeVariant {
+    /// Its name in tables, JSON and traces (letters, digits, `-`, `_`, `.`).
+    pub name: String,
+    pub kind: SchemeKind,
+    /// `[scheme]` keys that differ from the config's, e.g. `{ clusters = 4, load = 5 }`.
+    #[serde(default)]
+    pub set: toml::Table,
 }
 
 impl CompareEntry {
     /// The scheme kind that is built for this entry.
-    pub fn kind(self) -> SchemeKind {
+    pub fn kind(&self) -> SchemeKind {
         match self {
-            CompareEntry::Kind(k) => k,
+            CompareEntry::Kind(k) => *k,
             CompareEntry::Gc => SchemeKind::GcCyclic,
+            CompareEntry::Variant(v) => v.kind,
         }
     }
 
     /// The name in configs, tables, JSON and traces.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             CompareEntry::Kind(k) => k.name(),
             CompareEntry::Gc => "gc",
+            CompareEntry::Variant(v) => &v.name,
         }
     }
 }
@@ -503,27 +525,49 @@ impl std::fmt::Display for CompareEntry {
 
 impl Serialize for CompareEntry {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
+        match self {
+            CompareEntry::Variant(v) => v.serialize(serializer),
+            other => serializer.serialize_str(other.name()),
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for CompareEntry {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, IntoDeserializer};
-        let name = String::deserialize(deserializer)?;
-        if name == "gc" {
-            return Ok(CompareEntry::Gc);
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompareEntry;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a scheme kind, \"gc\", or a table { name, kind, set }")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<CompareEntry, E> {
+                use serde::de::IntoDeserializer;
+                if name == "gc" {
+                    return Ok(CompareEntry::Gc);
+                }
+                let kind: Result<SchemeKind, serde::de::value::Error> =
+                    SchemeKind::deserialize(name.into_deserializer());
+                kind.map(CompareEntry::Kind).map_err(|e| {
+                    // "unknown variant `x`, expected one of ..." with `gc` among the choices.
+                    E::custom(e.to_string().replacen(
+                        "expected one of",
+                        "expected `gc` or one of",
+                        1,
+                    ))
+                })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<CompareEntry, A::Error> {
+                SchemeVariant::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(CompareEntry::Variant)
+            }
         }
-        let kind: Result<SchemeKind, serde::de::value::Error> =
-            SchemeKind::deserialize(name.as_str().into_deserializer());
-        kind.map(CompareEntry::Kind).map_err(|e| {
-            // "unknown variant `x`, expected one of ..." with `gc` among the choices.
-            D::Error::custom(e.to_string().replacen(
-                "expected one of",
-                "expected `gc` or one of",
-                1,
-            ))
-        })
+        deserializer.deserialize_any(Visitor)
     }
 }
 

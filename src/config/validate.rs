@@ -297,30 +297,39 @@ fn validate_straggler_models(s: &StragglerConfig, workers: usize) -> Result {
     }
 }
 
-/// `simulate.compare` lists distinct schemes; `simulate.baseline` is one of them.
+/// `simulate.compare` lists distinct names, fit for an HDF5 group;
+/// `simulate.baseline` is one of them.
 fn validate_compare(config: &Config) -> Result {
     let compared = config.compared();
-    for (i, a) in compared.iter().enumerate() {
-        if compared[..i].contains(a) {
+    let names: Vec<&str> = compared.iter().map(|e| e.name()).collect();
+    for (i, name) in names.iter().enumerate() {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid {
             return Err(InputError::value(
                 "simulate.compare",
-                format!("{:?}", names(&compared)),
-                format!("lists {a} twice"),
+                format!("{names:?}"),
+                format!("has the name \"{name}\"; names are letters, digits, `-`, `_` and `.`"),
+            ));
+        }
+        if names[..i].contains(name) {
+            return Err(InputError::value(
+                "simulate.compare",
+                format!("{names:?}"),
+                format!("lists {name} twice"),
             ));
         }
     }
-    if let Some(b) = config.simulate.baseline {
-        if !compared.contains(&b) {
+    if let Some(b) = &config.simulate.baseline {
+        if !names.contains(&b.as_str()) {
             return Err(InputError::value(
                 "simulate.baseline",
                 format!("\"{b}\""),
-                format!("is not among the compared schemes {:?}", names(&compared)),
+                format!("is not among the compared schemes {names:?}"),
             ));
         }
     }
     Ok(())
-}
-
-fn names(entries: &[CompareEntry]) -> Vec<&'static str> {
-    entries.iter().map(|e| e.name()).collect()
 }

@@ -19,5 +19,6 @@ pub mod stats;
 
 pub use round::{RoundEngine, RoundOutcome, WorkerDetail, lower_bound};
 pub use run::{
-    BoundSummary, Contender, SchemeSummary, SimReport, SimSettings, Simulation, simulate,
+    BoundSummary, Contender, SchemeSummary, SimReport, SimSettings, Simulation, build_entry,
+    simulate,
 };

@@ -105,12 +105,13 @@ impl Simulation {
         for entry in &compared {
             contenders.push(Contender {
                 name: entry.name().to_string(),
-                scheme: build_entry(*entry, config)?,
+                scheme: build_entry(entry, config)?,
             });
         }
+        let baseline_name = config.baseline();
         let baseline = compared
             .iter()
-            .position(|&e| e == config.baseline())
+            .position(|e| e.name() == baseline_name)
             .expect("validate checks that the baseline is compared");
         let s = &config.scheme;
         let k = config.workers;
@@ -141,8 +142,19 @@ impl Simulation {
     }
 }
 
-fn build_entry(entry: CompareEntry, config: &Config) -> Result<Box<dyn Scheme>, InputError> {
-    Ok(coding::build_kind(entry.kind(), config)?)
+/// Build the scheme of one `simulate.compare` entry; the errors of a variant
+/// name it (`simulate.compare.<name>: scheme.clusters = 5 does not divide ...`).
+pub fn build_entry(entry: &CompareEntry, config: &Config) -> Result<Box<dyn Scheme>, InputError> {
+    let built = coding::build_kind(entry.kind(), &config.for_entry(entry)?);
+    match entry {
+        CompareEntry::Variant(v) => built.map_err(|e| {
+            InputError::new(
+                format!("simulate.compare.{}", v.name),
+                InputError::from(e).message(),
+            )
+        }),
+        _ => Ok(built?),
+    }
 }
 
 /// P(l - r + 1) = K - P(r - 1), checking that it is a worker count.
