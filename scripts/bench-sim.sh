@@ -17,15 +17,17 @@ total_wi=0
 printf '%-22s %8s %8s %14s %14s\n' config cpu_s wall_s worker_iter per_cpu_s
 for f in configs/paper/gcdc-*.toml; do
   tmp=$(mktemp)
-  # GNU time's format on the last line; the simulator's own summary before it.
-  /usr/bin/time -f '%U %S %e' "$bin" simulate --config "$f" >/dev/null 2>"$tmp"
-  read -r user sys wall < <(tail -n 1 "$tmp")
+  times=$(mktemp)
+  # bash's own `time` (no GNU time needed): user, system, wall seconds.
+  TIMEFORMAT='%3U %3S %3R'
+  { time "$bin" simulate --config "$f" >/dev/null 2>"$tmp"; } 2>"$times"
+  read -r user sys wall <"$times"
   wi=$(grep -o 'simulated [0-9]* worker-iterations' "$tmp" | awk '{print $2}')
-  rm -f "$tmp"
-  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u + s}')
+  rm -f "$tmp" "$times"
+  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.3f", u + s}')
   rate=$(awk -v w="$wi" -v c="$cpu" 'BEGIN{ if (c > 0) printf "%.3g", w / c; else print "inf" }')
   printf '%-22s %8s %8s %14s %14s\n' "$(basename "$f" .toml)" "$cpu" "$wall" "$wi" "$rate"
-  total_cpu=$(awk -v a="$total_cpu" -v b="$cpu" 'BEGIN{printf "%.2f", a + b}')
+  total_cpu=$(awk -v a="$total_cpu" -v b="$cpu" 'BEGIN{printf "%.3f", a + b}')
   total_wi=$((total_wi + wi))
 done
 rate=$(awk -v w="$total_wi" -v c="$total_cpu" 'BEGIN{ if (c > 0) printf "%.3g", w / c; else print "inf" }')
