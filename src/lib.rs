@@ -11,3 +11,6 @@ pub mod error;
 pub mod learn;
 pub mod rng;
 pub mod runtime;
+pub mod sim;
+pub mod straggler;
+pub mod trace;

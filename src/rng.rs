@@ -26,6 +26,9 @@ pub enum Stream {
     IsgcTieBreak = 20,
     /// gc-mmc uncorrelated design: arrival sets sampled to measure decoding accuracy.
     MmcAccuracy = 21,
+    /// Straggler delays and states (src/straggler/); one indexed stream per
+    /// Monte Carlo trial, trial 0 being the one the MPI runtime replays.
+    Straggler = 30,
 }
 
 /// Bits of the 64-bit ChaCha stream id left for sub-stream indices; the

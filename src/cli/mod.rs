@@ -1,4 +1,4 @@
-//! The command line: `check`, `explain`.
+//! The command line: `check`, `explain`, `simulate`.
 //!
 //! Every subcommand takes `--config F` (the embedded demo when absent) and
 //! any number of `--set section.key=value`. Errors in input are
@@ -7,13 +7,14 @@
 mod check;
 mod explain;
 mod explain_dc;
+mod simulate;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::coding::{self, Arrival, RoundPlan, Scheme};
-use crate::config::{self, LoadedConfig};
+use crate::config::{self, CompareEntry, LoadedConfig};
 use crate::error::InputError;
 
 /// Straggler-tolerant distributed gradient descent with gradient coding.
@@ -76,21 +77,52 @@ pub enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Monte Carlo comparison of the schemes of `simulate.compare` on common random numbers.
+    Simulate {
+        #[command(flatten)]
+        args: ConfigArgs,
+        /// Independent trials (overrides simulate.trials).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        trials: Option<u64>,
+        /// Iterations per trial (overrides simulate.iterations).
+        #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: Option<u64>,
+        /// Master seed (overrides seed).
+        #[arg(long, value_name = "S")]
+        seed: Option<u64>,
+        /// Write the per-iteration records to an HDF5 trace (output.trace when no file is given).
+        #[arg(long, value_name = "F.h5", num_args = 0..=1)]
+        out: Option<Option<PathBuf>>,
+    },
 }
 
 /// Load the config of `args` and build its scheme: every subcommand starts here.
 pub fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
+    let (loaded, scheme) = setup_quiet(args)?;
+    print_warnings(&loaded);
+    Ok((loaded, scheme))
+}
+
+/// [`setup`] without printing the warnings, for commands that check more
+/// input first (an error must be the only line on stderr).
+pub(crate) fn setup_quiet(
+    args: &ConfigArgs,
+) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
     let loaded = config::load(args.config.as_deref(), &args.overrides)?;
-    for kind in loaded.config.kinds_in_use() {
-        if kind != loaded.config.scheme.kind {
-            coding::build_kind(kind, &loaded.config)?;
+    for entry in &loaded.config.simulate.compare {
+        if *entry != CompareEntry::Kind(loaded.config.scheme.kind) {
+            crate::sim::run::build_entry(entry, &loaded.config)?;
         }
     }
     let scheme = coding::build(&loaded.config)?;
+    Ok((loaded, scheme))
+}
+
+/// Print the keys that are set but unused, one `warning:` line each.
+pub(crate) fn print_warnings(loaded: &LoadedConfig) {
     for warning in loaded.unused_keys() {
         eprintln!("warning: {warning}");
     }
-    Ok((loaded, scheme))
 }
 
 /// Run a parsed command line.
@@ -123,6 +155,21 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             json: args.json,
             quiet,
         }),
+        Command::Simulate {
+            args,
+            trials,
+            iterations,
+            seed,
+            out,
+        } => simulate::run(
+            &args,
+            &simulate::SimulateFlags {
+                trials,
+                iterations,
+                seed,
+                out,
+            },
+        ),
     }
 }
 

@@ -381,6 +381,12 @@ pub trait Scheme: Send {
     fn exact_decoding(&self) -> bool {
         self.accuracy().is_none_or(Accuracy::exact)
     }
+    /// True when `plan_round` returns the same plan in every iteration,
+    /// whatever the context, so an engine may plan once and reuse the plan
+    /// (the simulator does). Default `false`: plan every iteration.
+    fn static_plan(&self) -> bool {
+        false
+    }
 }
 
 /// What the master does with arrivals in order: it stops at the first prefix

@@ -472,6 +472,10 @@ impl Scheme for StaticCode {
         self.kind == SchemeKind::IgnoreStragglers
     }
 
+    fn static_plan(&self) -> bool {
+        true
+    }
+
     fn tolerance(&self) -> Tolerance {
         if let Some(w) = self.wait_for {
             let t = self.workers - w;

@@ -36,7 +36,8 @@ impl LoadedConfig {
     /// must stay possible) but it is never silently ignored.
     pub fn unused_keys(&self) -> Vec<String> {
         let kinds = self.config.kinds_in_use();
-        self.explicit
+        let mut warnings: Vec<String> = self
+            .explicit
             .iter()
             .filter_map(|key| {
                 let name = key.strip_prefix("scheme.")?;
@@ -53,6 +54,27 @@ impl LoadedConfig {
                     "{key} is set but not used by scheme.kind = {used_by}"
                 ))
             })
+            .collect();
+        warnings.extend(self.unused_straggler_keys());
+        warnings
+    }
+
+    /// `[straggler]` keys that were set but that `straggler.model` does not read.
+    fn unused_straggler_keys(&self) -> Vec<String> {
+        const EVERY_MODEL: [&str; 4] = ["model", "state_info", "mode", "time_unit_ms"];
+        let model = self.config.straggler.model;
+        self.explicit
+            .iter()
+            .filter_map(|key| {
+                let name = key.strip_prefix("straggler.")?;
+                if EVERY_MODEL.contains(&name) || model.keys().contains(&name) {
+                    return None;
+                }
+                Some(format!(
+                    "{key} is set but not used by straggler.model = {}",
+                    model.name()
+                ))
+            })
             .collect()
     }
 }
@@ -61,12 +83,68 @@ impl Config {
     /// The scheme kinds a run of this config uses: `scheme.kind` and `simulate.compare`.
     pub fn kinds_in_use(&self) -> Vec<SchemeKind> {
         let mut kinds = vec![self.scheme.kind];
-        for k in &self.simulate.compare {
-            if !kinds.contains(k) {
-                kinds.push(*k);
+        for entry in &self.simulate.compare {
+            let k = entry.kind();
+            if !kinds.contains(&k) {
+                kinds.push(k);
             }
         }
         kinds
+    }
+
+    /// The schemes `simulate` compares: `simulate.compare`, or `scheme.kind` alone when it is empty.
+    pub fn compared(&self) -> Vec<CompareEntry> {
+        if self.simulate.compare.is_empty() {
+            vec![CompareEntry::Kind(self.scheme.kind)]
+        } else {
+            self.simulate.compare.clone()
+        }
+    }
+
+    /// The name of the scheme improvements are measured against:
+    /// `simulate.baseline`, default the first compared.
+    pub fn baseline(&self) -> String {
+        self.simulate
+            .baseline
+            .clone()
+            .unwrap_or_else(|| self.compared()[0].name().to_string())
+    }
+
+    /// The config the scheme of `entry` is built from: this one, or for a
+    /// variant this one with the `[scheme]` keys of its `set` changed (errors
+    /// name `simulate.compare.<name>.set.<key>`).
+    pub fn for_entry(&self, entry: &CompareEntry) -> Result<Config, InputError> {
+        let CompareEntry::Variant(v) = entry else {
+            return Ok(self.clone());
+        };
+        let prefix = format!("simulate.compare.{}.set", v.name);
+        let mut table = toml::Table::try_from(&self.scheme)
+            .expect("a SchemeConfig always serialises to a table");
+        for (key, value) in &v.set {
+            if key == "kind" {
+                return Err(InputError::new(
+                    format!("{prefix}.kind"),
+                    "is not allowed: the entry's `kind` gives the scheme",
+                ));
+            }
+            table.insert(key.clone(), value.clone());
+        }
+        table.insert(
+            "kind".to_string(),
+            toml::Value::String(v.kind.name().to_string()),
+        );
+        let scheme: SchemeConfig = serde_path_to_error::deserialize(table).map_err(|e| {
+            let path = e.path().to_string();
+            let full = if path == "." || path.is_empty() {
+                prefix.clone()
+            } else {
+                format!("{prefix}.{path}")
+            };
+            serde_error(&full, &e.into_inner().to_string())
+        })?;
+        let mut config = self.clone();
+        config.scheme = scheme;
+        Ok(config)
     }
 
     /// The resolved config as TOML (defaults filled in), for `check` and trace attributes.
@@ -360,6 +438,9 @@ mod reference_tests {
             "scheme.wait_for",
             "scheme.clusters_per_worker",
             "scheme.deadline",
+            "straggler.trace_file",
+            "straggler.trace_columns",
+            "simulate.baseline",
             "data.path",
             "data.test_path",
         ] {

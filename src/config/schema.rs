@@ -274,6 +274,70 @@ pub enum StragglerModel {
     None,
     /// r computations take r·(alpha + Exp(mu)) (000 eq. 21, 003 eq. 5).
     ShiftedExponential,
+    /// Two-state Markov chain per worker, rates mu_fast / mu_slow (000 §VI-A).
+    GilbertElliott,
+    /// Two-state chain with per-worker rates mu_f ~ U(0, rate_max], mu_s = mu_f / slow_factor (000 §VI-B1).
+    GilbertElliottHeterogeneous,
+    /// Per-worker rates re-drawn from U(0, rate_max] with probability p per iteration (000 eq. 22).
+    TimeVarying,
+    /// Shifted exponential plus an Exp(1 / delay_mean) delay before sending on some workers (001 §5, 004 §VIII-B).
+    ExtraDelay,
+    /// Replay of measured completion times from a CSV file (rounds x workers).
+    Trace,
+}
+
+impl StragglerModel {
+    /// The name used in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            StragglerModel::None => "none",
+            StragglerModel::ShiftedExponential => "shifted-exponential",
+            StragglerModel::GilbertElliott => "gilbert-elliott",
+            StragglerModel::GilbertElliottHeterogeneous => "gilbert-elliott-heterogeneous",
+            StragglerModel::TimeVarying => "time-varying",
+            StragglerModel::ExtraDelay => "extra-delay",
+            StragglerModel::Trace => "trace",
+        }
+    }
+
+    /// The `[straggler]` keys this model reads (besides `model` and the
+    /// runtime keys `state_info`, `mode`, `time_unit_ms` that every model uses).
+    pub fn keys(self) -> &'static [&'static str] {
+        match self {
+            StragglerModel::None => &[],
+            StragglerModel::ShiftedExponential => &["alpha", "mu"],
+            StragglerModel::GilbertElliott => &[
+                "alpha",
+                "mu_fast",
+                "mu_slow",
+                "switch_probability",
+                "initial_stragglers",
+            ],
+            StragglerModel::GilbertElliottHeterogeneous => &[
+                "alpha",
+                "rate_max",
+                "slow_factor",
+                "switch_probability",
+                "initial_stragglers",
+                "rate_threshold",
+            ],
+            StragglerModel::TimeVarying => &[
+                "alpha",
+                "rate_max",
+                "switch_probability",
+                "initial_stragglers",
+                "rate_threshold",
+            ],
+            StragglerModel::ExtraDelay => &[
+                "alpha",
+                "mu",
+                "delayed_workers",
+                "delayed_count",
+                "delay_mean",
+            ],
+            StragglerModel::Trace => &["trace_file", "trace_columns", "trace_threshold"],
+        }
+    }
 }
 
 /// What the master knows of the straggler state when it plans an iteration.
@@ -309,6 +373,34 @@ pub struct StragglerConfig {
     pub mode: StragglerMode,
     /// Wall-clock milliseconds per model time unit in emulation.
     pub time_unit_ms: f64,
+    /// mu_f: fast-state rate of gilbert-elliott (1 / model time).
+    pub mu_fast: f64,
+    /// mu_s: slow-state rate of gilbert-elliott (1 / model time).
+    pub mu_slow: f64,
+    /// p: probability that a worker switches state (Gilbert-Elliott) or re-draws its rate (time-varying) at the start of an iteration.
+    pub switch_probability: f64,
+    /// Workers that start in the slow state, chosen at random per trial (Gilbert-Elliott, time-varying).
+    pub initial_stragglers: usize,
+    /// Largest fast rate of the heterogeneous models: rates are drawn from U(0, rate_max] (1 / model time).
+    pub rate_max: f64,
+    /// mu_s = mu_f / slow_factor in gilbert-elliott-heterogeneous.
+    pub slow_factor: f64,
+    /// tau: a worker whose rate is below this straggles (heterogeneous models; 1 / model time).
+    pub rate_threshold: f64,
+    /// extra-delay: 1-based workers delayed in every iteration.
+    pub delayed_workers: Vec<usize>,
+    /// extra-delay: workers drawn at random in every iteration to be delayed.
+    pub delayed_count: usize,
+    /// extra-delay: mean of the exponential delay (model time).
+    pub delay_mean: f64,
+    /// trace: CSV of completion times, one row per round, one column per worker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_file: Option<String>,
+    /// trace: 1-based data columns replayed as workers 1..K (default the first K).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_columns: Option<Vec<usize>>,
+    /// trace: a worker straggles in a round when its time exceeds this multiple of the round's median.
+    pub trace_threshold: f64,
 }
 
 impl Default for StragglerConfig {
@@ -320,6 +412,19 @@ impl Default for StragglerConfig {
             state_info: StateInfo::Imperfect,
             mode: StragglerMode::Emulate,
             time_unit_ms: 100.0,
+            mu_fast: 10.0,
+            mu_slow: 0.1,
+            switch_probability: 0.05,
+            initial_stragglers: 0,
+            rate_max: 5.0,
+            slow_factor: 10.0,
+            rate_threshold: 0.5,
+            delayed_workers: Vec::new(),
+            delayed_count: 0,
+            delay_mean: 1.0,
+            trace_file: None,
+            trace_columns: None,
+            trace_threshold: 2.0,
         }
     }
 }
@@ -480,7 +585,115 @@ pub struct SimulateConfig {
     /// Iterations per trial.
     pub iterations: usize,
     /// Schemes compared side by side on common random numbers; empty = `scheme.kind` alone.
-    pub compare: Vec<SchemeKind>,
+    pub compare: Vec<CompareEntry>,
+    /// The name of the `compare` entry that improvements are measured against; default its first entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+}
+
+/// One scheme of `simulate.compare`:
+///
+/// - a `scheme.kind` name (`"gc-sc"`): that scheme with the config's `[scheme]` keys;
+/// - `"gc"`: Tandon's cyclic gradient code over all K workers (gc-cyclic with
+///   the config's load), which the clustered papers (000, 003) call GC;
+/// - a variant `{ name = "gc-mmc-1", kind = "gc-mmc", set = { clusters = 4 } }`:
+///   the scheme `kind` with the `[scheme]` keys of `set` changed, reported as
+///   `name`, so two settings of one kind can be compared (003 Fig. 1's
+///   GC-MMC-1 and GC-MMC-2, 004's FR, CR and HR).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompareEntry {
+    /// The scheme `scheme.kind` names, with the config's parameters.
+    Kind(SchemeKind),
+    /// Tandon's cyclic GC over all K workers, whatever `scheme.kind` is.
+    Gc,
+    /// A named scheme with some `[scheme]` keys changed.
+    Variant(SchemeVariant),
+}
+
+/// A named setting of a scheme in `simulate.compare`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchemeVariant {
+    /// Its name in tables, JSON and traces (letters, digits, `-`, `_`, `.`).
+    pub name: String,
+    pub kind: SchemeKind,
+    /// `[scheme]` keys that differ from the config's, e.g. `{ clusters = 4, load = 5 }`.
+    #[serde(default)]
+    pub set: toml::Table,
+}
+
+impl CompareEntry {
+    /// The scheme kind that is built for this entry.
+    pub fn kind(&self) -> SchemeKind {
+        match self {
+            CompareEntry::Kind(k) => *k,
+            CompareEntry::Gc => SchemeKind::GcCyclic,
+            CompareEntry::Variant(v) => v.kind,
+        }
+    }
+
+    /// The name in configs, tables, JSON and traces.
+    pub fn name(&self) -> &str {
+        match self {
+            CompareEntry::Kind(k) => k.name(),
+            CompareEntry::Gc => "gc",
+            CompareEntry::Variant(v) => &v.name,
+        }
+    }
+}
+
+impl std::fmt::Display for CompareEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for CompareEntry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CompareEntry::Variant(v) => v.serialize(serializer),
+            other => serializer.serialize_str(other.name()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CompareEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompareEntry;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a scheme kind, \"gc\", or a table { name, kind, set }")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<CompareEntry, E> {
+                use serde::de::IntoDeserializer;
+                if name == "gc" {
+                    return Ok(CompareEntry::Gc);
+                }
+                let kind: Result<SchemeKind, serde::de::value::Error> =
+                    SchemeKind::deserialize(name.into_deserializer());
+                kind.map(CompareEntry::Kind).map_err(|e| {
+                    // "unknown variant `x`, expected one of ..." with `gc` among the choices.
+                    E::custom(e.to_string().replacen(
+                        "expected one of",
+                        "expected `gc` or one of",
+                        1,
+                    ))
+                })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<CompareEntry, A::Error> {
+                SchemeVariant::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(CompareEntry::Variant)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 impl Default for SimulateConfig {
@@ -489,6 +702,7 @@ impl Default for SimulateConfig {
             trials: 30,
             iterations: 400,
             compare: Vec::new(),
+            baseline: None,
         }
     }
 }

@@ -43,11 +43,13 @@ fn non_negative(field: &str, value: f64) -> Result {
 pub fn validate(config: &Config) -> Result {
     at_least("workers", config.workers, 1)?;
     validate_straggler(&config.straggler)?;
+    validate_straggler_models(&config.straggler, config.workers)?;
     validate_data(&config.data, config.workers)?;
     validate_model(&config.model, &config.data)?;
     validate_train(&config.train)?;
     validate_output(&config.output)?;
     validate_simulate(&config.simulate)?;
+    validate_compare(config)?;
     Ok(())
 }
 
@@ -152,5 +154,182 @@ fn validate_output(o: &OutputConfig) -> Result {
 fn validate_simulate(s: &SimulateConfig) -> Result {
     at_least("simulate.trials", s.trials, 1)?;
     at_least("simulate.iterations", s.iterations, 1)?;
+    Ok(())
+}
+
+fn probability(field: &str, value: f64) -> Result {
+    if !(value.is_finite() && (0.0..=1.0).contains(&value)) {
+        return Err(InputError::value(field, value, "must be in [0, 1]"));
+    }
+    Ok(())
+}
+
+fn at_most(field: &str, value: usize, max: usize, what: &str) -> Result {
+    if value > max {
+        return Err(InputError::value(
+            field,
+            value,
+            format!("is more than {what} = {max}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The keys of the delay models (src/straggler/): ranges always, cross-key
+/// rules only for the model that reads them.
+fn validate_straggler_models(s: &StragglerConfig, workers: usize) -> Result {
+    positive("straggler.mu_fast", s.mu_fast)?;
+    positive("straggler.mu_slow", s.mu_slow)?;
+    probability("straggler.switch_probability", s.switch_probability)?;
+    at_most(
+        "straggler.initial_stragglers",
+        s.initial_stragglers,
+        workers,
+        "workers",
+    )?;
+    positive("straggler.rate_max", s.rate_max)?;
+    if !(s.slow_factor.is_finite() && s.slow_factor >= 1.0) {
+        return Err(InputError::value(
+            "straggler.slow_factor",
+            s.slow_factor,
+            "must be a finite number >= 1",
+        ));
+    }
+    non_negative("straggler.rate_threshold", s.rate_threshold)?;
+    let mut seen = vec![false; workers];
+    for &w in &s.delayed_workers {
+        if w == 0 || w > workers {
+            return Err(InputError::value(
+                "straggler.delayed_workers",
+                format!("{:?}", s.delayed_workers),
+                format!("names worker {w}, outside 1..={workers}"),
+            ));
+        }
+        if std::mem::replace(&mut seen[w - 1], true) {
+            return Err(InputError::value(
+                "straggler.delayed_workers",
+                format!("{:?}", s.delayed_workers),
+                format!("names worker {w} twice"),
+            ));
+        }
+    }
+    at_most(
+        "straggler.delayed_count",
+        s.delayed_count,
+        workers,
+        "workers",
+    )?;
+    positive("straggler.delay_mean", s.delay_mean)?;
+    positive("straggler.trace_threshold", s.trace_threshold)?;
+    if let Some(columns) = &s.trace_columns {
+        if columns.len() != workers {
+            return Err(InputError::value(
+                "straggler.trace_columns",
+                format!("{columns:?}"),
+                format!(
+                    "lists {} columns, not one per worker (workers = {workers})",
+                    columns.len()
+                ),
+            ));
+        }
+        let mut sorted = columns.clone();
+        sorted.sort_unstable();
+        if sorted.first() == Some(&0) {
+            return Err(InputError::value(
+                "straggler.trace_columns",
+                format!("{columns:?}"),
+                "has column 0; columns are 1-based",
+            ));
+        }
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(InputError::value(
+                "straggler.trace_columns",
+                format!("{columns:?}"),
+                format!("names column {} twice", w[0]),
+            ));
+        }
+    }
+    match s.model {
+        StragglerModel::GilbertElliott if s.mu_slow >= s.mu_fast => Err(InputError::value(
+            "straggler.mu_slow",
+            s.mu_slow,
+            format!("must be below straggler.mu_fast = {}", s.mu_fast),
+        )),
+        StragglerModel::TimeVarying if s.rate_threshold >= s.rate_max => Err(InputError::value(
+            "straggler.rate_threshold",
+            s.rate_threshold,
+            format!(
+                "must be below straggler.rate_max = {} (initial rates of non-stragglers are drawn from [rate_threshold, rate_max])",
+                s.rate_max
+            ),
+        )),
+        StragglerModel::TimeVarying if s.initial_stragglers > 0 && s.rate_threshold == 0.0 => {
+            Err(InputError::value(
+                "straggler.rate_threshold",
+                0,
+                "must be > 0 when straggler.initial_stragglers > 0 (their rates are drawn from (0, rate_threshold))",
+            ))
+        }
+        StragglerModel::ExtraDelay => match (s.delayed_workers.is_empty(), s.delayed_count) {
+            (true, 0) => Err(InputError::new(
+                "straggler.delayed_workers",
+                "straggler.model = extra-delay needs straggler.delayed_workers (chosen workers) or straggler.delayed_count (random workers)",
+            )),
+            (false, c) if c > 0 => Err(InputError::new(
+                "straggler.delayed_count",
+                "is set together with straggler.delayed_workers; extra-delay takes one of them",
+            )),
+            _ => Ok(()),
+        },
+        StragglerModel::Trace => match &s.trace_file {
+            None => Err(InputError::new(
+                "straggler.trace_file",
+                "is required when straggler.model = trace",
+            )),
+            Some(p) if p.trim().is_empty() => Err(InputError::value(
+                "straggler.trace_file",
+                "\"\"",
+                "must name a file",
+            )),
+            Some(_) => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// `simulate.compare` lists distinct names, fit for an HDF5 group;
+/// `simulate.baseline` is one of them.
+fn validate_compare(config: &Config) -> Result {
+    let compared = config.compared();
+    let names: Vec<&str> = compared.iter().map(|e| e.name()).collect();
+    for (i, name) in names.iter().enumerate() {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid {
+            return Err(InputError::value(
+                "simulate.compare",
+                format!("{names:?}"),
+                format!("has the name \"{name}\"; names are letters, digits, `-`, `_` and `.`"),
+            ));
+        }
+        if names[..i].contains(name) {
+            return Err(InputError::value(
+                "simulate.compare",
+                format!("{names:?}"),
+                format!("lists {name} twice"),
+            ));
+        }
+    }
+    if let Some(b) = &config.simulate.baseline {
+        if !names.contains(&b.as_str()) {
+            return Err(InputError::value(
+                "simulate.baseline",
+                format!("\"{b}\""),
+                format!("is not among the compared schemes {names:?}"),
+            ));
+        }
+    }
     Ok(())
 }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Time the Monte Carlo simulator through the CLI on the nine configs of 000 §VI
+# (configs/paper/gcdc-*.toml: 30 trials x 400 iterations of every compared
+# scheme and the lower bound). Prints per config and in total the CPU time
+# (user + system, the number to compare with the 2 s goal on one core; wall
+# time on a shared machine also counts waiting) and worker-iterations per
+# second (trials x iterations x K x schemes per CPU second).
+#
+#   scripts/bench-sim.sh            build target/release/gradcode, then time
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release --locked --quiet
+bin=target/release/gradcode
+total_cpu=0
+total_wi=0
+printf '%-22s %8s %8s %14s %14s\n' config cpu_s wall_s worker_iter per_cpu_s
+for f in configs/paper/gcdc-*.toml; do
+  tmp=$(mktemp)
+  times=$(mktemp)
+  # bash's own `time` (no GNU time needed): user, system, wall seconds.
+  TIMEFORMAT='%3U %3S %3R'
+  { time "$bin" simulate --config "$f" >/dev/null 2>"$tmp"; } 2>"$times"
+  read -r user sys wall <"$times"
+  wi=$(grep -o 'simulated [0-9]* worker-iterations' "$tmp" | awk '{print $2}')
+  rm -f "$tmp" "$times"
+  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.3f", u + s}')
+  rate=$(awk -v w="$wi" -v c="$cpu" 'BEGIN{ if (c > 0) printf "%.3g", w / c; else print "inf" }')
+  printf '%-22s %8s %8s %14s %14s\n' "$(basename "$f" .toml)" "$cpu" "$wall" "$wi" "$rate"
+  total_cpu=$(awk -v a="$total_cpu" -v b="$cpu" 'BEGIN{printf "%.3f", a + b}')
+  total_wi=$((total_wi + wi))
+done
+rate=$(awk -v w="$total_wi" -v c="$total_cpu" 'BEGIN{ if (c > 0) printf "%.3g", w / c; else print "inf" }')
+printf '%-22s %8s %8s %14s %14s\n' total "$total_cpu" - "$total_wi" "$rate"
+awk -v c="$total_cpu" 'BEGIN{ exit !(c < 2.0) }' && echo "goal met: under 2 s of CPU" || echo "goal missed: 2 s of CPU or more"

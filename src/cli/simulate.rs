@@ -1,0 +1,225 @@
+//! `gradcode simulate`: Monte Carlo comparison of the schemes of `simulate.compare`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{ConfigArgs, print_warnings, setup_quiet};
+use crate::config::StateInfo;
+use crate::error::InputError;
+use crate::sim::{SimReport, Simulation};
+
+/// The flags of `simulate` besides [`ConfigArgs`]; each overrides its config key.
+#[derive(Debug, Clone, Default)]
+pub struct SimulateFlags {
+    /// `--trials` → `simulate.trials`.
+    pub trials: Option<u64>,
+    /// `--iterations` → `simulate.iterations`.
+    pub iterations: Option<u64>,
+    /// `--seed` → `seed`.
+    pub seed: Option<u64>,
+    /// `--out [F.h5]`: `Some(None)` = `output.trace`.
+    pub out: Option<Option<PathBuf>>,
+}
+
+#[derive(Debug, Serialize)]
+struct JsonReport<'a> {
+    origin: &'a str,
+    seed: u64,
+    state_info: StateInfo,
+    /// Model time in seconds in the trace (`straggler.time_unit_ms` / 1000).
+    model_time_unit_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<String>,
+    #[serde(flatten)]
+    report: &'a SimReport,
+}
+
+pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()> {
+    let mut args = args.clone();
+    // Flags win over --set and the file: they are appended last.
+    if let Some(n) = flags.trials {
+        args.overrides.push(format!("simulate.trials={n}"));
+    }
+    if let Some(n) = flags.iterations {
+        args.overrides.push(format!("simulate.iterations={n}"));
+    }
+    if let Some(s) = flags.seed {
+        args.overrides.push(format!("seed={s}"));
+    }
+    // Every input error comes before the first line of output or warning.
+    let (loaded, _scheme) = setup_quiet(&args)?;
+    let config = &loaded.config;
+    let mut sim = Simulation::from_config(config)?;
+    let out_path: Option<PathBuf> = flags.out.as_ref().map(|p| {
+        p.clone()
+            .unwrap_or_else(|| PathBuf::from(&config.output.trace))
+    });
+    let mut trace = match &out_path {
+        Some(path) => Some(open_trace(&sim, config, path)?),
+        None => None,
+    };
+    print_warnings(&loaded);
+    let started = Instant::now();
+    let report = match trace.as_mut() {
+        None => sim.run(None)?,
+        Some(writer) => sim.run(Some(writer))?,
+    };
+    if let Some(writer) = trace {
+        close_trace(writer)?;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let worker_iterations =
+        (report.trials * report.iterations * report.workers * report.schemes.len()) as f64;
+    if args.json {
+        let json = JsonReport {
+            origin: &loaded.origin,
+            seed: config.seed,
+            state_info: config.straggler.state_info,
+            model_time_unit_s: config.straggler.time_unit_ms / 1000.0,
+            trace: out_path.as_ref().map(|p| p.display().to_string()),
+            report: &report,
+        };
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print_text(
+            &loaded.origin,
+            config.seed,
+            config.straggler.state_info,
+            &report,
+        );
+        if let Some(p) = &out_path {
+            println!("\ntrace written to {}", p.display());
+        }
+        eprintln!(
+            "simulated {worker_iterations:.0} worker-iterations in {elapsed:.3} s ({:.2e} per second)",
+            worker_iterations / elapsed.max(1e-9)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(feature = "hdf5")]
+type Trace = crate::trace::SimTraceWriter;
+
+/// Create the trace file of `--out`; a path that cannot be created is bad input.
+#[cfg(feature = "hdf5")]
+fn open_trace(
+    sim: &Simulation,
+    config: &crate::config::Config,
+    path: &std::path::Path,
+) -> Result<Trace, InputError> {
+    use crate::trace::TraceMeta;
+    let names = sim.names();
+    let meta = TraceMeta {
+        scheme: names.join(","),
+        workers: config.workers,
+        config_toml: config.to_toml(),
+        seed: config.seed,
+    };
+    Trace::create(
+        path,
+        &meta,
+        &names,
+        config.simulate.trials,
+        config.simulate.iterations,
+        config.straggler.time_unit_ms / 1000.0,
+    )
+    .map_err(|e| InputError::new("--out", e))
+}
+
+#[cfg(feature = "hdf5")]
+fn close_trace(writer: Trace) -> anyhow::Result<()> {
+    Ok(writer.close()?)
+}
+
+/// Without HDF5 there is no trace to write.
+#[cfg(not(feature = "hdf5"))]
+enum Trace {}
+
+#[cfg(not(feature = "hdf5"))]
+impl crate::trace::RecordSink for Trace {
+    fn record(
+        &mut self,
+        _: usize,
+        _: usize,
+        _: &crate::trace::IterationRecord,
+    ) -> Result<(), crate::trace::TraceError> {
+        match *self {}
+    }
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn open_trace(
+    _sim: &Simulation,
+    _config: &crate::config::Config,
+    path: &std::path::Path,
+) -> Result<Trace, InputError> {
+    Err(InputError::value(
+        "--out",
+        path.display(),
+        "needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
+    ))
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn close_trace(writer: Trace) -> anyhow::Result<()> {
+    match writer {}
+}
+
+fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
+    println!("gradcode simulate: {origin}");
+    println!(
+        "K = {} workers, straggler model {}, state information {}",
+        r.workers,
+        r.straggler_model,
+        match info {
+            StateInfo::Perfect => "perfect",
+            StateInfo::Imperfect => "imperfect",
+        }
+    );
+    println!(
+        "{} trials x {} iterations, seed {seed}; model time units; 95% CI over trials; common random numbers",
+        r.trials, r.iterations
+    );
+    println!();
+    let vs = format!("vs {}", r.baseline);
+    println!(
+        "{:<18} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "scheme", "mean", "± ci95", "p50", "p99", "messages", "recovered", vs
+    );
+    let ci = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.4}")
+        } else {
+            "n/a".to_string()
+        }
+    };
+    for s in &r.schemes {
+        println!(
+            "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4} {:>9.2} {:>8.1}% {:>+8.1}%",
+            s.name,
+            s.mean_iteration_time,
+            ci(s.ci95),
+            s.p50,
+            s.p99,
+            s.messages_per_iteration,
+            100.0 * s.recovered_fraction,
+            s.improvement_percent,
+        )
+    }
+    let lb = &r.lower_bound;
+    println!(
+        "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4}",
+        format!("LB ({} fastest)", lb.workers),
+        lb.mean_iteration_time,
+        ci(lb.ci95),
+        lb.p50,
+        lb.p99
+    );
+    println!(
+        "\n`vs {}`: reduction of the mean iteration time (positive = faster).",
+        r.baseline
+    );
+}

@@ -1,0 +1,242 @@
+//! Straggler models: how long each worker takes in each iteration.
+//!
+//! A [`DelayModel`] produces, once per iteration and in iteration order, a
+//! [`RoundSample`]: per worker the model time `u` of one partition computation
+//! and an extra delay `e`, the worker's straggling state and its rate. A
+//! message sent after `c` computations arrives at
+//!
+//! ```text
+//!     time = c · u + e        (RoundSample::message_time)
+//! ```
+//!
+//! so a worker's j-th computation ends at j·u (000 eq. 21 and 003 eq. 5: r
+//! computations take r·(alpha + Exp(mu)), one exponential draw per worker
+//! and iteration), and `e` is a delay before sending (001 §5, 004 §VIII-B).
+//! Every model but `extra-delay` has `e = 0`.
+//!
+//! Both round engines use the same models and the same random streams: the
+//! Monte Carlo simulator (src/sim/) builds one model per trial with
+//! [`DelaySpec::model`]`(trial)`, and the MPI master builds `model(0)` and
+//! calls [`DelayModel::sample`] once per iteration, in order, to emulate the
+//! delays, so `simulate` (trial 0) and `train` see the same samples for the
+//! same seed. What the master knows of the state when it plans an iteration
+//! is [`state_context`], which both engines call.
+//!
+//! | `straggler.model` | u (per worker) | straggling | paper |
+//! |---|---|---|---|
+//! | `none` | 0 (nothing injected) | never | |
+//! | `shifted-exponential` | alpha + Exp(mu) | never | 000 eq. 21, 003 eq. 5 |
+//! | `gilbert-elliott` | alpha + Exp(mu_fast or mu_slow) by a two-state Markov chain | slow state | 000 §VI-A |
+//! | `gilbert-elliott-heterogeneous` | alpha + Exp(mu_f,k or mu_f,k / slow_factor), mu_f,k ~ U(0, rate_max] | rate < rate_threshold | 000 §VI-B1 |
+//! | `time-varying` | alpha + Exp(mu_k,t), eq. (22) | rate < rate_threshold | 000 §VI-B2 |
+//! | `extra-delay` | alpha + Exp(mu), plus e ~ Exp(1/delay_mean) on delayed workers | delayed | 001 §5, 004 §VIII-B |
+//! | `trace` | the CSV value of the worker's column, row by row, wrapped | u > trace_threshold · median of the row | AWS Lambda traces |
+
+mod models;
+mod replay;
+
+pub use replay::TraceTable;
+
+use std::sync::Arc;
+
+use crate::coding::RoundContext;
+use crate::config::{Config, StateInfo, StragglerConfig, StragglerModel};
+use crate::error::InputError;
+use crate::rng::{Stream, substream};
+
+/// One iteration's delays and states, per worker (0-based index).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundSample {
+    /// Model time of one partition computation: computation j ends at j · unit_time.
+    pub unit_time: Vec<f64>,
+    /// Model time added to every message of the worker (a delay before sending); 0 in most models.
+    pub extra_time: Vec<f64>,
+    /// The worker's straggling state this iteration (the model's definition, see the module table).
+    pub straggling: Vec<bool>,
+    /// The worker's computation rate this iteration (1 / model time), NaN when the model has none.
+    pub rate: Vec<f64>,
+}
+
+impl RoundSample {
+    /// A sample for `workers` workers: no delay, nobody straggling, no rates.
+    pub fn new(workers: usize) -> Self {
+        Self {
+            unit_time: vec![0.0; workers],
+            extra_time: vec![0.0; workers],
+            straggling: vec![false; workers],
+            rate: vec![f64::NAN; workers],
+        }
+    }
+
+    /// K.
+    pub fn workers(&self) -> usize {
+        self.unit_time.len()
+    }
+
+    /// Model time at which `worker`'s message sent after `after` computations arrives.
+    pub fn message_time(&self, worker: usize, after: usize) -> f64 {
+        after as f64 * self.unit_time[worker] + self.extra_time[worker]
+    }
+
+    /// The rates, when the model has one for every worker.
+    pub fn rates(&self) -> Option<&[f64]> {
+        (!self.rate.is_empty() && self.rate.iter().all(|r| r.is_finite()))
+            .then_some(self.rate.as_slice())
+    }
+}
+
+/// A source of per-iteration delays. `sample` is called once per iteration,
+/// in iteration order, with a sample of [`DelayModel::workers`] workers; it
+/// overwrites every field of `out`.
+pub trait DelayModel: Send {
+    /// K.
+    fn workers(&self) -> usize;
+    /// The next iteration's sample.
+    fn sample(&mut self, out: &mut RoundSample);
+}
+
+/// What the master knows when it plans iteration `iteration` (000 §V, §VI):
+/// with `perfect` state information the state of this iteration (`current`),
+/// with `imperfect` the state of the previous one (`previous`), learned from
+/// the workers' feedback; at iteration 0 nothing (`None` fields). Rates are
+/// given only when the model has them. Both round engines call this.
+pub fn state_context<'a>(
+    info: StateInfo,
+    iteration: u64,
+    current: &'a RoundSample,
+    previous: Option<&'a RoundSample>,
+) -> RoundContext<'a> {
+    let known = match info {
+        StateInfo::Perfect => Some(current),
+        StateInfo::Imperfect => previous,
+    };
+    RoundContext {
+        iteration,
+        straggling: known.map(|s| s.straggling.as_slice()),
+        rates: known.and_then(RoundSample::rates),
+    }
+}
+
+/// A validated straggler model, ready to build one independent [`DelayModel`]
+/// per trial. A trace file is read once, here.
+#[derive(Debug, Clone)]
+pub struct DelaySpec {
+    config: StragglerConfig,
+    workers: usize,
+    seed: u64,
+    trace: Option<Arc<TraceTable>>,
+    /// Trace column (0-based) replayed by each worker.
+    columns: Vec<usize>,
+}
+
+impl DelaySpec {
+    /// Check the `[straggler]` section against `workers` and read the trace
+    /// file of the `trace` model (errors name `file:line` or the key).
+    /// A relative `straggler.trace_file` is relative to the working directory.
+    pub fn from_config(config: &Config) -> Result<Self, InputError> {
+        let s = &config.straggler;
+        let workers = config.workers;
+        let (trace, columns) = match s.model {
+            StragglerModel::Trace => {
+                let path = s.trace_file.as_deref().ok_or_else(|| {
+                    InputError::new(
+                        "straggler.trace_file",
+                        "is required when straggler.model = trace",
+                    )
+                })?;
+                let table = TraceTable::load(std::path::Path::new(path))?;
+                let columns = table.select_columns(s.trace_columns.as_deref(), workers)?;
+                (Some(Arc::new(table)), columns)
+            }
+            _ => (None, Vec::new()),
+        };
+        Ok(Self {
+            config: s.clone(),
+            workers,
+            seed: config.seed,
+            trace,
+            columns,
+        })
+    }
+
+    /// The model.
+    pub fn kind(&self) -> StragglerModel {
+        self.config.model
+    }
+
+    /// K.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The delay model of trial `trial`, on its own random stream
+    /// (`rng::substream(seed, Straggler, trial)`). Trial 0 is what the MPI
+    /// runtime replays. A trace starts at row `trial` (mod the rows).
+    pub fn model(&self, trial: u64) -> Box<dyn DelayModel> {
+        let rng = substream(self.seed, Stream::Straggler, trial);
+        let s = &self.config;
+        let k = self.workers;
+        match s.model {
+            StragglerModel::None => Box::new(models::NoDelay { workers: k }),
+            StragglerModel::ShiftedExponential => {
+                Box::new(models::ShiftedExponential::new(k, s.alpha, s.mu, rng))
+            }
+            StragglerModel::GilbertElliott => Box::new(models::GilbertElliott::homogeneous(
+                k,
+                s.alpha,
+                s.mu_fast,
+                s.mu_slow,
+                s.switch_probability,
+                s.initial_stragglers,
+                rng,
+            )),
+            StragglerModel::GilbertElliottHeterogeneous => {
+                Box::new(models::GilbertElliott::heterogeneous(
+                    k,
+                    s.alpha,
+                    s.rate_max,
+                    s.slow_factor,
+                    s.rate_threshold,
+                    s.switch_probability,
+                    s.initial_stragglers,
+                    rng,
+                ))
+            }
+            StragglerModel::TimeVarying => Box::new(models::TimeVarying::new(
+                k,
+                s.alpha,
+                s.rate_max,
+                s.rate_threshold,
+                s.switch_probability,
+                s.initial_stragglers,
+                rng,
+            )),
+            StragglerModel::ExtraDelay => {
+                let delayed = if s.delayed_workers.is_empty() {
+                    models::Delayed::Random(s.delayed_count)
+                } else {
+                    models::Delayed::Chosen(s.delayed_workers.iter().map(|w| w - 1).collect())
+                };
+                Box::new(models::ExtraDelay::new(
+                    k,
+                    s.alpha,
+                    s.mu,
+                    delayed,
+                    s.delay_mean,
+                    rng,
+                ))
+            }
+            StragglerModel::Trace => Box::new(replay::TraceReplay::new(
+                Arc::clone(self.trace.as_ref().expect("trace loaded by from_config")),
+                self.columns.clone(),
+                trial,
+                s.trace_threshold,
+            )),
+        }
+    }
+}
+
+/// The delay model of `trial` for `config` (reads the trace file, if any).
+pub fn build(config: &Config, trial: u64) -> Result<Box<dyn DelayModel>, InputError> {
+    Ok(DelaySpec::from_config(config)?.model(trial))
+}

@@ -1,0 +1,323 @@
+//! Trace replay: measured completion times from a CSV file.
+//!
+//! The file has one row per round and one column per worker, comma
+//! separated, optionally a header row first (a first line none of whose cells
+//! is a number, e.g. `w0,w1,...`); blank lines are skipped, cells may be
+//! quoted with `"` but may not contain commas. Every row has as many cells as
+//! the first; every value is a finite number >= 0. Errors name `file:line`.
+//!
+//! A value is the model time of ONE partition computation of that worker in
+//! that round (the `u` of [`RoundSample`]): a worker with load r finishes at
+//! r · value, so schemes with a larger load pay for it, as in the
+//! shifted-exponential model. The AWS Lambda traces give seconds, so one model
+//! time unit is one traced second, and `straggler.time_unit_ms = 1000`
+//! replays them in real time in the MPI runtime.
+//!
+//! Workers 1..K replay the columns `straggler.trace_columns` (1-based data
+//! columns) or the first K. Trial k starts at row k (mod the rows) and the
+//! rows wrap around. A worker straggles in a round when its value exceeds
+//! `straggler.trace_threshold` times the median of the K replayed values.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{DelayModel, RoundSample};
+use crate::error::InputError;
+
+/// A validated trace: `rows` × `columns` completion times, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceTable {
+    /// The file as named in errors.
+    origin: String,
+    columns: usize,
+    values: Vec<f64>,
+    /// Column names from the header, when there is one.
+    header: Option<Vec<String>>,
+    /// 1-based line of the first row (for errors about the shape).
+    first_line: usize,
+}
+
+impl TraceTable {
+    /// Read and validate a trace file.
+    pub fn load(path: &Path) -> Result<Self, InputError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            InputError::new("straggler.trace_file", format!("cannot read {origin}: {e}"))
+        })?;
+        Self::parse(&text, &origin)
+    }
+
+    /// Parse and validate trace text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, InputError> {
+        let at = |line: usize| format!("{origin}:{line}");
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l))
+            .filter(|(_, l)| !l.trim().is_empty());
+        let Some((first_line, first)) = lines.next() else {
+            return Err(InputError::new(origin, "has no rows"));
+        };
+        let first_cells = cells(first);
+        let columns = first_cells.len();
+        let header = first_cells
+            .iter()
+            .all(|c| c.parse::<f64>().is_err())
+            .then(|| {
+                first_cells
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+            });
+        let mut values = Vec::new();
+        let mut data_first_line = None;
+        let data = if header.is_some() {
+            None
+        } else {
+            Some((first_line, first))
+        };
+        for (line, text) in data.into_iter().chain(lines) {
+            let row = cells(text);
+            if row.len() != columns {
+                return Err(InputError::new(
+                    at(line),
+                    format!(
+                        "has {} cells, but line {first_line} has {columns}; every row needs one cell per column",
+                        row.len()
+                    ),
+                ));
+            }
+            for (c, cell) in row.iter().enumerate() {
+                let name = match &header {
+                    Some(h) => format!("column {} ({})", c + 1, h[c]),
+                    None => format!("column {}", c + 1),
+                };
+                let value: f64 = cell.parse().map_err(|_| {
+                    let shown = if cell.is_empty() {
+                        "empty".to_string()
+                    } else {
+                        format!("`{cell}`")
+                    };
+                    InputError::new(
+                        at(line),
+                        format!(
+                            "{name} is {shown}, not a number (completion times are numbers >= 0)"
+                        ),
+                    )
+                })?;
+                if value.is_nan() {
+                    return Err(InputError::new(
+                        at(line),
+                        format!("{name} is NaN; completion times are numbers >= 0"),
+                    ));
+                }
+                if value < 0.0 {
+                    return Err(InputError::new(
+                        at(line),
+                        format!("{name} is {value}, negative; completion times are numbers >= 0"),
+                    ));
+                }
+                if value.is_infinite() {
+                    return Err(InputError::new(
+                        at(line),
+                        format!("{name} is infinite; completion times are finite"),
+                    ));
+                }
+                values.push(value);
+            }
+            data_first_line.get_or_insert(line);
+        }
+        if values.is_empty() {
+            return Err(InputError::new(
+                at(first_line),
+                "is a header with no data rows after it",
+            ));
+        }
+        Ok(Self {
+            origin: origin.to_string(),
+            columns,
+            values,
+            header,
+            first_line: data_first_line.unwrap_or(first_line),
+        })
+    }
+
+    /// Rounds (data rows).
+    pub fn rows(&self) -> usize {
+        self.values.len() / self.columns
+    }
+
+    /// Columns per row.
+    pub fn columns(&self) -> usize {
+        self.columns
+    }
+
+    /// The value of `row`, `column` (0-based).
+    pub fn value(&self, row: usize, column: usize) -> f64 {
+        self.values[row * self.columns + column]
+    }
+
+    /// Column names, when the file has a header.
+    pub fn header(&self) -> Option<&[String]> {
+        self.header.as_deref()
+    }
+
+    /// 0-based columns replayed by workers 0..K: `chosen` (1-based, from
+    /// `straggler.trace_columns`) or the first `workers`.
+    pub fn select_columns(
+        &self,
+        chosen: Option<&[usize]>,
+        workers: usize,
+    ) -> Result<Vec<usize>, InputError> {
+        match chosen {
+            Some(list) => {
+                if list.len() != workers {
+                    return Err(InputError::value(
+                        "straggler.trace_columns",
+                        format!("{list:?}"),
+                        format!("lists {} columns, not workers = {workers}", list.len()),
+                    ));
+                }
+                list.iter()
+                    .map(|&c| {
+                        if c == 0 || c > self.columns {
+                            Err(InputError::value(
+                                "straggler.trace_columns",
+                                format!("{list:?}"),
+                                format!(
+                                    "names column {c}, but {} has columns 1..={}",
+                                    self.origin, self.columns
+                                ),
+                            ))
+                        } else {
+                            Ok(c - 1)
+                        }
+                    })
+                    .collect()
+            }
+            None => {
+                if self.columns < workers {
+                    return Err(InputError::new(
+                        format!("{}:{}", self.origin, self.first_line),
+                        format!(
+                            "has {} columns, fewer than workers = {workers} (one column per worker)",
+                            self.columns
+                        ),
+                    ));
+                }
+                Ok((0..workers).collect())
+            }
+        }
+    }
+}
+
+/// The cells of one CSV line, trimmed and unquoted.
+fn cells(line: &str) -> Vec<&str> {
+    line.split(',')
+        .map(|c| {
+            let c = c.trim();
+            c.strip_prefix('"')
+                .and_then(|c| c.strip_suffix('"'))
+                .unwrap_or(c)
+                .trim()
+        })
+        .collect()
+}
+
+/// `trace`: replays the rows of a [`TraceTable`] in order, wrapping around.
+pub(super) struct TraceReplay {
+    table: Arc<TraceTable>,
+    columns: Vec<usize>,
+    row: usize,
+    threshold: f64,
+    scratch: Vec<f64>,
+}
+
+impl TraceReplay {
+    pub fn new(table: Arc<TraceTable>, columns: Vec<usize>, trial: u64, threshold: f64) -> Self {
+        let row = (trial % table.rows() as u64) as usize;
+        let scratch = Vec::with_capacity(columns.len());
+        Self {
+            table,
+            columns,
+            row,
+            threshold,
+            scratch,
+        }
+    }
+}
+
+impl DelayModel for TraceReplay {
+    fn workers(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn sample(&mut self, out: &mut RoundSample) {
+        for (w, &c) in self.columns.iter().enumerate() {
+            out.unit_time[w] = self.table.value(self.row, c);
+        }
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&out.unit_time);
+        let median = median(&mut self.scratch);
+        for w in 0..self.columns.len() {
+            out.straggling[w] = out.unit_time[w] > self.threshold * median;
+        }
+        out.extra_time.fill(0.0);
+        out.rate.fill(f64::NAN);
+        self.row = (self.row + 1) % self.table.rows();
+    }
+}
+
+/// The median (mean of the two middle values for an even count); reorders `values`.
+fn median(values: &mut [f64]) -> f64 {
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let (_, &mut upper, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        upper
+    } else {
+        let lower = values[..n / 2]
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        0.5 * (lower + upper)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_is_detected_and_values_read_row_major() {
+        let t = TraceTable::parse("w0,w1,w2\n1,2,3\n\n4,5,6.5\n", "t.csv").unwrap();
+        assert_eq!(t.rows(), 2);
+        assert_eq!(t.columns(), 3);
+        assert_eq!(t.value(1, 2), 6.5);
+        assert_eq!(t.header().unwrap()[1], "w1");
+        let t = TraceTable::parse("1,2\n3,4\n", "t.csv").unwrap();
+        assert_eq!(t.rows(), 2);
+        assert!(t.header().is_none());
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn replay_wraps_and_starts_at_the_trial_row() {
+        let t = Arc::new(TraceTable::parse("a,b\n1,10\n2,20\n3,30\n", "t.csv").unwrap());
+        let mut m = TraceReplay::new(t, vec![1, 0], 2, 2.0);
+        let mut s = RoundSample::new(2);
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            m.sample(&mut s);
+            seen.push((s.unit_time[0], s.unit_time[1]));
+        }
+        assert_eq!(seen, [(30.0, 3.0), (10.0, 1.0), (20.0, 2.0), (30.0, 3.0)]);
+    }
+}

@@ -1,0 +1,633 @@
+//! The HDF5 writer and reader of the trace schema (see the module above).
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Instant;
+
+use hdf5::types::VarLenUnicode;
+use hdf5::{Dataset, Extent, File, Group, H5Type, Location};
+use ndarray::ArrayView2;
+
+use super::{FLUSH_INTERVAL, IterationRecord, RecordSink, TraceError, TraceMeta};
+
+type Result<T> = std::result::Result<T, TraceError>;
+
+/// Rows per chunk of every dataset.
+const CHUNK_ROWS: usize = 256;
+
+fn string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
+    let v = VarLenUnicode::from_str(value)
+        .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
+    loc.new_attr::<VarLenUnicode>()
+        .create(name)
+        .and_then(|a| a.write_scalar(&v))
+        .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))
+}
+
+fn scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> Result<()> {
+    loc.new_attr::<T>()
+        .create(name)
+        .and_then(|a| a.write_scalar(&value))
+        .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))
+}
+
+fn group(parent: &Group, name: &str) -> Result<Group> {
+    if parent.link_exists(name) {
+        parent.group(name)
+    } else {
+        parent.create_group(name)
+    }
+    .map_err(|e| TraceError::hdf5(format!("group {name}"), e))
+}
+
+/// A chunked, resizable dataset with its first dimension growing by iteration.
+fn growing<T: H5Type>(
+    parent: &Group,
+    name: &str,
+    workers: Option<usize>,
+    unit: &str,
+    description: &str,
+) -> Result<Dataset> {
+    let builder = parent.new_dataset::<T>();
+    let ds = match workers {
+        None => builder
+            .chunk((CHUNK_ROWS,))
+            .shape((Extent::resizable(0),))
+            .create(name),
+        Some(k) => builder
+            .chunk((CHUNK_ROWS.min(64), k))
+            .shape((Extent::resizable(0), Extent::fixed(k)))
+            .create(name),
+    }
+    .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
+    string_attr(&ds, "unit", unit)?;
+    string_attr(&ds, "description", description)?;
+    Ok(ds)
+}
+
+/// The `/iteration/` and `/worker/` datasets of one trace, with the rows not yet written.
+struct GroupWriter {
+    workers: usize,
+    written: usize,
+    pending: Vec<IterationRecord>,
+    duration_s: Dataset,
+    decode_s: Dataset,
+    recovered_fraction: Dataset,
+    messages_used: Dataset,
+    messages_received: Dataset,
+    stale_dropped: Dataset,
+    train_loss: Dataset,
+    test_loss: Dataset,
+    finish_s: Dataset,
+    straggling: Dataset,
+    cluster: Dataset,
+    used: Dataset,
+}
+
+impl GroupWriter {
+    fn create(root: &Group, workers: usize) -> Result<Self> {
+        let it = group(root, "iteration")?;
+        let wk = group(root, "worker")?;
+        let k = Some(workers);
+        Ok(Self {
+            workers,
+            written: 0,
+            pending: Vec::new(),
+            duration_s: growing::<f64>(&it, "duration_s", None, "s", "time of the iteration")?,
+            decode_s: growing::<f64>(
+                &it,
+                "decode_s",
+                None,
+                "s",
+                "time spent decoding; NaN when not measured (simulation)",
+            )?,
+            recovered_fraction: growing::<f64>(
+                &it,
+                "recovered_fraction",
+                None,
+                "1",
+                "share of the partitions whose gradient sum was recovered",
+            )?,
+            messages_used: growing::<u64>(
+                &it,
+                "messages_used",
+                None,
+                "count",
+                "messages with a non-zero decoding weight",
+            )?,
+            messages_received: growing::<u64>(
+                &it,
+                "messages_received",
+                None,
+                "count",
+                "messages received by the end of the iteration",
+            )?,
+            stale_dropped: growing::<u64>(
+                &it,
+                "stale_dropped",
+                None,
+                "count",
+                "results of older iterations received and dropped",
+            )?,
+            train_loss: growing::<f64>(
+                &it,
+                "train_loss",
+                None,
+                "1",
+                "training loss; NaN when not evaluated",
+            )?,
+            test_loss: growing::<f64>(
+                &it,
+                "test_loss",
+                None,
+                "1",
+                "test loss; NaN when not evaluated",
+            )?,
+            finish_s: growing::<f64>(
+                &wk,
+                "finish_s",
+                k,
+                "s",
+                "column k = worker k+1: arrival of its last message received in time, NaN if none",
+            )?,
+            straggling: growing::<u8>(
+                &wk,
+                "straggling",
+                k,
+                "1",
+                "column k = worker k+1: 1 when straggling this iteration",
+            )?,
+            cluster: growing::<i64>(
+                &wk,
+                "cluster",
+                k,
+                "id",
+                "column k = worker k+1: 1-based cluster this iteration, -1 when unclustered",
+            )?,
+            used: growing::<u8>(
+                &wk,
+                "used",
+                k,
+                "1",
+                "column k = worker k+1: 1 when a message of it has a non-zero decoding weight",
+            )?,
+        })
+    }
+
+    fn push(&mut self, record: &IterationRecord) -> Result<()> {
+        let k = self.workers;
+        let shapes = [
+            record.finish_s.len(),
+            record.straggling.len(),
+            record.cluster.len(),
+            record.used.len(),
+        ];
+        if shapes.iter().any(|&n| n != k) {
+            return Err(TraceError::Record(format!(
+                "per-worker fields have lengths {shapes:?}, but the trace has {k} workers"
+            )));
+        }
+        self.pending.push(record.clone());
+        Ok(())
+    }
+
+    /// Write the pending rows.
+    fn write(&mut self) -> Result<()> {
+        let m = self.pending.len();
+        if m == 0 {
+            return Ok(());
+        }
+        let (n, k) = (self.written, self.workers);
+        let rows = n..n + m;
+        let p = &self.pending;
+        fn column<T: H5Type>(ds: &Dataset, rows: std::ops::Range<usize>, v: Vec<T>) -> Result<()> {
+            ds.resize((rows.end,))
+                .and_then(|_| ds.write_slice(&v, rows))
+                .map_err(|e| TraceError::hdf5(format!("dataset {}", ds.name()), e))
+        }
+        fn matrix<T: H5Type>(
+            ds: &Dataset,
+            rows: std::ops::Range<usize>,
+            k: usize,
+            v: Vec<T>,
+        ) -> Result<()> {
+            let view = ArrayView2::from_shape((rows.len(), k), &v)
+                .map_err(|e| TraceError::Record(e.to_string()))?;
+            ds.resize((rows.end, k))
+                .and_then(|_| ds.write_slice(view, (rows, ..)))
+                .map_err(|e| TraceError::hdf5(format!("dataset {}", ds.name()), e))
+        }
+        column(
+            &self.duration_s,
+            rows.clone(),
+            p.iter().map(|r| r.duration_s).collect(),
+        )?;
+        column(
+            &self.decode_s,
+            rows.clone(),
+            p.iter().map(|r| r.decode_s).collect(),
+        )?;
+        column(
+            &self.recovered_fraction,
+            rows.clone(),
+            p.iter().map(|r| r.recovered_fraction).collect(),
+        )?;
+        column(
+            &self.messages_used,
+            rows.clone(),
+            p.iter().map(|r| r.messages_used).collect(),
+        )?;
+        column(
+            &self.messages_received,
+            rows.clone(),
+            p.iter().map(|r| r.messages_received).collect(),
+        )?;
+        column(
+            &self.stale_dropped,
+            rows.clone(),
+            p.iter().map(|r| r.stale_dropped).collect(),
+        )?;
+        column(
+            &self.train_loss,
+            rows.clone(),
+            p.iter().map(|r| r.train_loss).collect(),
+        )?;
+        column(
+            &self.test_loss,
+            rows.clone(),
+            p.iter().map(|r| r.test_loss).collect(),
+        )?;
+        matrix(
+            &self.finish_s,
+            rows.clone(),
+            k,
+            p.iter().flat_map(|r| r.finish_s.iter().copied()).collect(),
+        )?;
+        matrix(
+            &self.straggling,
+            rows.clone(),
+            k,
+            p.iter()
+                .flat_map(|r| r.straggling.iter().map(|&b| u8::from(b)))
+                .collect(),
+        )?;
+        matrix(
+            &self.cluster,
+            rows.clone(),
+            k,
+            p.iter().flat_map(|r| r.cluster.iter().copied()).collect(),
+        )?;
+        matrix(
+            &self.used,
+            rows,
+            k,
+            p.iter()
+                .flat_map(|r| r.used.iter().map(|&b| u8::from(b)))
+                .collect(),
+        )?;
+        self.written += m;
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+fn create_file(path: &Path, meta: &TraceMeta) -> Result<File> {
+    let file = File::create(path)
+        .map_err(|e| TraceError::hdf5(format!("cannot create {}", path.display()), e))?;
+    string_attr(&file, "scheme", &meta.scheme)?;
+    scalar_attr(&file, "workers", meta.workers as u64)?;
+    string_attr(&file, "config_toml", &meta.config_toml)?;
+    string_attr(&file, "gradcode_version", env!("CARGO_PKG_VERSION"))?;
+    scalar_attr(&file, "seed", meta.seed)?;
+    Ok(file)
+}
+
+fn flush_file(file: &File) -> Result<()> {
+    file.flush()
+        .map_err(|e| TraceError::hdf5(format!("flush {}", file.filename()), e))
+}
+
+/// The trace of one run (`gradcode train`): the root groups of the schema.
+///
+/// ```no_run
+/// # use gradcode::trace::{IterationRecord, TraceMeta, TraceWriter};
+/// # fn main() -> Result<(), gradcode::trace::TraceError> {
+/// let meta = TraceMeta { scheme: "gc-sc".into(), workers: 12, config_toml: String::new(), seed: 1 };
+/// let mut w = TraceWriter::create("run.h5".as_ref(), &meta)?;
+/// let mut rec = IterationRecord::new(12);
+/// rec.duration_s = 0.25;
+/// w.append(&rec)?; // once per iteration
+/// w.write_theta(100, &[0.0; 1000])?;
+/// w.close()?;
+/// # Ok(()) }
+/// ```
+pub struct TraceWriter {
+    file: Option<File>,
+    root: GroupWriter,
+    last_flush: Instant,
+}
+
+impl TraceWriter {
+    /// Create (truncate) `path` and write the root attributes.
+    pub fn create(path: &Path, meta: &TraceMeta) -> Result<Self> {
+        let file = create_file(path, meta)?;
+        let root = GroupWriter::create(&file, meta.workers)?;
+        flush_file(&file)?;
+        Ok(Self {
+            file: Some(file),
+            root,
+            last_flush: Instant::now(),
+        })
+    }
+
+    /// Append one iteration. Written to the file, and the file flushed, when
+    /// [`FLUSH_INTERVAL`] has passed since the last flush.
+    pub fn append(&mut self, record: &IterationRecord) -> Result<()> {
+        self.root.push(record)?;
+        if self.last_flush.elapsed() >= FLUSH_INTERVAL {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Iterations appended so far.
+    pub fn iterations(&self) -> usize {
+        self.root.written + self.root.pending.len()
+    }
+
+    /// Write the model parameters to `/model/theta` (replacing an earlier
+    /// snapshot; its length may not change), with attribute `iteration`, and flush.
+    pub fn write_theta(&mut self, iteration: u64, theta: &[f64]) -> Result<()> {
+        let file = self.file.as_ref().expect("open until close");
+        let model = group(file, "model")?;
+        let ctx = || "dataset /model/theta".to_string();
+        let ds = if model.link_exists("theta") {
+            let ds = model
+                .dataset("theta")
+                .map_err(|e| TraceError::hdf5(ctx(), e))?;
+            if ds.shape() != [theta.len()] {
+                return Err(TraceError::Record(format!(
+                    "theta has {} entries, the trace's /model/theta {:?}",
+                    theta.len(),
+                    ds.shape()
+                )));
+            }
+            ds
+        } else {
+            let ds = model
+                .new_dataset::<f64>()
+                .shape((theta.len(),))
+                .create("theta")
+                .map_err(|e| TraceError::hdf5(ctx(), e))?;
+            string_attr(&ds, "unit", "1")?;
+            string_attr(&ds, "description", "model parameters")?;
+            scalar_attr(&ds, "iteration", 0u64)?;
+            ds
+        };
+        ds.write(theta).map_err(|e| TraceError::hdf5(ctx(), e))?;
+        ds.attr("iteration")
+            .and_then(|a| a.write_scalar(&iteration))
+            .map_err(|e| TraceError::hdf5(ctx(), e))?;
+        self.flush()
+    }
+
+    /// Write every pending record and flush the file.
+    pub fn flush(&mut self) -> Result<()> {
+        self.root.write()?;
+        flush_file(self.file.as_ref().expect("open until close"))?;
+        self.last_flush = Instant::now();
+        Ok(())
+    }
+
+    /// Flush and close the file.
+    pub fn close(mut self) -> Result<()> {
+        self.flush()?;
+        let file = self.file.take().expect("open until close");
+        file.close()
+            .map_err(|e| TraceError::hdf5("close".to_string(), e))
+    }
+}
+
+impl Drop for TraceWriter {
+    /// A writer dropped without `close` (an error path) still writes what it has.
+    fn drop(&mut self) {
+        if self.file.is_some() {
+            if let Err(e) = self.flush() {
+                eprintln!("warning: trace not fully written: {e}");
+            }
+        }
+    }
+}
+
+/// The trace of a simulation: one trace per compared scheme and trial at
+/// `/sim/<scheme>/trial_<k>/`.
+pub struct SimTraceWriter {
+    file: Option<File>,
+    schemes: Vec<String>,
+    workers: usize,
+    /// (scheme, trial) → writer, created at its first record.
+    groups: Vec<Vec<Option<GroupWriter>>>,
+    sim: Group,
+    last_flush: Instant,
+}
+
+impl SimTraceWriter {
+    /// Create (truncate) `path`; `schemes` in `simulate.compare` order;
+    /// `model_time_unit_s` converts model time to the seconds of the records.
+    pub fn create(
+        path: &Path,
+        meta: &TraceMeta,
+        schemes: &[String],
+        trials: usize,
+        iterations: usize,
+        model_time_unit_s: f64,
+    ) -> Result<Self> {
+        let file = create_file(path, meta)?;
+        let sim = group(&file, "sim")?;
+        for name in schemes {
+            let g = group(&sim, name)?;
+            string_attr(&g, "scheme", name)?;
+            scalar_attr(&g, "trials", trials as u64)?;
+            scalar_attr(&g, "iterations", iterations as u64)?;
+            scalar_attr(&g, "model_time_unit_s", model_time_unit_s)?;
+        }
+        flush_file(&file)?;
+        Ok(Self {
+            file: Some(file),
+            schemes: schemes.to_vec(),
+            workers: meta.workers,
+            groups: schemes.iter().map(|_| Vec::new()).collect(),
+            sim,
+            last_flush: Instant::now(),
+        })
+    }
+
+    /// Append one iteration of `scheme` (index into the schemes) in `trial`.
+    pub fn append(&mut self, scheme: usize, trial: usize, record: &IterationRecord) -> Result<()> {
+        let name = self
+            .schemes
+            .get(scheme)
+            .ok_or_else(|| TraceError::Record(format!("scheme index {scheme} out of range")))?;
+        let slots = &mut self.groups[scheme];
+        if slots.len() <= trial {
+            slots.resize_with(trial + 1, || None);
+        }
+        if slots[trial].is_none() {
+            let g = group(&group(&self.sim, name)?, &format!("trial_{trial}"))?;
+            scalar_attr(&g, "trial", trial as u64)?;
+            slots[trial] = Some(GroupWriter::create(&g, self.workers)?);
+        }
+        slots[trial].as_mut().expect("created above").push(record)?;
+        if self.last_flush.elapsed() >= FLUSH_INTERVAL {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Write every pending record and flush the file.
+    pub fn flush(&mut self) -> Result<()> {
+        for g in self.groups.iter_mut().flatten().flatten() {
+            g.write()?;
+        }
+        flush_file(self.file.as_ref().expect("open until close"))?;
+        self.last_flush = Instant::now();
+        Ok(())
+    }
+
+    /// Flush and close the file.
+    pub fn close(mut self) -> Result<()> {
+        self.flush()?;
+        let file = self.file.take().expect("open until close");
+        file.close()
+            .map_err(|e| TraceError::hdf5("close".to_string(), e))
+    }
+}
+
+impl RecordSink for SimTraceWriter {
+    fn record(&mut self, scheme: usize, trial: usize, record: &IterationRecord) -> Result<()> {
+        self.append(scheme, trial, record)
+    }
+}
+
+impl Drop for SimTraceWriter {
+    fn drop(&mut self) {
+        if self.file.is_some() {
+            if let Err(e) = self.flush() {
+                eprintln!("warning: simulation trace not fully written: {e}");
+            }
+        }
+    }
+}
+
+/// One trace read back: its records and `/model/theta` when present.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceData {
+    pub workers: usize,
+    pub records: Vec<IterationRecord>,
+    pub theta: Option<Vec<f64>>,
+}
+
+fn read_vec<T: H5Type>(g: &Group, name: &str) -> Result<(Vec<T>, Vec<usize>)> {
+    let ds = g
+        .dataset(name)
+        .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
+    let v = ds
+        .read_raw::<T>()
+        .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
+    Ok((v, ds.shape()))
+}
+
+/// Read the trace whose `/iteration/` and `/worker/` groups are under
+/// `group_path` of `path` (`"/"` for a run, `"/sim/gc-sc/trial_0"` for a
+/// simulation trial).
+pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
+    let file = File::open(path)
+        .map_err(|e| TraceError::hdf5(format!("cannot open {}", path.display()), e))?;
+    let root = file
+        .group(group_path)
+        .map_err(|e| TraceError::hdf5(format!("group {group_path}"), e))?;
+    let it = root
+        .group("iteration")
+        .map_err(|e| TraceError::hdf5(format!("group {group_path}/iteration"), e))?;
+    let wk = root
+        .group("worker")
+        .map_err(|e| TraceError::hdf5(format!("group {group_path}/worker"), e))?;
+    let (duration, shape) = read_vec::<f64>(&it, "duration_s")?;
+    let n = shape[0];
+    let (decode, _) = read_vec::<f64>(&it, "decode_s")?;
+    let (recovered, _) = read_vec::<f64>(&it, "recovered_fraction")?;
+    let (used_count, _) = read_vec::<u64>(&it, "messages_used")?;
+    let (received, _) = read_vec::<u64>(&it, "messages_received")?;
+    let (stale, _) = read_vec::<u64>(&it, "stale_dropped")?;
+    let (train, _) = read_vec::<f64>(&it, "train_loss")?;
+    let (test, _) = read_vec::<f64>(&it, "test_loss")?;
+    let (finish, wshape) = read_vec::<f64>(&wk, "finish_s")?;
+    let k = wshape[1];
+    let (straggling, _) = read_vec::<u8>(&wk, "straggling")?;
+    let (cluster, _) = read_vec::<i64>(&wk, "cluster")?;
+    let (used, _) = read_vec::<u8>(&wk, "used")?;
+    let lengths = [
+        decode.len(),
+        recovered.len(),
+        used_count.len(),
+        received.len(),
+        stale.len(),
+        train.len(),
+        test.len(),
+    ];
+    if lengths.iter().any(|&l| l != n)
+        || [finish.len(), straggling.len(), cluster.len(), used.len()]
+            .iter()
+            .any(|&l| l != n * k)
+    {
+        return Err(TraceError::Record(format!(
+            "{group_path}: datasets of different lengths"
+        )));
+    }
+    let records = (0..n)
+        .map(|i| {
+            let row = i * k..(i + 1) * k;
+            IterationRecord {
+                duration_s: duration[i],
+                decode_s: decode[i],
+                recovered_fraction: recovered[i],
+                messages_used: used_count[i],
+                messages_received: received[i],
+                stale_dropped: stale[i],
+                train_loss: train[i],
+                test_loss: test[i],
+                finish_s: finish[row.clone()].to_vec(),
+                straggling: straggling[row.clone()].iter().map(|&b| b != 0).collect(),
+                cluster: cluster[row.clone()].to_vec(),
+                used: used[row].iter().map(|&b| b != 0).collect(),
+            }
+        })
+        .collect();
+    let theta = if root.link_exists("model") {
+        let model = root
+            .group("model")
+            .map_err(|e| TraceError::hdf5("group model", e))?;
+        Some(read_vec::<f64>(&model, "theta")?.0)
+    } else {
+        None
+    };
+    Ok(TraceData {
+        workers: k,
+        records,
+        theta,
+    })
+}
+
+/// A string attribute of the object at `object` (`"/"` for the root).
+pub fn read_attr_string(path: &Path, object: &str, name: &str) -> Result<String> {
+    let file = File::open(path)
+        .map_err(|e| TraceError::hdf5(format!("cannot open {}", path.display()), e))?;
+    let loc = file
+        .group(object)
+        .map_err(|e| TraceError::hdf5(format!("group {object}"), e))?;
+    let v: VarLenUnicode = loc
+        .attr(name)
+        .and_then(|a| a.read_scalar())
+        .map_err(|e| TraceError::hdf5(format!("attribute {object}@{name}"), e))?;
+    Ok(v.as_str().to_string())
+}

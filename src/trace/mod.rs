@@ -1,0 +1,137 @@
+//! Traces: one record per iteration, written to HDF5 with a fixed schema.
+//!
+//! The record types here are plain data and build without HDF5; the writer
+//! and reader ([`TraceWriter`], [`SimTraceWriter`], [`read_trace`]) need the
+//! `hdf5` feature. The schema (DESIGN.md):
+//!
+//! ```text
+//! /                       attributes scheme, workers, config_toml, gradcode_version, seed
+//! /iteration/duration_s          f64 [iterations]            wall (or emulated) time of the iteration
+//! /iteration/decode_s            f64 [iterations]            time spent decoding (NaN: not measured)
+//! /iteration/recovered_fraction  f64 [iterations]            share of partitions whose gradient was recovered
+//! /iteration/messages_used       u64 [iterations]            messages with a non-zero decoding weight
+//! /iteration/messages_received   u64 [iterations]            messages received by the end of the iteration
+//! /iteration/stale_dropped       u64 [iterations]            results of older iterations received and dropped
+//! /iteration/train_loss          f64 [iterations]            NaN when not evaluated
+//! /iteration/test_loss           f64 [iterations]            NaN when not evaluated
+//! /worker/finish_s               f64 [iterations, workers]   arrival of the worker's last message received in time, NaN if none
+//! /worker/straggling             u8  [iterations, workers]   1 = straggling this iteration
+//! /worker/cluster                i64 [iterations, workers]   1-based cluster this iteration, -1 when unclustered
+//! /worker/used                   u8  [iterations, workers]   1 = a message of the worker has a non-zero decoding weight
+//! /model/theta                   f64 [d]                     parameters (attribute `iteration`: when written)
+//! ```
+//!
+//! Column k of a `/worker/` dataset is worker k + 1. Every dataset carries a
+//! `unit` attribute (`s`, `1` for fractions and flags, `count`, `id`) and a
+//! `description`. A simulation trace (`gradcode simulate --out`) holds one
+//! such trace per compared scheme and trial at `/sim/<scheme>/trial_<k>/`
+//! (k = 0.., the trial's `/iteration/` and `/worker/` groups, no `/model/`);
+//! `/sim/<scheme>` has the attributes scheme, trials, iterations and
+//! `model_time_unit_s`: simulated model time is converted to seconds with
+//! `straggler.time_unit_ms`, as the MPI runtime's emulation does.
+//!
+//! Datasets are chunked and resizable. Records are buffered and written,
+//! then the file flushed, at the first append at least
+//! [`FLUSH_INTERVAL`] after the previous flush (so at most once per
+//! iteration and at most once per second), and on `flush` and `close`: a
+//! killed job leaves a readable file with every iteration up to the last flush.
+
+#[cfg(feature = "hdf5")]
+mod hdf5_io;
+
+#[cfg(feature = "hdf5")]
+pub use hdf5_io::{SimTraceWriter, TraceData, TraceWriter, read_attr_string, read_trace};
+
+/// Records are written and the file flushed at most this often (and at most once per iteration).
+pub const FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What happened in one iteration: one row of every dataset of the schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IterationRecord {
+    pub duration_s: f64,
+    pub decode_s: f64,
+    pub recovered_fraction: f64,
+    pub messages_used: u64,
+    pub messages_received: u64,
+    pub stale_dropped: u64,
+    pub train_loss: f64,
+    pub test_loss: f64,
+    /// Per worker: arrival time of its last message received in time, NaN if none.
+    pub finish_s: Vec<f64>,
+    /// Per worker: straggling this iteration.
+    pub straggling: Vec<bool>,
+    /// Per worker: 1-based cluster this iteration, -1 when unclustered.
+    pub cluster: Vec<i64>,
+    /// Per worker: a message of it has a non-zero decoding weight.
+    pub used: Vec<bool>,
+}
+
+impl IterationRecord {
+    /// A record for `workers` workers with nothing measured: NaN times and
+    /// losses, zero counts, no worker received, straggling or used, unclustered.
+    pub fn new(workers: usize) -> Self {
+        Self {
+            duration_s: f64::NAN,
+            decode_s: f64::NAN,
+            recovered_fraction: f64::NAN,
+            messages_used: 0,
+            messages_received: 0,
+            stale_dropped: 0,
+            train_loss: f64::NAN,
+            test_loss: f64::NAN,
+            finish_s: vec![f64::NAN; workers],
+            straggling: vec![false; workers],
+            cluster: vec![-1; workers],
+            used: vec![false; workers],
+        }
+    }
+
+    /// K, from the per-worker fields.
+    pub fn workers(&self) -> usize {
+        self.finish_s.len()
+    }
+}
+
+/// The root attributes of a trace (`gradcode_version` is added by the writer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceMeta {
+    /// `scheme.kind` (a simulation trace: the compared schemes, comma separated).
+    pub scheme: String,
+    pub workers: usize,
+    /// The resolved config (`Config::to_toml`).
+    pub config_toml: String,
+    pub seed: u64,
+}
+
+/// Failures of trace I/O.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The HDF5 library failed; `context` says on what.
+    #[error("HDF5 trace {context}: {message}")]
+    Hdf5 { context: String, message: String },
+    /// A record does not fit the trace (e.g. its worker count).
+    #[error("trace record: {0}")]
+    Record(String),
+}
+
+#[cfg(feature = "hdf5")]
+impl TraceError {
+    pub(crate) fn hdf5(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
+        TraceError::Hdf5 {
+            context: context.into(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Something that takes the records of a simulation: scheme index (in
+/// `simulate.compare` order), trial, record, in iteration order per
+/// (scheme, trial).
+pub trait RecordSink {
+    fn record(
+        &mut self,
+        scheme: usize,
+        trial: usize,
+        record: &IterationRecord,
+    ) -> Result<(), TraceError>;
+}

@@ -1,0 +1,439 @@
+//! `gradcode simulate` end to end: JSON keys, flags overriding the config,
+//! determinism by seed, and bad input (flags, straggler keys, trace files)
+//! → one line naming the field or file:line, status 2, nothing on stdout.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn gradcode(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(args)
+        .output()
+        .expect("run gradcode")
+}
+
+fn dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sim-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(name: &str, text: &str) -> String {
+    let path = dir().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "failed: {}", stderr(o));
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+fn assert_rejected(name: &str, o: &Output, expected: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+    assert_eq!(err.lines().count(), 1, "{name}: {err}");
+    assert!(err.contains(expected), "{name}: `{expected}` not in: {err}");
+    assert!(o.stdout.is_empty(), "{name}: wrote to stdout");
+}
+
+const FIG3: &str = "workers = 12\nseed = 1\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 4\n[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 6\n[simulate]\ntrials = 4\niterations = 50\ncompare = [\"gc\", \"gc-sc\"]\n";
+
+#[test]
+fn json_has_the_documented_keys() {
+    let cfg = write("fig3.toml", FIG3);
+    let v = json(&gradcode(&["simulate", "--config", &cfg, "--json"]));
+    let schemes = v["schemes"].as_array().unwrap();
+    assert_eq!(schemes.len(), 2);
+    assert_eq!(schemes[0]["name"], "gc");
+    assert_eq!(schemes[1]["name"], "gc-sc");
+    for s in schemes {
+        for key in [
+            "mean_iteration_time",
+            "ci95",
+            "p50",
+            "p99",
+            "messages_per_iteration",
+            "recovered_fraction",
+            "improvement_percent",
+        ] {
+            assert!(s[key].is_number(), "{key}: {s}");
+        }
+        assert!(s["p50"].as_f64() <= s["p99"].as_f64());
+        assert_eq!(s["recovered_fraction"], 1.0);
+    }
+    assert!(v["lower_bound"]["mean_iteration_time"].is_number());
+    assert_eq!(v["lower_bound"]["workers"], 8);
+    assert_eq!(v["baseline"], "gc");
+    assert_eq!(v["trials"], 4);
+    assert_eq!(v["iterations"], 50);
+    assert_eq!(v["workers"], 12);
+    assert_eq!(v["straggler_model"], "gilbert-elliott");
+    // The bound is below both schemes (it is below them in every iteration).
+    let lb = v["lower_bound"]["mean_iteration_time"].as_f64().unwrap();
+    for s in schemes {
+        assert!(lb <= s["mean_iteration_time"].as_f64().unwrap());
+    }
+}
+
+#[test]
+fn flags_override_the_config_and_one_trial_has_no_interval() {
+    let cfg = write("fig3-flags.toml", FIG3);
+    let v = json(&gradcode(&[
+        "simulate",
+        "--config",
+        &cfg,
+        "--json",
+        "--trials",
+        "1",
+        "--iterations",
+        "7",
+        "--seed",
+        "9",
+    ]));
+    assert_eq!(v["trials"], 1);
+    assert_eq!(v["iterations"], 7);
+    assert_eq!(v["seed"], 9);
+    assert!(v["schemes"][0]["ci95"].is_null(), "{}", v["schemes"][0]);
+}
+
+#[test]
+fn same_seed_same_output_other_seed_other_output() {
+    let cfg = write("fig3-seed.toml", FIG3);
+    let run = |seed: &str, json: bool| {
+        let mut args = vec!["simulate", "--config", &cfg, "--seed", seed];
+        if json {
+            args.push("--json");
+        }
+        let o = gradcode(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o.stdout
+    };
+    assert_eq!(run("5", true), run("5", true));
+    assert_eq!(run("5", false), run("5", false));
+    assert_ne!(run("5", true), run("6", true));
+}
+
+#[test]
+fn text_output_is_a_table_per_scheme() {
+    let cfg = write("fig3-text.toml", FIG3);
+    let o = gradcode(&["simulate", "--config", &cfg]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("gc ") || l.starts_with("gc-sc ") || l.starts_with("LB "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(text.contains("vs gc"), "{text}");
+}
+
+#[test]
+fn bad_simulate_input_exits_2_naming_the_field() {
+    let fig3 = write("fig3-bad.toml", FIG3);
+    let trace = write("bad-trace.csv", "w0,w1,w2\n1,2,3\n4,x,6\n");
+    let trace_file = format!("straggler.trace_file=\"{trace}\"");
+    let cases: Vec<(&str, String, Vec<&str>, &str)> = vec![
+        (
+            "trials-zero",
+            fig3.clone(),
+            vec!["--trials", "0"],
+            "--trials",
+        ),
+        (
+            "iterations-text",
+            fig3.clone(),
+            vec!["--iterations", "many"],
+            "--iterations",
+        ),
+        (
+            "baseline-not-compared",
+            fig3.clone(),
+            vec!["--set", "simulate.baseline=uncoded"],
+            "simulate.baseline",
+        ),
+        (
+            "compare-twice",
+            fig3.clone(),
+            vec!["--set", "simulate.compare=[\"gc\", \"gc\"]"],
+            "simulate.compare",
+        ),
+        (
+            "compare-unknown",
+            fig3.clone(),
+            vec!["--set", "simulate.compare=[\"gcc\"]"],
+            "expected `gc` or one of",
+        ),
+        (
+            "variant-unknown-key",
+            fig3.clone(),
+            vec![
+                "--set",
+                "simulate.compare=[{ name = \"x\", kind = \"gc-sc\", set = { clusterz = 2 } }]",
+            ],
+            "simulate.compare.x.set.clusterz: unknown key",
+        ),
+        (
+            "variant-invalid-value",
+            fig3.clone(),
+            vec![
+                "--set",
+                "simulate.compare=[\"gc\", { name = \"x\", kind = \"gc-sc\", set = { clusters = 5 } }]",
+            ],
+            "simulate.compare.x: scheme.clusters = 5 does not divide workers = 12",
+        ),
+        (
+            "variant-kind-in-set",
+            fig3.clone(),
+            vec![
+                "--set",
+                "simulate.compare=[{ name = \"x\", kind = \"gc-sc\", set = { kind = \"gc-frac\" } }]",
+            ],
+            "simulate.compare.x.set.kind",
+        ),
+        (
+            "variant-bad-name",
+            fig3.clone(),
+            vec![
+                "--set",
+                "simulate.compare=[{ name = \"a/b\", kind = \"gc-sc\" }]",
+            ],
+            "simulate.compare",
+        ),
+        (
+            "variant-name-clash",
+            fig3.clone(),
+            vec![
+                "--set",
+                "simulate.compare=[\"gc-sc\", { name = \"gc-sc\", kind = \"gc-sc\" }]",
+            ],
+            "lists gc-sc twice",
+        ),
+        (
+            "model-none",
+            fig3.clone(),
+            vec!["--set", "straggler.model=none"],
+            "straggler.model",
+        ),
+        (
+            "mu-slow-above-fast",
+            fig3.clone(),
+            vec!["--set", "straggler.mu_slow=20"],
+            "straggler.mu_slow",
+        ),
+        (
+            "switch-probability",
+            fig3.clone(),
+            vec!["--set", "straggler.switch_probability=1.5"],
+            "straggler.switch_probability",
+        ),
+        (
+            "initial-stragglers",
+            fig3.clone(),
+            vec!["--set", "straggler.initial_stragglers=13"],
+            "straggler.initial_stragglers",
+        ),
+        (
+            "slow-factor",
+            fig3.clone(),
+            vec!["--set", "straggler.slow_factor=0.5"],
+            "straggler.slow_factor",
+        ),
+        (
+            "time-varying-threshold",
+            fig3.clone(),
+            vec![
+                "--set",
+                "straggler.model=time-varying",
+                "--set",
+                "straggler.rate_threshold=6",
+            ],
+            "straggler.rate_threshold",
+        ),
+        (
+            "extra-delay-neither",
+            fig3.clone(),
+            vec!["--set", "straggler.model=extra-delay"],
+            "straggler.delayed_workers",
+        ),
+        (
+            "extra-delay-both",
+            fig3.clone(),
+            vec![
+                "--set",
+                "straggler.model=extra-delay",
+                "--set",
+                "straggler.delayed_workers=[1]",
+                "--set",
+                "straggler.delayed_count=2",
+            ],
+            "straggler.delayed_count",
+        ),
+        (
+            "delayed-worker-range",
+            fig3.clone(),
+            vec!["--set", "straggler.delayed_workers=[0]"],
+            "straggler.delayed_workers",
+        ),
+        (
+            "delay-mean",
+            fig3.clone(),
+            vec!["--set", "straggler.delay_mean=0"],
+            "straggler.delay_mean",
+        ),
+        (
+            "trace-without-file",
+            fig3.clone(),
+            vec!["--set", "straggler.model=trace"],
+            "straggler.trace_file",
+        ),
+        (
+            "trace-columns-count",
+            fig3.clone(),
+            vec!["--set", "straggler.trace_columns=[1, 2]"],
+            "straggler.trace_columns",
+        ),
+        (
+            "trace-cell",
+            fig3.clone(),
+            vec![
+                "--set",
+                "workers=3",
+                "--set",
+                "scheme.clusters=1",
+                "--set",
+                "straggler.initial_stragglers=0",
+                "--set",
+                "straggler.model=trace",
+                "--set",
+                &trace_file,
+            ],
+            "bad-trace.csv:3: column 2 (w1) is `x`, not a number",
+        ),
+    ];
+    for (name, cfg, extra, expected) in &cases {
+        let mut args = vec!["simulate", "--config", cfg.as_str(), "--json"];
+        args.extend(extra.iter().copied());
+        assert_rejected(name, &gradcode(&args), expected);
+    }
+}
+
+#[test]
+fn unused_straggler_keys_are_warned_about() {
+    let cfg = write("fig3-unused.toml", &format!("{FIG3}delay_mean = 2.0\n"));
+    // `delay_mean` landed in [simulate]: an unknown key there.
+    let o = gradcode(&["simulate", "--config", &cfg]);
+    assert_rejected("misplaced", &o, "simulate.delay_mean");
+    let o = gradcode(&[
+        "check",
+        "--config",
+        &write("fig3-unused2.toml", FIG3),
+        "--set",
+        "straggler.delay_mean=2.0",
+    ]);
+    assert!(o.status.success());
+    assert!(
+        stderr(&o).contains(
+            "straggler.delay_mean is set but not used by straggler.model = gilbert-elliott"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[cfg(feature = "hdf5")]
+#[test]
+fn out_writes_a_trace_that_matches_the_report() {
+    let cfg = write("fig3-out.toml", FIG3);
+    let out = dir().join("fig3.h5");
+    let o = gradcode(&[
+        "simulate",
+        "--config",
+        &cfg,
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "straggler.time_unit_ms=250",
+    ]);
+    let v = json(&o);
+    for (i, name) in ["gc", "gc-sc"].iter().enumerate() {
+        let mut sum = 0.0;
+        let mut n = 0;
+        for trial in 0..4 {
+            let t =
+                gradcode::trace::read_trace(&out, &format!("/sim/{name}/trial_{trial}")).unwrap();
+            assert_eq!(t.records.len(), 50);
+            for r in &t.records {
+                sum += r.duration_s / 0.25; // back to model time
+                n += 1;
+            }
+        }
+        let mean = v["schemes"][i]["mean_iteration_time"].as_f64().unwrap();
+        assert!((sum / n as f64 - mean).abs() < 1e-9 * mean, "{name}");
+    }
+    let toml = gradcode::trace::read_attr_string(&out, "/", "config_toml").unwrap();
+    assert!(toml.contains("time_unit_ms = 250.0"), "{toml}");
+    // An unwritable path is bad input, and nothing is printed.
+    let o = gradcode(&[
+        "simulate",
+        "--config",
+        &cfg,
+        "--out",
+        "/nonexistent/dir/x.h5",
+    ]);
+    assert_rejected("out-unwritable", &o, "--out");
+}
+
+#[cfg(not(feature = "hdf5"))]
+#[test]
+fn out_needs_hdf5() {
+    let cfg = write("fig3-nohdf5.toml", FIG3);
+    let o = gradcode(&["simulate", "--config", &cfg, "--out", "x.h5"]);
+    assert_rejected("no-hdf5", &o, "--out");
+    assert!(stderr(&o).contains("HDF5"));
+}
+
+#[test]
+fn a_variant_is_the_scheme_with_its_keys_changed() {
+    let cfg = write("fig3-variant.toml", FIG3);
+    let variant = gradcode(&[
+        "simulate",
+        "--config",
+        &cfg,
+        "--json",
+        "--set",
+        "simulate.compare=[\"gc-sc\", { name = \"gc-sc-p2\", kind = \"gc-sc\", set = { clusters = 2 } }]",
+        "--set",
+        "simulate.baseline=gc-sc-p2",
+    ]);
+    let v = json(&variant);
+    assert_eq!(v["baseline"], "gc-sc-p2");
+    assert_eq!(v["schemes"][1]["name"], "gc-sc-p2");
+    assert_eq!(v["schemes"][1]["improvement_percent"], 0.0);
+    // The same scheme configured directly: same code (same seed), same delays.
+    let direct = json(&gradcode(&[
+        "simulate",
+        "--config",
+        &cfg,
+        "--json",
+        "--set",
+        "scheme.clusters=2",
+        "--set",
+        "simulate.compare=[\"gc-sc\"]",
+    ]));
+    assert_eq!(
+        v["schemes"][1]["mean_iteration_time"],
+        direct["schemes"][0]["mean_iteration_time"]
+    );
+    assert_eq!(v["schemes"][1]["p99"], direct["schemes"][0]["p99"]);
+    assert_ne!(
+        v["schemes"][0]["mean_iteration_time"],
+        v["schemes"][1]["mean_iteration_time"]
+    );
+}
