@@ -50,7 +50,11 @@ fn gcdc_figures_compare_gc_gc_sc_and_gc_dc_with_the_papers_settings() {
         let c = &loaded.config;
         let names: Vec<&str> = c.simulate.compare.iter().map(CompareEntry::name).collect();
         assert_eq!(names, ["gc", "gc-sc", "gc-dc"], "{name}");
-        assert_eq!((c.simulate.trials, c.simulate.iterations), (30, 400), "{name}");
+        assert_eq!(
+            (c.simulate.trials, c.simulate.iterations),
+            (30, 400),
+            "{name}"
+        );
         let (k, p, r, n) = if name == "gcdc-fig3" {
             (12, 4, 2, 2)
         } else {

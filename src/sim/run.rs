@@ -352,10 +352,8 @@ pub fn simulate(
     let base = schemes[settings.baseline].mean_iteration_time;
     for (s, tally) in schemes.iter_mut().zip(&tallies) {
         s.improvement_percent = 100.0 * (1.0 - s.mean_iteration_time / base);
-        s.improvement_ci95 = reduction_ci95(
-            &tally.trial_means,
-            &tallies[settings.baseline].trial_means,
-        );
+        s.improvement_ci95 =
+            reduction_ci95(&tally.trial_means, &tallies[settings.baseline].trial_means);
     }
     let (mean, ci95, p50, p99) = bound.time_stats();
     Ok(SimReport {
