@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/gradcode
-[ -x "$bin" ] || cargo build --release --locked
+# Always (re)build with the default features: a --no-default-features test
+# run leaves a binary without MPI in target/release.
+cargo build --release --locked --bin gradcode
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: the Slurm test needs root to install and start slurmctld/slurmd (run scripts/test.sh as root)"
@@ -58,7 +60,12 @@ fail() { echo "slurm test FAILED: $*" >&2; exit 1; }
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
 # One training run.
-id=$(timeout 300 jobs/submit.sh jobs/train.sbatch "$work/train.toml" --set train.iterations=30 -- --wait) || fail "train job failed (results/slurm-gradcode-train-*.out)"
+id=$(timeout 300 jobs/submit.sh jobs/train.sbatch "$work/train.toml" --set train.iterations=30 -- --wait) || {
+  id=${id:-}
+  [ -n "$id" ] && cat "results/slurm-gradcode-train-$id.out" >&2
+  made+=("results/gradcode-train-$id" "results/slurm-gradcode-train-$id.out")
+  fail "train job $id failed"
+}
 out="results/gradcode-train-$id"
 made+=("$out" "results/slurm-gradcode-train-$id.out")
 [ -f "$out/config.toml" ] || fail "$out/config.toml missing"

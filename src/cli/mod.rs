@@ -82,6 +82,10 @@ pub enum Command {
         /// Overwrite an existing trace.
         #[arg(long)]
         force: bool,
+        /// Continue the interrupted run of this trace from its last snapshot
+        /// (its config; `--set train.iterations=N` trains longer).
+        #[arg(long, value_name = "F.h5", conflicts_with_all = ["out", "force"])]
+        resume: Option<PathBuf>,
     },
     /// Monte Carlo comparison of the schemes of `simulate.compare` on common random numbers.
     Simulate {
@@ -160,6 +164,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             quiet,
             out,
             force,
+            resume,
         } => crate::runtime::train(&crate::runtime::TrainOptions {
             config: args.config,
             overrides: args.overrides,
@@ -167,6 +172,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             quiet,
             out,
             force,
+            resume,
         }),
         Command::Simulate {
             args,

@@ -542,6 +542,8 @@ pub struct TrainConfig {
     pub decay_iterations: f64,
     /// Evaluate train and test loss every this many iterations.
     pub eval_every: usize,
+    /// Give up (an error) when no result arrives for this long while the scheme still needs one.
+    pub result_timeout_s: f64,
 }
 
 impl Default for TrainConfig {
@@ -553,6 +555,7 @@ impl Default for TrainConfig {
             schedule: Schedule::Constant,
             decay_iterations: 100.0,
             eval_every: 1,
+            result_timeout_s: 300.0,
         }
     }
 }
@@ -565,6 +568,8 @@ pub struct OutputConfig {
     pub trace: String,
     /// Plain progress line every this many iterations when stderr is not a terminal.
     pub progress_every: usize,
+    /// Write a resumable snapshot (model, momentum, records) to the trace every this many iterations.
+    pub snapshot_every: usize,
 }
 
 impl Default for OutputConfig {
@@ -572,6 +577,7 @@ impl Default for OutputConfig {
         Self {
             trace: "results/gradcode.h5".to_string(),
             progress_every: 10,
+            snapshot_every: 10,
         }
     }
 }

@@ -136,6 +136,7 @@ fn validate_train(t: &TrainConfig) -> Result {
     positive("train.learning_rate", t.learning_rate)?;
     positive("train.decay_iterations", t.decay_iterations)?;
     at_least("train.eval_every", t.eval_every, 1)?;
+    positive("train.result_timeout_s", t.result_timeout_s)?;
     Ok(())
 }
 
@@ -148,6 +149,7 @@ fn validate_output(o: &OutputConfig) -> Result {
         ));
     }
     at_least("output.progress_every", o.progress_every, 1)?;
+    at_least("output.snapshot_every", o.snapshot_every, 1)?;
     Ok(())
 }
 

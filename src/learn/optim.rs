@@ -50,6 +50,35 @@ impl Optimizer {
         &self.theta
     }
 
+    /// The iterate before it, theta_{t-1} (Nesterov's momentum needs it to resume).
+    pub fn previous(&self) -> &[f64] {
+        &self.previous
+    }
+
+    /// Continue from a snapshot: `iteration` steps taken, ending at `theta`
+    /// after `previous`. The evaluation point follows from them.
+    pub fn restore(&mut self, iteration: u64, theta: &[f64], previous: &[f64]) {
+        assert_eq!(theta.len(), self.theta.len(), "snapshot dimension");
+        assert_eq!(previous.len(), self.theta.len(), "snapshot dimension");
+        self.iteration = iteration;
+        self.theta.copy_from_slice(theta);
+        self.previous.copy_from_slice(previous);
+        self.set_eval_point();
+    }
+
+    fn set_eval_point(&mut self) {
+        match self.kind {
+            Kind::Gd => self.eval.copy_from_slice(&self.theta),
+            Kind::Nesterov => {
+                let t = self.iteration as f64;
+                let beta = t / (t + 3.0);
+                for ((e, &x), &p) in self.eval.iter_mut().zip(&self.theta).zip(&self.previous) {
+                    *e = x + beta * (x - p);
+                }
+            }
+        }
+    }
+
     /// Where the gradient of this iteration is evaluated: theta_t for gradient
     /// descent, y_t = theta_t + beta_t (theta_t − theta_{t−1}) for Nesterov with
     /// beta_t = t / (t + 3).
@@ -85,16 +114,7 @@ impl Optimizer {
             *next = e - eta * (g * scale + self.l2 * e);
         }
         self.iteration += 1;
-        match self.kind {
-            Kind::Gd => self.eval.copy_from_slice(&self.theta),
-            Kind::Nesterov => {
-                let t = self.iteration as f64;
-                let beta = t / (t + 3.0);
-                for ((e, &x), &p) in self.eval.iter_mut().zip(&self.theta).zip(&self.previous) {
-                    *e = x + beta * (x - p);
-                }
-            }
-        }
+        self.set_eval_point();
     }
 }
 
@@ -149,6 +169,31 @@ mod tests {
         opt.step(&[-2.0], 1); // theta_1 = 1, theta_0 = 0
         assert_eq!(opt.theta(), &[1.0]);
         assert_eq!(opt.eval_point(), &[1.0 + 0.25 * 1.0], "beta_1 = 1/4");
+    }
+
+    #[test]
+    fn a_restored_optimizer_continues_exactly() {
+        for kind in [Kind::Gd, Kind::Nesterov] {
+            let c = [1.0, -2.0];
+            let mut whole = Optimizer::new(&train(kind, Schedule::InverseTime), 0.05, 2);
+            let mut first = Optimizer::new(&train(kind, Schedule::InverseTime), 0.05, 2);
+            for _ in 0..7 {
+                let g = grad(whole.eval_point(), &c);
+                whole.step(&g, 1);
+                let g = grad(first.eval_point(), &c);
+                first.step(&g, 1);
+            }
+            let mut resumed = Optimizer::new(&train(kind, Schedule::InverseTime), 0.05, 2);
+            resumed.restore(first.iteration(), first.theta(), first.previous());
+            assert_eq!(resumed, first, "{kind:?}");
+            for _ in 0..5 {
+                let g = grad(whole.eval_point(), &c);
+                whole.step(&g, 1);
+                let g = grad(resumed.eval_point(), &c);
+                resumed.step(&g, 1);
+            }
+            assert_eq!(resumed.theta(), whole.theta(), "{kind:?}");
+        }
     }
 
     #[test]

@@ -54,6 +54,15 @@ impl Backoff {
     }
 }
 
+/// How a wait ended.
+#[derive(Debug)]
+pub enum Wait {
+    Message(Received),
+    Timeout,
+    /// SIGTERM or SIGINT was caught (the signal number).
+    Signal(i32),
+}
+
 /// A received message: source rank, tag, payload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Received {
@@ -80,6 +89,12 @@ impl<'a> Comm<'a> {
         self.world.size()
     }
 
+    /// End the whole job now (MPI_Abort): for when a clean shutdown cannot
+    /// happen (a rank is gone or does not answer).
+    pub fn abort(&self, code: u8) -> ! {
+        self.world.abort(i32::from(code))
+    }
+
     /// Buffered send: returns as soon as `data` is copied into the attached buffer.
     pub fn send(&self, rank: i32, tag: i32, data: &[f64]) {
         self.world
@@ -97,13 +112,33 @@ impl<'a> Comm<'a> {
 
     /// Wait for a message, politely, until `deadline` (forever when `None`).
     pub fn receive(&self, backoff: &mut Backoff, deadline: Option<Instant>) -> Option<Received> {
+        match self.receive_or_signal(backoff, deadline, false) {
+            Wait::Message(m) => Some(m),
+            Wait::Timeout => None,
+            Wait::Signal(_) => unreachable!("signals are not watched"),
+        }
+    }
+
+    /// Wait for a message until `deadline`, returning early with
+    /// [`Wait::Signal`] when `watch_signals` and SIGTERM or SIGINT was caught.
+    pub fn receive_or_signal(
+        &self,
+        backoff: &mut Backoff,
+        deadline: Option<Instant>,
+        watch_signals: bool,
+    ) -> Wait {
         loop {
             if let Some(m) = self.try_receive() {
                 backoff.reset();
-                return Some(m);
+                return Wait::Message(m);
+            }
+            if watch_signals {
+                if let Some(signal) = super::interrupt::received() {
+                    return Wait::Signal(signal);
+                }
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return None;
+                return Wait::Timeout;
             }
             backoff.pause(deadline);
         }

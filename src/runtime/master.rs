@@ -14,18 +14,47 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Serialize;
 
-use super::comm::{Backoff, Comm};
+use super::comm::{Backoff, Comm, Wait};
+use super::interrupt;
 use super::protocol::{self, Pace, ResultHeader, Setup, Task};
 use crate::coding::{Arrival, Scheme};
 use crate::config::{Config, StragglerMode};
 use crate::error::InputError;
 use crate::learn::{DataPlan, Optimizer, Partition, kernel};
 use crate::straggler::{DelayModel, DelaySpec, RoundSample, state_context};
-use crate::trace::{IterationRecord, TimingEvent};
+use crate::trace::{IterationRecord, Snapshot, TimingEvent};
 
 /// Longest sleep between probes while the master waits for results: short,
 /// because every microsecond here lengthens the iteration.
 const WAIT_CAP: Duration = Duration::from_micros(100);
+/// How long the master waits for every worker's goodbye before it gives up
+/// on a clean shutdown (a worker is gone) and the job is aborted.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The run was stopped by a signal after `iterations` completed iterations;
+/// the trace holds them and a snapshot to resume from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "interrupted by {} after {iterations} iterations; the trace holds them and a snapshot: continue with `gradcode train --resume TRACE`",
+    interrupt::name(*signal)
+)]
+pub struct Interrupted {
+    pub signal: i32,
+    pub iterations: u64,
+}
+
+/// How a run ended: its result, and whether every worker said goodbye (when
+/// not, the job must be aborted after the observers are closed).
+pub struct RunEnd {
+    pub result: anyhow::Result<TrainSummary>,
+    pub clean: bool,
+}
+
+/// What the training loop returns: the summary and the signal that cut it short.
+struct Outcome {
+    summary: TrainSummary,
+    interrupted: Option<i32>,
+}
 
 /// The end of a training run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,7 +89,18 @@ pub trait Observer {
         record: &IterationRecord,
         theta: &[f64],
     ) -> anyhow::Result<()>;
-    /// The run ended (normally); `summary.theta` is final.
+    /// A resumable state after `iteration` completed iterations: `theta`
+    /// and the iterate before it (`output.snapshot_every`, at the end, and
+    /// when a signal stops the run).
+    fn snapshot(
+        &mut self,
+        _iteration: u64,
+        _theta: &[f64],
+        _previous: &[f64],
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// The run ended (normally or by a signal); `summary.theta` is the last iterate.
     fn finish(&mut self, summary: &TrainSummary) -> anyhow::Result<()>;
 }
 
@@ -109,6 +149,8 @@ pub(super) struct Master<'a> {
     pub universe: &'a mut mpi::environment::Universe,
     pub config: &'a Config,
     pub scheme: Box<dyn Scheme>,
+    /// Continue from this snapshot of an interrupted run.
+    pub resume: Option<Snapshot>,
 }
 
 impl Master<'_> {
@@ -119,46 +161,77 @@ impl Master<'_> {
         }
     }
 
-    /// Stop every worker and wait for each goodbye; returns stale results seen and tasks abandoned.
-    fn shutdown(&self) -> (u64, u64) {
+    /// Stop every worker and wait for each goodbye; returns stale results
+    /// seen and tasks abandoned, or `None` when some worker did not answer
+    /// within [`SHUTDOWN_TIMEOUT`].
+    fn shutdown(&self) -> Option<(u64, u64)> {
         self.broadcast(protocol::TAG_STOP, &[]);
         let mut backoff = Backoff::new(Duration::from_millis(1));
         let mut remaining = self.scheme.workers();
         let (mut stale, mut abandoned) = (0, 0);
+        let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
         while remaining > 0 {
-            let m = self.comm.receive(&mut backoff, None).expect("no deadline");
+            let Some(m) = self.comm.receive(&mut backoff, Some(deadline)) else {
+                eprintln!(
+                    "error: {remaining} worker(s) did not acknowledge the stop within {} s",
+                    SHUTDOWN_TIMEOUT.as_secs()
+                );
+                return None;
+            };
             match m.tag {
                 protocol::TAG_BYE => {
                     remaining -= 1;
                     abandoned += m.data.get(1).copied().unwrap_or(0.0) as u64;
                 }
                 tag if protocol::is_iteration_tag(tag) => stale += 1,
-                _ => {} // a late error or ready from a worker that is stopping anyway
+                _ => {} // a late error, ready or signal from a worker that is stopping anyway
             }
         }
-        (stale, abandoned)
+        Some((stale, abandoned))
     }
 
     /// Set up the workers, train, shut down. Errors found on the way (data
-    /// files, a worker that cannot load its partitions, divergence) stop
-    /// every worker before they are returned.
-    pub fn run(&mut self, observers: &mut [&mut dyn Observer]) -> anyhow::Result<TrainSummary> {
+    /// files, a worker that cannot load its partitions, divergence) and
+    /// signals stop every worker before the run returns.
+    pub fn run(&mut self, observers: &mut [&mut dyn Observer]) -> RunEnd {
         let (data, test) = match self.prepare() {
             Ok(x) => x,
             Err(e) => {
-                self.shutdown();
-                return Err(e.into());
+                let clean = self.shutdown().is_some();
+                return RunEnd {
+                    result: Err(e.into()),
+                    clean,
+                };
             }
         };
-        let result = self.train(&data, &test, observers);
-        let (stale, abandoned) = self.shutdown();
-        let mut summary = result?;
-        summary.stale_dropped += stale;
-        summary.tasks_abandoned = abandoned;
-        for o in observers.iter_mut() {
-            o.finish(&summary)?;
+        let trained = self.train(&data, &test, observers);
+        let shutdown = self.shutdown();
+        let result = trained.and_then(
+            |Outcome {
+                 mut summary,
+                 interrupted,
+             }| {
+                if let Some((stale, abandoned)) = shutdown {
+                    summary.stale_dropped += stale;
+                    summary.tasks_abandoned = abandoned;
+                }
+                for o in observers.iter_mut() {
+                    o.finish(&summary)?;
+                }
+                match interrupted {
+                    Some(signal) => Err(Interrupted {
+                        signal,
+                        iterations: summary.iterations as u64,
+                    }
+                    .into()),
+                    None => Ok(summary),
+                }
+            },
+        );
+        RunEnd {
+            result,
+            clean: shutdown.is_some(),
         }
-        Ok(summary)
     }
 
     fn prepare(&mut self) -> Result<(DataPlan, Partition), InputError> {
@@ -207,7 +280,7 @@ impl Master<'_> {
         data: &DataPlan,
         test: &Partition,
         observers: &mut [&mut dyn Observer],
-    ) -> anyhow::Result<TrainSummary> {
+    ) -> anyhow::Result<Outcome> {
         let config = self.config;
         let s = &config.straggler;
         let k = self.scheme.workers();
@@ -223,6 +296,37 @@ impl Master<'_> {
         let mut timing = Timing::default();
         let mut current = RoundSample::new(k);
         let mut previous: Option<RoundSample> = None;
+        // Resume: the optimiser from the snapshot, the straggler process
+        // replayed to the same point (its samples are a function of the seed).
+        let first = match &self.resume {
+            Some(snap) => {
+                if snap.theta.len() != dim {
+                    bail!(
+                        "the snapshot has {} parameters, the data {dim} features",
+                        snap.theta.len()
+                    );
+                }
+                opt.restore(snap.iteration, &snap.theta, &snap.previous_theta);
+                if let Straggling::Emulate(model) = &mut straggling {
+                    for _ in 0..snap.iteration {
+                        model.sample(&mut current);
+                        match &mut previous {
+                            Some(p) => std::mem::swap(p, &mut current),
+                            None => {
+                                previous =
+                                    Some(std::mem::replace(&mut current, RoundSample::new(k)))
+                            }
+                        }
+                    }
+                }
+                snap.iteration
+            }
+            None => 0,
+        };
+        let result_timeout = Duration::from_secs_f64(config.train.result_timeout_s);
+        // Per worker: iterations of the tasks sent that it has not taken yet.
+        let mut untaken: Vec<std::collections::VecDeque<u64>> = vec![Default::default(); k];
+        let mut interrupted: Option<i32> = None;
         let mut measured = RoundSample::new(k);
         let mut task_buf = Vec::new();
         let mut arrivals: Vec<Arrival> = Vec::new();
@@ -235,7 +339,12 @@ impl Master<'_> {
         let static_plan = self.scheme.static_plan();
         let mut plan = None;
         let run_start = Instant::now();
-        for t in 0..config.train.iterations as u64 {
+        let mut completed = first;
+        'iterations: for t in first..config.train.iterations as u64 {
+            if let Some(signal) = interrupt::received() {
+                interrupted = Some(signal);
+                break;
+            }
             // The straggler state of this iteration, and what the master may know of it.
             match &mut straggling {
                 Straggling::Emulate(model) => model.sample(&mut current),
@@ -252,6 +361,10 @@ impl Master<'_> {
             let start = Instant::now();
             timing.time("send", || {
                 for (w, task) in plan.tasks.iter().enumerate() {
+                    if untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
+                        continue; // it does not take its tasks: stopped, hung or gone
+                    }
+                    untaken[w].push_back(t);
                     let pace = Pace {
                         emulate: matches!(straggling, Straggling::Emulate(_)),
                         unit_time: current.unit_time[w],
@@ -278,14 +391,49 @@ impl Master<'_> {
             {
                 let mut tracker = self.scheme.tracker(plan);
                 let deadline = deadline_s.map(|d| start + Duration::from_secs_f64(d));
+                let mut last_progress = Instant::now();
                 loop {
                     // Past the deadline with something to decode: stop. With nothing
                     // yet, wait for the first arrival (the scheme recovers partially),
                     // as `coding::decode_with_deadline` does in the simulator.
-                    let until = if arrivals.is_empty() { None } else { deadline };
-                    let Some(m) = self.comm.receive(&mut backoff, until) else {
-                        break; // the deadline passed with arrivals in hand
+                    let give_up = last_progress + result_timeout;
+                    let until = match (arrivals.is_empty(), deadline) {
+                        (false, Some(d)) => d.min(give_up),
+                        _ => give_up,
                     };
+                    let m = match self.comm.receive_or_signal(&mut backoff, Some(until), true) {
+                        Wait::Message(m) => m,
+                        Wait::Signal(signal) => {
+                            interrupted = Some(signal);
+                            break 'iterations;
+                        }
+                        Wait::Timeout if Instant::now() < give_up => break, // the deadline, arrivals in hand
+                        Wait::Timeout => {
+                            let silent: Vec<String> = (0..k)
+                                .filter(|&w| record.finish_s[w].is_nan())
+                                .map(|w| (w + 1).to_string())
+                                .collect();
+                            bail!(
+                                "iteration {t}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
+                                 no answer from workers {}: a worker died or hangs",
+                                config.train.result_timeout_s,
+                                silent.join(", ")
+                            );
+                        }
+                    };
+                    if m.tag == protocol::TAG_ACK {
+                        let taken = m.data.first().copied().unwrap_or(f64::NAN);
+                        let queue = &mut untaken[(m.rank - 1) as usize];
+                        while queue.front().is_some_and(|&i| i as f64 <= taken) {
+                            queue.pop_front();
+                        }
+                        continue;
+                    }
+                    if m.tag == protocol::TAG_SIGNAL {
+                        // A worker caught SIGTERM or SIGINT: the job is being stopped.
+                        interrupted = Some(m.data.first().map_or(15, |&s| s as i32));
+                        break 'iterations;
+                    }
                     if m.tag == protocol::TAG_ERROR {
                         bail!("worker {}: {}", m.rank, protocol::decode_text(&m.data));
                     }
@@ -325,6 +473,7 @@ impl Master<'_> {
                         per_computation_s[w] = header.compute_s / header.computations as f64;
                         timing.add("compute (workers)", header.compute_s);
                     }
+                    last_progress = Instant::now();
                     let arrival = Arrival {
                         worker: w,
                         message: header.message,
@@ -415,32 +564,49 @@ impl Master<'_> {
             stale_total += record.stale_dropped;
             overruns += record.overrun_s.iter().filter(|&&o| o > 0.0).count() as u64;
             recovered_total += record.recovered_fraction;
+            completed = t + 1;
             let trace_start = Instant::now();
             for o in observers.iter_mut() {
                 o.iteration(t, &record, opt.theta())
                     .context("recording the iteration")?;
+                if completed % config.output.snapshot_every as u64 == 0 {
+                    o.snapshot(completed, opt.theta(), opt.previous())
+                        .context("writing a snapshot")?;
+                }
             }
             timing.add(
                 "observe (progress, trace)",
                 trace_start.elapsed().as_secs_f64(),
             );
         }
-        let iterations = config.train.iterations;
-        Ok(TrainSummary {
+        // The state after the last completed iteration, resumable (an
+        // interrupted iteration is abandoned: it did not update the model).
+        if completed % config.output.snapshot_every as u64 != 0 || completed == first {
+            for o in observers.iter_mut() {
+                o.snapshot(completed, opt.theta(), opt.previous())
+                    .context("writing a snapshot")?;
+            }
+        }
+        let run_iterations = (completed - first).max(1) as f64;
+        let summary = TrainSummary {
             scheme: self.scheme.kind().name().to_string(),
             workers: k,
-            iterations,
-            mean_iteration_s: total_s / iterations as f64,
+            iterations: completed as usize,
+            mean_iteration_s: total_s / run_iterations,
             wall_s: run_start.elapsed().as_secs_f64(),
             stale_dropped: stale_total,
             overruns,
             final_train_loss: train_loss,
             final_test_loss: test_loss,
-            mean_recovered_fraction: recovered_total / iterations as f64,
+            mean_recovered_fraction: recovered_total / run_iterations,
             tasks_abandoned: 0,
             timing: timing.summary(),
             trace: None,
             theta: opt.theta().to_vec(),
+        };
+        Ok(Outcome {
+            summary,
+            interrupted,
         })
     }
 }

@@ -10,6 +10,8 @@ pub mod protocol;
 #[cfg(feature = "mpi")]
 mod comm;
 #[cfg(feature = "mpi")]
+mod interrupt;
+#[cfg(feature = "mpi")]
 mod master;
 #[cfg(feature = "mpi")]
 mod progress;
@@ -38,6 +40,8 @@ pub struct TrainOptions {
     pub out: Option<PathBuf>,
     /// Overwrite an existing trace.
     pub force: bool,
+    /// Continue the interrupted run of this trace from its last snapshot.
+    pub resume: Option<PathBuf>,
 }
 
 /// Checks a training run needs beyond the config's own rules, made on rank 0
@@ -93,23 +97,84 @@ pub fn train(_options: &TrainOptions) -> anyhow::Result<()> {
     Err(InputError::new("train", "this gradcode was built without the `mpi` feature").into())
 }
 
-/// Rank 0's preparation: config, scheme, world size, trainability, trace file.
+/// Rank 0's preparation: config, scheme, world size, trainability, trace
+/// file, and the snapshot a resumed run continues from.
 #[cfg(feature = "mpi")]
-type Prepared = (
-    crate::config::LoadedConfig,
-    Box<dyn Scheme>,
-    Option<trace_out::TraceOut>,
-);
+struct Prepared {
+    loaded: crate::config::LoadedConfig,
+    scheme: Box<dyn Scheme>,
+    trace: Option<trace_out::TraceOut>,
+    resume: Option<crate::trace::Snapshot>,
+}
 
 #[cfg(feature = "mpi")]
 fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputError> {
+    if let Some(path) = &options.resume {
+        return prepare_resume(options, path, world_size);
+    }
     let args = crate::cli::ConfigArgs {
         config: options.config.clone(),
         overrides: options.overrides.clone(),
         json: false,
     };
     let (loaded, scheme) = crate::cli::setup(&args)?;
-    let k = loaded.config.workers;
+    check_world(&loaded.config, world_size)?;
+    check_trainable(&loaded.config, scheme.as_ref())?;
+    let trace = trace_out::TraceOut::open(&loaded.config, scheme.as_ref(), options)?;
+    Ok(Prepared {
+        loaded,
+        scheme,
+        trace,
+        resume: None,
+    })
+}
+
+/// `--resume F.h5`: the config stored in the trace (with any `--set`), the
+/// trace reopened at its last snapshot.
+#[cfg(feature = "mpi")]
+fn prepare_resume(
+    options: &TrainOptions,
+    path: &Path,
+    world_size: usize,
+) -> Result<Prepared, InputError> {
+    for (flag, given) in [
+        ("--config", options.config.is_some()),
+        ("--out", options.out.is_some()),
+    ] {
+        if given {
+            return Err(InputError::new(
+                flag,
+                "cannot be given with --resume: the run continues the trace and its config",
+            ));
+        }
+    }
+    let (trace, snapshot) = trace_out::TraceOut::resume(path)?;
+    let origin = format!("{} (config_toml)", path.display());
+    let loaded = crate::config::parse(&snapshot.config_toml, &origin, &options.overrides)?;
+    let scheme = crate::coding::build(&loaded.config)?;
+    check_world(&loaded.config, world_size)?;
+    check_trainable(&loaded.config, scheme.as_ref())?;
+    if snapshot.iteration >= loaded.config.train.iterations as u64 {
+        return Err(InputError::value(
+            "train.iterations",
+            loaded.config.train.iterations,
+            format!(
+                "is already reached: the trace has {} iterations (raise it with --set train.iterations=N to train longer)",
+                snapshot.iteration
+            ),
+        ));
+    }
+    Ok(Prepared {
+        loaded,
+        scheme,
+        trace: Some(trace),
+        resume: Some(snapshot),
+    })
+}
+
+#[cfg(feature = "mpi")]
+fn check_world(config: &Config, world_size: usize) -> Result<(), InputError> {
+    let k = config.workers;
     if world_size != k + 1 {
         return Err(InputError::value(
             "workers",
@@ -121,9 +186,7 @@ fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputE
             ),
         ));
     }
-    check_trainable(&loaded.config, scheme.as_ref())?;
-    let trace = trace_out::TraceOut::open(&loaded.config, scheme.as_ref(), options)?;
-    Ok((loaded, scheme, trace))
+    Ok(())
 }
 
 #[cfg(feature = "mpi")]
@@ -137,6 +200,8 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     let world = universe.world();
     let root = world.process_at_rank(0);
     let comm = comm::Comm::new(&world);
+    // From here on SIGTERM and SIGINT only raise a flag (see `interrupt`).
+    interrupt::install()?;
     // Rank 0 prepares, then broadcasts [status, length] and the resolved TOML.
     let mut prepared = None;
     let mut status = [0u64; 2];
@@ -144,7 +209,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     if comm.rank() == 0 {
         match prepare(options, comm.size() as usize) {
             Ok(p) => {
-                text = p.0.config.to_toml().into_bytes();
+                text = p.loaded.config.to_toml().into_bytes();
                 prepared = Some(p);
             }
             // Print before the broadcast: the workers exit as soon as they hear,
@@ -162,24 +227,59 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 
     // Room for the small messages before the data is planned (setup, ready, error, bye).
     universe.set_buffer_size(comm::buffer_bytes(2 * comm.size() as usize + 8, 64));
-    if let Some((loaded, scheme, trace)) = prepared {
+    if let Some(Prepared {
+        loaded,
+        scheme,
+        trace,
+        resume,
+    }) = prepared
+    {
         let config = &loaded.config;
         let mut master = master::Master {
             comm: &comm,
             universe: &mut universe,
             config,
             scheme,
+            resume,
         };
         let mut progress = progress::Progress::new(config, options.quiet);
         let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
-        let summary = match trace {
+        // The trace is closed when this match ends, before any abort below.
+        let end = match trace {
             Some(mut trace) => master.run(&mut [&mut progress, &mut trace]),
             None => master.run(&mut [&mut progress]),
         };
         progress.clear();
-        let mut summary = summary?;
-        summary.trace = trace_file;
-        report(&summary, options.json)?;
+        let master::RunEnd { result, clean } = end;
+        let outcome = result.and_then(|mut summary| {
+            summary.trace = trace_file;
+            report(&summary, options.json)
+        });
+        if let Err(e) = &outcome {
+            if let Some(stop) = e.downcast_ref::<master::Interrupted>() {
+                eprintln!("gradcode: {stop}");
+                if !clean {
+                    comm.abort(interrupt::exit_status(stop.signal));
+                }
+                return Err(QuietExit(interrupt::exit_status(stop.signal)).into());
+            }
+        }
+        if !clean {
+            // A worker is gone or hangs: MPI cannot shut down cleanly. The trace is closed.
+            match &outcome {
+                Ok(()) => {
+                    eprintln!(
+                        "warning: training completed and the trace is closed; ending the job with MPI_Abort"
+                    );
+                    comm.abort(0);
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    comm.abort(1);
+                }
+            }
+        }
+        outcome?;
     } else {
         let text = std::str::from_utf8(&text)
             .map_err(|_| anyhow::anyhow!("broadcast config is not UTF-8"))?;

@@ -14,6 +14,8 @@
 //! | result | worker → master | [`ResultHeader`] then the coded vector (gradient sum, loss sum) |
 //! | stop | master → worker | nothing |
 //! | bye | worker → master | tasks received, tasks abandoned |
+//! | signal | worker → master | the signal the worker caught (SIGTERM, SIGINT) |
+//! | ack | worker → master | the iteration of the newest task the worker took |
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
 
@@ -22,6 +24,13 @@ pub const TAG_READY: i32 = 2;
 pub const TAG_ERROR: i32 = 3;
 pub const TAG_STOP: i32 = 4;
 pub const TAG_BYE: i32 = 5;
+/// Worker → master: this worker caught SIGTERM or SIGINT (payload: the signal).
+pub const TAG_SIGNAL: i32 = 6;
+/// Worker → master: the newest task this worker has taken (payload: its iteration).
+pub const TAG_ACK: i32 = 7;
+/// Tasks a worker may have sent to it and not yet taken; past this the master
+/// skips it (it is stopped, hung or gone), which bounds the send buffer.
+pub const MAX_UNTAKEN_TASKS: u64 = 3;
 /// Tasks and results: base + iteration mod span (MPI guarantees tags up to 32767).
 pub const TAG_ITERATION_BASE: i32 = 16;
 pub const TAG_ITERATION_SPAN: i32 = 16_000;
@@ -410,7 +419,9 @@ mod tests {
         assert_eq!(iteration_tag(0), TAG_ITERATION_BASE);
         assert_eq!(iteration_tag(16_001), TAG_ITERATION_BASE + 1);
         assert!(is_iteration_tag(iteration_tag(123_456)));
-        for t in [TAG_SETUP, TAG_READY, TAG_ERROR, TAG_STOP, TAG_BYE] {
+        for t in [
+            TAG_SETUP, TAG_READY, TAG_ERROR, TAG_STOP, TAG_BYE, TAG_SIGNAL,
+        ] {
             assert!(!is_iteration_tag(t));
         }
         assert!(iteration_tag(u64::MAX) < 32_767);

@@ -62,6 +62,30 @@ impl TraceOut {
         }
     }
 
+    /// Reopen the trace of an interrupted run at its last snapshot.
+    pub fn resume(path: &Path) -> Result<(Self, crate::trace::Snapshot), InputError> {
+        #[cfg(not(feature = "hdf5"))]
+        {
+            let _ = path;
+            Err(InputError::new(
+                "--resume",
+                "this gradcode was built without the `hdf5` feature",
+            ))
+        }
+        #[cfg(feature = "hdf5")]
+        {
+            let (writer, snapshot) = crate::trace::TraceWriter::resume(path)
+                .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
+            Ok((
+                Self {
+                    path: path.to_path_buf(),
+                    writer: Some(writer),
+                },
+                snapshot,
+            ))
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -83,10 +107,20 @@ impl Observer for TraceOut {
         Ok(())
     }
 
+    fn snapshot(&mut self, iteration: u64, theta: &[f64], previous: &[f64]) -> anyhow::Result<()> {
+        #[cfg(feature = "hdf5")]
+        if let Some(w) = &mut self.writer {
+            w.write_snapshot(iteration, theta, previous)?;
+        }
+        #[cfg(not(feature = "hdf5"))]
+        let _ = (iteration, theta, previous);
+        Ok(())
+    }
+
     fn finish(&mut self, summary: &TrainSummary) -> anyhow::Result<()> {
+        // The model itself went in with the last snapshot.
         #[cfg(feature = "hdf5")]
         if let Some(mut w) = self.writer.take() {
-            w.write_theta(summary.iterations as u64, &summary.theta)?;
             w.write_timing(&summary.timing)?;
             w.close()?;
         }

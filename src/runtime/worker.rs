@@ -7,10 +7,15 @@
 //! waiting for a due time it probes for control messages: a newer task makes
 //! it abandon the current one (a worker that fell behind skips to the newest
 //! model), a stop ends the run, so a straggler still busy is woken at once.
+//!
+//! A worker that catches SIGTERM or SIGINT tells the master and carries on
+//! until the master's stop arrives; if none comes within
+//! [`interrupt::WORKER_GRACE`] (the master is gone) it aborts the job.
 
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm, Received};
+use super::comm::{Backoff, Comm, Received, Wait};
+use super::interrupt;
 use super::protocol::{self, ResultHeader, Setup, Task};
 use crate::config::Config;
 use crate::learn::{DataPlan, Partition, kernel};
@@ -33,10 +38,105 @@ struct Counts {
     abandoned: u64,
 }
 
-struct Worker<'a> {
+/// The worker's link to the master: messages, and the signal it may have caught.
+struct Link<'a> {
     comm: &'a Comm<'a>,
-    loss: crate::config::Loss,
     dim: usize,
+    /// When the worker caught a signal (and told the master).
+    signalled: Option<(i32, Instant)>,
+}
+
+impl Link<'_> {
+    /// Tell the master about a caught signal, once; abort when the master has
+    /// not stopped this worker within the grace period.
+    fn watch_signal(&mut self) {
+        match self.signalled {
+            None => {
+                if let Some(signal) = interrupt::received() {
+                    self.comm
+                        .send(0, protocol::TAG_SIGNAL, &[f64::from(signal)]);
+                    self.signalled = Some((signal, Instant::now()));
+                }
+            }
+            Some((signal, at)) => {
+                if at.elapsed() >= interrupt::WORKER_GRACE {
+                    eprintln!(
+                        "error: worker {}: no stop from the master {} s after {}; aborting",
+                        self.comm.rank(),
+                        interrupt::WORKER_GRACE.as_secs(),
+                        interrupt::name(signal)
+                    );
+                    self.comm.abort(interrupt::exit_status(signal));
+                }
+            }
+        }
+    }
+
+    /// The next message from the master, waiting politely.
+    fn next(&mut self, backoff: &mut Backoff) -> Received {
+        loop {
+            let deadline = self.signalled.map(|(_, at)| at + interrupt::WORKER_GRACE);
+            match self
+                .comm
+                .receive_or_signal(backoff, deadline, self.signalled.is_none())
+            {
+                Wait::Message(m) => return m,
+                Wait::Signal(_) | Wait::Timeout => self.watch_signal(),
+            }
+        }
+    }
+
+    /// Interpret a message from the master.
+    fn control(&self, m: Received) -> anyhow::Result<Control> {
+        match m.tag {
+            protocol::TAG_STOP => Ok(Control::Stop),
+            tag if protocol::is_iteration_tag(tag) => {
+                // Acknowledged at once: the master bounds what it sends to a worker
+                // that does not take its tasks (stopped, hung).
+                let task = Task::decode(&m.data, self.dim)?;
+                self.comm
+                    .send(0, protocol::TAG_ACK, &[task.iteration as f64]);
+                Ok(Control::Task(Box::new(task)))
+            }
+            tag => anyhow::bail!(
+                "worker {}: unexpected message with tag {tag}",
+                self.comm.rank()
+            ),
+        }
+    }
+
+    /// Drain every message that has arrived; the newest task or a stop wins.
+    fn poll(&mut self) -> anyhow::Result<Option<Control>> {
+        self.watch_signal();
+        let mut latest = None;
+        while let Some(m) = self.comm.try_receive() {
+            match self.control(m)? {
+                Control::Stop => return Ok(Some(Control::Stop)),
+                task => latest = Some(task),
+            }
+        }
+        Ok(latest)
+    }
+
+    fn goodbye(&self, counts: &Counts) {
+        self.comm.send(
+            0,
+            protocol::TAG_BYE,
+            &[counts.tasks as f64, counts.abandoned as f64],
+        );
+    }
+
+    /// After an error report: wait for the master's stop, then say goodbye.
+    fn wait_for_stop(&mut self) {
+        let mut backoff = Backoff::new(IDLE_CAP);
+        while self.next(&mut backoff).tag != protocol::TAG_STOP {}
+        self.goodbye(&Counts::default());
+    }
+}
+
+struct Worker<'a> {
+    link: Link<'a>,
+    loss: crate::config::Loss,
     /// Stored partitions and, per partition id, its index in `data`.
     data: Vec<Partition>,
     index: Vec<usize>,
@@ -56,10 +156,18 @@ pub(super) fn run(
     config: &Config,
 ) -> anyhow::Result<()> {
     let mut backoff = Backoff::new(IDLE_CAP);
-    let m = comm.receive(&mut backoff, None).expect("no deadline");
+    let mut link = Link {
+        comm,
+        dim: 0,
+        signalled: None,
+    };
+    let m = link.next(&mut backoff);
     let setup = match m.tag {
         protocol::TAG_SETUP => Setup::decode(&m.data)?,
-        protocol::TAG_STOP => return goodbye(comm, &Counts::default()),
+        protocol::TAG_STOP => {
+            link.goodbye(&Counts::default());
+            return Ok(());
+        }
         tag => anyhow::bail!(
             "worker {}: unexpected message with tag {tag} before setup",
             comm.rank()
@@ -76,26 +184,27 @@ pub(super) fn run(
                 protocol::TAG_ERROR,
                 &protocol::encode_text(&e.to_string()),
             );
-            wait_for_stop(comm)?;
-            return goodbye(comm, &Counts::default());
+            link.wait_for_stop();
+            return Ok(());
         }
     };
+    link.dim = dim;
     let mut index = vec![usize::MAX; setup.partitions];
     for (i, p) in data.iter().enumerate() {
         index[p.id] = i;
     }
-    // Buffered sends: up to one message per stored partition per task, four tasks deep, and a goodbye.
+    // Buffered sends: up to one message per stored partition per task, four
+    // tasks deep, and acks, a signal and a goodbye.
     let per_task = setup.stored.len().max(1);
     universe.set_buffer_size(super::comm::buffer_bytes(
-        4 * per_task + 4,
+        4 * per_task + 16,
         protocol::RESULT_HEADER + dim + 1,
     ));
     let samples: usize = data.iter().map(Partition::len).sum();
     comm.send(0, protocol::TAG_READY, &[samples as f64, dim as f64]);
     let mut worker = Worker {
-        comm,
+        link,
         loss: config.model.loss,
-        dim,
         data,
         index,
         slots: Vec::new(),
@@ -109,8 +218,8 @@ pub(super) fn run(
         let control = match next.take() {
             Some(c) => c,
             None => {
-                let m = comm.receive(&mut backoff, None).expect("no deadline");
-                control(comm, worker.dim, m)?
+                let m = worker.link.next(&mut backoff);
+                worker.link.control(m)?
             }
         };
         match control {
@@ -124,60 +233,20 @@ pub(super) fn run(
             }
         }
     }
-    goodbye(comm, &worker.counts)
-}
-
-fn wait_for_stop(comm: &Comm<'_>) -> anyhow::Result<()> {
-    let mut backoff = Backoff::new(IDLE_CAP);
-    loop {
-        let m = comm.receive(&mut backoff, None).expect("no deadline");
-        if m.tag == protocol::TAG_STOP {
-            return Ok(());
-        }
-    }
-}
-
-fn goodbye(comm: &Comm<'_>, counts: &Counts) -> anyhow::Result<()> {
-    comm.send(
-        0,
-        protocol::TAG_BYE,
-        &[counts.tasks as f64, counts.abandoned as f64],
-    );
+    worker.link.goodbye(&worker.counts);
     Ok(())
-}
-
-/// Interpret a message from the master.
-fn control(comm: &Comm<'_>, dim: usize, m: Received) -> anyhow::Result<Control> {
-    match m.tag {
-        protocol::TAG_STOP => Ok(Control::Stop),
-        tag if protocol::is_iteration_tag(tag) => {
-            Ok(Control::Task(Box::new(Task::decode(&m.data, dim)?)))
-        }
-        tag => anyhow::bail!("worker {}: unexpected message with tag {tag}", comm.rank()),
-    }
-}
-
-/// Drain every message that has arrived; the newest task or a stop wins.
-fn poll(comm: &Comm<'_>, dim: usize) -> anyhow::Result<Option<Control>> {
-    let mut latest = None;
-    while let Some(m) = comm.try_receive() {
-        match control(comm, dim, m)? {
-            Control::Stop => return Ok(Some(Control::Stop)),
-            task => latest = Some(task),
-        }
-    }
-    Ok(latest)
 }
 
 impl Worker<'_> {
     /// Run one task; returns the control message that interrupted it, if any.
     fn execute(&mut self, task: &Task) -> anyhow::Result<Option<Control>> {
         let start = Instant::now();
+        let dim = self.link.dim;
         let work = &task.work;
         while self.slots.len() < work.compute.len() {
-            self.slots.push(vec![0.0; self.dim + 1]);
+            self.slots.push(vec![0.0; dim + 1]);
         }
-        let block_rows = (BLOCK_VALUES / self.dim.max(1)).max(1);
+        let block_rows = (BLOCK_VALUES / dim.max(1)).max(1);
         let mut compute_s = 0.0;
         let mut next_message = 0;
         for (slot, &p) in work.compute.iter().enumerate() {
@@ -186,7 +255,7 @@ impl Worker<'_> {
             let busy = Instant::now();
             let g = &mut self.slots[slot];
             g.iter_mut().for_each(|v| *v = 0.0);
-            let (grad, loss) = g.split_at_mut(self.dim);
+            let (grad, loss) = g.split_at_mut(dim);
             let mut row = 0;
             while row < part.len() {
                 let end = (row + block_rows).min(part.len());
@@ -200,7 +269,7 @@ impl Worker<'_> {
                 );
                 row = end;
                 if row < part.len() {
-                    if let Some(c) = poll(self.comm, self.dim)? {
+                    if let Some(c) = self.link.poll()? {
                         return Ok(Some(c));
                     }
                 }
@@ -239,7 +308,7 @@ impl Worker<'_> {
             } else {
                 let mut backoff = Backoff::new(IDLE_CAP);
                 while Instant::now() < due {
-                    if let Some(c) = poll(self.comm, self.dim)? {
+                    if let Some(c) = self.link.poll()? {
                         return Ok(Some(c));
                     }
                     backoff.pause(Some(due));
@@ -255,7 +324,8 @@ impl Worker<'_> {
             overrun_s,
         };
         header.encode_into(&self.vector, &mut self.out);
-        self.comm
+        self.link
+            .comm
             .send(0, protocol::iteration_tag(task.iteration), &self.out);
         Ok(None)
     }

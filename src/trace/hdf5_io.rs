@@ -8,7 +8,9 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, Extent, File, Group, H5Type, Location};
 use ndarray::ArrayView2;
 
-use super::{FLUSH_INTERVAL, IterationRecord, RecordSink, TimingEvent, TraceError, TraceMeta};
+use super::{
+    FLUSH_INTERVAL, IterationRecord, RecordSink, Snapshot, TimingEvent, TraceError, TraceMeta,
+};
 
 type Result<T> = std::result::Result<T, TraceError>;
 
@@ -41,13 +43,35 @@ fn group(parent: &Group, name: &str) -> Result<Group> {
 }
 
 /// A chunked, resizable dataset with its first dimension growing by iteration.
+/// When a run is resumed ([`TraceWriter::resume`]) the existing dataset is
+/// reopened and cut to the rows of the iterations before the snapshot.
 fn growing<T: H5Type>(
+    keep: Option<usize>,
     parent: &Group,
     name: &str,
     workers: Option<usize>,
     unit: &str,
     description: &str,
 ) -> Result<Dataset> {
+    if let (Some(keep), true) = (keep, parent.link_exists(name)) {
+        let ds = parent
+            .dataset(name)
+            .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
+        let shape = ds.shape();
+        if shape.first().is_none_or(|&rows| rows < keep)
+            || workers.is_some_and(|k| shape.get(1) != Some(&k))
+        {
+            return Err(TraceError::Record(format!(
+                "dataset {name} has shape {shape:?}, cannot continue at row {keep}"
+            )));
+        }
+        let resized = match workers {
+            None => ds.resize((keep,)),
+            Some(k) => ds.resize((keep, k)),
+        };
+        resized.map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
+        return Ok(ds);
+    }
     let builder = parent.new_dataset::<T>();
     let ds = match workers {
         None => builder
@@ -87,15 +111,29 @@ struct GroupWriter {
 
 impl GroupWriter {
     fn create(root: &Group, workers: usize) -> Result<Self> {
+        Self::open(root, workers, None)
+    }
+
+    /// The datasets of a new trace (`keep` = None), or of an existing one
+    /// reopened with its first `keep` rows kept (resuming a run).
+    fn open(root: &Group, workers: usize, keep: Option<usize>) -> Result<Self> {
         let it = group(root, "iteration")?;
         let wk = group(root, "worker")?;
         let k = Some(workers);
         Ok(Self {
             workers,
-            written: 0,
+            written: keep.unwrap_or(0),
             pending: Vec::new(),
-            duration_s: growing::<f64>(&it, "duration_s", None, "s", "time of the iteration")?,
+            duration_s: growing::<f64>(
+                keep,
+                &it,
+                "duration_s",
+                None,
+                "s",
+                "time of the iteration",
+            )?,
             decode_s: growing::<f64>(
+                keep,
                 &it,
                 "decode_s",
                 None,
@@ -103,6 +141,7 @@ impl GroupWriter {
                 "time spent decoding; NaN when not measured (simulation)",
             )?,
             recovered_fraction: growing::<f64>(
+                keep,
                 &it,
                 "recovered_fraction",
                 None,
@@ -110,6 +149,7 @@ impl GroupWriter {
                 "share of the partitions whose gradient sum was recovered",
             )?,
             messages_used: growing::<u64>(
+                keep,
                 &it,
                 "messages_used",
                 None,
@@ -117,6 +157,7 @@ impl GroupWriter {
                 "messages with a non-zero decoding weight",
             )?,
             messages_received: growing::<u64>(
+                keep,
                 &it,
                 "messages_received",
                 None,
@@ -124,6 +165,7 @@ impl GroupWriter {
                 "messages received by the end of the iteration",
             )?,
             stale_dropped: growing::<u64>(
+                keep,
                 &it,
                 "stale_dropped",
                 None,
@@ -131,6 +173,7 @@ impl GroupWriter {
                 "results of older iterations received and dropped",
             )?,
             train_loss: growing::<f64>(
+                keep,
                 &it,
                 "train_loss",
                 None,
@@ -138,6 +181,7 @@ impl GroupWriter {
                 "training loss; NaN when not evaluated",
             )?,
             test_loss: growing::<f64>(
+                keep,
                 &it,
                 "test_loss",
                 None,
@@ -145,6 +189,7 @@ impl GroupWriter {
                 "test loss; NaN when not evaluated",
             )?,
             finish_s: growing::<f64>(
+                keep,
                 &wk,
                 "finish_s",
                 k,
@@ -152,6 +197,7 @@ impl GroupWriter {
                 "column k = worker k+1: arrival of its last message received in time, NaN if none",
             )?,
             straggling: growing::<u8>(
+                keep,
                 &wk,
                 "straggling",
                 k,
@@ -159,6 +205,7 @@ impl GroupWriter {
                 "column k = worker k+1: 1 when straggling this iteration",
             )?,
             cluster: growing::<i64>(
+                keep,
                 &wk,
                 "cluster",
                 k,
@@ -166,6 +213,7 @@ impl GroupWriter {
                 "column k = worker k+1: 1-based cluster this iteration, -1 when unclustered",
             )?,
             used: growing::<u8>(
+                keep,
                 &wk,
                 "used",
                 k,
@@ -173,6 +221,7 @@ impl GroupWriter {
                 "column k = worker k+1: 1 when a message of it has a non-zero decoding weight",
             )?,
             overrun_s: growing::<f64>(
+                keep,
                 &wk,
                 "overrun_s",
                 k,
@@ -373,17 +422,49 @@ impl TraceWriter {
     /// Write the model parameters to `/model/theta` (replacing an earlier
     /// snapshot; its length may not change), with attribute `iteration`, and flush.
     pub fn write_theta(&mut self, iteration: u64, theta: &[f64]) -> Result<()> {
+        self.write_model_vector("theta", "model parameters", iteration, theta)?;
+        self.flush()
+    }
+
+    /// A resumable snapshot after `iteration` completed iterations: the
+    /// iterate (`/model/theta`), the one before it (`/model/previous_theta`,
+    /// for Nesterov's momentum), the records so far; flushed.
+    pub fn write_snapshot(
+        &mut self,
+        iteration: u64,
+        theta: &[f64],
+        previous_theta: &[f64],
+    ) -> Result<()> {
+        // Records first: a snapshot never refers to iterations the file lacks.
+        self.root.write()?;
+        self.write_model_vector("theta", "model parameters", iteration, theta)?;
+        self.write_model_vector(
+            "previous_theta",
+            "the iterate before theta (momentum)",
+            iteration,
+            previous_theta,
+        )?;
+        self.flush()
+    }
+
+    fn write_model_vector(
+        &mut self,
+        name: &str,
+        description: &str,
+        iteration: u64,
+        values: &[f64],
+    ) -> Result<()> {
         let file = self.file.as_ref().expect("open until close");
         let model = group(file, "model")?;
-        let ctx = || "dataset /model/theta".to_string();
-        let ds = if model.link_exists("theta") {
+        let ctx = || format!("dataset /model/{name}");
+        let ds = if model.link_exists(name) {
             let ds = model
-                .dataset("theta")
+                .dataset(name)
                 .map_err(|e| TraceError::hdf5(ctx(), e))?;
-            if ds.shape() != [theta.len()] {
+            if ds.shape() != [values.len()] {
                 return Err(TraceError::Record(format!(
-                    "theta has {} entries, the trace's /model/theta {:?}",
-                    theta.len(),
+                    "{name} has {} entries, the trace's /model/{name} {:?}",
+                    values.len(),
                     ds.shape()
                 )));
             }
@@ -391,19 +472,98 @@ impl TraceWriter {
         } else {
             let ds = model
                 .new_dataset::<f64>()
-                .shape((theta.len(),))
-                .create("theta")
+                .shape((values.len(),))
+                .create(name)
                 .map_err(|e| TraceError::hdf5(ctx(), e))?;
             string_attr(&ds, "unit", "1")?;
-            string_attr(&ds, "description", "model parameters")?;
+            string_attr(&ds, "description", description)?;
             scalar_attr(&ds, "iteration", 0u64)?;
             ds
         };
-        ds.write(theta).map_err(|e| TraceError::hdf5(ctx(), e))?;
+        ds.write(values).map_err(|e| TraceError::hdf5(ctx(), e))?;
         ds.attr("iteration")
             .and_then(|a| a.write_scalar(&iteration))
-            .map_err(|e| TraceError::hdf5(ctx(), e))?;
-        self.flush()
+            .map_err(|e| TraceError::hdf5(ctx(), e))
+    }
+
+    /// Reopen the trace of an interrupted run to continue it from its last
+    /// snapshot: the records after the snapshot are cut, the next `append`
+    /// writes the row of iteration `snapshot.iteration`.
+    pub fn resume(path: &Path) -> Result<(Self, Snapshot)> {
+        let file = File::open_rw(path).map_err(|e| {
+            TraceError::hdf5(format!("cannot open {} for writing", path.display()), e)
+        })?;
+        let attr = |name: &str| {
+            file.attr(name)
+                .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))
+        };
+        let workers: u64 = attr("workers")?
+            .read_scalar()
+            .map_err(|e| TraceError::hdf5("attribute workers", e))?;
+        let seed: u64 = attr("seed")?
+            .read_scalar()
+            .map_err(|e| TraceError::hdf5("attribute seed", e))?;
+        let config_toml: VarLenUnicode = attr("config_toml")?
+            .read_scalar()
+            .map_err(|e| TraceError::hdf5("attribute config_toml", e))?;
+        let no_snapshot = || {
+            TraceError::Record(format!(
+                "{} has no snapshot (/model/theta) to resume from",
+                path.display()
+            ))
+        };
+        if !file.link_exists("model") {
+            return Err(no_snapshot());
+        }
+        let model = file
+            .group("model")
+            .map_err(|e| TraceError::hdf5("group /model", e))?;
+        if !model.link_exists("theta") {
+            return Err(no_snapshot());
+        }
+        let read = |name: &str| -> Result<(Vec<f64>, u64)> {
+            let ds = model
+                .dataset(name)
+                .map_err(|e| TraceError::hdf5(format!("dataset /model/{name}"), e))?;
+            let v = ds
+                .read_raw::<f64>()
+                .map_err(|e| TraceError::hdf5(format!("dataset /model/{name}"), e))?;
+            let it: u64 = ds
+                .attr("iteration")
+                .and_then(|a| a.read_scalar())
+                .map_err(|e| TraceError::hdf5(format!("dataset /model/{name}"), e))?;
+            Ok((v, it))
+        };
+        let (theta, iteration) = read("theta")?;
+        let previous_theta = if model.link_exists("previous_theta") {
+            let (p, it) = read("previous_theta")?;
+            if it != iteration {
+                return Err(TraceError::Record(format!(
+                    "{}: /model/theta is of iteration {iteration}, /model/previous_theta of {it}",
+                    path.display()
+                )));
+            }
+            p
+        } else {
+            theta.clone()
+        };
+        let root = GroupWriter::open(&file, workers as usize, Some(iteration as usize))?;
+        flush_file(&file)?;
+        let snapshot = Snapshot {
+            iteration,
+            theta,
+            previous_theta,
+            config_toml: config_toml.as_str().to_string(),
+            seed,
+        };
+        Ok((
+            Self {
+                file: Some(file),
+                root,
+                last_flush: Instant::now(),
+            },
+            snapshot,
+        ))
     }
 
     /// Write the run's timing summary to `/timing/` (event names, total

@@ -19,7 +19,8 @@
 //! /worker/cluster                i64 [iterations, workers]   1-based cluster this iteration, -1 when unclustered
 //! /worker/used                   u8  [iterations, workers]   1 = a message of the worker has a non-zero decoding weight
 //! /worker/overrun_s              f64 [iterations, workers]   emulation: how far the real work ran past the sampled time (0 on time)
-//! /model/theta                   f64 [d]                     parameters (attribute `iteration`: when written)
+//! /model/theta                   f64 [d]                     parameters (attribute `iteration`: completed iterations)
+//! /model/previous_theta          f64 [d]                     train snapshots: the iterate before theta (Nesterov), for --resume
 //! /timing/{event,total_s,count}  [events]                    train: named timing events of the master (like PETSc's -log_view)
 //! ```
 //!
@@ -103,6 +104,17 @@ pub struct TimingEvent {
     pub event: String,
     pub total_s: f64,
     pub count: u64,
+}
+
+/// What an interrupted run needs to continue: the iterate after `iteration`
+/// completed iterations, the one before it, and the run's resolved config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub iteration: u64,
+    pub theta: Vec<f64>,
+    pub previous_theta: Vec<f64>,
+    pub config_toml: String,
+    pub seed: u64,
 }
 
 /// The root attributes of a trace (`gradcode_version` is added by the writer).
