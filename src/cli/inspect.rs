@@ -122,7 +122,18 @@ mod imp {
 
     pub(super) fn read(path: &Path) -> Result<Report, InputError> {
         check_file(path)?;
-        let file = TraceFile::open(path).map_err(|e| bad(path, e))?;
+        let file = TraceFile::open(path).map_err(|e| {
+            if e.to_string().contains("unable to lock file") {
+                InputError::new(
+                    path.display().to_string(),
+                    "is locked by a process that has it open for writing (a running job?): \
+                     inspect it when that ends, or read it as it is with HDF5_USE_FILE_LOCKING=FALSE \
+                     in the environment",
+                )
+            } else {
+                bad(path, e)
+            }
+        })?;
         let root = file.root().map_err(|e| bad(path, e))?;
         let (extra_datasets, extra_groups) = file.extras("/").map_err(|e| bad(path, e))?;
         let mut report = Report {
@@ -273,7 +284,7 @@ mod imp {
                         .iter()
                         .filter(|(_, f)| *f > 0.0)
                         .take(5)
-                        .map(|(k, f)| format!("worker {} {}", k + 1, pct(*f)))
+                        .map(|(k, f)| format!("worker {} ({})", k + 1, pct(*f)))
                         .collect();
                     format!(
                         "mean {:.2}, max {} per iteration; most often: {}",

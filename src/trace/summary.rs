@@ -502,7 +502,7 @@ mod tests {
             [false, false, false],
             [false, true, true],
         ];
-        let cluster = [[1, 1, 2], [1, 1, 2], [-1, -1, -1], [2, 1, 1]];
+        let cluster = [[1, 1, 2], [1, 1, 2], [-1, -1, -1], [1, 2, 1]];
         for i in 0..4 {
             let mut r = IterationRecord::new(3);
             r.duration_s = (i + 1) as f64;
