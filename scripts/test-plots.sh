@@ -3,14 +3,15 @@
 # Needs python3 with venv and pip access to PyPI for the pinned packages of
 # scripts/requirements.txt; without them this prints SKIPPED and exits 0, so
 # a machine without Python still runs the Rust tests, and says so loudly.
-# GRADCODE_REQUIRE_PYTHON=1 turns the skip into a failure.
+# GRADCODE_REQUIRE_PYTHON=1, or CI=true (the CI machine has Python and PyPI),
+# turns the skip into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 source scripts/python-env.sh
 if ! python_env; then
-  if [ "${GRADCODE_REQUIRE_PYTHON:-0}" = 1 ]; then
-    echo "test-plots.sh: FAILED: no Python environment (see above) and GRADCODE_REQUIRE_PYTHON=1" >&2
+  if [ "${GRADCODE_REQUIRE_PYTHON:-0}" = 1 ] || [ "${CI:-}" = true ]; then
+    echo "test-plots.sh: FAILED: no Python environment (see above), required here (GRADCODE_REQUIRE_PYTHON=1 or CI=true)" >&2
     exit 1
   fi
   echo "############################################################################" >&2
