@@ -81,7 +81,7 @@ fn main() -> anyhow::Result<()> {
     };
     sim.run(Some(&mut sink))?;
     let iterations = sink.writer.iterations();
-    sink.writer.write_theta(iterations as u64, &vec![0.0; 10])?;
+    sink.writer.write_theta(iterations as u64, &[0.0; 10])?;
     sink.writer.close()?;
     println!(
         "{}: {iterations} iterations of {}",

@@ -435,15 +435,18 @@ mod imp {
                     let f = |g: fn(&Distribution) -> f64| {
                         t.as_ref().map_or("n/a".into(), |d| secs(g(d)))
                     };
-                    let per_trial = if s.trials == 0 {
-                        0
-                    } else {
-                        s.summary.iterations / s.trials
+                    let lengths: Vec<usize> =
+                        s.per_trial.iter().map(|t| t.summary.iterations).collect();
+                    let shape = match lengths.first() {
+                        Some(&n) if lengths.iter().all(|&l| l == n) => {
+                            format!("{} x {n}", s.trials)
+                        }
+                        _ => format!("{}: {} it", s.trials, s.summary.iterations),
                     };
                     println!(
                         "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
                         s.name,
-                        format!("{} x {}", s.trials, per_trial),
+                        shape,
                         f(|d| d.mean),
                         f(|d| d.p50),
                         f(|d| d.p99),
