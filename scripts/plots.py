@@ -456,7 +456,7 @@ def plot_cluster_stragglers(ax, run, fig=None, title="Stragglers per cluster"):
     ax.set_xlabel("iteration")
     ef = even_fraction(counts, clustered)
     means = ", ".join(f"{m:.2f}" for m in counts[clustered].mean(axis=0)) if clustered.any() else "-"
-    ax.set_title(f"{title} (mean {means}); spread as even as possible in {100 * ef:.1f}% of iterations")
+    ax.set_title(f"{title} (mean per cluster: {means}); spread as even as possible in {100 * ef:.1f}% of iterations")
     if fig is not None:
         cb = fig.colorbar(im, ax=ax, ticks=range(0, vmax + 1), pad=0.01)
         cb.set_label("stragglers")
