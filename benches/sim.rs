@@ -1,4 +1,4 @@
-//! The Monte Carlo simulator on the nine configs of 000 §VI (configs/paper/gcdc-*.toml):
+//! The Monte Carlo simulator on the nine configs of 000 §VI (configs/paper/gcdc-fig*.toml):
 //! 30 trials × 400 iterations of every compared scheme and the lower bound.
 //! Throughput is in worker-iterations (trials × iterations × K × schemes).
 //!
@@ -20,7 +20,7 @@ fn gcdc_configs() -> Vec<(String, Config)> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("gcdc-") && n.ends_with(".toml"))
+                .is_some_and(|n| n.starts_with("gcdc-fig") && n.ends_with(".toml"))
         })
         .collect();
     paths.sort();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Time the Monte Carlo simulator through the CLI on the nine configs of 000 §VI
-# (configs/paper/gcdc-*.toml: 30 trials x 400 iterations of every compared
-# scheme and the lower bound). Prints per config and in total the CPU time
+# (configs/paper/gcdc-fig*.toml: 30 trials x 400 iterations of GC, GC-SC, GC-DC
+# and the lower bound), pinned to one core with taskset when it is there.
+# Prints per config and in total the CPU time
 # (user + system, the number to compare with the 2 s goal on one core; wall
 # time on a shared machine also counts waiting) and worker-iterations per
 # second (trials x iterations x K x schemes per CPU second).
@@ -12,15 +13,17 @@ cd "$(dirname "$0")/.."
 command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --locked --quiet
 bin=target/release/gradcode
+pin=()
+if command -v taskset >/dev/null 2>&1; then pin=(taskset -c 0); fi
 total_cpu=0
 total_wi=0
 printf '%-22s %8s %8s %14s %14s\n' config cpu_s wall_s worker_iter per_cpu_s
-for f in configs/paper/gcdc-*.toml; do
+for f in configs/paper/gcdc-fig*.toml; do
   tmp=$(mktemp)
   times=$(mktemp)
   # bash's own `time` (no GNU time needed): user, system, wall seconds.
   TIMEFORMAT='%3U %3S %3R'
-  { time "$bin" simulate --config "$f" >/dev/null 2>"$tmp"; } 2>"$times"
+  { time "${pin[@]}" "$bin" simulate --config "$f" >/dev/null 2>"$tmp"; } 2>"$times"
   read -r user sys wall <"$times"
   wi=$(grep -o 'simulated [0-9]* worker-iterations' "$tmp" | awk '{print $2}')
   rm -f "$tmp" "$times"

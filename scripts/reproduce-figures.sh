@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Reproduce the papers' simulation figures: build gradcode, set up the Python
 # tools in .venv (h5py, numpy, matplotlib at the versions of
-# scripts/requirements.txt), run every configs/paper/*.toml through
-# `gradcode simulate --json`, and write results/paper/<name>.json,
-# results/paper/<name>.png and results/paper/README.md (the papers' numbers
-# beside ours). Adding a figure = adding a config.
+# scripts/requirements.txt), run every configs/paper/*.toml that has a
+# [simulate] section through `gradcode simulate --json`, and write
+# results/paper/<name>.json, results/paper/<name>.png and
+# results/paper/README.md (the papers' numbers beside ours, and NOTES.md).
+# Adding a figure = adding a config.
 #
 #   scripts/reproduce-figures.sh              every config
 #   scripts/reproduce-figures.sh gcdc-fig3    only the named configs (README covers all results present)

@@ -1,11 +1,14 @@
-//! `gradcode train` under mpirun: coding must not change the trajectory, bad
-//! world sizes end every rank, oversubscribed runs complete.
+//! `gradcode train` under mpirun: coding must not change the trajectory (with
+//! emulated stragglers), partial schemes converge, a worker that never answers
+//! does not hang a tolerant scheme, stale results are counted and never used,
+//! bad world sizes and bad output paths end every rank, traces hold the run.
 #![cfg(feature = "mpi")]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+use gradcode::coding;
 use gradcode::config::parse;
 use gradcode::learn::train_reference;
 
@@ -32,23 +35,47 @@ fn mpirun(ranks: usize, args: &[&str]) -> Output {
         .expect("mpirun must be installed (scripts/setup.sh installs openmpi-bin)")
 }
 
-fn write_config(name: &str, text: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mpi-configs");
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mpi-tests");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.toml"));
+    dir.join(name)
+}
+
+fn write_config(name: &str, text: &str) -> PathBuf {
+    let path = scratch(&format!("{name}.toml"));
     std::fs::write(&path, text).unwrap();
     path
 }
 
-fn summary(out: &Output) -> serde_json::Value {
+/// Train `text` on `ranks` ranks into a fresh trace; the JSON summary and the trace path.
+fn train(name: &str, ranks: usize, text: &str, extra: &[&str]) -> (serde_json::Value, PathBuf) {
+    let config = write_config(name, text);
+    let trace = scratch(&format!("{name}.h5"));
+    let mut args = vec![
+        "train",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        trace.to_str().unwrap(),
+        "--force",
+        "--json",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let out = mpirun(ranks, &args);
     assert!(
         out.status.success(),
-        "train failed: {}\n{}",
+        "{name}: train failed: {}\n{}",
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    let summary = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{name}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (summary, trace)
 }
 
 fn relative_error(a: &[f64], b: &[f64]) -> f64 {
@@ -62,54 +89,164 @@ fn relative_error(a: &[f64], b: &[f64]) -> f64 {
     num / den
 }
 
-const BASE: &str = "workers = 6\nseed = 11\n[straggler]\nmode = \"measured\"\n[data]\ntrain_samples = 600\ntest_samples = 100\nfeatures = 40\n[train]\niterations = 30\nlearning_rate = 0.2\n";
+fn theta(summary: &serde_json::Value) -> Vec<f64> {
+    serde_json::from_value(summary["theta"].clone()).unwrap()
+}
+
+fn read(trace: &Path) -> gradcode::trace::TraceData {
+    gradcode::trace::read_trace(trace, "/").expect("readable trace")
+}
+
+/// Linear regression, 6 workers; stragglers emulated at 2 ms per model time unit.
+const EMULATED: &str = "workers = 6\nseed = 11\n[straggler]\nmodel = \"shifted-exponential\"\nalpha = 0.01\nmu = 2.0\ntime_unit_ms = 2.0\n[data]\ntrain_samples = 600\ntest_samples = 100\nfeatures = 40\n[train]\niterations = 30\nlearning_rate = 0.2\n";
+
+const EXACT_SCHEMES: &[(&str, &str)] = &[
+    ("uncoded", "kind = \"uncoded\""),
+    ("gc-frac", "kind = \"gc-frac\"\nload = 3"),
+    ("gc-cyclic", "kind = \"gc-cyclic\"\nload = 3"),
+    ("gc-sc", "kind = \"gc-sc\"\nload = 2\nclusters = 2"),
+    (
+        "gc-dc",
+        "kind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2",
+    ),
+    (
+        "gc-mmc",
+        "kind = \"gc-mmc\"\nload = 3\ndesign = \"correlated\"\norder = 2",
+    ),
+    ("uc-mmc", "kind = \"uc-mmc\"\nload = 3"),
+    (
+        "gc-partial",
+        "kind = \"gc-partial\"\nload = 2\nslowdown = 2.0",
+    ),
+];
+
+/// Coding must not change the trajectory: every exact scheme ends where
+/// single-process full-batch descent on the same data and seed ends.
+fn assert_follows_reference(name: &str, text: &str, summary: &serde_json::Value) {
+    let config = parse(text, "test", &[]).unwrap().config;
+    let partitions = coding::build(&config).unwrap().partitions();
+    let reference = train_reference(&config, partitions).unwrap();
+    let err = relative_error(&theta(summary), &reference.theta);
+    assert!(err <= 1e-9, "{name}: relative error {err}");
+    assert_eq!(summary["mean_recovered_fraction"], 1.0, "{name}");
+    let loss = summary["final_train_loss"].as_f64().unwrap();
+    let want = *reference.train_loss.last().unwrap();
+    assert!(
+        (loss - want).abs() <= 1e-9 * want.abs(),
+        "{name}: train loss {loss} vs {want}"
+    );
+}
 
 #[test]
-fn exact_schemes_follow_the_full_batch_trajectory() {
+fn exact_schemes_follow_the_full_batch_trajectory_with_emulated_stragglers() {
+    for (name, scheme) in EXACT_SCHEMES {
+        let text = format!("{EMULATED}[scheme]\n{scheme}\n");
+        let (summary, trace) = train(&format!("exact-{name}"), 7, &text, &[]);
+        assert_follows_reference(name, &text, &summary);
+        let data = read(&trace);
+        assert_eq!(data.records.len(), 30, "{name}");
+        assert_eq!(
+            data.theta.as_deref(),
+            Some(theta(&summary).as_slice()),
+            "{name}: /model/theta is the final θ"
+        );
+        assert!(
+            data.records.iter().all(|r| r.recovered_fraction == 1.0),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn nesterov_follows_the_reference_too() {
+    let text = format!("{EMULATED}[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 2\n");
+    let (summary, _) = train("nesterov", 7, &text, &["--set", "train.optimizer=nesterov"]);
+    let config = parse(&text, "test", &["train.optimizer=nesterov".to_string()])
+        .unwrap()
+        .config;
+    let reference = train_reference(&config, 6).unwrap();
+    assert!(relative_error(&theta(&summary), &reference.theta) <= 1e-9);
+}
+
+#[test]
+fn stale_results_are_counted_and_never_used() {
+    // Measured mode on 13 ranks over 2 cores: results of iteration t keep
+    // arriving while the master is already in t + 1. The trajectory is still
+    // exactly the full-batch one, so no stale result entered a later decode.
+    let text = "workers = 12\nseed = 4\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 4\n[straggler]\nmode = \"measured\"\n[data]\ntrain_samples = 2400\ntest_samples = 100\nfeatures = 300\n[train]\niterations = 60\nlearning_rate = 0.2\n";
+    let (summary, trace) = train("stale", 13, text, &[]);
+    assert_follows_reference("stale", text, &summary);
+    let in_iterations: u64 = read(&trace).records.iter().map(|r| r.stale_dropped).sum();
+    let total = summary["stale_dropped"].as_u64().unwrap();
+    assert!(
+        total > 0,
+        "an oversubscribed measured run drops stale results"
+    );
+    assert!(
+        in_iterations <= total,
+        "the trace counts those dropped during iterations"
+    );
+}
+
+#[test]
+fn partial_schemes_record_recovered_fractions_and_converge() {
     for (name, scheme) in [
-        ("uncoded", "[scheme]\nkind = \"uncoded\"\n"),
-        ("gc-frac", "[scheme]\nkind = \"gc-frac\"\nload = 3\n"),
-        ("gc-cyclic", "[scheme]\nkind = \"gc-cyclic\"\nload = 3\n"),
         (
-            "gc-sc",
-            "[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 2\n",
+            "is-gc",
+            "kind = \"is-gc\"\nload = 2\nplacement = \"cr\"\nwait_for = 3",
         ),
         (
-            "gc-dc",
-            "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\n",
+            "ignore-stragglers",
+            "kind = \"ignore-stragglers\"\nwait_for = 4",
+        ),
+        (
+            "is-gc-deadline",
+            "kind = \"is-gc\"\nload = 2\nplacement = \"cr\"\ndeadline = 0.3",
         ),
     ] {
-        for optimizer in ["gd", "nesterov"] {
-            let text = format!("{BASE}{scheme}");
-            let path = write_config(&format!("exact-{name}-{optimizer}"), &text);
-            let set = format!("train.optimizer={optimizer}");
-            let out = mpirun(
-                7,
-                &[
-                    "train",
-                    "--config",
-                    path.to_str().unwrap(),
-                    "--set",
-                    &set,
-                    "--json",
-                    "--quiet",
-                ],
-            );
-            let s = summary(&out);
-            let theta: Vec<f64> = serde_json::from_value(s["theta"].clone()).unwrap();
-            let config = parse(&text, "test", &[set]).unwrap().config;
-            let reference = train_reference(&config, 6).unwrap();
-            let err = relative_error(&theta, &reference.theta);
-            assert!(err <= 1e-9, "{name} {optimizer}: relative error {err}");
-            assert_eq!(s["mean_recovered_fraction"], 1.0);
-            let loss = s["final_train_loss"].as_f64().unwrap();
-            let want = *reference.train_loss.last().unwrap();
-            assert!(
-                (loss - want).abs() <= 1e-9 * want.abs(),
-                "{name}: train loss {loss} vs {want}"
-            );
-        }
+        let text = format!(
+            "{EMULATED}[scheme]\n{scheme}\n[train]\niterations = 80\nlearning_rate = 0.2\n"
+        )
+        .replace("[train]\niterations = 30\nlearning_rate = 0.2\n", "");
+        let (summary, trace) = train(name, 7, &text, &[]);
+        let records = read(&trace).records;
+        assert!(
+            records
+                .iter()
+                .all(|r| (0.0..=1.0).contains(&r.recovered_fraction) && r.recovered_fraction > 0.0)
+        );
+        assert!(
+            records.iter().any(|r| r.recovered_fraction < 1.0),
+            "{name}: some iterations recover partially"
+        );
+        let first = records[0].train_loss;
+        let last = summary["final_train_loss"].as_f64().unwrap();
+        assert!(
+            last < 0.05 * first,
+            "{name}: loss {first} → {last} does not converge"
+        );
     }
+}
+
+#[test]
+fn a_worker_that_never_answers_does_not_hang_a_tolerant_scheme() {
+    // Worker 3 sleeps ~10^6 model time units (hours) before every send.
+    let text = format!(
+        "{}[scheme]\nkind = \"gc-cyclic\"\nload = 2\n",
+        EMULATED.replace(
+            "model = \"shifted-exponential\"",
+            "model = \"extra-delay\"\ndelayed_workers = [3]\ndelay_mean = 1000000.0"
+        )
+    );
+    let started = std::time::Instant::now();
+    let (summary, trace) = train("silent-worker", 7, &text, &[]);
+    assert!(started.elapsed().as_secs() < 60, "the run finished");
+    assert_follows_reference("silent-worker", &text, &summary);
+    let records = read(&trace).records;
+    assert!(
+        records.iter().all(|r| !r.used[2] && r.finish_s[2].is_nan()),
+        "worker 3 never answered"
+    );
 }
 
 #[test]
@@ -121,21 +258,10 @@ fn logistic_regression_on_a_real_data_set_matches_the_reference() {
     let text = format!(
         "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"libsvm\"\npath = \"{data}\"\n[model]\nloss = \"logistic\"\n[train]\niterations = 40\nlearning_rate = 0.5\n"
     );
-    let path = write_config("logistic-breast-cancer", &text);
-    let s = summary(&mpirun(
-        5,
-        &[
-            "train",
-            "--config",
-            path.to_str().unwrap(),
-            "--json",
-            "--quiet",
-        ],
-    ));
-    let theta: Vec<f64> = serde_json::from_value(s["theta"].clone()).unwrap();
+    let (summary, _) = train("logistic-breast-cancer", 5, &text, &[]);
     let reference = train_reference(&parse(&text, "test", &[]).unwrap().config, 4).unwrap();
-    assert!(relative_error(&theta, &reference.theta) <= 1e-9);
-    let test_loss = s["final_test_loss"].as_f64().unwrap();
+    assert!(relative_error(&theta(&summary), &reference.theta) <= 1e-9);
+    let test_loss = summary["final_test_loss"].as_f64().unwrap();
     assert!(
         test_loss < 0.3,
         "standardised breast cancer data is easy: test loss {test_loss}"
@@ -143,8 +269,68 @@ fn logistic_regression_on_a_real_data_set_matches_the_reference() {
 }
 
 #[test]
+fn thirteen_ranks_on_two_cores_complete_at_the_emulated_speed() {
+    let text = "workers = 12\n[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 4\nclusters_per_worker = 2\n[straggler]\nmodel = \"gilbert-elliott\"\nmu_fast = 10.0\nmu_slow = 0.1\nswitch_probability = 0.05\ninitial_stragglers = 6\ntime_unit_ms = 5.0\n[data]\ntrain_samples = 1200\nfeatures = 50\n[train]\niterations = 40\n";
+    let (summary, trace) = train("thirteen", 13, text, &[]);
+    assert_eq!(summary["iterations"], 40);
+    let data = read(&trace);
+    let clustered = data
+        .records
+        .iter()
+        .all(|r| r.cluster.iter().all(|&c| (1..=4).contains(&c)));
+    assert!(clustered, "every worker is in a cluster every iteration");
+    assert!(
+        !data.timing.is_empty(),
+        "the timing summary is in the trace"
+    );
+}
+
+#[test]
+fn an_existing_trace_is_not_overwritten_and_a_bad_path_fails_first() {
+    let config = write_config(
+        "existing",
+        &format!("{EMULATED}[scheme]\nkind = \"uncoded\"\n"),
+    );
+    let trace = scratch("existing.h5");
+    std::fs::write(&trace, b"precious").unwrap();
+    let out = mpirun(
+        7,
+        &[
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exists; use --force"));
+    assert_eq!(std::fs::read(&trace).unwrap(), b"precious", "nothing lost");
+    let out = mpirun(
+        7,
+        &[
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            "/proc/gradcode/trace.h5",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error: --out"));
+}
+
+#[test]
 fn wrong_world_size_ends_every_rank_with_one_line() {
-    let path = write_config("world-size", BASE);
+    let path = write_config(
+        "world-size",
+        &format!("{EMULATED}[scheme]\nkind = \"uncoded\"\n"),
+    );
     let out = mpirun(3, &["train", "--config", path.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -171,7 +357,7 @@ fn invalid_config_under_mpi_exits_2_on_every_rank() {
             "scheme.load=5",
         ],
     );
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         err.lines().filter(|l| l.starts_with("error:")).count(),
@@ -182,37 +368,68 @@ fn invalid_config_under_mpi_exits_2_on_every_rank() {
 }
 
 #[test]
-fn thirteen_ranks_on_two_cores_complete() {
-    let text = "workers = 12\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 4\n[straggler]\nmode = \"measured\"\n[data]\ntrain_samples = 1200\nfeatures = 200\n[train]\niterations = 50\n";
-    let path = write_config("thirteen", text);
-    let s = summary(&mpirun(
-        13,
+fn data_errors_on_workers_stop_the_run_cleanly() {
+    let text = "workers = 2\n[scheme]\nkind = \"uncoded\"\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"csv\"\npath = \"/nonexistent/data.csv\"\n";
+    let path = write_config("missing-data", text);
+    let trace = scratch("missing-data.h5");
+    let out = mpirun(
+        3,
         &[
             "train",
             "--config",
             path.to_str().unwrap(),
-            "--json",
-            "--quiet",
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
         ],
-    ));
-    assert_eq!(s["iterations"], 50);
-    assert_eq!(s["workers"], 12);
-}
-
-#[test]
-fn data_errors_on_workers_stop_the_run_cleanly() {
-    let text = "workers = 2\n[scheme]\nkind = \"uncoded\"\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"csv\"\npath = \"/nonexistent/data.csv\"\n";
-    let path = write_config("missing-data", text);
-    let out = mpirun(3, &["train", "--config", path.to_str().unwrap()]);
+    );
     assert_eq!(
         out.status.code(),
         Some(2),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("error: /nonexistent/data.csv: cannot open"),
-        "{err}"
+        String::from_utf8_lossy(&out.stderr).contains("error: /nonexistent/data.csv: cannot open")
+    );
+}
+
+#[test]
+fn divergence_stops_the_run_naming_the_iteration_and_keeps_the_trace() {
+    let text = format!("{EMULATED}[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[train]\niterations = 400\nlearning_rate = 60.0\n")
+        .replace("[train]\niterations = 30\nlearning_rate = 0.2\n", "");
+    let config = write_config("diverge", &text);
+    let trace = scratch("diverge.h5");
+    let out = mpirun(
+        7,
+        &[
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error: iteration"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("non-finite") || line.contains("not finite"),
+        "{line}"
+    );
+    let iteration: usize = line["error: iteration ".len()..]
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        read(&trace).records.len(),
+        iteration,
+        "every iteration before the failure is in the trace"
     );
 }

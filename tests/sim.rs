@@ -299,6 +299,39 @@ fn every_scheme_sees_the_same_samples() {
     let gc = &report.schemes[0];
     let expected = 100.0 * (1.0 - gc.mean_iteration_time / report.schemes[1].mean_iteration_time);
     assert!((gc.improvement_percent - expected).abs() < 1e-9);
+    // The interval of the reduction comes from the paired per-trial means of
+    // the records: t(0.975, trials - 1) · sd(a_i - R·b_i) / sqrt(trials) / mean(b).
+    let trial_means = |scheme: usize| -> Vec<f64> {
+        (0..report.trials)
+            .map(|t| {
+                let times: Vec<f64> = sink
+                    .0
+                    .iter()
+                    .filter(|r| r.0 == scheme && r.1 == t)
+                    .map(|r| r.2.duration_s)
+                    .collect();
+                times.iter().sum::<f64>() / times.len() as f64
+            })
+            .collect()
+    };
+    let (a, b) = (trial_means(0), trial_means(1));
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let r = ma / mb;
+    let var = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - ma - r * (y - mb)).powi(2))
+        .sum::<f64>()
+        / (n - 1.0);
+    let t = gradcode::sim::stats::student_t_quantile(0.975, n - 1.0);
+    let half = 100.0 * t * (var / n).sqrt() / mb;
+    assert!(
+        (gc.improvement_ci95 - half).abs() < 1e-6 * half,
+        "{} vs {half}",
+        gc.improvement_ci95
+    );
+    assert_eq!(report.schemes[1].improvement_ci95, 0.0);
 }
 
 #[test]

@@ -61,6 +61,7 @@ fn json_has_the_documented_keys() {
             "messages_per_iteration",
             "recovered_fraction",
             "improvement_percent",
+            "improvement_ci95",
         ] {
             assert!(s[key].is_number(), "{key}: {s}");
         }
@@ -100,6 +101,11 @@ fn flags_override_the_config_and_one_trial_has_no_interval() {
     assert_eq!(v["iterations"], 7);
     assert_eq!(v["seed"], 9);
     assert!(v["schemes"][0]["ci95"].is_null(), "{}", v["schemes"][0]);
+    assert!(
+        v["schemes"][1]["improvement_ci95"].is_null(),
+        "{}",
+        v["schemes"][1]
+    );
 }
 
 #[test]

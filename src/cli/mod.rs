@@ -77,6 +77,12 @@ pub enum Command {
         /// No progress output (the summary is still printed).
         #[arg(long)]
         quiet: bool,
+        /// HDF5 trace to write (default: output.trace of the config).
+        #[arg(long, value_name = "F.h5")]
+        out: Option<PathBuf>,
+        /// Overwrite an existing trace.
+        #[arg(long)]
+        force: bool,
     },
     /// Monte Carlo comparison of the schemes of `simulate.compare` on common random numbers.
     Simulate {
@@ -159,11 +165,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 rates: rates.as_deref(),
             },
         ),
-        Command::Train { args, quiet } => crate::runtime::train(&crate::runtime::TrainOptions {
+        Command::Train {
+            args,
+            quiet,
+            out,
+            force,
+        } => crate::runtime::train(&crate::runtime::TrainOptions {
             config: args.config,
             overrides: args.overrides,
             json: args.json,
             quiet,
+            out,
+            force,
         }),
         Command::Simulate {
             args,

@@ -1,6 +1,14 @@
 //! The master rank: plan every iteration, send tasks, stop waiting as soon as
-//! the scheme can decode, decode, update the model, record the iteration.
+//! the scheme can decode (or its deadline passes), decode, update the model,
+//! hand the iteration to the observers (progress, trace).
+//!
+//! Straggling comes from the straggler model in emulation (`DelaySpec::model(0)`,
+//! the samples `simulate` sees in its trial 0 for the same seed) and from the
+//! workers' measured compute times in measured mode. Either way the clustering
+//! of iteration t sees what [`straggler::state_context`] allows: perfect state
+//! information is the state of t, imperfect that of t − 1.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -8,42 +16,16 @@ use serde::Serialize;
 
 use super::comm::{Backoff, Comm};
 use super::protocol::{self, Pace, ResultHeader, Setup, Task};
-use crate::coding::{Arrival, RoundContext, Scheme};
-use crate::config::{Config, StragglerMode, StragglerModel};
+use crate::coding::{Arrival, Scheme};
+use crate::config::{Config, StragglerMode};
 use crate::error::InputError;
 use crate::learn::{DataPlan, Optimizer, Partition, kernel};
+use crate::straggler::{DelayModel, DelaySpec, RoundSample, state_context};
+use crate::trace::{IterationRecord, TimingEvent};
 
 /// Longest sleep between probes while the master waits for results: short,
 /// because every microsecond here lengthens the iteration.
 const WAIT_CAP: Duration = Duration::from_micros(100);
-
-/// What one iteration looked like from the master.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IterationRecord {
-    pub iteration: u64,
-    /// Wall time from sending the tasks to having enough results.
-    pub duration_s: f64,
-    /// Wall time of decoding and combining.
-    pub decode_s: f64,
-    pub recovered_fraction: f64,
-    pub messages_used: usize,
-    pub messages_received: usize,
-    /// Results of earlier iterations received (and dropped) during this one.
-    pub stale_dropped: usize,
-    pub train_loss: f64,
-    /// NaN when not evaluated this iteration.
-    pub test_loss: f64,
-    /// Per worker: seconds from the start of the iteration to its first result (NaN: none in time).
-    pub finish_s: Vec<f64>,
-    /// Per worker: emulated straggler state.
-    pub straggling: Vec<bool>,
-    /// Per worker: 0-based cluster this iteration (-1 when unclustered).
-    pub cluster: Vec<i64>,
-    /// Per worker: a result of it entered the decoded sum.
-    pub used: Vec<bool>,
-    /// Per worker: seconds its real work ran past the emulated due time.
-    pub overrun_s: Vec<f64>,
-}
 
 /// The end of a training run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -52,18 +34,74 @@ pub struct TrainSummary {
     pub workers: usize,
     pub iterations: usize,
     pub mean_iteration_s: f64,
-    pub stale_dropped: usize,
-    pub overruns: usize,
+    /// Wall time of the training loop (setup and shutdown excluded).
+    pub wall_s: f64,
+    pub stale_dropped: u64,
+    /// Worker-iterations whose real work ran past the emulated due time.
+    pub overruns: u64,
     pub final_train_loss: f64,
     pub final_test_loss: f64,
     pub mean_recovered_fraction: f64,
     pub tasks_abandoned: u64,
+    /// The master's named timing events (like PETSc's -log_view).
+    pub timing: Vec<TimingEvent>,
+    /// Where the trace was written, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     pub theta: Vec<f64>,
 }
 
-/// Receives records as iterations complete (progress display, trace).
+/// Receives the run as it happens: progress display, trace.
 pub trait Observer {
-    fn iteration(&mut self, record: &IterationRecord) -> anyhow::Result<()>;
+    /// Iteration `iteration` (0-based) is complete; `theta` is the iterate after its update.
+    fn iteration(
+        &mut self,
+        iteration: u64,
+        record: &IterationRecord,
+        theta: &[f64],
+    ) -> anyhow::Result<()>;
+    /// The run ended (normally); `summary.theta` is final.
+    fn finish(&mut self, summary: &TrainSummary) -> anyhow::Result<()>;
+}
+
+/// Named timing events of the master, summed over the run.
+#[derive(Debug, Default)]
+struct Timing {
+    events: BTreeMap<&'static str, (f64, u64)>,
+}
+
+impl Timing {
+    fn add(&mut self, event: &'static str, seconds: f64) {
+        let e = self.events.entry(event).or_insert((0.0, 0));
+        e.0 += seconds;
+        e.1 += 1;
+    }
+
+    fn time<R>(&mut self, event: &'static str, f: impl FnOnce() -> R) -> R {
+        let start = Instant::now();
+        let r = f();
+        self.add(event, start.elapsed().as_secs_f64());
+        r
+    }
+
+    fn summary(&self) -> Vec<TimingEvent> {
+        self.events
+            .iter()
+            .map(|(&event, &(total_s, count))| TimingEvent {
+                event: event.to_string(),
+                total_s,
+                count,
+            })
+            .collect()
+    }
+}
+
+/// Where straggling comes from.
+enum Straggling {
+    /// The straggler model's samples; the workers sleep until their sampled times.
+    Emulate(Box<dyn DelayModel>),
+    /// Nothing injected: straggling inferred from the workers' reported compute times.
+    Measured { rate_threshold: f64 },
 }
 
 pub(super) struct Master<'a> {
@@ -71,29 +109,6 @@ pub(super) struct Master<'a> {
     pub universe: &'a mut mpi::environment::Universe,
     pub config: &'a Config,
     pub scheme: Box<dyn Scheme>,
-}
-
-/// Per-worker pacing of one iteration. Until the straggler models land only
-/// `straggler.model = "none"` can be emulated (zero delay); `mode = "measured"`
-/// injects nothing whatever the model.
-fn paces(config: &Config, workers: usize) -> Result<Vec<Pace>, InputError> {
-    let s = &config.straggler;
-    let emulate = s.mode == StragglerMode::Emulate;
-    if emulate && s.model != StragglerModel::None {
-        return Err(InputError::value(
-            "straggler.model",
-            "\"shifted-exponential\"",
-            "cannot be emulated by train yet; use straggler.mode = \"measured\" or straggler.model = \"none\"",
-        ));
-    }
-    let pace = Pace {
-        emulate,
-        unit_time: 0.0,
-        extra_time: 0.0,
-        time_unit_ms: s.time_unit_ms,
-        straggling: false,
-    };
-    Ok(vec![pace; workers])
 }
 
 impl Master<'_> {
@@ -105,7 +120,7 @@ impl Master<'_> {
     }
 
     /// Stop every worker and wait for each goodbye; returns stale results seen and tasks abandoned.
-    fn shutdown(&self) -> (usize, u64) {
+    fn shutdown(&self) -> (u64, u64) {
         self.broadcast(protocol::TAG_STOP, &[]);
         let mut backoff = Backoff::new(Duration::from_millis(1));
         let mut remaining = self.scheme.workers();
@@ -124,35 +139,30 @@ impl Master<'_> {
         (stale, abandoned)
     }
 
-    /// Set up the workers, train, shut down. Input errors found on the way
-    /// (data files, a worker that cannot load its partitions) stop every
-    /// worker before they are returned.
-    pub fn run(&mut self, observer: &mut dyn Observer) -> anyhow::Result<TrainSummary> {
-        let prepared = self.prepare();
-        let (data, test) = match prepared {
+    /// Set up the workers, train, shut down. Errors found on the way (data
+    /// files, a worker that cannot load its partitions, divergence) stop
+    /// every worker before they are returned.
+    pub fn run(&mut self, observers: &mut [&mut dyn Observer]) -> anyhow::Result<TrainSummary> {
+        let (data, test) = match self.prepare() {
             Ok(x) => x,
             Err(e) => {
                 self.shutdown();
                 return Err(e.into());
             }
         };
-        match self.train(&data, &test, observer) {
-            Ok(mut summary) => {
-                let (stale, abandoned) = self.shutdown();
-                summary.stale_dropped += stale;
-                summary.tasks_abandoned = abandoned;
-                Ok(summary)
-            }
-            Err(e) => {
-                self.shutdown();
-                Err(e)
-            }
+        let result = self.train(&data, &test, observers);
+        let (stale, abandoned) = self.shutdown();
+        let mut summary = result?;
+        summary.stale_dropped += stale;
+        summary.tasks_abandoned = abandoned;
+        for o in observers.iter_mut() {
+            o.finish(&summary)?;
         }
+        Ok(summary)
     }
 
     fn prepare(&mut self) -> Result<(DataPlan, Partition), InputError> {
         let k = self.scheme.workers();
-        paces(self.config, k)?;
         let data = DataPlan::new(self.config, self.scheme.partitions())?;
         let test = data.load_test()?;
         // Buffered sends: a backlog of 4 tasks per worker, plus setup and stop.
@@ -196,59 +206,86 @@ impl Master<'_> {
         &mut self,
         data: &DataPlan,
         test: &Partition,
-        observer: &mut dyn Observer,
+        observers: &mut [&mut dyn Observer],
     ) -> anyhow::Result<TrainSummary> {
         let config = self.config;
+        let s = &config.straggler;
         let k = self.scheme.workers();
         let dim = data.features();
-        let paces = paces(config, k)?;
+        let time_unit_s = s.time_unit_ms / 1000.0;
+        let mut straggling = match s.mode {
+            StragglerMode::Emulate => Straggling::Emulate(DelaySpec::from_config(config)?.model(0)),
+            StragglerMode::Measured => Straggling::Measured {
+                rate_threshold: s.rate_threshold,
+            },
+        };
         let mut opt = Optimizer::new(&config.train, config.model.l2, dim);
+        let mut timing = Timing::default();
+        let mut current = RoundSample::new(k);
+        let mut previous: Option<RoundSample> = None;
+        let mut measured = RoundSample::new(k);
         let mut task_buf = Vec::new();
         let mut arrivals: Vec<Arrival> = Vec::new();
         let mut vectors: Vec<Vec<f64>> = Vec::new();
         let mut backoff = Backoff::new(WAIT_CAP);
-        let (mut total_s, mut stale_total, mut overruns, mut recovered_total) = (0.0, 0, 0, 0.0);
+        let (mut total_s, mut stale_total, mut overruns, mut recovered_total) =
+            (0.0, 0u64, 0u64, 0.0);
         let (mut train_loss, mut test_loss) = (f64::NAN, f64::NAN);
+        let deadline_s = self.scheme.deadline().map(|d| d * time_unit_s);
+        let static_plan = self.scheme.static_plan();
+        let mut plan = None;
+        let run_start = Instant::now();
         for t in 0..config.train.iterations as u64 {
-            let ctx = RoundContext {
-                iteration: t,
-                straggling: None,
-                rates: None,
-            };
-            let plan = self.scheme.plan_round(&ctx);
-            let start = Instant::now();
-            for (w, (task, pace)) in plan.tasks.iter().zip(&paces).enumerate() {
-                Task::encode_into(t, pace, task, opt.eval_point(), &mut task_buf);
-                self.comm
-                    .send(w as i32 + 1, protocol::iteration_tag(t), &task_buf);
+            // The straggler state of this iteration, and what the master may know of it.
+            match &mut straggling {
+                Straggling::Emulate(model) => model.sample(&mut current),
+                Straggling::Measured { .. } => current = RoundSample::new(k),
             }
-            let mut record = IterationRecord {
-                iteration: t,
-                duration_s: 0.0,
-                decode_s: 0.0,
-                recovered_fraction: 0.0,
-                messages_used: 0,
-                messages_received: 0,
-                stale_dropped: 0,
-                train_loss: f64::NAN,
-                test_loss: f64::NAN,
-                finish_s: vec![f64::NAN; k],
-                straggling: paces.iter().map(|p| p.straggling).collect(),
-                cluster: vec![-1; k],
-                used: vec![false; k],
-                overrun_s: vec![0.0; k],
-            };
+            let this_plan = timing.time("plan", || {
+                let ctx = state_context(s.state_info, t, &current, previous.as_ref());
+                match (&plan, static_plan) {
+                    (Some(p), true) => Clone::clone(p),
+                    _ => self.scheme.plan_round(&ctx),
+                }
+            });
+            let plan = plan.insert(this_plan);
+            let start = Instant::now();
+            timing.time("send", || {
+                for (w, task) in plan.tasks.iter().enumerate() {
+                    let pace = Pace {
+                        emulate: matches!(straggling, Straggling::Emulate(_)),
+                        unit_time: current.unit_time[w],
+                        extra_time: current.extra_time[w],
+                        time_unit_ms: s.time_unit_ms,
+                        straggling: current.straggling[w],
+                    };
+                    Task::encode_into(t, &pace, task, opt.eval_point(), &mut task_buf);
+                    self.comm
+                        .send(w as i32 + 1, protocol::iteration_tag(t), &task_buf);
+                }
+            });
+            let mut record = IterationRecord::new(k);
             for (c, members) in plan.clusters.iter().enumerate() {
                 for &w in members {
-                    record.cluster[w] = c as i64;
+                    record.cluster[w] = c as i64 + 1;
                 }
             }
             arrivals.clear();
             vectors.clear();
+            // Seconds per computation each worker reported this iteration (measured mode).
+            let mut per_computation_s = vec![f64::NAN; k];
+            let wait_start = Instant::now();
             {
-                let mut tracker = self.scheme.tracker(&plan);
+                let mut tracker = self.scheme.tracker(plan);
+                let deadline = deadline_s.map(|d| start + Duration::from_secs_f64(d));
                 loop {
-                    let m = self.comm.receive(&mut backoff, None).expect("no deadline");
+                    // Past the deadline with something to decode: stop. With nothing
+                    // yet, wait for the first arrival (the scheme recovers partially),
+                    // as `coding::decode_with_deadline` does in the simulator.
+                    let until = if arrivals.is_empty() { None } else { deadline };
+                    let Some(m) = self.comm.receive(&mut backoff, until) else {
+                        break; // the deadline passed with arrivals in hand
+                    };
                     if m.tag == protocol::TAG_ERROR {
                         bail!("worker {}: {}", m.rank, protocol::decode_text(&m.data));
                     }
@@ -282,11 +319,11 @@ impl Master<'_> {
                             m.rank
                         );
                     }
-                    if record.finish_s[w].is_nan() {
-                        record.finish_s[w] = start.elapsed().as_secs_f64();
-                    }
-                    if header.overrun_s > 0.0 {
-                        record.overrun_s[w] = record.overrun_s[w].max(header.overrun_s);
+                    record.finish_s[w] = start.elapsed().as_secs_f64();
+                    record.overrun_s[w] = record.overrun_s[w].max(header.overrun_s);
+                    if header.computations > 0 {
+                        per_computation_s[w] = header.compute_s / header.computations as f64;
+                        timing.add("compute (workers)", header.compute_s);
                     }
                     let arrival = Arrival {
                         worker: w,
@@ -297,10 +334,14 @@ impl Master<'_> {
                     if tracker.arrive(arrival) {
                         break;
                     }
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
                 }
             }
+            timing.add("wait", wait_start.elapsed().as_secs_f64());
             record.duration_s = start.elapsed().as_secs_f64();
-            record.messages_received = arrivals.len();
+            record.messages_received = arrivals.len() as u64;
             let decode_start = Instant::now();
             // Decode in (worker, message) order, not arrival order, so that the
             // rounding of the sum does not depend on who was fastest.
@@ -311,9 +352,7 @@ impl Master<'_> {
                 .iter()
                 .map(|&i| std::mem::take(&mut vectors[i]))
                 .collect();
-            arrivals = sorted_arrivals;
-            vectors = sorted_vectors;
-            let decoding = self.scheme.decode(&plan, &arrivals);
+            let decoding = self.scheme.decode(plan, &sorted_arrivals);
             if !decoding.decodable || decoding.recovered.is_empty() {
                 bail!(
                     "iteration {t}: the arrivals suffice by count but do not decode (residual {:.2e}); \
@@ -321,10 +360,11 @@ impl Master<'_> {
                     decoding.residual
                 );
             }
-            let refs: Vec<&[f64]> = vectors.iter().map(Vec::as_slice).collect();
+            let refs: Vec<&[f64]> = sorted_vectors.iter().map(Vec::as_slice).collect();
             let combined = decoding.combine(&refs);
             record.decode_s = decode_start.elapsed().as_secs_f64();
-            for (a, &weight) in arrivals.iter().zip(&decoding.weights) {
+            timing.add("decode", record.decode_s);
+            for (a, &weight) in sorted_arrivals.iter().zip(&decoding.weights) {
                 if weight != 0.0 {
                     record.used[a.worker] = true;
                     record.messages_used += 1;
@@ -333,24 +373,57 @@ impl Master<'_> {
             let samples: usize = decoding.recovered.iter().map(|&p| data.rows(p).len()).sum();
             record.recovered_fraction = decoding.recovered_fraction(self.scheme.partitions());
             if combined.iter().any(|v| !v.is_finite()) {
-                bail!("iteration {t}: the decoded gradient is not finite (diverged)");
+                bail!("iteration {t}: the decoded gradient is not finite (the model diverged)");
             }
             train_loss = opt.objective(combined[dim], samples);
             record.train_loss = train_loss;
             if t % config.train.eval_every as u64 == 0 || t + 1 == config.train.iterations as u64 {
-                let sum =
-                    kernel::loss_sum(config.model.loss, test.x.view(), &test.y, opt.eval_point());
-                test_loss = opt.objective(sum, test.len());
+                test_loss = timing.time("evaluate", || {
+                    let sum = kernel::loss_sum(
+                        config.model.loss,
+                        test.x.view(),
+                        &test.y,
+                        opt.eval_point(),
+                    );
+                    opt.objective(sum, test.len())
+                });
                 record.test_loss = test_loss;
             }
-            opt.step(&combined[..dim], samples);
+            timing.time("update", || opt.step(&combined[..dim], samples));
+            if opt.theta().iter().any(|v| !v.is_finite()) {
+                bail!("iteration {t}: the model is not finite after the update (it diverged)");
+            }
+            // The straggler state this iteration recorded, and kept for the next plan.
+            match straggling {
+                Straggling::Emulate(_) => record.straggling.clone_from(&current.straggling),
+                Straggling::Measured { rate_threshold } => {
+                    infer_straggling(
+                        &per_computation_s,
+                        time_unit_s,
+                        rate_threshold,
+                        &mut measured,
+                    );
+                    record.straggling.clone_from(&measured.straggling);
+                    current.clone_from(&measured);
+                }
+            }
+            match &mut previous {
+                Some(p) => std::mem::swap(p, &mut current),
+                None => previous = Some(std::mem::replace(&mut current, RoundSample::new(k))),
+            }
             total_s += record.duration_s;
             stale_total += record.stale_dropped;
-            overruns += record.overrun_s.iter().filter(|&&o| o > 0.0).count();
+            overruns += record.overrun_s.iter().filter(|&&o| o > 0.0).count() as u64;
             recovered_total += record.recovered_fraction;
-            observer
-                .iteration(&record)
-                .context("recording the iteration")?;
+            let trace_start = Instant::now();
+            for o in observers.iter_mut() {
+                o.iteration(t, &record, opt.theta())
+                    .context("recording the iteration")?;
+            }
+            timing.add(
+                "observe (progress, trace)",
+                trace_start.elapsed().as_secs_f64(),
+            );
         }
         let iterations = config.train.iterations;
         Ok(TrainSummary {
@@ -358,13 +431,51 @@ impl Master<'_> {
             workers: k,
             iterations,
             mean_iteration_s: total_s / iterations as f64,
+            wall_s: run_start.elapsed().as_secs_f64(),
             stale_dropped: stale_total,
             overruns,
             final_train_loss: train_loss,
             final_test_loss: test_loss,
             mean_recovered_fraction: recovered_total / iterations as f64,
             tasks_abandoned: 0,
+            timing: timing.summary(),
+            trace: None,
             theta: opt.theta().to_vec(),
         })
+    }
+}
+
+/// Measured mode: from each worker's reported seconds per partition computation
+/// (NaN: no result this iteration), its rate in model units (1 / model time)
+/// and whether it straggles (rate below `rate_threshold`, or no result at all).
+fn infer_straggling(
+    per_computation_s: &[f64],
+    time_unit_s: f64,
+    rate_threshold: f64,
+    out: &mut RoundSample,
+) {
+    for (w, &sec) in per_computation_s.iter().enumerate() {
+        let unit = sec / time_unit_s;
+        out.unit_time[w] = unit;
+        out.extra_time[w] = 0.0;
+        out.rate[w] = if unit > 0.0 { 1.0 / unit } else { f64::NAN };
+        // NaN (no result) straggles too.
+        out.straggling[w] = out.rate[w].is_nan() || out.rate[w] < rate_threshold;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_straggling_is_a_slow_or_silent_worker() {
+        let mut out = RoundSample::new(3);
+        // 10 ms per model time unit; 1 ms and 50 ms per computation; worker 3 silent.
+        infer_straggling(&[0.001, 0.05, f64::NAN], 0.01, 0.5, &mut out);
+        assert_eq!(out.rate[0], 10.0);
+        assert!((out.rate[1] - 0.2).abs() < 1e-12);
+        assert!(out.rate[2].is_nan());
+        assert_eq!(out.straggling, vec![false, true, true]);
     }
 }

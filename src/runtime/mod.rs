@@ -12,12 +12,20 @@ mod comm;
 #[cfg(feature = "mpi")]
 mod master;
 #[cfg(feature = "mpi")]
+mod progress;
+#[cfg(feature = "mpi")]
+mod trace_out;
+#[cfg(feature = "mpi")]
 mod worker;
 
 #[cfg(feature = "mpi")]
-pub use master::{IterationRecord, Observer, TrainSummary};
+pub use master::{Observer, TrainSummary};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::coding::Scheme;
+use crate::config::{Config, StateInfo, StragglerMode};
+use crate::error::InputError;
 
 /// Options of `gradcode train`.
 #[derive(Debug, Clone)]
@@ -26,65 +34,124 @@ pub struct TrainOptions {
     pub overrides: Vec<String>,
     pub json: bool,
     pub quiet: bool,
+    /// The trace file (`output.trace` when absent).
+    pub out: Option<PathBuf>,
+    /// Overwrite an existing trace.
+    pub force: bool,
+}
+
+/// Checks a training run needs beyond the config's own rules, made on rank 0
+/// before any MPI work starts.
+pub fn check_trainable(config: &Config, scheme: &dyn Scheme) -> Result<(), InputError> {
+    if !scheme.exact_decoding() {
+        return Err(InputError::value(
+            "scheme.kind",
+            scheme.kind().name(),
+            "does not decode exactly in f64 at this size (see `gradcode check`): train refuses it; simulate works",
+        ));
+    }
+    let s = &config.straggler;
+    if s.mode == StragglerMode::Measured && s.state_info == StateInfo::Perfect {
+        return Err(InputError::value(
+            "straggler.state_info",
+            "\"perfect\"",
+            "needs straggler.mode = \"emulate\": measured speeds are known only after the iteration",
+        ));
+    }
+    if s.mode == StragglerMode::Emulate {
+        crate::straggler::DelaySpec::from_config(config)?;
+    }
+    Ok(())
+}
+
+/// The trace path of a run, checked: an existing file only with `force`, a
+/// missing folder created. Nothing is written yet.
+pub fn trace_path(config: &Config, out: Option<&Path>, force: bool) -> Result<PathBuf, InputError> {
+    let (field, path) = match out {
+        Some(p) => ("--out", p.to_path_buf()),
+        None => ("output.trace", PathBuf::from(&config.output.trace)),
+    };
+    if path.exists() && !force {
+        return Err(InputError::new(
+            field,
+            format!("{} exists; use --force to overwrite it", path.display()),
+        ));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            InputError::new(
+                field,
+                format!("cannot create the folder {}: {e}", dir.display()),
+            )
+        })?;
+    }
+    Ok(path)
 }
 
 #[cfg(not(feature = "mpi"))]
 pub fn train(_options: &TrainOptions) -> anyhow::Result<()> {
-    Err(
-        crate::error::InputError::new("train", "this gradcode was built without the `mpi` feature")
-            .into(),
-    )
+    Err(InputError::new("train", "this gradcode was built without the `mpi` feature").into())
+}
+
+/// Rank 0's preparation: config, scheme, world size, trainability, trace file.
+#[cfg(feature = "mpi")]
+type Prepared = (
+    crate::config::LoadedConfig,
+    Box<dyn Scheme>,
+    Option<trace_out::TraceOut>,
+);
+
+#[cfg(feature = "mpi")]
+fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputError> {
+    let args = crate::cli::ConfigArgs {
+        config: options.config.clone(),
+        overrides: options.overrides.clone(),
+        json: false,
+    };
+    let (loaded, scheme) = crate::cli::setup(&args)?;
+    let k = loaded.config.workers;
+    if world_size != k + 1 {
+        return Err(InputError::value(
+            "workers",
+            k,
+            format!(
+                "needs {} MPI ranks (1 master + {k} workers) but this run has {world_size}: use mpirun -n {}",
+                k + 1,
+                k + 1
+            ),
+        ));
+    }
+    check_trainable(&loaded.config, scheme.as_ref())?;
+    let trace = trace_out::TraceOut::open(&loaded.config, scheme.as_ref(), options)?;
+    Ok((loaded, scheme, trace))
 }
 
 #[cfg(feature = "mpi")]
 pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     use mpi::traits::*;
 
-    use crate::error::{InputError, QuietExit};
+    use crate::error::QuietExit;
 
     let mut universe =
         mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
     let world = universe.world();
     let root = world.process_at_rank(0);
     let comm = comm::Comm::new(&world);
-    // Rank 0: load, build, check the world size; then broadcast [status, length] and the TOML.
-    let mut setup: Option<(crate::config::LoadedConfig, Box<dyn crate::coding::Scheme>)> = None;
+    // Rank 0 prepares, then broadcasts [status, length] and the resolved TOML.
+    let mut prepared = None;
     let mut status = [0u64; 2];
     let mut text = Vec::new();
-    let mut failure: Option<InputError> = None;
     if comm.rank() == 0 {
-        let args = crate::cli::ConfigArgs {
-            config: options.config.clone(),
-            overrides: options.overrides.clone(),
-            json: false,
-        };
-        match crate::cli::setup(&args) {
-            Ok((loaded, scheme)) => {
-                let k = loaded.config.workers;
-                if comm.size() as usize != k + 1 {
-                    failure = Some(InputError::value(
-                        "workers",
-                        k,
-                        format!(
-                            "needs {} MPI ranks (1 master + {k} workers) but this run has {}: use mpirun -n {}",
-                            k + 1,
-                            comm.size(),
-                            k + 1
-                        ),
-                    ));
-                } else {
-                    text = loaded.config.to_toml().into_bytes();
-                    setup = Some((loaded, scheme));
-                }
+        match prepare(options, comm.size() as usize) {
+            Ok(p) => {
+                text = p.0.config.to_toml().into_bytes();
+                prepared = Some(p);
             }
-            Err(e) => failure = Some(e),
+            // Print before the broadcast: the workers exit as soon as they hear,
+            // and mpirun may kill rank 0 before it gets to print afterwards.
+            Err(e) => eprintln!("error: {e}"),
         }
-        status = [u64::from(failure.is_some()), text.len() as u64];
-    }
-    if let Some(e) = &failure {
-        // Print before the broadcast: the workers exit as soon as they hear,
-        // and mpirun may kill rank 0 before it gets to print afterwards.
-        eprintln!("error: {e}");
+        status = [u64::from(prepared.is_none()), text.len() as u64];
     }
     root.broadcast_into(&mut status[..]);
     if status[0] != 0 {
@@ -95,8 +162,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 
     // Room for the small messages before the data is planned (setup, ready, error, bye).
     universe.set_buffer_size(comm::buffer_bytes(2 * comm.size() as usize + 8, 64));
-    if comm.rank() == 0 {
-        let (loaded, scheme) = setup.expect("rank 0 has its setup");
+    if let Some((loaded, scheme, trace)) = prepared {
         let config = &loaded.config;
         let mut master = master::Master {
             comm: &comm,
@@ -105,9 +171,15 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             scheme,
         };
         let mut progress = progress::Progress::new(config, options.quiet);
-        let summary = master.run(&mut progress);
-        progress.finish();
-        report(&summary?, options.json)?;
+        let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
+        let summary = match trace {
+            Some(mut trace) => master.run(&mut [&mut progress, &mut trace]),
+            None => master.run(&mut [&mut progress]),
+        };
+        progress.clear();
+        let mut summary = summary?;
+        summary.trace = trace_file;
+        report(&summary, options.json)?;
     } else {
         let text = std::str::from_utf8(&text)
             .map_err(|_| anyhow::anyhow!("broadcast config is not UTF-8"))?;
@@ -121,92 +193,54 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(summary)?);
-    } else {
-        println!(
-            "trained {} on {} workers for {} iterations: mean iteration {:.4} s, final train loss {:.6e}, test loss {:.6e}",
-            summary.scheme,
-            summary.workers,
-            summary.iterations,
-            summary.mean_iteration_s,
-            summary.final_train_loss,
-            summary.final_test_loss
-        );
-        println!(
-            "mean recovered fraction {:.3}, stale results dropped {}, emulation overruns {}, tasks abandoned by workers {}",
-            summary.mean_recovered_fraction,
-            summary.stale_dropped,
-            summary.overruns,
-            summary.tasks_abandoned
-        );
+        return Ok(());
+    }
+    print_timing(summary);
+    println!(
+        "trained {} on {} workers for {} iterations: mean iteration {:.4} s, final train loss {:.6e}, test loss {:.6e}",
+        summary.scheme,
+        summary.workers,
+        summary.iterations,
+        summary.mean_iteration_s,
+        summary.final_train_loss,
+        summary.final_test_loss
+    );
+    println!(
+        "mean recovered fraction {:.3}, stale results dropped {}, emulation overruns {}, tasks abandoned by workers {}",
+        summary.mean_recovered_fraction,
+        summary.stale_dropped,
+        summary.overruns,
+        summary.tasks_abandoned
+    );
+    if let Some(trace) = &summary.trace {
+        println!("trace: {trace}");
     }
     Ok(())
 }
 
+/// The timing summary, like PETSc's -log_view: every named event with its
+/// total, count, mean and share of the run's wall time (the workers' compute:
+/// share of the workers' combined time).
 #[cfg(feature = "mpi")]
-mod progress {
-    //! Rank 0's progress: a bar on a terminal, a plain line every N iterations otherwise.
-
-    use std::io::IsTerminal;
-
-    use indicatif::{ProgressBar, ProgressStyle};
-
-    use super::master::{IterationRecord, Observer};
-    use crate::config::Config;
-
-    pub struct Progress {
-        bar: Option<ProgressBar>,
-        every: usize,
-        quiet: bool,
-        total_s: f64,
-        total: usize,
-    }
-
-    impl Progress {
-        pub fn new(config: &Config, quiet: bool) -> Self {
-            let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-                let bar = ProgressBar::new(config.train.iterations as u64);
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{bar:30} {pos}/{len} iterations  {msg}  [{elapsed} < {eta}]",
-                    )
-                    .expect("valid template"),
-                );
-                bar
-            });
-            Self {
-                bar,
-                every: config.output.progress_every,
-                quiet,
-                total_s: 0.0,
-                total: config.train.iterations,
-            }
-        }
-
-        pub fn finish(&self) {
-            if let Some(bar) = &self.bar {
-                bar.finish_and_clear();
-            }
-        }
-    }
-
-    impl Observer for Progress {
-        fn iteration(&mut self, r: &IterationRecord) -> anyhow::Result<()> {
-            self.total_s += r.duration_s;
-            let done = r.iteration as usize + 1;
-            let mean = self.total_s / done as f64;
-            if let Some(bar) = &self.bar {
-                bar.set_position(done as u64);
-                bar.set_message(format!(
-                    "loss {:.4e}  mean iteration {:.4} s",
-                    r.train_loss, mean
-                ));
-            } else if !self.quiet && (done % self.every == 0 || done == self.total) {
-                eprintln!(
-                    "iteration {done}/{}: train loss {:.6e}, mean iteration {:.4} s, recovered {:.3}",
-                    self.total, r.train_loss, mean, r.recovered_fraction
-                );
-            }
-            Ok(())
-        }
+fn print_timing(summary: &TrainSummary) {
+    let wall = summary.wall_s;
+    println!(
+        "{:<28} {:>12} {:>9} {:>12} {:>8}",
+        "event", "total s", "count", "mean s", "% wall"
+    );
+    for e in &summary.timing {
+        let capacity = if e.event.starts_with("compute") {
+            wall * summary.workers as f64
+        } else {
+            wall
+        };
+        println!(
+            "{:<28} {:>12.6} {:>9} {:>12.3e} {:>7.2}%",
+            e.event,
+            e.total_s,
+            e.count,
+            e.total_s / e.count.max(1) as f64,
+            100.0 * e.total_s / capacity
+        );
     }
 }

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::round::{RoundEngine, WorkerDetail, lower_bound};
-use super::stats::{mean_ci95, percentile};
+use super::stats::{mean_ci95, percentile, reduction_ci95};
 use crate::coding::{self, RoundContext, RoundPlan, Scheme};
 use crate::config::{CompareEntry, Config, StateInfo, StragglerModel};
 use crate::error::InputError;
@@ -54,6 +54,10 @@ pub struct SchemeSummary {
     pub decodable_fraction: f64,
     /// 100 · (1 - mean / mean of the baseline): the reduction of the mean iteration time.
     pub improvement_percent: f64,
+    /// Half-width (percentage points) of the 95% confidence interval of
+    /// `improvement_percent`, from the paired per-trial means (NaN = null for
+    /// one trial; 0 for the baseline).
+    pub improvement_ci95: f64,
 }
 
 /// Results of the lower bound LB of 000 §VI.
@@ -341,12 +345,15 @@ pub fn simulate(
                 recovered_fraction: tally.recovered / n,
                 decodable_fraction: tally.decodable as f64 / n,
                 improvement_percent: f64::NAN,
+                improvement_ci95: f64::NAN,
             }
         })
         .collect();
     let base = schemes[settings.baseline].mean_iteration_time;
-    for s in &mut schemes {
+    for (s, tally) in schemes.iter_mut().zip(&tallies) {
         s.improvement_percent = 100.0 * (1.0 - s.mean_iteration_time / base);
+        s.improvement_ci95 =
+            reduction_ci95(&tally.trial_means, &tallies[settings.baseline].trial_means);
     }
     let (mean, ci95, p50, p99) = bound.time_stats();
     Ok(SimReport {

@@ -8,7 +8,7 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, Extent, File, Group, H5Type, Location};
 use ndarray::ArrayView2;
 
-use super::{FLUSH_INTERVAL, IterationRecord, RecordSink, TraceError, TraceMeta};
+use super::{FLUSH_INTERVAL, IterationRecord, RecordSink, TimingEvent, TraceError, TraceMeta};
 
 type Result<T> = std::result::Result<T, TraceError>;
 
@@ -82,6 +82,7 @@ struct GroupWriter {
     straggling: Dataset,
     cluster: Dataset,
     used: Dataset,
+    overrun_s: Dataset,
 }
 
 impl GroupWriter {
@@ -171,6 +172,13 @@ impl GroupWriter {
                 "1",
                 "column k = worker k+1: 1 when a message of it has a non-zero decoding weight",
             )?,
+            overrun_s: growing::<f64>(
+                &wk,
+                "overrun_s",
+                k,
+                "s",
+                "column k = worker k+1: seconds its real work ran past the emulated due time (0 on time; 0 in simulation)",
+            )?,
         })
     }
 
@@ -181,6 +189,7 @@ impl GroupWriter {
             record.straggling.len(),
             record.cluster.len(),
             record.used.len(),
+            record.overrun_s.len(),
         ];
         if shapes.iter().any(|&n| n != k) {
             return Err(TraceError::Record(format!(
@@ -279,11 +288,17 @@ impl GroupWriter {
         )?;
         matrix(
             &self.used,
-            rows,
+            rows.clone(),
             k,
             p.iter()
                 .flat_map(|r| r.used.iter().map(|&b| u8::from(b)))
                 .collect(),
+        )?;
+        matrix(
+            &self.overrun_s,
+            rows,
+            k,
+            p.iter().flat_map(|r| r.overrun_s.iter().copied()).collect(),
         )?;
         self.written += m;
         self.pending.clear();
@@ -388,6 +403,52 @@ impl TraceWriter {
         ds.attr("iteration")
             .and_then(|a| a.write_scalar(&iteration))
             .map_err(|e| TraceError::hdf5(ctx(), e))?;
+        self.flush()
+    }
+
+    /// Write the run's timing summary to `/timing/` (event names, total
+    /// seconds, counts; replacing an earlier summary) and flush.
+    pub fn write_timing(&mut self, events: &[TimingEvent]) -> Result<()> {
+        let file = self.file.as_ref().expect("open until close");
+        if file.link_exists("timing") {
+            file.unlink("timing")
+                .map_err(|e| TraceError::hdf5("group /timing", e))?;
+        }
+        let timing = group(file, "timing")?;
+        let names: Vec<VarLenUnicode> = events
+            .iter()
+            .map(|e| {
+                VarLenUnicode::from_str(&e.event)
+                    .map_err(|err| TraceError::hdf5("timing event name", err))
+            })
+            .collect::<Result<_>>()?;
+        let totals: Vec<f64> = events.iter().map(|e| e.total_s).collect();
+        let counts: Vec<u64> = events.iter().map(|e| e.count).collect();
+        let ctx = |name: &str| format!("dataset /timing/{name}");
+        let event = timing
+            .new_dataset_builder()
+            .with_data(&names)
+            .create("event")
+            .map_err(|e| TraceError::hdf5(ctx("event"), e))?;
+        string_attr(&event, "description", "named timing events of the master")?;
+        let total = timing
+            .new_dataset_builder()
+            .with_data(&totals)
+            .create("total_s")
+            .map_err(|e| TraceError::hdf5(ctx("total_s"), e))?;
+        string_attr(&total, "unit", "s")?;
+        string_attr(
+            &total,
+            "description",
+            "total time in the event over the run",
+        )?;
+        let count = timing
+            .new_dataset_builder()
+            .with_data(&counts)
+            .create("count")
+            .map_err(|e| TraceError::hdf5(ctx("count"), e))?;
+        string_attr(&count, "unit", "count")?;
+        string_attr(&count, "description", "how often the event ran")?;
         self.flush()
     }
 
@@ -519,12 +580,14 @@ impl Drop for SimTraceWriter {
     }
 }
 
-/// One trace read back: its records and `/model/theta` when present.
+/// One trace read back: its records, `/model/theta` and `/timing/` when present.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceData {
     pub workers: usize,
     pub records: Vec<IterationRecord>,
     pub theta: Option<Vec<f64>>,
+    /// The timing summary of a training run (empty when absent).
+    pub timing: Vec<TimingEvent>,
 }
 
 fn read_vec<T: H5Type>(g: &Group, name: &str) -> Result<(Vec<T>, Vec<usize>)> {
@@ -566,6 +629,12 @@ pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
     let (straggling, _) = read_vec::<u8>(&wk, "straggling")?;
     let (cluster, _) = read_vec::<i64>(&wk, "cluster")?;
     let (used, _) = read_vec::<u8>(&wk, "used")?;
+    // Optional: traces of simulations and of older versions have no overruns.
+    let overrun = if wk.link_exists("overrun_s") {
+        read_vec::<f64>(&wk, "overrun_s")?.0
+    } else {
+        vec![0.0; n * k]
+    };
     let lengths = [
         decode.len(),
         recovered.len(),
@@ -576,9 +645,15 @@ pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
         test.len(),
     ];
     if lengths.iter().any(|&l| l != n)
-        || [finish.len(), straggling.len(), cluster.len(), used.len()]
-            .iter()
-            .any(|&l| l != n * k)
+        || [
+            finish.len(),
+            straggling.len(),
+            cluster.len(),
+            used.len(),
+            overrun.len(),
+        ]
+        .iter()
+        .any(|&l| l != n * k)
     {
         return Err(TraceError::Record(format!(
             "{group_path}: datasets of different lengths"
@@ -599,7 +674,8 @@ pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
                 finish_s: finish[row.clone()].to_vec(),
                 straggling: straggling[row.clone()].iter().map(|&b| b != 0).collect(),
                 cluster: cluster[row.clone()].to_vec(),
-                used: used[row].iter().map(|&b| b != 0).collect(),
+                used: used[row.clone()].iter().map(|&b| b != 0).collect(),
+                overrun_s: overrun[row].to_vec(),
             }
         })
         .collect();
@@ -611,10 +687,31 @@ pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
     } else {
         None
     };
+    let timing = if root.link_exists("timing") {
+        let t = root
+            .group("timing")
+            .map_err(|e| TraceError::hdf5("group timing", e))?;
+        let (names, _) = read_vec::<VarLenUnicode>(&t, "event")?;
+        let (totals, _) = read_vec::<f64>(&t, "total_s")?;
+        let (counts, _) = read_vec::<u64>(&t, "count")?;
+        names
+            .iter()
+            .zip(totals)
+            .zip(counts)
+            .map(|((name, total_s), count)| TimingEvent {
+                event: name.as_str().to_string(),
+                total_s,
+                count,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(TraceData {
         workers: k,
         records,
         theta,
+        timing,
     })
 }
 

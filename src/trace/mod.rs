@@ -18,7 +18,9 @@
 //! /worker/straggling             u8  [iterations, workers]   1 = straggling this iteration
 //! /worker/cluster                i64 [iterations, workers]   1-based cluster this iteration, -1 when unclustered
 //! /worker/used                   u8  [iterations, workers]   1 = a message of the worker has a non-zero decoding weight
+//! /worker/overrun_s              f64 [iterations, workers]   emulation: how far the real work ran past the sampled time (0 on time)
 //! /model/theta                   f64 [d]                     parameters (attribute `iteration`: when written)
+//! /timing/{event,total_s,count}  [events]                    train: named timing events of the master (like PETSc's -log_view)
 //! ```
 //!
 //! Column k of a `/worker/` dataset is worker k + 1. Every dataset carries a
@@ -73,6 +75,8 @@ pub struct IterationRecord {
     pub cluster: Vec<i64>,
     /// Per worker: a message of it has a non-zero decoding weight.
     pub used: Vec<bool>,
+    /// Per worker: seconds its real work ran past the emulated due time (0 when on time, and in simulation).
+    pub overrun_s: Vec<f64>,
 }
 
 impl IterationRecord {
@@ -92,6 +96,7 @@ impl IterationRecord {
             straggling: vec![false; workers],
             cluster: vec![-1; workers],
             used: vec![false; workers],
+            overrun_s: vec![0.0; workers],
         }
     }
 
@@ -99,6 +104,14 @@ impl IterationRecord {
     pub fn workers(&self) -> usize {
         self.finish_s.len()
     }
+}
+
+/// One named timing event of a run: how long it took in total, how often it ran.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TimingEvent {
+    pub event: String,
+    pub total_s: f64,
+    pub count: u64,
 }
 
 /// The root attributes of a trace (`gradcode_version` is added by the writer).

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Benchmarks of the MPI runtime (issue 6), printed as a table and written to
+# results/bench-runtime.json:
+#  1. emulation fidelity: gc-sc and gc-dc at the settings of
+#     configs/paper/gcdc-fig3.toml (fewer iterations, tiny data so that real
+#     compute is negligible), time_unit_ms = 10: the mean measured iteration
+#     time against what `simulate` predicts for the same seed (its trial 0 sees
+#     the same straggler samples); the difference is the runtime's overhead;
+#  2. the master's own work per iteration (plan + send + decode + update +
+#     evaluate + trace) as a share of the mean iteration time;
+#  3. uncoded GD at K = 10 on a 10000 x 1000 logistic regression, no injected
+#     delay, against a minimal MPI_Reduce loop (examples/reduce_baseline.rs);
+#  4. the gradient kernel's read throughput against the machine's memory
+#     bandwidth (cargo bench --bench kernel).
+# Usage: scripts/bench-runtime.sh [ITERATIONS]   (default 100 for the fidelity runs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+iterations=${1:-100}
+cargo build --release --locked --bin gradcode --example reduce_baseline
+bin=target/release/gradcode
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+mkdir -p results
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
+
+fig3=configs/paper/gcdc-fig3.toml
+common=(--set "train.iterations=$iterations" --set "simulate.iterations=$iterations" --set simulate.trials=1
+        --set straggler.time_unit_ms=10.0 --set data.train_samples=240 --set data.test_samples=24 --set data.features=8)
+declare -A measured predicted master_share
+for kind in gc-sc gc-dc; do
+  set_kind=(--set "scheme.kind=$kind" --set "simulate.compare=[\"$kind\"]" --set "simulate.baseline=\"$kind\"")
+  [ "$kind" = gc-dc ] && set_kind+=(--set scheme.clusters_per_worker=2)
+  "$bin" simulate --config "$fig3" "${common[@]}" "${set_kind[@]}" --json > "$work/sim-$kind.json"
+  ranks=$("$bin" check --config "$fig3" "${common[@]}" "${set_kind[@]}" --ranks)
+  mpirun --oversubscribe -n "$ranks" "$bin" train --config "$fig3" "${common[@]}" "${set_kind[@]}" \
+    --out "$work/train-$kind.h5" --json --quiet > "$work/train-$kind.json"
+  predicted[$kind]=$(json "$work/sim-$kind.json" 'd["schemes"][0]["mean_iteration_time"] * 0.010')
+  measured[$kind]=$(json "$work/train-$kind.json" 'd["mean_iteration_s"]')
+  master_share[$kind]=$(json "$work/train-$kind.json" \
+    'sum(e["total_s"] for e in d["timing"] if e["event"] not in ("wait", "compute (workers)")) / d["iterations"] / d["mean_iteration_s"]')
+done
+
+# Uncoded, no injected delay, against the MPI_Reduce baseline.
+cat > "$work/uncoded.toml" <<TOML
+workers = 10
+[scheme]
+kind = "uncoded"
+[straggler]
+mode = "measured"
+[data]
+kind = "synthetic-logistic"
+train_samples = 10000
+test_samples = 100
+features = 1000
+[model]
+loss = "logistic"
+[train]
+iterations = 200
+eval_every = 1000
+TOML
+# Alternate the two, three times each; keep the best of each (least disturbed).
+best_train=1e9 best_base=1e9
+for _ in 1 2 3; do
+  mpirun --oversubscribe -n 11 "$bin" train --config "$work/uncoded.toml" --out "$work/uncoded.h5" --force --json --quiet > "$work/u.json"
+  mpirun --oversubscribe -n 11 target/release/examples/reduce_baseline "$work/uncoded.toml" > "$work/b.json"
+  best_train=$(python3 -c "print(min($best_train, $(json "$work/u.json" 'd["mean_iteration_s"]')))")
+  best_base=$(python3 -c "print(min($best_base, $(json "$work/b.json" 'd["mean_iteration_s"]')))")
+done
+
+# Kernel against memory bandwidth.
+cargo bench --locked --bench kernel -- --noplot > "$work/kernel.txt" 2>&1
+thrpt() { grep -A3 "memory bandwidth/$1" "$work/kernel.txt" | grep -m1 thrpt | sed -E 's/.*\[[^ ]+ [^ ]+ ([0-9.]+) ([GM]iB\/s).*/\1 \2/'; }
+read_bw=$(thrpt "stream read")
+copy_bw=$(thrpt "stream copy")
+ls_bw=$(thrpt "kernel LeastSquares")
+log_bw=$(thrpt "kernel Logistic")
+
+python3 - "$iterations" "${predicted[gc-sc]}" "${measured[gc-sc]}" "${predicted[gc-dc]}" "${measured[gc-dc]}" \
+  "${master_share[gc-sc]}" "${master_share[gc-dc]}" "$best_train" "$best_base" "$read_bw" "$copy_bw" "$ls_bw" "$log_bw" <<'PY'
+import json, sys
+a = sys.argv[1:]
+it = int(a[0]); sc_p, sc_m, dc_p, dc_m, sc_share, dc_share, tr, base = map(float, a[1:9])
+read, copy, ls, lg = a[9:13]
+def gib(s):
+    v, unit = s.split()
+    return float(v) * (1 if unit.startswith("G") else 1 / 1024)
+out = {
+    "fidelity_iterations": it,
+    "gc-sc": {"predicted_s": sc_p, "measured_s": sc_m, "difference": sc_m / sc_p - 1, "master_share": sc_share},
+    "gc-dc": {"predicted_s": dc_p, "measured_s": dc_m, "difference": dc_m / dc_p - 1, "master_share": dc_share},
+    "uncoded_vs_reduce": {"gradcode_s": tr, "reduce_baseline_s": base, "ratio": tr / base},
+    "kernel_GiBps": {"stream_read": gib(read), "stream_copy": gib(copy), "least_squares": gib(ls), "logistic": gib(lg),
+                     "least_squares_share_of_read": gib(ls) / gib(read), "logistic_share_of_read": gib(lg) / gib(read)},
+}
+json.dump(out, open("results/bench-runtime.json", "w"), indent=2)
+print(f"emulation fidelity ({it} iterations, time_unit_ms = 10):")
+for k in ("gc-sc", "gc-dc"):
+    r = out[k]
+    print(f"  {k}: simulate predicts {r['predicted_s']*1e3:.2f} ms, train measured {r['measured_s']*1e3:.2f} ms ({100*r['difference']:+.2f}%); master work {100*r['master_share']:.3f}% of an iteration")
+u = out["uncoded_vs_reduce"]
+print(f"uncoded K = 10, 10000 x 1000 logistic, no delay: gradcode {u['gradcode_s']*1e3:.2f} ms, MPI_Reduce loop {u['reduce_baseline_s']*1e3:.2f} ms per iteration (ratio {u['ratio']:.3f}, best of 3)")
+k = out["kernel_GiBps"]
+print(f"gradient kernel: least squares {k['least_squares']:.2f} GiB/s ({100*k['least_squares_share_of_read']:.0f}% of read bandwidth {k['stream_read']:.2f} GiB/s), logistic {k['logistic']:.2f} GiB/s ({100*k['logistic_share_of_read']:.0f}%); copy {k['stream_copy']:.2f} GiB/s")
+print("written: results/bench-runtime.json")
+PY

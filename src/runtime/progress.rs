@@ -1,0 +1,77 @@
+//! Rank 0's progress: a bar on a terminal, a plain line every
+//! `output.progress_every` iterations otherwise, nothing with `--quiet`.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::master::{Observer, TrainSummary};
+use crate::config::Config;
+use crate::trace::IterationRecord;
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    every: usize,
+    quiet: bool,
+    total_s: f64,
+    total: usize,
+}
+
+impl Progress {
+    pub fn new(config: &Config, quiet: bool) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(config.train.iterations as u64);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} iterations  {msg}  [{elapsed} < {eta}]",
+                )
+                .expect("valid template"),
+            );
+            bar
+        });
+        Self {
+            bar,
+            every: config.output.progress_every,
+            quiet,
+            total_s: 0.0,
+            total: config.train.iterations,
+        }
+    }
+
+    /// Take the bar off the terminal.
+    pub fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn iteration(
+        &mut self,
+        iteration: u64,
+        r: &IterationRecord,
+        _theta: &[f64],
+    ) -> anyhow::Result<()> {
+        self.total_s += r.duration_s;
+        let done = iteration as usize + 1;
+        let mean = self.total_s / done as f64;
+        if let Some(bar) = &self.bar {
+            bar.set_position(done as u64);
+            bar.set_message(format!(
+                "loss {:.4e}  mean iteration {:.4} s",
+                r.train_loss, mean
+            ));
+        } else if !self.quiet && (done % self.every == 0 || done == self.total) {
+            eprintln!(
+                "iteration {done}/{}: train loss {:.6e}, mean iteration {:.4} s, recovered {:.3}",
+                self.total, r.train_loss, mean, r.recovered_fraction
+            );
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _summary: &TrainSummary) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
