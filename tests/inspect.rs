@@ -53,7 +53,7 @@ fn inspect_needs_hdf5() {
 #[cfg(feature = "hdf5")]
 mod with_hdf5 {
     use super::*;
-    use gradcode::trace::{IterationRecord, TraceMeta, TraceWriter, read_trace};
+    use gradcode::trace::{IterationRecord, TimingEvent, TraceMeta, TraceWriter, read_trace};
     use serde_json::Value;
 
     const K: usize = 6;
@@ -103,6 +103,7 @@ mod with_hdf5 {
                 0.001 * w as f64
             };
             r.used[w] = !r.straggling[w] && w % 2 == 0;
+            r.overrun_s[w] = if (i + w) % 16 == 0 { 0.002 } else { 0.0 };
         }
         r
     }
@@ -124,6 +125,19 @@ mod with_hdf5 {
             w.append(&r).unwrap();
         }
         w.write_theta(ITERATIONS as u64, &[3.0, 4.0]).unwrap();
+        w.write_timing(&[
+            TimingEvent {
+                event: "decode".into(),
+                total_s: 0.5,
+                count: ITERATIONS as u64,
+            },
+            TimingEvent {
+                event: "wait".into(),
+                total_s: 1.25,
+                count: 0,
+            },
+        ])
+        .unwrap();
         w.close().unwrap();
         path
     }
@@ -207,6 +221,25 @@ mod with_hdf5 {
         let stale: u64 = recs.iter().map(|r| r.stale_dropped).sum();
         assert_eq!(s["stale_dropped"]["total"], stale);
         assert_eq!(s["stale_dropped"]["iterations"], stale);
+        let overruns: Vec<f64> = recs
+            .iter()
+            .flat_map(|r| r.overrun_s.iter().copied())
+            .filter(|&x| x > 0.0)
+            .collect();
+        assert!(!overruns.is_empty());
+        assert_eq!(s["overrun"]["count"], overruns.len() as u64);
+        assert!(close(
+            f(&s["overrun"]["total_s"]),
+            overruns.iter().sum::<f64>()
+        ));
+        assert_eq!(f(&s["overrun"]["max_s"]), 0.002);
+        assert_eq!(
+            v["timing"],
+            serde_json::json!([
+                {"event": "decode", "total_s": 0.5, "count": 40},
+                {"event": "wait", "total_s": 1.25, "count": 0}
+            ])
+        );
         // Stragglers: per worker share, per iteration mean.
         let per_worker: Vec<f64> = (0..K)
             .map(|w| recs.iter().filter(|r| r.straggling[w]).count() as f64 / ITERATIONS as f64)
@@ -254,6 +287,7 @@ mod with_hdf5 {
         assert_eq!(v["model"]["iteration"], ITERATIONS as u64);
         assert_eq!(f(&v["model"]["norm"]), 5.0);
         assert_eq!(v["extra_datasets"], serde_json::json!([]));
+        assert_eq!(v["extra_groups"], serde_json::json!([]));
         assert!(v.get("schemes").is_none());
 
         let o = gradcode(&["inspect", path.to_str().unwrap()]);
@@ -269,6 +303,9 @@ mod with_hdf5 {
             "stragglers per cluster",
             "train loss            1.000000 (iteration 1) → 0.025000 (iteration 40)",
             "model                 /model/theta: 2 parameters after iteration 40, norm 5.000000",
+            "overruns              13 worker-iterations (5.4%) ran past their emulated time: 26.000 ms in total, max 2.000 ms",
+            "  decode                        500.000 ms        40   12.500 ms",
+            "  wait                             1.250 s         0           -",
         ] {
             assert!(text.contains(needle), "no `{needle}` in:\n{text}");
         }
@@ -284,6 +321,8 @@ mod with_hdf5 {
             file.unlink("iteration/test_loss").unwrap();
             file.unlink("worker/cluster").unwrap();
             file.unlink("model").unwrap();
+            file.unlink("timing").unwrap();
+            file.unlink("worker/overrun_s").unwrap();
             let overrun: Vec<f64> = (0..ITERATIONS * K)
                 .map(|i| if i % 10 == 0 { 0.5 } else { 0.0 })
                 .collect();
@@ -292,7 +331,7 @@ mod with_hdf5 {
                 .unwrap()
                 .new_dataset::<f64>()
                 .shape((ITERATIONS, K))
-                .create("overrun_s")
+                .create("queue_s")
                 .unwrap();
             ds.write_raw(&overrun).unwrap();
             let unit: hdf5::types::VarLenUnicode = "s".parse().unwrap();
@@ -301,8 +340,8 @@ mod with_hdf5 {
                 .unwrap()
                 .write_scalar(&unit)
                 .unwrap();
-            let timing = file.create_group("timing").unwrap();
-            timing
+            let notes = file.create_group("notes").unwrap();
+            notes
                 .new_attr::<f64>()
                 .create("compute_s")
                 .unwrap()
@@ -322,14 +361,15 @@ mod with_hdf5 {
         }
         assert!(s["stragglers"].is_object(), "straggling is still there");
         assert!(v["model"].is_null());
+        assert!(v["timing"].is_null());
         let extra = &v["extra_datasets"];
         assert_eq!(extra.as_array().unwrap().len(), 1, "{extra}");
-        assert_eq!(extra[0]["path"], "/worker/overrun_s");
+        assert_eq!(extra[0]["path"], "/worker/queue_s");
         assert_eq!(extra[0]["shape"], serde_json::json!([ITERATIONS, K]));
         assert_eq!(extra[0]["unit"], "s");
         assert_eq!(f(&extra[0]["values"]["max"]), 0.5);
         assert!(close(f(&extra[0]["values"]["mean"]), 0.05));
-        assert_eq!(v["extra_groups"][0]["path"], "/timing");
+        assert_eq!(v["extra_groups"][0]["path"], "/notes");
         assert_eq!(v["extra_groups"][0]["attributes"]["compute_s"], 1.25);
 
         let o = gradcode(&["inspect", path.to_str().unwrap()]);
@@ -339,8 +379,9 @@ mod with_hdf5 {
             "stale results         not recorded",
             "clusters              none",
             "model                 no /model/theta",
-            "other dataset         /worker/overrun_s [40, 6] s: mean 50.000 ms, max 500.000 ms",
-            "other attributes      /timing: compute_s = 1.25",
+            "overruns              not recorded",
+            "other dataset         /worker/queue_s [40, 6] s: mean 50.000 ms, max 500.000 ms",
+            "other attributes      /notes: compute_s = 1.25",
         ] {
             assert!(text.contains(needle), "no `{needle}` in:\n{text}");
         }

@@ -72,7 +72,9 @@ mod imp {
     use super::check_file;
     use crate::error::InputError;
     use crate::trace::summary::{Distribution, Summary, TraceColumns, summarize};
-    use crate::trace::{ExtraDataset, ExtraGroup, ModelInfo, TraceError, TraceFile, TraceKind};
+    use crate::trace::{
+        ExtraDataset, ExtraGroup, ModelInfo, TimingEvent, TraceError, TraceFile, TraceKind,
+    };
 
     /// What `inspect --json` prints (keys documented in the README).
     #[derive(Debug, Serialize)]
@@ -89,6 +91,9 @@ mod imp {
         /// Training trace: `/model/theta` (null when absent).
         #[serde(skip_serializing_if = "Option::is_none")]
         model: Option<Option<ModelInfo>>,
+        /// Training trace: `/timing/` (null when absent).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timing: Option<Option<Vec<TimingEvent>>>,
         /// Simulation trace: per scheme.
         #[serde(skip_serializing_if = "Option::is_none")]
         schemes: Option<Vec<SchemeReport>>,
@@ -145,6 +150,7 @@ mod imp {
             seed: root.seed,
             summary: None,
             model: None,
+            timing: None,
             schemes: None,
             extra_datasets,
             extra_groups,
@@ -154,6 +160,7 @@ mod imp {
                 let columns = file.columns("/", root.workers).map_err(|e| bad(path, e))?;
                 report.summary = Some(summarize(&[&columns]));
                 report.model = Some(file.model("/").map_err(|e| bad(path, e))?);
+                report.timing = Some(file.timing("/").map_err(|e| bad(path, e))?);
             }
             TraceKind::Simulation => {
                 let mut schemes = Vec::new();
@@ -270,6 +277,20 @@ mod imp {
             match &s.stale_dropped {
                 None => "not recorded".to_string(),
                 Some(st) => format!("{} dropped, in {} iterations", st.total, st.iterations),
+            },
+        );
+        line(
+            "overruns",
+            match &s.overrun {
+                None => "not recorded".to_string(),
+                Some(o) if o.count == 0 => "none".to_string(),
+                Some(o) => format!(
+                    "{} worker-iterations ({}) ran past their emulated time: {} in total, max {}",
+                    o.count,
+                    pct(o.fraction),
+                    secs(o.total_s),
+                    secs(o.max_s)
+                ),
             },
         );
         line(
@@ -399,6 +420,27 @@ mod imp {
                         ),
                     ),
                     _ => line("model", "no /model/theta"),
+                }
+                if let Some(Some(events)) = &r.timing {
+                    println!("timing of the master (/timing):");
+                    println!(
+                        "  {:<28}{:>12}{:>10}{:>12}",
+                        "event", "total", "count", "mean"
+                    );
+                    for e in events {
+                        let mean = if e.count > 0 {
+                            secs(e.total_s / e.count as f64)
+                        } else {
+                            "-".to_string()
+                        };
+                        println!(
+                            "  {:<28}{:>12}{:>10}{:>12}",
+                            e.event,
+                            secs(e.total_s),
+                            e.count,
+                            mean
+                        );
+                    }
                 }
                 print_extras(r);
             }

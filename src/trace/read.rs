@@ -10,8 +10,8 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{File, Group, H5Type, LocationType};
 use serde::Serialize;
 
-use super::TraceError;
 use super::summary::{Distribution, TraceColumns};
+use super::{TimingEvent, TraceError};
 
 type Result<T> = std::result::Result<T, TraceError>;
 
@@ -81,7 +81,7 @@ pub struct ExtraGroup {
 }
 
 /// The datasets of the schema under a trace group, by path relative to it.
-const SCHEMA: [&str; 12] = [
+const SCHEMA: [&str; 16] = [
     "iteration/duration_s",
     "iteration/decode_s",
     "iteration/recovered_fraction",
@@ -94,6 +94,10 @@ const SCHEMA: [&str; 12] = [
     "worker/straggling",
     "worker/cluster",
     "worker/used",
+    "worker/overrun_s",
+    "timing/event",
+    "timing/total_s",
+    "timing/count",
 ];
 
 /// A trace file open for reading.
@@ -171,7 +175,7 @@ impl TraceFile {
         })?;
         // K from the first /worker/ dataset present, else the root attribute.
         let mut k = None;
-        for name in &SCHEMA[8..] {
+        for name in &SCHEMA[8..13] {
             if g.link_exists(name) {
                 let ds = g
                     .dataset(name)
@@ -214,6 +218,7 @@ impl TraceFile {
             straggling: flags("worker/straggling")?,
             cluster: read_raw(&g, "worker/cluster", &full)?,
             used: flags("worker/used")?,
+            overrun_s: read_raw(&g, "worker/overrun_s", &full)?,
         };
         let bad = columns.misshapen();
         if let Some(name) = bad.first() {
@@ -307,6 +312,42 @@ impl TraceFile {
         }))
     }
 
+    /// `<group>/timing/` (event names, total seconds, counts), when present.
+    pub fn timing(&self, group: &str) -> Result<Option<Vec<TimingEvent>>> {
+        let g = self.group(group)?;
+        if !self.has_group(&g, "timing") {
+            return Ok(None);
+        }
+        let full = |rel: &str| format!("{}/{rel}", group.trim_end_matches('/'));
+        let names = match read_raw::<VarLenUnicode>(&g, "timing/event", &full)? {
+            Some(n) => n,
+            None => return Ok(None),
+        };
+        let totals = read_raw::<f64>(&g, "timing/total_s", &full)?;
+        let counts = read_raw::<u64>(&g, "timing/count", &full)?;
+        let (Some(totals), Some(counts)) = (totals, counts) else {
+            return Ok(None);
+        };
+        if totals.len() != names.len() || counts.len() != names.len() {
+            return Err(record(format!(
+                "datasets {} have different lengths",
+                full("timing/{event,total_s,count}")
+            )));
+        }
+        Ok(Some(
+            names
+                .iter()
+                .zip(totals)
+                .zip(counts)
+                .map(|((n, total_s), count)| TimingEvent {
+                    event: n.as_str().to_string(),
+                    total_s,
+                    count,
+                })
+                .collect(),
+        ))
+    }
+
     /// Datasets under `group` outside the schema (and outside `/sim`), and
     /// the groups outside the schema with scalar attributes.
     pub fn extras(&self, group: &str) -> Result<(Vec<ExtraDataset>, Vec<ExtraGroup>)> {
@@ -345,7 +386,10 @@ impl TraceFile {
                     let sub = g
                         .group(&name)
                         .map_err(|e| TraceError::hdf5(format!("group {child_path}"), e))?;
-                    if !matches!(child_rel.as_str(), "iteration" | "worker" | "model") {
+                    if !matches!(
+                        child_rel.as_str(),
+                        "iteration" | "worker" | "model" | "timing"
+                    ) {
                         let attributes = scalar_attrs(&sub)?;
                         if !attributes.is_empty() {
                             groups.push(ExtraGroup {

@@ -28,6 +28,7 @@ pub struct TraceColumns {
     pub straggling: Option<Vec<bool>>,
     pub cluster: Option<Vec<i64>>,
     pub used: Option<Vec<bool>>,
+    pub overrun_s: Option<Vec<f64>>,
 }
 
 impl TraceColumns {
@@ -49,6 +50,7 @@ impl TraceColumns {
             straggling: Some(records.iter().flat_map(|r| r.straggling.clone()).collect()),
             cluster: Some(records.iter().flat_map(|r| r.cluster.clone()).collect()),
             used: Some(records.iter().flat_map(|r| r.used.clone()).collect()),
+            overrun_s: Some(records.iter().flat_map(|r| r.overrun_s.clone()).collect()),
         }
     }
 
@@ -111,6 +113,11 @@ impl TraceColumns {
         );
         check("worker/cluster", self.cluster.as_ref().map(Vec::len), nk);
         check("worker/used", self.used.as_ref().map(Vec::len), nk);
+        check(
+            "worker/overrun_s",
+            self.overrun_s.as_ref().map(Vec::len),
+            nk,
+        );
         bad
     }
 }
@@ -159,10 +166,21 @@ pub struct Recovered {
 /// `/iteration/stale_dropped`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stale {
-    /// Results of older iterations received and dropped, over the trace.
+    /// Results of older iterations received and dropped during the iterations of the trace.
     pub total: u64,
     /// Iterations that dropped at least one.
     pub iterations: usize,
+}
+
+/// `/worker/overrun_s`: emulation that could not keep its sampled times.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overrun {
+    /// Worker-iterations whose real work ran past the emulated due time (overrun > 0).
+    pub count: usize,
+    /// `count` over every worker-iteration.
+    pub fraction: f64,
+    pub total_s: f64,
+    pub max_s: f64,
 }
 
 /// `/worker/straggling`.
@@ -271,6 +289,8 @@ pub struct Summary {
     /// Workers with a non-zero decoding weight (`/worker/used`), per iteration.
     pub workers_used_per_iteration: Option<f64>,
     pub stale_dropped: Option<Stale>,
+    /// `/worker/overrun_s` (0 everywhere in a simulation).
+    pub overrun: Option<Overrun>,
     pub stragglers: Option<Stragglers>,
     pub clusters: Option<Clusters>,
     pub stragglers_per_cluster: Option<ClusterStragglers>,
@@ -341,6 +361,18 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
         total: v.iter().sum(),
         iterations: v.iter().filter(|&&x| x > 0).count(),
     });
+    let overrun = pooled(parts, |p| p.overrun_s.as_ref()).and_then(|v| {
+        let finite: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
+        (!finite.is_empty()).then(|| {
+            let count = finite.iter().filter(|&&x| x > 0.0).count();
+            Overrun {
+                count,
+                fraction: count as f64 / finite.len() as f64,
+                total_s: finite.iter().filter(|&&x| x > 0.0).sum(),
+                max_s: finite.iter().copied().fold(0.0, f64::max),
+            }
+        })
+    });
     let finish = rows(parts, |p| p.finish_s.as_ref());
     let workers_received_per_iteration = finish.and_then(|r| {
         mean_of(
@@ -389,6 +421,7 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
         workers_received_per_iteration,
         workers_used_per_iteration,
         stale_dropped,
+        overrun,
         stragglers,
         clusters,
         stragglers_per_cluster,
@@ -520,6 +553,7 @@ mod tests {
             r.cluster = cluster[i].to_vec();
             r.finish_s = vec![1.0, f64::NAN, 2.0];
             r.used = vec![true, false, i == 0];
+            r.overrun_s = vec![0.0, if i == 2 { 0.25 } else { 0.0 }, 0.0];
             records.push(r);
         }
         TraceColumns::from_records(3, &records)
@@ -605,7 +639,9 @@ mod tests {
         c.stale_dropped = None;
         c.straggling = None;
         c.recovered_fraction = None;
+        c.overrun_s = None;
         let s = summarize(&[&c]);
+        assert_eq!(s.overrun, None);
         assert_eq!(s.stale_dropped, None);
         assert_eq!(s.stragglers, None);
         assert_eq!(s.stragglers_per_cluster, None);
