@@ -25,6 +25,8 @@ echo "== cargo test (default features: mpi, hdf5)"
 cargo test --locked --release
 echo "== cargo test (--no-default-features: the math core alone)"
 cargo test --locked --release --no-default-features
+echo "== Python plotting scripts (SKIPPED loudly when no Python environment)"
+scripts/test-plots.sh
 echo "== Slurm batch scripts on a real single-node Slurm"
 scripts/test-slurm.sh
 echo "== all tests passed"

@@ -1,12 +1,13 @@
-//! The command line: `check`, `explain`, `simulate`.
+//! The command line: `check`, `explain`, `simulate`, `train`, `inspect`.
 //!
-//! Every subcommand takes `--config F` (the embedded demo when absent) and
+//! Every subcommand but `inspect` takes `--config F` (the embedded demo when absent) and
 //! any number of `--set section.key=value`. Errors in input are
 //! [`InputError`]s: one line on stderr, exit status 2, nothing written.
 
 mod check;
 mod explain;
 mod explain_dc;
+mod inspect;
 mod simulate;
 
 use std::path::PathBuf;
@@ -104,6 +105,15 @@ pub enum Command {
         #[arg(long, value_name = "F.h5", num_args = 0..=1)]
         out: Option<Option<PathBuf>>,
     },
+    /// Summarise an HDF5 trace: a training run (`train --out`) or a simulation (`simulate --out`).
+    Inspect {
+        /// The trace file.
+        #[arg(value_name = "F.h5")]
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Load the config of `args` and build its scheme: every subcommand starts here.
@@ -189,6 +199,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 out,
             },
         ),
+        Command::Inspect { file, json } => inspect::run(&file, json),
     }
 }
 

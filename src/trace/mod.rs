@@ -45,6 +45,15 @@ mod hdf5_io;
 #[cfg(feature = "hdf5")]
 pub use hdf5_io::{SimTraceWriter, TraceData, TraceWriter, read_attr_string, read_trace};
 
+/// Summaries of traces for `gradcode inspect` (pure, no HDF5).
+pub mod summary;
+
+#[cfg(feature = "hdf5")]
+mod read;
+
+#[cfg(feature = "hdf5")]
+pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile, TraceKind};
+
 /// Records are written and the file flushed at most this often (and at most once per iteration).
 pub const FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 

@@ -1,0 +1,776 @@
+#!/usr/bin/env python3
+"""Plots of gradcode HDF5 traces (the schema of src/trace/mod.rs).
+
+A TRACE argument is a file written by `gradcode train --out` (one run) or
+`gradcode simulate --out` (one trace per scheme and trial under
+/sim/<scheme>/trial_<k>/). Select part of a simulation file with
+FILE.h5:SCHEME (all its trials) or FILE.h5:SCHEME:TRIAL.
+
+    plots.py cdf TRACE... -o cdf.png         iteration-time CDFs (a simulation: one curve per scheme, trials pooled)
+    plots.py loss TRACE... -o loss.png       train (solid) and test (dashed) loss against wall-clock time
+    plots.py heatmap TRACE -o h.png          stragglers, iterations x workers (a simulation: first scheme, trial 0)
+    plots.py clusters TRACE -o c.png         cluster formation over time and stragglers per cluster
+    plots.py overview TRACE -o o.png         the four above on one page
+    plots.py report RESULTS_DIR [-o OUT]     every *.h5 under RESULTS_DIR: PNGs and an index (OUT = RESULTS_DIR/report)
+
+scripts/report.sh RESULTS_DIR sets up the pinned Python environment and runs
+`report`. Everything here is also a function for use from Python.
+"""
+
+import argparse
+import html
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import h5py
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import BoundaryNorm, ListedColormap, to_rgb  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+
+class TraceError(Exception):
+    """A file that is not a readable gradcode trace; the message names it."""
+
+
+class Run:
+    """One trace: a training run or one trial of a simulated scheme.
+
+    Arrays are None when the file lacks the dataset (only
+    /iteration/duration_s is required). Per-worker arrays are iterations x
+    workers; column k is worker k + 1.
+    """
+
+    def __init__(self, label, group, workers, where):
+        self.label = label
+        it = group.get("iteration")
+        wk = group.get("worker")
+        if it is None or "duration_s" not in it:
+            raise TraceError(f"{where}: no dataset iteration/duration_s, not a gradcode trace")
+        self.duration_s = np.asarray(it["duration_s"][...], dtype=float)
+        n = len(self.duration_s)
+
+        def column(g, name, dtype, per_worker):
+            if g is None or name not in g:
+                return None
+            v = np.asarray(g[name][...], dtype=dtype)
+            want = 2 if per_worker else 1
+            if v.ndim != want or v.shape[0] != n:
+                raise TraceError(
+                    f"{where}: dataset {g.name}/{name} has shape {v.shape}, "
+                    f"not one row per iteration ({n})"
+                )
+            return v
+
+        self.decode_s = column(it, "decode_s", float, False)
+        self.recovered_fraction = column(it, "recovered_fraction", float, False)
+        self.messages_received = column(it, "messages_received", float, False)
+        self.stale_dropped = column(it, "stale_dropped", float, False)
+        self.train_loss = column(it, "train_loss", float, False)
+        self.test_loss = column(it, "test_loss", float, False)
+        self.finish_s = column(wk, "finish_s", float, True)
+        self.straggling = column(wk, "straggling", bool, True)
+        self.cluster = column(wk, "cluster", np.int64, True)
+        self.used = column(wk, "used", bool, True)
+        shapes = [a.shape[1] for a in (self.finish_s, self.straggling, self.cluster, self.used) if a is not None]
+        self.workers = shapes[0] if shapes else int(workers or 0)
+
+    @property
+    def iterations(self):
+        return len(self.duration_s)
+
+    def wall_s(self):
+        """Wall-clock (or emulated) time at the end of each iteration: the running sum of duration_s."""
+        return np.cumsum(np.nan_to_num(self.duration_s, nan=0.0))
+
+    def has_losses(self):
+        return any(v is not None and np.isfinite(v).any() for v in (self.train_loss, self.test_loss))
+
+    def clusters(self):
+        """P, the largest cluster id (0: never clustered)."""
+        if self.cluster is None or self.cluster.size == 0:
+            return 0
+        return max(int(self.cluster.max()), 0)
+
+    def stragglers_per_cluster(self):
+        """(counts, clustered): counts[i, p] = straggling workers in cluster p + 1 in
+        iteration i + 1; clustered[i] = some worker is in a cluster. None without
+        /worker/cluster, /worker/straggling or clusters."""
+        p = self.clusters()
+        if p == 0 or self.straggling is None:
+            return None
+        counts = np.zeros((self.iterations, p), dtype=int)
+        for c in range(1, p + 1):
+            counts[:, c - 1] = ((self.cluster == c) & self.straggling).sum(axis=1)
+        clustered = (self.cluster >= 1).any(axis=1)
+        return counts, clustered
+
+
+class Trace:
+    """A trace file: kind 'train' (runs = {scheme: [run]}) or 'simulation'
+    (runs = {scheme: [trial 0, trial 1, ...]}, in simulate.compare order)."""
+
+    def __init__(self, path):
+        self.path = pathlib.Path(path)
+        if not self.path.is_file():
+            raise TraceError(f"{path}: no such file")
+        try:
+            f = h5py.File(self.path, "r")
+        except OSError as e:
+            raise TraceError(f"{path}: not a readable HDF5 file ({e})") from None
+        with f:
+            attrs = f.attrs
+            if "gradcode_version" not in attrs:
+                raise TraceError(f"{path}: not a gradcode trace (no root attribute gradcode_version)")
+
+            def text(name):
+                v = attrs.get(name)
+                return v.decode() if isinstance(v, bytes) else (None if v is None else str(v))
+
+            self.gradcode_version = text("gradcode_version")
+            self.scheme = text("scheme")
+            self.workers = int(attrs["workers"]) if "workers" in attrs else None
+            self.seed = int(attrs["seed"]) if "seed" in attrs else None
+            self.runs = {}
+            self.model_time_unit_s = None
+            if "sim" in f:
+                self.kind = "simulation"
+                order = [s.strip() for s in (self.scheme or "").split(",")]
+                names = sorted(f["sim"].keys(), key=lambda n: (order.index(n) if n in order else len(order), n))
+                for name in names:
+                    g = f["sim"][name]
+                    if "model_time_unit_s" in g.attrs:
+                        self.model_time_unit_s = float(g.attrs["model_time_unit_s"])
+                    trials = sorted(
+                        (int(k[len("trial_"):]), k) for k in g.keys() if k.startswith("trial_") and k[6:].isdigit()
+                    )
+                    self.runs[name] = [
+                        Run(f"{name} trial {k}", g[key], self.workers, f"{path}:/sim/{name}/{key}")
+                        for k, key in trials
+                    ]
+            elif "iteration" in f:
+                self.kind = "train"
+                label = self.scheme or self.path.stem
+                self.runs[label] = [Run(label, f, self.workers, str(path))]
+            else:
+                raise TraceError(f"{path}: not a gradcode trace (neither an /iteration nor a /sim group)")
+
+    def select(self, scheme=None, trial=None):
+        """[(label, [runs])]: every scheme, or one scheme, or one trial of it."""
+        if scheme is None:
+            return list(self.runs.items())
+        if scheme not in self.runs:
+            raise TraceError(f"{self.path}: no scheme {scheme} (has {', '.join(self.runs)})")
+        runs = self.runs[scheme]
+        if trial is None:
+            return [(scheme, runs)]
+        if not 0 <= trial < len(runs):
+            raise TraceError(f"{self.path}: scheme {scheme} has no trial {trial} (0..{len(runs) - 1})")
+        return [(f"{scheme} trial {trial}", [runs[trial]])]
+
+
+def parse_selector(arg):
+    """FILE.h5[:SCHEME[:TRIAL]] -> (path, scheme, trial)."""
+    parts = arg.split(":")
+    if len(parts) > 1 and parts[0].endswith(".h5"):
+        path, scheme = parts[0], parts[1] or None
+        trial = None
+        if len(parts) > 2:
+            try:
+                trial = int(parts[2])
+            except ValueError:
+                raise TraceError(f"{arg}: trial `{parts[2]}` is not a number") from None
+        return path, scheme, trial
+    return arg, None, None
+
+
+def load_selection(arg):
+    """[(label, [runs])] for a TRACE argument; labels name the file when it is a training run."""
+    path, scheme, trial = parse_selector(arg)
+    t = Trace(path)
+    sel = t.select(scheme, trial)
+    if t.kind == "train":
+        return [(f"{t.path.stem} ({label})", runs) for label, runs in sel]
+    return sel
+
+
+def one_run(arg):
+    """(label, run, trace) of a TRACE argument for the single-run plots: a
+    simulation without selector gives its first scheme, trial 0."""
+    path, scheme, trial = parse_selector(arg)
+    t = Trace(path)
+    if t.kind == "simulation":
+        scheme = scheme or next(iter(t.runs), None)
+        if scheme is None:
+            raise TraceError(f"{path}: no scheme under /sim")
+        trial = 0 if trial is None else trial
+        (label, runs), = t.select(scheme, trial)
+    else:
+        (label, runs), = t.select(scheme, trial)
+        label = f"{t.path.stem} ({label})"
+    if not runs:
+        raise TraceError(f"{path}: {label} has no trial")
+    return label, runs[0], t
+
+
+# --- statistics shared with the plots ---------------------------------------
+
+
+def ecdf(values):
+    """(x, y): the sorted finite values and the share of values <= each."""
+    v = np.sort(np.asarray(values, dtype=float)[np.isfinite(values)])
+    return v, np.arange(1, len(v) + 1) / max(len(v), 1)
+
+
+def even_fraction(counts, clustered):
+    """Share of clustered iterations whose most stragglers in one cluster is
+    ceil(S / P) (as `gradcode inspect`'s even_fraction)."""
+    c = counts[clustered]
+    if len(c) == 0:
+        return float("nan")
+    p = counts.shape[1]
+    return float(np.mean(c.max(axis=1) == -(-c.sum(axis=1) // p)))
+
+
+def time_unit(seconds):
+    """(scale, unit) to show times of this size: s or ms."""
+    finite = np.asarray(seconds, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if len(finite) and np.median(finite) < 0.5:
+        return 1e3, "ms"
+    return 1.0, "s"
+
+
+# --- plots: each draws on an Axes ------------------------------------------------
+
+
+def plot_cdf(ax, series, title="Iteration time CDF"):
+    """series: [(label, durations in s)]."""
+    all_values = np.concatenate([np.asarray(v, dtype=float) for _, v in series]) if series else np.array([])
+    scale, unit = time_unit(all_values)
+    finite = all_values[np.isfinite(all_values) & (all_values > 0)]
+    for label, values in series:
+        x, y = ecdf(values)
+        if len(x) == 0:
+            continue
+        p50, p99 = np.percentile(x, [50, 99])
+        ax.step(
+            x * scale,
+            y,
+            where="post",
+            label=f"{label}: p50 {p50 * scale:.3g}, p99 {p99 * scale:.3g} {unit} (n={len(x)})",
+        )
+    if len(finite) and finite.max() / finite.min() > 100:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"iteration time ({unit})")
+    ax.set_ylabel("fraction of iterations ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title)
+    if series:
+        ax.legend(fontsize="small", loc="best")
+
+
+def plot_loss(ax, runs_by_label, title="Loss against wall-clock time"):
+    """runs_by_label: [(label, run)]; train loss solid, test loss dashed with markers."""
+    drawn = 0
+    positive = True
+    spans = []
+    wall_max = 0.0
+    for i, (label, run) in enumerate(runs_by_label):
+        color = f"C{i % 10}"
+        wall = run.wall_s()
+        wall_max = max(wall_max, wall[-1] if len(wall) else 0.0)
+        for values, style, kind in ((run.train_loss, "-", "train"), (run.test_loss, "--o", "test")):
+            if values is None:
+                continue
+            ok = np.isfinite(values)
+            if not ok.any():
+                continue
+            ax.plot(wall[ok], values[ok], style, color=color, markersize=3, linewidth=1.2, label=f"{label}: {kind}")
+            positive &= bool((values[ok] > 0).all())
+            spans.append(values[ok])
+            drawn += 1
+    scale, unit = time_unit([wall_max])
+    if scale != 1.0:
+        for line in ax.get_lines():
+            line.set_xdata(np.asarray(line.get_xdata()) * scale)
+        ax.relim()
+        ax.autoscale_view()
+    if drawn and positive:
+        v = np.concatenate(spans)
+        if v.max() / v.min() > 10:
+            ax.set_yscale("log")
+    ax.set_xlabel(f"wall-clock time since the first iteration ({unit})")
+    ax.set_ylabel("loss")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title)
+    if drawn:
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no loss recorded", ha="center", va="center", transform=ax.transAxes)
+    return drawn
+
+
+def plot_iteration_times(ax, run, title="Iteration time per iteration"):
+    """The iteration times in order (for traces without losses)."""
+    scale, unit = time_unit(run.duration_s)
+    x = np.arange(1, run.iterations + 1)
+    ax.plot(x, run.duration_s * scale, linewidth=0.8, color="C0")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(f"iteration time ({unit})")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title)
+
+
+def _iteration_extent(run):
+    return (0.5, run.iterations + 0.5, run.workers + 0.5, 0.5)
+
+
+def _worker_ticks(ax, workers):
+    step = max(1, math.ceil(workers / 24))
+    ticks = list(range(1, workers + 1, step))
+    ax.set_yticks(ticks)
+    ax.set_ylabel("worker")
+
+
+def plot_straggler_heatmap(ax, run, title="Stragglers"):
+    """Workers (rows, worker 1 on top) x iterations: dark = straggling."""
+    if run.straggling is None:
+        ax.text(0.5, 0.5, "no /worker/straggling", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title)
+        return None
+    cmap = ListedColormap(["#e8eef4", "#b2182b"])
+    ax.imshow(
+        run.straggling.T.astype(int),
+        aspect="auto",
+        interpolation="nearest",
+        cmap=cmap,
+        vmin=0,
+        vmax=1,
+        extent=_iteration_extent(run),
+    )
+    _worker_ticks(ax, run.workers)
+    ax.set_xlabel("iteration")
+    share = run.straggling.mean() if run.straggling.size else 0.0
+    ax.set_title(f"{title} ({100 * share:.1f}% of worker-iterations straggling)")
+    ax.legend(
+        handles=[Patch(color="#b2182b", label="straggling"), Patch(color="#e8eef4", label="not straggling")],
+        loc="upper right",
+        bbox_to_anchor=(1.0, 1.18),
+        ncol=2,
+        fontsize="small",
+        frameon=False,
+    )
+    return run.straggling.mean(axis=0)
+
+
+def plot_straggler_share(ax, run):
+    """Per worker: share of the iterations straggling (a bar per worker, beside the heat map)."""
+    if run.straggling is None:
+        ax.set_axis_off()
+        return
+    share = run.straggling.mean(axis=0) if run.iterations else np.zeros(run.workers)
+    ax.barh(np.arange(1, run.workers + 1), 100 * share, color="#b2182b", height=0.8)
+    ax.set_ylim(run.workers + 0.5, 0.5)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% straggling")
+    ax.tick_params(labelleft=False)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def cluster_colors(p):
+    base = plt.get_cmap("tab10" if p <= 10 else "tab20")
+    return [to_rgb(base(i % base.N)) for i in range(p)]
+
+
+def plot_cluster_formation(ax, run, title="Cluster formation"):
+    """Workers x iterations coloured by cluster: light when not straggling,
+    dark when straggling; grey = in no cluster."""
+    p = run.clusters()
+    if p == 0:
+        ax.text(0.5, 0.5, "no clusters (every worker unclustered)", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title)
+        ax.set_axis_off()
+        return
+    colors = cluster_colors(p)
+    light = [tuple(0.55 * np.array(c) + 0.45) for c in colors]
+    dark = [tuple(0.75 * np.array(c)) for c in colors]
+    # Index 0: unclustered; 1..P light (not straggling); P+1..2P dark (straggling).
+    cmap = ListedColormap([(0.85, 0.85, 0.85)] + light + dark)
+    norm = BoundaryNorm(np.arange(-0.5, 2 * p + 1.5), cmap.N)
+    c = np.where(run.cluster >= 1, run.cluster, 0)
+    if run.straggling is not None:
+        c = np.where((c >= 1) & run.straggling, c + p, c)
+    ax.imshow(c.T, aspect="auto", interpolation="nearest", cmap=cmap, norm=norm, extent=_iteration_extent(run))
+    _worker_ticks(ax, run.workers)
+    ax.set_xlabel("iteration")
+    changes = int((run.cluster[1:] != run.cluster[:-1]).any(axis=1).sum()) if run.iterations > 1 else 0
+    ax.set_title(f"{title}: P = {p}, re-formed in {changes} of {run.iterations} iterations")
+    handles = [Patch(color=colors[i], label=f"cluster {i + 1}") for i in range(p)]
+    if run.straggling is not None:
+        handles.append(Patch(facecolor="white", edgecolor="black", label="dark = straggling"))
+    if (run.cluster < 1).any():
+        handles.append(Patch(color=(0.85, 0.85, 0.85), label="no cluster"))
+    ax.legend(
+        handles=handles,
+        loc="upper right",
+        bbox_to_anchor=(1.0, 1.2),
+        ncol=min(len(handles), 8),
+        fontsize="small",
+        frameon=False,
+    )
+
+
+def plot_cluster_stragglers(ax, run, fig=None, title="Stragglers per cluster"):
+    """Clusters x iterations: how many workers of the cluster straggle."""
+    spc = run.stragglers_per_cluster()
+    if spc is None:
+        ax.text(0.5, 0.5, "no clusters or no /worker/straggling", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title)
+        ax.set_axis_off()
+        return None
+    counts, clustered = spc
+    p = counts.shape[1]
+    shown = np.where(clustered[:, None], counts, -1).astype(float)
+    shown[shown < 0] = np.nan
+    vmax = max(int(counts.max()), 1)
+    cmap = plt.get_cmap("viridis", vmax + 1).with_extremes(bad=(0.85, 0.85, 0.85))
+    im = ax.imshow(
+        shown.T,
+        aspect="auto",
+        interpolation="nearest",
+        cmap=cmap,
+        vmin=-0.5,
+        vmax=vmax + 0.5,
+        extent=(0.5, run.iterations + 0.5, p + 0.5, 0.5),
+    )
+    ax.set_yticks(range(1, p + 1))
+    ax.set_ylabel("cluster")
+    ax.set_xlabel("iteration")
+    ef = even_fraction(counts, clustered)
+    means = ", ".join(f"{m:.2f}" for m in counts[clustered].mean(axis=0)) if clustered.any() else "-"
+    ax.set_title(f"{title} (mean per cluster: {means}); spread as even as possible in {100 * ef:.1f}% of iterations")
+    if fig is not None:
+        cb = fig.colorbar(im, ax=ax, ticks=range(0, vmax + 1), pad=0.01)
+        cb.set_label("stragglers")
+    return counts
+
+
+# --- figures -----------------------------------------------------------------------
+
+
+def figure_cdf(selections, title="Iteration time CDF"):
+    fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
+    series = [(label, np.concatenate([r.duration_s for r in runs])) for label, runs in selections if runs]
+    plot_cdf(ax, series, title)
+    return fig
+
+
+def figure_loss(runs_by_label, title="Loss against wall-clock time"):
+    fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
+    plot_loss(ax, runs_by_label, title)
+    return fig
+
+
+def figure_heatmap(label, run):
+    fig = plt.figure(figsize=(13, 1.6 + 0.28 * max(run.workers, 6)), layout="constrained")
+    gs = fig.add_gridspec(1, 2, width_ratios=[6, 1])
+    ax = fig.add_subplot(gs[0])
+    plot_straggler_heatmap(ax, run, f"Stragglers: {label}")
+    plot_straggler_share(fig.add_subplot(gs[1], sharey=ax), run)
+    return fig
+
+
+def figure_clusters(label, run):
+    p = max(run.clusters(), 1)
+    fig = plt.figure(figsize=(13, 2.5 + 0.28 * max(run.workers, 6) + 0.35 * p), layout="constrained")
+    gs = fig.add_gridspec(2, 1, height_ratios=[max(run.workers, 6), max(2 * p, 3)])
+    plot_cluster_formation(fig.add_subplot(gs[0]), run, f"Cluster formation: {label}")
+    plot_cluster_stragglers(fig.add_subplot(gs[1]), run, fig)
+    return fig
+
+
+def figure_overview(label, run, pooled=None, note="", pooled_label=None):
+    """One page: CDF, loss (or iteration times), straggler heat map, clusters;
+    a panel whose datasets are missing is left out. `pooled`: durations for
+    the CDF when `run` is one trial of several (`pooled_label` names them)."""
+    k = max(run.workers, 6)
+    p = run.clusters()
+    rows = [("top", 9)]
+    if run.straggling is not None:
+        rows.append(("stragglers", k))
+    if p > 0:
+        rows.append(("clusters", k))
+        if run.straggling is not None:
+            rows.append(("per-cluster", max(2 * p, 3)))
+    heights = [h for _, h in rows]
+    fig = plt.figure(figsize=(14, 1.5 + 0.34 * sum(heights)), layout="constrained")
+    gs = fig.add_gridspec(len(rows), 2, height_ratios=heights, width_ratios=[6, 1])
+    for i, (kind, _) in enumerate(rows):
+        if kind == "top":
+            top = gs[i, :].subgridspec(1, 2)
+            if pooled is None:
+                plot_cdf(fig.add_subplot(top[0]), [(label, run.duration_s)])
+            else:
+                plot_cdf(fig.add_subplot(top[0]), [(pooled_label or label, pooled)], "Iteration time CDF (all trials)")
+            ax = fig.add_subplot(top[1])
+            if run.has_losses():
+                plot_loss(ax, [(label, run)])
+            else:
+                plot_iteration_times(ax, run, "Iteration time per iteration" + (f" ({note})" if note else ""))
+        elif kind == "stragglers":
+            heat = fig.add_subplot(gs[i, 0])
+            plot_straggler_heatmap(heat, run)
+            plot_straggler_share(fig.add_subplot(gs[i, 1], sharey=heat), run)
+        elif kind == "clusters":
+            plot_cluster_formation(fig.add_subplot(gs[i, :]), run)
+        else:
+            plot_cluster_stragglers(fig.add_subplot(gs[i, :]), run, fig)
+    if p == 0:
+        fig.text(0.01, 0.002, "No clusters in this trace (every worker unclustered).", fontsize="small")
+    fig.suptitle(label, fontsize="x-large")
+    return fig
+
+
+def save(fig, path):
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# --- the report --------------------------------------------------------------------
+
+
+def summary_row(runs):
+    """Key numbers of runs (pooled): for the index."""
+    d = np.concatenate([r.duration_s for r in runs]) if runs else np.array([])
+    d = d[np.isfinite(d)]
+    row = {
+        "trials": len(runs),
+        "iterations": int(sum(r.iterations for r in runs)),
+        "mean_s": float(d.mean()) if len(d) else float("nan"),
+        "p50_s": float(np.percentile(d, 50)) if len(d) else float("nan"),
+        "p99_s": float(np.percentile(d, 99)) if len(d) else float("nan"),
+    }
+    strag = [r.straggling for r in runs if r.straggling is not None]
+    row["stragglers_per_iteration"] = float(np.concatenate(strag).sum(axis=1).mean()) if strag else float("nan")
+    spcs = [r.stragglers_per_cluster() for r in runs]
+    if spcs and all(s is not None for s in spcs):
+        counts = np.concatenate([s[0] for s in spcs if s[0].shape[1] == spcs[0][0].shape[1]])
+        clustered = np.concatenate([s[1] for s in spcs if s[0].shape[1] == spcs[0][0].shape[1]])
+        row["even_fraction"] = even_fraction(counts, clustered)
+    else:
+        row["even_fraction"] = float("nan")
+    losses = [r.train_loss[np.isfinite(r.train_loss)] for r in runs if r.train_loss is not None]
+    row["final_train_loss"] = float(losses[0][-1]) if len(runs) == 1 and losses and len(losses[0]) else float("nan")
+    return row
+
+
+def _fmt(x, digits=4):
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def report(results_dir, out_dir=None, gradcode=None, log=print):
+    """Render every *.h5 under results_dir into out_dir (PNGs, index.html,
+    index.md). Returns (written files, errors); a file that cannot be read is
+    listed in the index and in the errors, the others are still rendered."""
+    results_dir = pathlib.Path(results_dir)
+    if not results_dir.is_dir():
+        raise TraceError(f"{results_dir}: not a directory")
+    out_dir = pathlib.Path(out_dir) if out_dir else results_dir / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = sorted(p for p in results_dir.rglob("*.h5") if out_dir.resolve() not in p.resolve().parents)
+    entries, errors, written = [], [], []
+    all_cdf, all_loss = [], []
+    for path in files:
+        rel = path.relative_to(results_dir)
+        stem = str(rel.with_suffix("")).replace(os.sep, "-")
+        entry = {"file": str(rel), "images": [], "rows": [], "inspect": None}
+        entries.append(entry)
+        try:
+            t = Trace(path)
+        except (TraceError, OSError, KeyError, ValueError) as e:
+            errors.append(str(e))
+            entry["error"] = str(e)
+            log(f"report: skipped {e}")
+            continue
+        entry["kind"] = t.kind
+        entry["meta"] = f"{t.kind} trace, scheme {t.scheme}, K = {t.workers}, seed {t.seed}, gradcode {t.gradcode_version}"
+        if t.kind == "train":
+            (label, runs), = t.runs.items()
+            run = runs[0]
+            name = f"{rel} ({label})"
+            written.append(save(figure_overview(name, run), out_dir / f"{stem}.png"))
+            entry["images"].append(written[-1].name)
+            entry["rows"].append((label, summary_row(runs)))
+            all_cdf.append((name, run.duration_s))
+            if run.has_losses():
+                all_loss.append((name, run))
+        else:
+            if t.model_time_unit_s is not None:
+                entry["meta"] += f"; model time × {t.model_time_unit_s:g} s"
+            sel = [(n, r) for n, r in t.runs.items() if r]
+            if len(sel) > 1:
+                written.append(save(figure_cdf(sel, f"Iteration time CDF: {rel} (trials pooled)"), out_dir / f"{stem}-cdf.png"))
+                entry["images"].append(written[-1].name)
+            for scheme, runs in sel:
+                pooled = np.concatenate([r.duration_s for r in runs])
+                fig = figure_overview(
+                    f"{rel}: {scheme} (trial 0 of {len(runs)})", runs[0], pooled, "trial 0", f"{scheme}, {len(runs)} trials"
+                )
+                written.append(save(fig, out_dir / f"{stem}-{scheme}.png"))
+                entry["images"].append(written[-1].name)
+                entry["rows"].append((scheme, summary_row(runs)))
+                all_cdf.append((f"{rel}: {scheme}", pooled))
+        if gradcode:
+            txt = out_dir / f"{stem}.inspect.txt"
+            res = subprocess.run([gradcode, "inspect", str(path)], capture_output=True, text=True)
+            if res.returncode == 0:
+                txt.write_text(res.stdout)
+                entry["inspect"] = txt.name
+                written.append(txt)
+            else:
+                errors.append(f"gradcode inspect {path}: {res.stderr.strip()}")
+                log(f"report: {errors[-1]}")
+        log(f"report: {rel}: {len(entry['images'])} PNG(s)")
+    overview = []
+    if len(all_cdf) > 1:
+        fig, ax = plt.subplots(figsize=(11, 6.5), layout="constrained")
+        plot_cdf(ax, all_cdf, f"Iteration time CDF: every trace in {results_dir.name}")
+        written.append(save(fig, out_dir / "all-cdf.png"))
+        overview.append(written[-1].name)
+    if len(all_loss) > 1:
+        written.append(save(figure_loss(all_loss, f"Loss: every training trace in {results_dir.name}"), out_dir / "all-loss.png"))
+        overview.append(written[-1].name)
+    written += write_index(out_dir, results_dir, entries, overview, errors)
+    return written, errors
+
+
+def write_index(out_dir, results_dir, entries, overview, errors):
+    head = ["trace", "trials", "iterations", "mean (s)", "p50 (s)", "p99 (s)", "stragglers/it", "even spread", "final train loss"]
+
+    def cells(label, r):
+        return [
+            label,
+            str(r["trials"]),
+            str(r["iterations"]),
+            _fmt(r["mean_s"]),
+            _fmt(r["p50_s"]),
+            _fmt(r["p99_s"]),
+            _fmt(r["stragglers_per_iteration"], 3),
+            "–" if math.isnan(r["even_fraction"]) else f"{100 * r['even_fraction']:.1f}%",
+            _fmt(r["final_train_loss"]),
+        ]
+
+    md = [f"# gradcode report: {results_dir}", ""]
+    h = [
+        "<!doctype html><meta charset='utf-8'>",
+        f"<title>gradcode report: {html.escape(str(results_dir))}</title>",
+        "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+        "td:first-child{text-align:left}img{max-width:100%;border:1px solid #ddd;margin:6px 0}"
+        ".error{color:#b2182b}</style>",
+        f"<h1>gradcode report: {html.escape(str(results_dir))}</h1>",
+        "<p>Times in seconds (simulations: model time × straggler.time_unit_ms). "
+        "Even spread: share of clustered iterations whose most stragglers in one cluster is ceil(stragglers / P). "
+        "Summaries by <code>gradcode inspect</code> where linked.</p>",
+    ]
+    if errors:
+        md += ["**Errors:**", ""] + [f"- {e}" for e in errors] + [""]
+        h.append("<ul class='error'>" + "".join(f"<li>{html.escape(e)}</li>" for e in errors) + "</ul>")
+    for img in overview:
+        md.append(f"![{img}]({img})")
+        h.append(f"<p><img src='{html.escape(img)}' alt='{html.escape(img)}'></p>")
+    for e in entries:
+        md += ["", f"## {e['file']}", ""]
+        h.append(f"<h2>{html.escape(e['file'])}</h2>")
+        if "error" in e:
+            md.append(f"Not rendered: {e['error']}")
+            h.append(f"<p class='error'>Not rendered: {html.escape(e['error'])}</p>")
+            continue
+        md += [e["meta"], ""]
+        h.append(f"<p>{html.escape(e['meta'])}</p>")
+        if e["inspect"]:
+            md += [f"[gradcode inspect]({e['inspect']})", ""]
+            h.append(f"<p><a href='{html.escape(e['inspect'])}'>gradcode inspect</a></p>")
+        md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        h.append("<table><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr>")
+        for label, r in e["rows"]:
+            c = cells(label, r)
+            md.append("| " + " | ".join(c) + " |")
+            h.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in c) + "</tr>")
+        h.append("</table>")
+        md.append("")
+        for img in e["images"]:
+            md.append(f"![{img}]({img})")
+            h.append(f"<p><img src='{html.escape(img)}' alt='{html.escape(img)}'></p>")
+    (out_dir / "index.md").write_text("\n".join(md) + "\n")
+    (out_dir / "index.html").write_text("\n".join(h) + "\n")
+    return [out_dir / "index.md", out_dir / "index.html"]
+
+
+# --- command line --------------------------------------------------------------------
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("cdf", help="iteration-time CDFs of several traces")
+    c.add_argument("traces", nargs="+", metavar="TRACE")
+    c.add_argument("-o", "--out", required=True, metavar="PNG")
+    c = sub.add_parser("loss", help="train and test loss against wall-clock time")
+    c.add_argument("traces", nargs="+", metavar="TRACE")
+    c.add_argument("-o", "--out", required=True, metavar="PNG")
+    for name, help_text in (
+        ("heatmap", "straggler heat map, iterations x workers"),
+        ("clusters", "cluster formation over time, stragglers per cluster"),
+        ("overview", "CDF, loss, heat map and clusters on one page"),
+    ):
+        c = sub.add_parser(name, help=help_text)
+        c.add_argument("trace", metavar="TRACE")
+        c.add_argument("-o", "--out", required=True, metavar="PNG")
+    c = sub.add_parser("report", help="PNGs and an index for every *.h5 under a results folder")
+    c.add_argument("results", metavar="RESULTS_DIR")
+    c.add_argument("-o", "--out", metavar="DIR", help="default RESULTS_DIR/report")
+    c.add_argument("--gradcode", metavar="BIN", help="also save `BIN inspect` of each trace")
+    args = ap.parse_args(argv)
+    try:
+        if args.command == "cdf":
+            sel = [s for t in args.traces for s in load_selection(t)]
+            print(save(figure_cdf(sel), args.out))
+        elif args.command == "loss":
+            runs = []
+            for t in args.traces:
+                for label, rs in load_selection(t):
+                    runs += [(label if len(rs) == 1 else r.label, r) for r in rs]
+            if not any(r.has_losses() for _, r in runs):
+                raise TraceError(f"{', '.join(args.traces)}: no loss recorded (simulations have none)")
+            print(save(figure_loss(runs), args.out))
+        elif args.command in ("heatmap", "clusters", "overview"):
+            label, run, _ = one_run(args.trace)
+            fig = {"heatmap": figure_heatmap, "clusters": figure_clusters, "overview": figure_overview}[args.command](label, run)
+            print(save(fig, args.out))
+        else:
+            written, errors = report(args.results, args.out, args.gradcode)
+            index = [w for w in written if w.name == "index.html"]
+            print(f"report: {len(written)} files, index {index[0] if index else '-'}")
+            if errors:
+                print(f"report: {len(errors)} trace(s) not rendered, see the index", file=sys.stderr)
+                return 1
+    except TraceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+# Source this from a script of scripts/ (bash): python_env makes .venv at the
+# top of the repository with the pinned packages of scripts/requirements.txt
+# (h5py, numpy, matplotlib) and sets PYTHON to its interpreter.
+#
+#   source "$(dirname "$0")/python-env.sh"
+#   python_env || exit 1          # prints why on stderr when it cannot
+#   "$PYTHON" scripts/plots.py ...
+#
+# pip runs only when requirements.txt changed since the last install (a copy
+# is kept as .venv/requirements.installed). Needs python3 (and python3-venv on
+# Debian, installed here when root or sudo is available) and access to PyPI.
+
+python_env() {
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  local venv="$root/.venv" req="$root/scripts/requirements.txt"
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "python-env.sh: python3 not found" >&2
+    return 1
+  fi
+  if [ ! -x "$venv/bin/python" ]; then
+    if ! python3 -m venv "$venv" 2>/dev/null; then
+      # Debian ships venv separately.
+      rm -rf "$venv"
+      local as_root
+      if [ "$(id -u)" -eq 0 ]; then as_root=(); elif command -v sudo >/dev/null 2>&1; then as_root=(sudo); else
+        echo "python-env.sh: python3 -m venv failed; install python3-venv" >&2
+        return 1
+      fi
+      "${as_root[@]}" apt-get update -qq || return 1
+      DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends python3-venv || return 1
+      python3 -m venv "$venv" || return 1
+    fi
+  fi
+  if ! cmp -s "$req" "$venv/requirements.installed"; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" || return 1
+    cp "$req" "$venv/requirements.installed"
+  fi
+  PYTHON="$venv/bin/python"
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Test the Python plotting scripts (scripts/test_plots.py) on real traces.
+# Needs python3 with venv and pip access to PyPI for the pinned packages of
+# scripts/requirements.txt; without them this prints SKIPPED and exits 0, so
+# a machine without Python still runs the Rust tests, and says so loudly.
+# GRADCODE_REQUIRE_PYTHON=1, or CI=true (the CI machine has Python and PyPI),
+# turns the skip into a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+source scripts/python-env.sh
+if ! python_env; then
+  if [ "${GRADCODE_REQUIRE_PYTHON:-0}" = 1 ] || [ "${CI:-}" = true ]; then
+    echo "test-plots.sh: FAILED: no Python environment (see above), required here (GRADCODE_REQUIRE_PYTHON=1 or CI=true)" >&2
+    exit 1
+  fi
+  echo "############################################################################" >&2
+  echo "## SKIPPED: Python plotting tests (scripts/test_plots.py): no Python     ##" >&2
+  echo "## environment with h5py/numpy/matplotlib could be set up (see above).   ##" >&2
+  echo "############################################################################" >&2
+  exit 0
+fi
+cargo build --release --locked --quiet --bin gradcode --example synthetic_trace
+export GRADCODE=$PWD/target/release/gradcode SYNTHETIC_TRACE=$PWD/target/release/examples/synthetic_trace
+"$PYTHON" scripts/test_plots.py

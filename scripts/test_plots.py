@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Tests of scripts/plots.py and scripts/report.sh on real traces: training
+traces written through `TraceWriter` (examples/synthetic_trace) and a
+simulation written by `gradcode simulate --out`. The Python reader is checked
+against `gradcode inspect --json`, the figures against the data they draw,
+and the report end to end. Run by scripts/test-plots.sh (which builds the
+binaries and the venv): GRADCODE and SYNTHETIC_TRACE name the binaries.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+from PIL import Image
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import plots  # noqa: E402
+
+GRADCODE = os.environ.get("GRADCODE", str(HERE.parent / "target/release/gradcode"))
+SYNTHETIC = os.environ.get("SYNTHETIC_TRACE", str(HERE.parent / "target/release/examples/synthetic_trace"))
+
+GE = """workers = 12
+seed = {seed}
+[scheme]
+kind = "{kind}"
+load = 2
+clusters = 4
+[straggler]
+model = "gilbert-elliott"
+alpha = 0.01
+mu_fast = 10.0
+mu_slow = 0.1
+switch_probability = 0.05
+initial_stragglers = 6
+state_info = "imperfect"
+time_unit_ms = 10
+[simulate]
+trials = 3
+iterations = {iterations}
+compare = ["gc", "gc-sc", "gc-dc"]
+"""
+
+
+def run(*args, **kw):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)
+
+
+class PlotsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = pathlib.Path(tempfile.mkdtemp(prefix="gradcode-plots-"))
+        cls.results = cls.tmp / "results" / "gradcode-train-17"
+        cls.results.mkdir(parents=True)
+        cls.train = {}
+        for kind, seed in (("gc-dc", 1), ("gc-sc", 2)):
+            cfg = cls.tmp / f"{kind}.toml"
+            cfg.write_text(GE.format(kind=kind, seed=seed, iterations=120))
+            out = cls.results / f"{kind}-run.h5"
+            r = run(SYNTHETIC, out, cfg)
+            assert r.returncode == 0, r.stderr
+            cls.train[kind] = out
+        cfg = cls.tmp / "sim.toml"
+        cfg.write_text(GE.format(kind="gc-sc", seed=3, iterations=80))
+        cls.sim = cls.results / "sim" / "compare.h5"
+        cls.sim.parent.mkdir()
+        r = run(GRADCODE, "simulate", "--config", cfg, "--out", cls.sim)
+        assert r.returncode == 0, r.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def inspect(self, path):
+        r = run(GRADCODE, "inspect", path, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def assert_png(self, path, min_size=(600, 300)):
+        self.assertTrue(path.is_file(), path)
+        with Image.open(path) as im:
+            self.assertEqual(im.format, "PNG")
+            self.assertGreaterEqual(im.size[0], min_size[0])
+            self.assertGreaterEqual(im.size[1], min_size[1])
+            # Not blank: a drawn figure has many colours.
+            self.assertGreater(len(im.convert("RGB").getcolors(1 << 20) or range(1 << 20)), 20)
+
+    def test_reader_agrees_with_inspect(self):
+        for path in list(self.train.values()) + [self.sim]:
+            t = plots.Trace(path)
+            v = self.inspect(path)
+            self.assertEqual(t.kind, v["kind"])
+            self.assertEqual(t.workers, v["workers"])
+            if t.kind == "train":
+                pairs = [(next(iter(t.runs.values()))[0], v["summary"])]
+            else:
+                self.assertEqual(list(t.runs), [s["name"] for s in v["schemes"]])
+                pairs = [
+                    (t.runs[s["name"]][tr["trial"]], tr["summary"]) for s in v["schemes"] for tr in s["per_trial"]
+                ]
+            for r, s in pairs:
+                self.assertEqual(r.iterations, s["iterations"])
+                x, y = plots.ecdf(r.duration_s)
+                self.assertTrue(np.array_equal(x, np.sort(r.duration_s)))
+                self.assertEqual(y[-1], 1.0)
+                self.assertAlmostEqual(np.percentile(x, 99), s["iteration_time_s"]["p99"], places=12)
+                spc = r.stragglers_per_cluster()
+                if s["stragglers_per_cluster"] is None:
+                    self.assertIsNone(spc)
+                    continue
+                counts, clustered = spc
+                series = [list(map(int, c)) if k else None for c, k in zip(counts, clustered)]
+                self.assertEqual(series, s["stragglers_per_cluster"]["series"])
+                self.assertAlmostEqual(
+                    plots.even_fraction(counts, clustered), s["stragglers_per_cluster"]["even_fraction"], places=12
+                )
+
+    def test_figures_draw_the_data_with_labels(self):
+        dc = plots.Trace(self.train["gc-dc"]).runs["gc-dc"][0]
+        sc = plots.Trace(self.train["gc-sc"]).runs["gc-sc"][0]
+        fig = plots.figure_cdf([("dc", [dc]), ("sc", [sc])])
+        ax = fig.axes[0]
+        self.assertIn("iteration time (", ax.get_xlabel())
+        self.assertEqual(len(ax.get_legend().get_texts()), 2)
+        fig = plots.figure_loss([("dc", dc), ("sc", sc)])
+        ax = fig.axes[0]
+        self.assertIn("wall-clock time", ax.get_xlabel())
+        self.assertEqual(ax.get_ylabel(), "loss")
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        self.assertEqual(labels, ["dc: train", "dc: test", "sc: train", "sc: test"])
+        # The last train-loss point is at the run's total time.
+        line = ax.get_lines()[0]
+        scale = 1.0 if "(s)" in ax.get_xlabel() else 1e3
+        self.assertAlmostEqual(line.get_xdata()[-1], dc.duration_s.sum() * scale, places=6)
+        fig = plots.figure_heatmap("dc", dc)
+        image = fig.axes[0].get_images()[0].get_array()
+        self.assertTrue(np.array_equal(np.asarray(image), dc.straggling.T.astype(int)))
+        self.assertEqual(fig.axes[0].get_ylabel(), "worker")
+        fig = plots.figure_clusters("dc", dc)
+        image = np.asarray(fig.axes[0].get_images()[0].get_array())
+        p = dc.clusters()
+        self.assertEqual(p, 4)
+        want = np.where(dc.straggling, dc.cluster + p, dc.cluster).T
+        self.assertTrue(np.array_equal(image, want))
+        counts = np.asarray(fig.axes[1].get_images()[0].get_array())
+        self.assertTrue(np.array_equal(counts, dc.stragglers_per_cluster()[0].T))
+
+    def test_commands_write_pngs_and_reject_bad_input(self):
+        out = self.tmp / "cmd"
+        r = run(
+            sys.executable, HERE / "plots.py", "cdf", self.train["gc-dc"], f"{self.sim}:gc-dc", self.sim, "-o", out / "cdf.png"
+        )
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_png(out / "cdf.png")
+        for cmd in ("heatmap", "clusters", "overview"):
+            r = run(sys.executable, HERE / "plots.py", cmd, f"{self.sim}:gc-dc:2", "-o", out / f"{cmd}.png")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assert_png(out / f"{cmd}.png")
+        r = run(sys.executable, HERE / "plots.py", "loss", *self.train.values(), "-o", out / "loss.png")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_png(out / "loss.png")
+        for args, needle in (
+            (["loss", self.sim], "no loss recorded"),
+            (["heatmap", self.tmp / "missing.h5"], "missing.h5: no such file"),
+            (["heatmap", f"{self.sim}:nope"], "no scheme nope"),
+            (["heatmap", f"{self.sim}:gc:9"], "no trial 9"),
+            (["cdf", self.tmp / "gc-dc.toml"], "not a readable HDF5 file"),
+        ):
+            r = run(sys.executable, HERE / "plots.py", *args, "-o", out / "x.png")
+            self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(needle, r.stderr)
+        self.assertFalse((out / "x.png").exists())
+
+    def test_report_renders_every_trace_of_a_results_folder(self):
+        env = dict(os.environ, GRADCODE=GRADCODE)
+        r = run(HERE / "report.sh", self.tmp / "results", env=env)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rep = self.tmp / "results" / "report"
+        names = {
+            "gradcode-train-17-gc-dc-run.png",
+            "gradcode-train-17-gc-sc-run.png",
+            "gradcode-train-17-sim-compare-cdf.png",
+            "gradcode-train-17-sim-compare-gc.png",
+            "gradcode-train-17-sim-compare-gc-sc.png",
+            "gradcode-train-17-sim-compare-gc-dc.png",
+            "all-cdf.png",
+            "all-loss.png",
+        }
+        self.assertEqual({p.name for p in rep.glob("*.png")}, names)
+        for n in names:
+            self.assert_png(rep / n)
+        index = (rep / "index.html").read_text()
+        for n in names:
+            self.assertIn(f"src='{n}'", index)
+        for h5 in ("gc-dc-run.h5", "gc-sc-run.h5", "compare.h5"):
+            self.assertIn(h5, index)
+            self.assertIn(h5, (rep / "index.md").read_text())
+        summary = (rep / "gradcode-train-17-gc-dc-run.inspect.txt").read_text()
+        self.assertIn("training trace", summary)
+        # The index's even spread is inspect's.
+        v = self.inspect(self.train["gc-dc"])
+        self.assertIn(f"{100 * v['summary']['stragglers_per_cluster']['even_fraction']:.1f}%", index)
+        # A second run replaces the report and does not read its own output.
+        r = run(HERE / "report.sh", self.tmp / "results", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_report_lists_unreadable_files_and_fails(self):
+        bad = self.tmp / "bad-results"
+        bad.mkdir()
+        shutil.copy(self.train["gc-sc"], bad / "ok.h5")
+        (bad / "broken.h5").write_text("not hdf5\n")
+        r = run(HERE / "report.sh", bad, bad / "out")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        index = (bad / "out" / "index.md").read_text()
+        self.assertIn("broken.h5", index)
+        self.assertIn("Not rendered", index)
+        self.assert_png(bad / "out" / "ok.png")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

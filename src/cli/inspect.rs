@@ -1,0 +1,523 @@
+//! `gradcode inspect F.h5 [--json]`: a summary of a training trace or of a
+//! simulation trace (per scheme, pooled over its trials). The statistics are
+//! [`crate::trace::summary`]; this file reads the file and prints them.
+
+use std::path::Path;
+
+use crate::error::InputError;
+
+/// Without HDF5 there is nothing to read.
+#[cfg(not(feature = "hdf5"))]
+pub(super) fn run(path: &Path, _json: bool) -> anyhow::Result<()> {
+    Err(InputError::new(
+        path.display().to_string(),
+        "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
+    )
+    .into())
+}
+
+#[cfg(feature = "hdf5")]
+pub(super) fn run(path: &Path, json: bool) -> anyhow::Result<()> {
+    let report = imp::read(path)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        imp::print_text(&report);
+    }
+    Ok(())
+}
+
+/// The bytes an HDF5 file starts with (at offset 0, or 512, 1024, ... after a user block).
+const HDF5_SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\n'];
+
+/// A file that exists, can be read and is HDF5; the error names the file.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+fn check_file(path: &Path) -> Result<(), InputError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let name = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => InputError::new(&name, "no such file"),
+        _ => InputError::new(&name, format!("cannot be read: {e}")),
+    })?;
+    if meta.is_dir() {
+        return Err(InputError::new(&name, "is a directory, not a trace file"));
+    }
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| InputError::new(&name, format!("cannot be read: {e}")))?;
+    let mut offset = 0u64;
+    loop {
+        if offset + 8 > meta.len() {
+            return Err(InputError::new(
+                &name,
+                "is not an HDF5 file (no HDF5 signature), so not a gradcode trace",
+            ));
+        }
+        let mut head = [0u8; 8];
+        file.seek(SeekFrom::Start(offset))
+            .and_then(|_| file.read_exact(&mut head))
+            .map_err(|e| InputError::new(&name, format!("cannot be read: {e}")))?;
+        if head == HDF5_SIGNATURE {
+            return Ok(());
+        }
+        offset = if offset == 0 { 512 } else { offset * 2 };
+    }
+}
+
+#[cfg(feature = "hdf5")]
+mod imp {
+    use std::path::Path;
+
+    use serde::Serialize;
+
+    use super::check_file;
+    use crate::error::InputError;
+    use crate::trace::summary::{Distribution, Summary, TraceColumns, summarize};
+    use crate::trace::{
+        ExtraDataset, ExtraGroup, ModelInfo, TimingEvent, TraceError, TraceFile, TraceKind,
+    };
+
+    /// What `inspect --json` prints (keys documented in the README).
+    #[derive(Debug, Serialize)]
+    pub(super) struct Report {
+        file: String,
+        kind: TraceKind,
+        gradcode_version: String,
+        scheme: Option<String>,
+        workers: Option<u64>,
+        seed: Option<u64>,
+        /// Training trace: the run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        summary: Option<Summary>,
+        /// Training trace: `/model/theta` (null when absent).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model: Option<Option<ModelInfo>>,
+        /// Training trace: `/timing/` (null when absent).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timing: Option<Option<Vec<TimingEvent>>>,
+        /// Simulation trace: per scheme.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        schemes: Option<Vec<SchemeReport>>,
+        extra_datasets: Vec<ExtraDataset>,
+        extra_groups: Vec<ExtraGroup>,
+    }
+
+    /// One simulated scheme.
+    #[derive(Debug, Serialize)]
+    pub(super) struct SchemeReport {
+        name: String,
+        /// Trials found in the file (`trials_planned`: the attribute).
+        trials: usize,
+        trials_planned: Option<u64>,
+        iterations_planned: Option<u64>,
+        model_time_unit_s: Option<f64>,
+        /// Pooled over every iteration of every trial.
+        summary: Summary,
+        per_trial: Vec<TrialReport>,
+    }
+
+    #[derive(Debug, Serialize)]
+    pub(super) struct TrialReport {
+        trial: usize,
+        summary: Summary,
+    }
+
+    fn bad(path: &Path, e: TraceError) -> InputError {
+        InputError::new(path.display().to_string(), e)
+    }
+
+    pub(super) fn read(path: &Path) -> Result<Report, InputError> {
+        check_file(path)?;
+        let file = TraceFile::open(path).map_err(|e| {
+            if e.to_string().contains("unable to lock file") {
+                InputError::new(
+                    path.display().to_string(),
+                    "is locked by a process that has it open for writing (a running job?): \
+                     inspect it when that ends, or read it as it is with HDF5_USE_FILE_LOCKING=FALSE \
+                     in the environment",
+                )
+            } else {
+                bad(path, e)
+            }
+        })?;
+        let root = file.root().map_err(|e| bad(path, e))?;
+        let (extra_datasets, extra_groups) = file.extras("/").map_err(|e| bad(path, e))?;
+        let mut report = Report {
+            file: path.display().to_string(),
+            kind: root.kind,
+            gradcode_version: root.gradcode_version.clone(),
+            scheme: root.scheme.clone(),
+            workers: root.workers,
+            seed: root.seed,
+            summary: None,
+            model: None,
+            timing: None,
+            schemes: None,
+            extra_datasets,
+            extra_groups,
+        };
+        match root.kind {
+            TraceKind::Train => {
+                let columns = file.columns("/", root.workers).map_err(|e| bad(path, e))?;
+                report.summary = Some(summarize(&[&columns]));
+                report.model = Some(file.model("/").map_err(|e| bad(path, e))?);
+                report.timing = Some(file.timing("/").map_err(|e| bad(path, e))?);
+            }
+            TraceKind::Simulation => {
+                let mut schemes = Vec::new();
+                for s in file.sim_schemes().map_err(|e| bad(path, e))? {
+                    let trials: Vec<(usize, TraceColumns)> = s
+                        .trial_groups
+                        .iter()
+                        .map(|(k, g)| Ok((*k, file.columns(g, root.workers)?)))
+                        .collect::<Result<_, TraceError>>()
+                        .map_err(|e| bad(path, e))?;
+                    let parts: Vec<&TraceColumns> = trials.iter().map(|(_, c)| c).collect();
+                    schemes.push(SchemeReport {
+                        name: s.name.clone(),
+                        trials: trials.len(),
+                        trials_planned: s.trials,
+                        iterations_planned: s.iterations,
+                        model_time_unit_s: s.model_time_unit_s,
+                        summary: summarize(&parts),
+                        per_trial: trials
+                            .iter()
+                            .map(|(k, c)| TrialReport {
+                                trial: *k,
+                                summary: summarize(&[c]),
+                            })
+                            .collect(),
+                    });
+                }
+                report.schemes = Some(schemes);
+            }
+        }
+        Ok(report)
+    }
+
+    /// Seconds with a unit that fits.
+    fn secs(x: f64) -> String {
+        let a = x.abs();
+        if !x.is_finite() {
+            format!("{x}")
+        } else if a >= 100.0 {
+            format!("{x:.1} s")
+        } else if a >= 1.0 {
+            format!("{x:.3} s")
+        } else if a >= 1e-3 {
+            format!("{:.3} ms", x * 1e3)
+        } else if a == 0.0 {
+            "0 s".to_string()
+        } else {
+            format!("{:.1} µs", x * 1e6)
+        }
+    }
+
+    fn pct(x: f64) -> String {
+        format!("{:.1}%", 100.0 * x)
+    }
+
+    fn dist(d: &Option<Distribution>) -> String {
+        match d {
+            None => "not recorded".to_string(),
+            Some(d) => format!(
+                "mean {}, p50 {}, p99 {} (min {}, max {}; {} values)",
+                secs(d.mean),
+                secs(d.p50),
+                secs(d.p99),
+                secs(d.min),
+                secs(d.max),
+                d.count
+            ),
+        }
+    }
+
+    fn line(label: &str, text: impl AsRef<str>) {
+        println!("{label:<22}{}", text.as_ref());
+    }
+
+    /// The lines of a summary (one run, or one scheme pooled over trials).
+    fn print_summary(s: &Summary) {
+        line(
+            "iterations",
+            format!("{} ({} in total)", s.iterations, secs(s.total_time_s)),
+        );
+        line("iteration time", dist(&s.iteration_time_s));
+        line("decode time", dist(&s.decode_time_s));
+        line(
+            "recovered fraction",
+            match &s.recovered_fraction {
+                None => "not recorded".to_string(),
+                Some(r) => format!(
+                    "mean {}, min {}; full gradient in {} of iterations",
+                    pct(r.mean),
+                    pct(r.min),
+                    pct(r.full_fraction)
+                ),
+            },
+        );
+        let per = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.2}"));
+        line(
+            "messages/iteration",
+            format!(
+                "{} received, {} used",
+                per(s.messages_received_per_iteration),
+                per(s.messages_used_per_iteration)
+            ),
+        );
+        line(
+            "workers/iteration",
+            format!(
+                "{} received in time, {} used",
+                per(s.workers_received_per_iteration),
+                per(s.workers_used_per_iteration)
+            ),
+        );
+        line(
+            "stale results",
+            match &s.stale_dropped {
+                None => "not recorded".to_string(),
+                Some(st) => format!("{} dropped, in {} iterations", st.total, st.iterations),
+            },
+        );
+        line(
+            "overruns",
+            match &s.overrun {
+                None => "not recorded".to_string(),
+                Some(o) if o.count == 0 => "none".to_string(),
+                Some(o) => format!(
+                    "{} worker-iterations ({}) ran past their emulated time: {} in total, max {}",
+                    o.count,
+                    pct(o.fraction),
+                    secs(o.total_s),
+                    secs(o.max_s)
+                ),
+            },
+        );
+        line(
+            "stragglers",
+            match &s.stragglers {
+                None => "not recorded".to_string(),
+                Some(st) => {
+                    let mut order: Vec<(usize, f64)> =
+                        st.per_worker_fraction.iter().copied().enumerate().collect();
+                    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                    let most: Vec<String> = order
+                        .iter()
+                        .filter(|(_, f)| *f > 0.0)
+                        .take(5)
+                        .map(|(k, f)| format!("worker {} ({})", k + 1, pct(*f)))
+                        .collect();
+                    format!(
+                        "mean {:.2}, max {} per iteration; most often: {}",
+                        st.mean_per_iteration,
+                        st.max_per_iteration,
+                        if most.is_empty() {
+                            "none".to_string()
+                        } else {
+                            most.join(", ")
+                        }
+                    )
+                }
+            },
+        );
+        match &s.clusters {
+            None => line("clusters", "none (no worker in a cluster)"),
+            Some(c) => line(
+                "clusters",
+                format!(
+                    "P = {}, clustered in {} iterations, re-formed in {}",
+                    c.count, c.clustered_iterations, c.changes
+                ),
+            ),
+        }
+        if let Some(spc) = &s.stragglers_per_cluster {
+            println!("stragglers per cluster (per clustered iteration):");
+            println!("  {:<10}{:>8}{:>6}", "cluster", "mean", "max");
+            for c in &spc.per_cluster {
+                println!("  {:<10}{:>8.2}{:>6}", c.cluster, c.mean, c.max);
+            }
+            println!(
+                "  spread as even as possible (most in one cluster = ceil(stragglers / P)) in {} of clustered iterations",
+                pct(spc.even_fraction)
+            );
+        }
+        for (label, loss) in [("train loss", &s.train_loss), ("test loss", &s.test_loss)] {
+            if let Some(l) = loss {
+                line(
+                    label,
+                    format!(
+                        "{:.6} (iteration {}) → {:.6} (iteration {}); min {:.6} (iteration {}); {} evaluated",
+                        l.first,
+                        l.first_iteration,
+                        l.last,
+                        l.final_iteration,
+                        l.min,
+                        l.min_iteration,
+                        l.evaluated
+                    ),
+                );
+            }
+        }
+    }
+
+    fn print_extras(r: &Report) {
+        for d in &r.extra_datasets {
+            let unit = d.unit.as_deref().unwrap_or("");
+            let values = match &d.values {
+                None => String::new(),
+                Some(v) if unit == "s" => format!(": mean {}, max {}", secs(v.mean), secs(v.max)),
+                Some(v) => format!(": mean {:.6}, min {:.6}, max {:.6}", v.mean, v.min, v.max),
+            };
+            line(
+                "other dataset",
+                format!("{} {:?} {unit}{values}", d.path, d.shape),
+            );
+        }
+        for g in &r.extra_groups {
+            let attrs: Vec<String> = g
+                .attributes
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            line(
+                "other attributes",
+                format!("{}: {}", g.path, attrs.join(", ")),
+            );
+        }
+    }
+
+    pub(super) fn print_text(r: &Report) {
+        println!("gradcode inspect: {}", r.file);
+        let or = |x: &Option<String>| x.clone().unwrap_or_else(|| "?".to_string());
+        let num = |x: Option<u64>| x.map_or("?".to_string(), |x| x.to_string());
+        match r.kind {
+            TraceKind::Train => {
+                println!(
+                    "training trace (gradcode {}): scheme {}, K = {} workers, seed {}",
+                    r.gradcode_version,
+                    or(&r.scheme),
+                    num(r.workers),
+                    num(r.seed)
+                );
+                println!();
+                if let Some(s) = &r.summary {
+                    print_summary(s);
+                }
+                match &r.model {
+                    Some(Some(m)) => line(
+                        "model",
+                        format!(
+                            "/model/theta: {} parameters{}, norm {:.6}{}",
+                            m.parameters,
+                            m.iteration
+                                .map_or(String::new(), |i| format!(" after iteration {i}")),
+                            m.norm,
+                            if m.non_finite > 0 {
+                                format!(", {} not finite", m.non_finite)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    ),
+                    _ => line("model", "no /model/theta"),
+                }
+                if let Some(Some(events)) = &r.timing {
+                    println!("timing of the master (/timing):");
+                    println!(
+                        "  {:<28}{:>12}{:>10}{:>12}",
+                        "event", "total", "count", "mean"
+                    );
+                    for e in events {
+                        let mean = if e.count > 0 {
+                            secs(e.total_s / e.count as f64)
+                        } else {
+                            "-".to_string()
+                        };
+                        println!(
+                            "  {:<28}{:>12}{:>10}{:>12}",
+                            e.event,
+                            secs(e.total_s),
+                            e.count,
+                            mean
+                        );
+                    }
+                }
+                print_extras(r);
+            }
+            TraceKind::Simulation => {
+                let schemes = r.schemes.as_deref().unwrap_or_default();
+                println!(
+                    "simulation trace (gradcode {}): {} scheme(s), K = {} workers, seed {}",
+                    r.gradcode_version,
+                    schemes.len(),
+                    num(r.workers),
+                    num(r.seed)
+                );
+                if let Some(unit) = schemes.iter().find_map(|s| s.model_time_unit_s) {
+                    println!(
+                        "times in seconds: one model time unit = {} (straggler.time_unit_ms); pooled over trials",
+                        secs(unit)
+                    );
+                }
+                println!();
+                println!(
+                    "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
+                    "scheme",
+                    "trials x it",
+                    "mean",
+                    "p50",
+                    "p99",
+                    "recovered",
+                    "messages",
+                    "stragglers",
+                    "even"
+                );
+                for s in schemes {
+                    let t = &s.summary.iteration_time_s;
+                    let f = |g: fn(&Distribution) -> f64| {
+                        t.as_ref().map_or("n/a".into(), |d| secs(g(d)))
+                    };
+                    let lengths: Vec<usize> =
+                        s.per_trial.iter().map(|t| t.summary.iterations).collect();
+                    let shape = match lengths.first() {
+                        Some(&n) if lengths.iter().all(|&l| l == n) => {
+                            format!("{} x {n}", s.trials)
+                        }
+                        _ => format!("{}: {} it", s.trials, s.summary.iterations),
+                    };
+                    println!(
+                        "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
+                        s.name,
+                        shape,
+                        f(|d| d.mean),
+                        f(|d| d.p50),
+                        f(|d| d.p99),
+                        s.summary
+                            .recovered_fraction
+                            .as_ref()
+                            .map_or("n/a".into(), |r| pct(r.mean)),
+                        s.summary
+                            .messages_received_per_iteration
+                            .map_or("n/a".into(), |m| format!("{m:.2}")),
+                        s.summary
+                            .stragglers
+                            .as_ref()
+                            .map_or("n/a".into(), |st| format!("{:.2}", st.mean_per_iteration)),
+                        s.summary
+                            .stragglers_per_cluster
+                            .as_ref()
+                            .map_or("-".into(), |c| pct(c.even_fraction)),
+                    );
+                }
+                println!(
+                    "\n`stragglers`: mean per iteration; `even`: share of clustered iterations whose most stragglers in one cluster is ceil(stragglers / P)."
+                );
+                for s in schemes {
+                    println!("\n== {}", s.name);
+                    print_summary(&s.summary);
+                }
+                print_extras(r);
+            }
+        }
+    }
+}

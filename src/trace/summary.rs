@@ -1,0 +1,685 @@
+//! Summaries of traces (`gradcode inspect`): pure functions of the datasets
+//! read from a trace, so they build and test without HDF5.
+//!
+//! Every dataset but `/iteration/duration_s` may be missing from a file (an
+//! older or newer writer, a trace cut short): the summary of what it would
+//! give is then `None` (`null` in JSON), never a made-up zero.
+
+use serde::Serialize;
+
+use super::IterationRecord;
+use crate::sim::stats::percentile;
+
+/// The `/iteration/` and `/worker/` datasets of one trace, each `None` when
+/// the file does not have it. Per-worker columns are row-major, iterations ×
+/// workers (entry `i * workers + k` is worker k + 1 in iteration i + 1).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TraceColumns {
+    pub workers: usize,
+    pub duration_s: Vec<f64>,
+    pub decode_s: Option<Vec<f64>>,
+    pub recovered_fraction: Option<Vec<f64>>,
+    pub messages_used: Option<Vec<u64>>,
+    pub messages_received: Option<Vec<u64>>,
+    pub stale_dropped: Option<Vec<u64>>,
+    pub train_loss: Option<Vec<f64>>,
+    pub test_loss: Option<Vec<f64>>,
+    pub finish_s: Option<Vec<f64>>,
+    pub straggling: Option<Vec<bool>>,
+    pub cluster: Option<Vec<i64>>,
+    pub used: Option<Vec<bool>>,
+    pub overrun_s: Option<Vec<f64>>,
+}
+
+impl TraceColumns {
+    /// Every dataset, from records (all of `workers` workers).
+    pub fn from_records(workers: usize, records: &[IterationRecord]) -> Self {
+        let col = |f: &dyn Fn(&IterationRecord) -> f64| records.iter().map(f).collect::<Vec<_>>();
+        let count = |f: &dyn Fn(&IterationRecord) -> u64| records.iter().map(f).collect::<Vec<_>>();
+        Self {
+            workers,
+            duration_s: col(&|r| r.duration_s),
+            decode_s: Some(col(&|r| r.decode_s)),
+            recovered_fraction: Some(col(&|r| r.recovered_fraction)),
+            messages_used: Some(count(&|r| r.messages_used)),
+            messages_received: Some(count(&|r| r.messages_received)),
+            stale_dropped: Some(count(&|r| r.stale_dropped)),
+            train_loss: Some(col(&|r| r.train_loss)),
+            test_loss: Some(col(&|r| r.test_loss)),
+            finish_s: Some(records.iter().flat_map(|r| r.finish_s.clone()).collect()),
+            straggling: Some(records.iter().flat_map(|r| r.straggling.clone()).collect()),
+            cluster: Some(records.iter().flat_map(|r| r.cluster.clone()).collect()),
+            used: Some(records.iter().flat_map(|r| r.used.clone()).collect()),
+            overrun_s: Some(records.iter().flat_map(|r| r.overrun_s.clone()).collect()),
+        }
+    }
+
+    /// Iterations: the length of `/iteration/duration_s`.
+    pub fn iterations(&self) -> usize {
+        self.duration_s.len()
+    }
+
+    /// The datasets whose length does not fit `iterations()` (and `workers`
+    /// for `/worker/`), by their path in the schema.
+    pub fn misshapen(&self) -> Vec<&'static str> {
+        let n = self.iterations();
+        let nk = n * self.workers;
+        let mut bad = Vec::new();
+        let mut check = |name: &'static str, len: Option<usize>, want: usize| {
+            if len.is_some_and(|l| l != want) {
+                bad.push(name);
+            }
+        };
+        check(
+            "iteration/decode_s",
+            self.decode_s.as_ref().map(Vec::len),
+            n,
+        );
+        check(
+            "iteration/recovered_fraction",
+            self.recovered_fraction.as_ref().map(Vec::len),
+            n,
+        );
+        check(
+            "iteration/messages_used",
+            self.messages_used.as_ref().map(Vec::len),
+            n,
+        );
+        check(
+            "iteration/messages_received",
+            self.messages_received.as_ref().map(Vec::len),
+            n,
+        );
+        check(
+            "iteration/stale_dropped",
+            self.stale_dropped.as_ref().map(Vec::len),
+            n,
+        );
+        check(
+            "iteration/train_loss",
+            self.train_loss.as_ref().map(Vec::len),
+            n,
+        );
+        check(
+            "iteration/test_loss",
+            self.test_loss.as_ref().map(Vec::len),
+            n,
+        );
+        check("worker/finish_s", self.finish_s.as_ref().map(Vec::len), nk);
+        check(
+            "worker/straggling",
+            self.straggling.as_ref().map(Vec::len),
+            nk,
+        );
+        check("worker/cluster", self.cluster.as_ref().map(Vec::len), nk);
+        check("worker/used", self.used.as_ref().map(Vec::len), nk);
+        check(
+            "worker/overrun_s",
+            self.overrun_s.as_ref().map(Vec::len),
+            nk,
+        );
+        bad
+    }
+}
+
+/// Mean and percentiles of the finite values of a series.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Distribution {
+    /// Finite values summarised (NaN entries, "not measured", are left out).
+    pub count: usize,
+    pub mean: f64,
+    /// Median, linear interpolation between ranks (numpy's default), as `simulate`'s p50.
+    pub p50: f64,
+    pub p99: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Distribution {
+    /// `None` when no value is finite.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Self> {
+        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(Self {
+            count: v.len(),
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            p50: percentile(&v, 0.5),
+            p99: percentile(&v, 0.99),
+            min: v[0],
+            max: v[v.len() - 1],
+        })
+    }
+}
+
+/// `/iteration/recovered_fraction`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recovered {
+    pub mean: f64,
+    pub min: f64,
+    /// Share of the iterations that recovered the full gradient (fraction 1).
+    pub full_fraction: f64,
+}
+
+/// `/iteration/stale_dropped`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stale {
+    /// Results of older iterations received and dropped during the iterations of the trace.
+    pub total: u64,
+    /// Iterations that dropped at least one.
+    pub iterations: usize,
+}
+
+/// `/worker/overrun_s`: emulation that could not keep its sampled times.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overrun {
+    /// Worker-iterations whose real work ran past the emulated due time (overrun > 0).
+    pub count: usize,
+    /// `count` over every worker-iteration.
+    pub fraction: f64,
+    pub total_s: f64,
+    pub max_s: f64,
+}
+
+/// `/worker/straggling`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stragglers {
+    pub mean_per_iteration: f64,
+    pub max_per_iteration: usize,
+    /// Share of the iterations in which each worker straggled, worker 1 first.
+    pub per_worker_fraction: Vec<f64>,
+}
+
+/// `/worker/cluster`: how the clusters were formed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Clusters {
+    /// P: the largest cluster id.
+    pub count: usize,
+    /// Iterations in which at least one worker was in a cluster.
+    pub clustered_iterations: usize,
+    /// Iterations whose cluster of some worker differs from the previous
+    /// iteration's (the first iteration of a trace never counts).
+    pub changes: usize,
+}
+
+/// Straggling workers per cluster (`/worker/straggling` by `/worker/cluster`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClusterStragglers {
+    /// Per cluster, cluster 1 first, over the clustered iterations.
+    pub per_cluster: Vec<ClusterCount>,
+    /// Share of the clustered iterations in which the most stragglers in one
+    /// cluster is ceil(S / P), S the stragglers in clusters: the spread is as
+    /// even as any split into P clusters allows (whatever the assignment).
+    pub even_fraction: f64,
+    /// Per iteration, the stragglers in clusters 1..P (`null`: no worker in
+    /// a cluster that iteration). `None` in a pooled summary.
+    pub series: Option<Vec<Option<Vec<u32>>>>,
+}
+
+/// Stragglers in one cluster per iteration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClusterCount {
+    /// 1-based cluster id.
+    pub cluster: usize,
+    pub mean: f64,
+    pub max: u32,
+}
+
+/// A loss series (NaN where not evaluated).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Loss {
+    /// Iterations with a finite value.
+    pub evaluated: usize,
+    pub first: f64,
+    /// 1-based iteration of `first`.
+    pub first_iteration: usize,
+    /// The last finite value, at `final_iteration` (1-based).
+    #[serde(rename = "final")]
+    pub last: f64,
+    pub final_iteration: usize,
+    pub min: f64,
+    /// 1-based iteration of `min` (the first if several).
+    pub min_iteration: usize,
+}
+
+impl Loss {
+    fn of(values: &[f64]) -> Option<Self> {
+        let finite: Vec<(usize, f64)> = values
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, x)| x.is_finite())
+            .collect();
+        let &(first_i, first) = finite.first()?;
+        let &(last_i, last) = finite.last()?;
+        let &(min_i, min) = finite
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))?;
+        Some(Self {
+            evaluated: finite.len(),
+            first,
+            first_iteration: first_i + 1,
+            last,
+            final_iteration: last_i + 1,
+            min,
+            min_iteration: min_i + 1,
+        })
+    }
+}
+
+/// What `inspect` says about a trace, or about several traces pooled (the
+/// trials of one simulated scheme). Every field is `None` when the datasets
+/// it needs are missing or hold no finite value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub iterations: usize,
+    /// Sum of the finite iteration times.
+    pub total_time_s: f64,
+    /// `/iteration/duration_s`.
+    pub iteration_time_s: Option<Distribution>,
+    /// `/iteration/decode_s` (NaN, not measured, in a simulation).
+    pub decode_time_s: Option<Distribution>,
+    pub recovered_fraction: Option<Recovered>,
+    pub messages_received_per_iteration: Option<f64>,
+    pub messages_used_per_iteration: Option<f64>,
+    /// Workers with a result received in time (`/worker/finish_s` finite), per iteration.
+    pub workers_received_per_iteration: Option<f64>,
+    /// Workers with a non-zero decoding weight (`/worker/used`), per iteration.
+    pub workers_used_per_iteration: Option<f64>,
+    pub stale_dropped: Option<Stale>,
+    /// `/worker/overrun_s` (0 everywhere in a simulation).
+    pub overrun: Option<Overrun>,
+    pub stragglers: Option<Stragglers>,
+    pub clusters: Option<Clusters>,
+    pub stragglers_per_cluster: Option<ClusterStragglers>,
+    /// Losses: only for one trace (`None` when pooled).
+    pub train_loss: Option<Loss>,
+    pub test_loss: Option<Loss>,
+}
+
+fn mean_of(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for v in values.into_iter().filter(|x| x.is_finite()) {
+        sum += v;
+        n += 1;
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// All parts have the column: their values in order.
+fn pooled<'a, T: Copy + 'a>(
+    parts: &[&'a TraceColumns],
+    get: impl Fn(&'a TraceColumns) -> Option<&'a Vec<T>>,
+) -> Option<Vec<T>> {
+    let mut out = Vec::new();
+    for p in parts {
+        out.extend_from_slice(get(p)?);
+    }
+    Some(out)
+}
+
+/// Per-worker rows of every part (`None` when a part lacks the column).
+fn rows<'a, T: 'a>(
+    parts: &[&'a TraceColumns],
+    get: impl Fn(&'a TraceColumns) -> Option<&'a Vec<T>>,
+) -> Option<Vec<Vec<&'a [T]>>> {
+    parts
+        .iter()
+        .map(|p| {
+            let v = get(p)?;
+            Some(if p.workers == 0 {
+                vec![&v[..0]; p.iterations()]
+            } else {
+                v.chunks(p.workers).collect()
+            })
+        })
+        .collect()
+}
+
+/// Summarise one trace (`parts = [trace]`, with the per-iteration series)
+/// or pool several of the same scheme (the trials of a simulation: values
+/// pooled over every iteration of every trial, no series, no losses).
+/// Every part must have [`TraceColumns::misshapen`] empty.
+pub fn summarize(parts: &[&TraceColumns]) -> Summary {
+    let single = parts.len() == 1;
+    let iterations: usize = parts.iter().map(|p| p.iterations()).sum();
+    let durations = pooled(parts, |p| Some(&p.duration_s)).unwrap_or_default();
+    let recovered_fraction = pooled(parts, |p| p.recovered_fraction.as_ref()).and_then(|v| {
+        let finite: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
+        let n = finite.len();
+        (n > 0).then(|| Recovered {
+            mean: finite.iter().sum::<f64>() / n as f64,
+            min: finite.iter().copied().fold(f64::INFINITY, f64::min),
+            full_fraction: finite.iter().filter(|&&x| x >= 1.0 - 1e-12).count() as f64 / n as f64,
+        })
+    });
+    let per_iteration_mean =
+        |v: Option<Vec<u64>>| v.and_then(|v| mean_of(v.into_iter().map(|x| x as f64)));
+    let stale_dropped = pooled(parts, |p| p.stale_dropped.as_ref()).map(|v| Stale {
+        total: v.iter().sum(),
+        iterations: v.iter().filter(|&&x| x > 0).count(),
+    });
+    let overrun = pooled(parts, |p| p.overrun_s.as_ref()).and_then(|v| {
+        let finite: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
+        (!finite.is_empty()).then(|| {
+            let count = finite.iter().filter(|&&x| x > 0.0).count();
+            Overrun {
+                count,
+                fraction: count as f64 / finite.len() as f64,
+                total_s: finite.iter().filter(|&&x| x > 0.0).sum(),
+                max_s: finite.iter().copied().fold(0.0, f64::max),
+            }
+        })
+    });
+    let finish = rows(parts, |p| p.finish_s.as_ref());
+    let workers_received_per_iteration = finish.and_then(|r| {
+        mean_of(
+            r.iter()
+                .flatten()
+                .map(|row| row.iter().filter(|x| x.is_finite()).count() as f64),
+        )
+    });
+    let workers_used_per_iteration = rows(parts, |p| p.used.as_ref()).and_then(|r| {
+        mean_of(
+            r.iter()
+                .flatten()
+                .map(|row| row.iter().filter(|&&u| u).count() as f64),
+        )
+    });
+    let straggling = rows(parts, |p| p.straggling.as_ref());
+    let cluster = rows(parts, |p| p.cluster.as_ref());
+    let workers = parts.iter().map(|p| p.workers).max().unwrap_or(0);
+    let stragglers = straggling
+        .as_ref()
+        .and_then(|r| straggler_stats(r, workers));
+    let clusters = cluster.as_ref().and_then(|r| cluster_stats(r));
+    let stragglers_per_cluster = match (&straggling, &cluster, &clusters) {
+        (Some(s), Some(c), Some(info)) => Some(cluster_stragglers(s, c, info.count, single)),
+        _ => None,
+    };
+    let loss = |get: fn(&TraceColumns) -> Option<&Vec<f64>>| {
+        if single {
+            get(parts[0]).and_then(|v| Loss::of(v))
+        } else {
+            None
+        }
+    };
+    Summary {
+        iterations,
+        total_time_s: durations.iter().filter(|x| x.is_finite()).sum(),
+        iteration_time_s: Distribution::of(durations.iter().copied()),
+        decode_time_s: pooled(parts, |p| p.decode_s.as_ref()).and_then(Distribution::of),
+        recovered_fraction,
+        messages_received_per_iteration: per_iteration_mean(pooled(parts, |p| {
+            p.messages_received.as_ref()
+        })),
+        messages_used_per_iteration: per_iteration_mean(pooled(parts, |p| {
+            p.messages_used.as_ref()
+        })),
+        workers_received_per_iteration,
+        workers_used_per_iteration,
+        stale_dropped,
+        overrun,
+        stragglers,
+        clusters,
+        stragglers_per_cluster,
+        train_loss: loss(|p| p.train_loss.as_ref()),
+        test_loss: loss(|p| p.test_loss.as_ref()),
+    }
+}
+
+fn straggler_stats(parts: &[Vec<&[bool]>], workers: usize) -> Option<Stragglers> {
+    let all: Vec<&[bool]> = parts.iter().flatten().copied().collect();
+    if all.is_empty() {
+        return None;
+    }
+    let counts: Vec<usize> = all
+        .iter()
+        .map(|row| row.iter().filter(|&&s| s).count())
+        .collect();
+    let mut per_worker = vec![0usize; workers];
+    for row in &all {
+        for (k, &s) in row.iter().enumerate() {
+            per_worker[k] += usize::from(s);
+        }
+    }
+    let n = all.len() as f64;
+    Some(Stragglers {
+        mean_per_iteration: counts.iter().sum::<usize>() as f64 / n,
+        max_per_iteration: counts.iter().copied().max().unwrap_or(0),
+        per_worker_fraction: per_worker.iter().map(|&c| c as f64 / n).collect(),
+    })
+}
+
+fn cluster_stats(parts: &[Vec<&[i64]>]) -> Option<Clusters> {
+    let count = parts
+        .iter()
+        .flatten()
+        .flat_map(|row| row.iter())
+        .copied()
+        .max()
+        .filter(|&c| c >= 1)? as usize;
+    let clustered_iterations = parts
+        .iter()
+        .flatten()
+        .filter(|row| row.iter().any(|&c| c >= 1))
+        .count();
+    let changes = parts
+        .iter()
+        .map(|rows| rows.windows(2).filter(|w| w[0] != w[1]).count())
+        .sum();
+    Some(Clusters {
+        count,
+        clustered_iterations,
+        changes,
+    })
+}
+
+fn cluster_stragglers(
+    straggling: &[Vec<&[bool]>],
+    cluster: &[Vec<&[i64]>],
+    count: usize,
+    with_series: bool,
+) -> ClusterStragglers {
+    let mut series = Vec::new();
+    for (s_rows, c_rows) in straggling.iter().zip(cluster) {
+        for (s, c) in s_rows.iter().zip(c_rows) {
+            if !c.iter().any(|&id| id >= 1) {
+                series.push(None);
+                continue;
+            }
+            let mut row = vec![0u32; count];
+            for (&straggles, &id) in s.iter().zip(c.iter()) {
+                if straggles && id >= 1 {
+                    row[id as usize - 1] += 1;
+                }
+            }
+            series.push(Some(row));
+        }
+    }
+    let clustered: Vec<&Vec<u32>> = series.iter().flatten().collect();
+    let n = clustered.len().max(1) as f64;
+    let per_cluster = (0..count)
+        .map(|p| ClusterCount {
+            cluster: p + 1,
+            mean: clustered.iter().map(|r| f64::from(r[p])).sum::<f64>() / n,
+            max: clustered.iter().map(|r| r[p]).max().unwrap_or(0),
+        })
+        .collect();
+    let even = clustered
+        .iter()
+        .filter(|r| {
+            let total: u32 = r.iter().sum();
+            r.iter().copied().max().unwrap_or(0) == total.div_ceil(count as u32)
+        })
+        .count();
+    ClusterStragglers {
+        per_cluster,
+        even_fraction: even as f64 / n,
+        series: with_series.then_some(series),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three workers, four iterations, clusters {1, 2} and {3} then re-formed.
+    fn columns() -> TraceColumns {
+        let mut records = Vec::new();
+        let straggling = [
+            [true, false, false],
+            [true, true, false],
+            [false, false, false],
+            [false, true, true],
+        ];
+        let cluster = [[1, 1, 2], [1, 1, 2], [-1, -1, -1], [1, 2, 1]];
+        for i in 0..4 {
+            let mut r = IterationRecord::new(3);
+            r.duration_s = (i + 1) as f64;
+            r.decode_s = f64::NAN;
+            r.recovered_fraction = if i == 1 { 0.5 } else { 1.0 };
+            r.messages_received = 3;
+            r.messages_used = 2;
+            r.stale_dropped = if i == 3 { 2 } else { 0 };
+            r.train_loss = if i % 2 == 0 {
+                10.0 - i as f64
+            } else {
+                f64::NAN
+            };
+            r.straggling = straggling[i].to_vec();
+            r.cluster = cluster[i].to_vec();
+            r.finish_s = vec![1.0, f64::NAN, 2.0];
+            r.used = vec![true, false, i == 0];
+            r.overrun_s = vec![0.0, if i == 2 { 0.25 } else { 0.0 }, 0.0];
+            records.push(r);
+        }
+        TraceColumns::from_records(3, &records)
+    }
+
+    #[test]
+    fn a_trace_summary_counts_what_the_records_say() {
+        let c = columns();
+        assert!(c.misshapen().is_empty());
+        let s = summarize(&[&c]);
+        assert_eq!(s.iterations, 4);
+        assert_eq!(s.total_time_s, 10.0);
+        let t = s.iteration_time_s.unwrap();
+        assert_eq!(
+            (t.count, t.mean, t.p50, t.min, t.max),
+            (4, 2.5, 2.5, 1.0, 4.0)
+        );
+        assert!((t.p99 - 3.97).abs() < 1e-12);
+        assert_eq!(s.decode_time_s, None, "all NaN: not measured");
+        let r = s.recovered_fraction.unwrap();
+        assert_eq!((r.mean, r.min, r.full_fraction), (0.875, 0.5, 0.75));
+        assert_eq!(s.messages_received_per_iteration, Some(3.0));
+        assert_eq!(s.messages_used_per_iteration, Some(2.0));
+        assert_eq!(s.workers_received_per_iteration, Some(2.0));
+        assert_eq!(s.workers_used_per_iteration, Some(1.25));
+        assert_eq!(
+            s.stale_dropped,
+            Some(Stale {
+                total: 2,
+                iterations: 1
+            })
+        );
+        let st = s.stragglers.unwrap();
+        assert_eq!((st.mean_per_iteration, st.max_per_iteration), (1.25, 2));
+        assert_eq!(st.per_worker_fraction, vec![0.5, 0.5, 0.25]);
+        let cl = s.clusters.unwrap();
+        // Iteration 3 is unclustered: 2 → 3 and 3 → 4 both change.
+        assert_eq!((cl.count, cl.clustered_iterations, cl.changes), (2, 3, 2));
+        let spc = s.stragglers_per_cluster.unwrap();
+        assert_eq!(
+            spc.series.unwrap(),
+            vec![Some(vec![1, 0]), Some(vec![2, 0]), None, Some(vec![1, 1])]
+        );
+        assert_eq!(spc.per_cluster[0].mean, 4.0 / 3.0);
+        assert_eq!(spc.per_cluster[0].max, 2);
+        assert_eq!(spc.per_cluster[1].mean, 1.0 / 3.0);
+        // [1, 0]: max 1 = ceil(1/2); [2, 0]: 2 > ceil(2/2); [1, 1]: even.
+        assert_eq!(spc.even_fraction, 2.0 / 3.0);
+        let loss = s.train_loss.unwrap();
+        assert_eq!(
+            (loss.evaluated, loss.first, loss.last, loss.final_iteration),
+            (2, 10.0, 8.0, 3)
+        );
+        assert_eq!((loss.min, loss.min_iteration), (8.0, 3));
+        assert_eq!(s.test_loss, None, "never evaluated");
+    }
+
+    #[test]
+    fn pooled_summaries_pool_values_and_drop_series_and_losses() {
+        let c = columns();
+        let s = summarize(&[&c, &c]);
+        assert_eq!(s.iterations, 8);
+        assert_eq!(s.total_time_s, 20.0);
+        assert_eq!(s.iteration_time_s.unwrap().count, 8);
+        assert_eq!(
+            s.stale_dropped,
+            Some(Stale {
+                total: 4,
+                iterations: 2
+            })
+        );
+        // Trial boundaries are not changes.
+        assert_eq!(s.clusters.unwrap().changes, 4);
+        let spc = s.stragglers_per_cluster.unwrap();
+        assert_eq!(spc.series, None);
+        assert_eq!(spc.even_fraction, 2.0 / 3.0);
+        assert_eq!(s.train_loss, None);
+    }
+
+    #[test]
+    fn missing_datasets_give_none_not_zero() {
+        let mut c = columns();
+        c.stale_dropped = None;
+        c.straggling = None;
+        c.recovered_fraction = None;
+        c.overrun_s = None;
+        let s = summarize(&[&c]);
+        assert_eq!(s.overrun, None);
+        assert_eq!(s.stale_dropped, None);
+        assert_eq!(s.stragglers, None);
+        assert_eq!(s.stragglers_per_cluster, None);
+        assert_eq!(s.recovered_fraction, None);
+        assert!(
+            s.clusters.is_some(),
+            "the clusters need only /worker/cluster"
+        );
+        // One missing part makes the pooled column missing.
+        let full = columns();
+        assert_eq!(summarize(&[&full, &c]).stale_dropped, None);
+    }
+
+    #[test]
+    fn misshapen_columns_are_named() {
+        let mut c = columns();
+        c.test_loss = Some(vec![1.0]);
+        c.cluster = Some(vec![1; 5]);
+        assert_eq!(c.misshapen(), vec!["iteration/test_loss", "worker/cluster"]);
+    }
+
+    #[test]
+    fn unclustered_traces_have_no_cluster_statistics() {
+        let mut c = columns();
+        c.cluster = Some(vec![-1; 12]);
+        let s = summarize(&[&c]);
+        assert_eq!(s.clusters, None);
+        assert_eq!(s.stragglers_per_cluster, None);
+    }
+
+    #[test]
+    fn empty_traces_summarise_to_nothing() {
+        let c = TraceColumns::from_records(3, &[]);
+        let s = summarize(&[&c]);
+        assert_eq!(s.iterations, 0);
+        assert_eq!(s.iteration_time_s, None);
+        assert_eq!(s.stragglers, None);
+        assert_eq!(s.clusters, None);
+        assert_eq!(s.train_loss, None);
+    }
+}

@@ -1,0 +1,602 @@
+//! `gradcode inspect`: text and JSON summaries of training traces (written
+//! here through `TraceWriter`) and of simulation traces (`simulate --out`),
+//! checked against the records read back independently; missing optional
+//! datasets and datasets outside the schema; bad files → one line naming the
+//! file, status 2, nothing on stdout.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn gradcode(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(args)
+        .output()
+        .expect("run gradcode")
+}
+
+fn dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inspect");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit 2, one stderr line naming `file` and containing `rule`, nothing on stdout.
+fn assert_rejected(o: &Output, file: &Path, rule: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "status {:?}: {err}", o.status);
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    assert!(
+        err.starts_with(&format!("error: {}: ", file.display())),
+        "does not name {}: {err}",
+        file.display()
+    );
+    assert!(err.contains(rule), "does not say `{rule}`: {err}");
+    assert!(o.stdout.is_empty(), "wrote to stdout: {}", stdout(o));
+}
+
+#[cfg(not(feature = "hdf5"))]
+#[test]
+fn inspect_needs_hdf5() {
+    let file = dir().join("any.h5");
+    let o = gradcode(&["inspect", file.to_str().unwrap()]);
+    assert_rejected(&o, &file, "HDF5 support");
+}
+
+#[cfg(feature = "hdf5")]
+mod with_hdf5 {
+    use super::*;
+    use gradcode::trace::{IterationRecord, TimingEvent, TraceMeta, TraceWriter, read_trace};
+    use serde_json::Value;
+
+    const K: usize = 6;
+    const ITERATIONS: usize = 40;
+
+    /// One test at a time: a child process inherits the HDF5 files another
+    /// test thread has open, and with them HDF5's lock on the file.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn json(o: &Output) -> Value {
+        assert!(o.status.success(), "failed: {}", stderr(o));
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
+    }
+
+    /// Iteration i of a synthetic gc-dc run: K = 6 in P = 2 clusters of 3,
+    /// re-formed every 10 iterations, iteration 7 unclustered; workers
+    /// straggle in a fixed pattern; train loss every iteration, test every 5th.
+    fn record(i: usize) -> IterationRecord {
+        let mut r = IterationRecord::new(K);
+        r.duration_s = 0.01 * (1 + i % 7) as f64;
+        r.decode_s = 1e-4 * (1 + i % 3) as f64;
+        r.recovered_fraction = if i % 8 == 3 { 0.5 } else { 1.0 };
+        r.messages_received = 5 + (i % 2) as u64;
+        r.messages_used = 4;
+        r.stale_dropped = u64::from(i % 9 == 0);
+        r.train_loss = 1.0 / (1 + i) as f64;
+        r.test_loss = if i % 5 == 4 {
+            2.0 / (1 + i) as f64
+        } else {
+            f64::NAN
+        };
+        for w in 0..K {
+            r.straggling[w] = (w * 7 + i * 3) % 5 < 2;
+            r.cluster[w] = if i == 7 {
+                -1
+            } else {
+                ((w + i / 10) % 2) as i64 + 1
+            };
+            r.finish_s[w] = if r.straggling[w] {
+                f64::NAN
+            } else {
+                0.001 * w as f64
+            };
+            r.used[w] = !r.straggling[w] && w % 2 == 0;
+            r.overrun_s[w] = if (i + w) % 16 == 0 { 0.002 } else { 0.0 };
+        }
+        r
+    }
+
+    fn records() -> Vec<IterationRecord> {
+        (0..ITERATIONS).map(record).collect()
+    }
+
+    fn write_run(name: &str) -> PathBuf {
+        let path = dir().join(name);
+        let meta = TraceMeta {
+            scheme: "gc-dc".into(),
+            workers: K,
+            config_toml: "workers = 6\n[scheme]\nkind = \"gc-dc\"\n".into(),
+            seed: 7,
+        };
+        let mut w = TraceWriter::create(&path, &meta).unwrap();
+        for r in records() {
+            w.append(&r).unwrap();
+        }
+        w.write_theta(ITERATIONS as u64, &[3.0, 4.0]).unwrap();
+        w.write_timing(&[
+            TimingEvent {
+                event: "decode".into(),
+                total_s: 0.5,
+                count: ITERATIONS as u64,
+            },
+            TimingEvent {
+                event: "wait".into(),
+                total_s: 1.25,
+                count: 0,
+            },
+        ])
+        .unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    fn f(v: &Value) -> f64 {
+        v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+    }
+
+    /// The series by hand: stragglers per cluster, null when unclustered.
+    fn series_of(records: &[IterationRecord], clusters: usize) -> Vec<Option<Vec<u64>>> {
+        records
+            .iter()
+            .map(|r| {
+                if r.cluster.iter().all(|&c| c < 1) {
+                    return None;
+                }
+                let mut row = vec![0u64; clusters];
+                for w in 0..r.workers() {
+                    if r.straggling[w] && r.cluster[w] >= 1 {
+                        row[r.cluster[w] as usize - 1] += 1;
+                    }
+                }
+                Some(row)
+            })
+            .collect()
+    }
+
+    fn series_in(v: &Value) -> Vec<Option<Vec<u64>>> {
+        v.as_array()
+            .expect("series is a list")
+            .iter()
+            .map(|row| {
+                row.as_array()
+                    .map(|r| r.iter().map(|x| x.as_u64().unwrap()).collect())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_training_trace_summary_matches_its_records() {
+        let _serial = serial();
+        let path = write_run("run.h5");
+        let recs = records();
+        let v = json(&gradcode(&["inspect", path.to_str().unwrap(), "--json"]));
+        assert_eq!(v["kind"], "train");
+        assert_eq!(v["scheme"], "gc-dc");
+        assert_eq!(v["workers"], K as u64);
+        assert_eq!(v["seed"], 7);
+        assert_eq!(v["gradcode_version"], env!("CARGO_PKG_VERSION"));
+        let s = &v["summary"];
+        assert_eq!(s["iterations"], ITERATIONS as u64);
+        let mut durations: Vec<f64> = recs.iter().map(|r| r.duration_s).collect();
+        let total: f64 = durations.iter().sum();
+        assert!(close(f(&s["total_time_s"]), total));
+        assert!(close(
+            f(&s["iteration_time_s"]["mean"]),
+            total / ITERATIONS as f64
+        ));
+        durations.sort_by(f64::total_cmp);
+        // 40 values: p50 between ranks 19 and 20, p99 at 38.61.
+        assert!(close(
+            f(&s["iteration_time_s"]["p50"]),
+            (durations[19] + durations[20]) / 2.0
+        ));
+        let p99 = durations[38] + 0.61 * (durations[39] - durations[38]);
+        assert!(close(f(&s["iteration_time_s"]["p99"]), p99));
+        assert_eq!(f(&s["iteration_time_s"]["max"]), 0.07);
+        assert_eq!(s["decode_time_s"]["count"], ITERATIONS as u64);
+        let partial = recs.iter().filter(|r| r.recovered_fraction < 1.0).count();
+        assert!(close(
+            f(&s["recovered_fraction"]["full_fraction"]),
+            1.0 - partial as f64 / ITERATIONS as f64
+        ));
+        assert_eq!(f(&s["recovered_fraction"]["min"]), 0.5);
+        assert_eq!(f(&s["messages_received_per_iteration"]), 5.5);
+        assert_eq!(f(&s["messages_used_per_iteration"]), 4.0);
+        let stale: u64 = recs.iter().map(|r| r.stale_dropped).sum();
+        assert_eq!(s["stale_dropped"]["total"], stale);
+        assert_eq!(s["stale_dropped"]["iterations"], stale);
+        let overruns: Vec<f64> = recs
+            .iter()
+            .flat_map(|r| r.overrun_s.iter().copied())
+            .filter(|&x| x > 0.0)
+            .collect();
+        assert!(!overruns.is_empty());
+        assert_eq!(s["overrun"]["count"], overruns.len() as u64);
+        assert!(close(
+            f(&s["overrun"]["total_s"]),
+            overruns.iter().sum::<f64>()
+        ));
+        assert_eq!(f(&s["overrun"]["max_s"]), 0.002);
+        assert_eq!(
+            v["timing"],
+            serde_json::json!([
+                {"event": "decode", "total_s": 0.5, "count": 40},
+                {"event": "wait", "total_s": 1.25, "count": 0}
+            ])
+        );
+        // Stragglers: per worker share, per iteration mean.
+        let per_worker: Vec<f64> = (0..K)
+            .map(|w| recs.iter().filter(|r| r.straggling[w]).count() as f64 / ITERATIONS as f64)
+            .collect();
+        let got: Vec<f64> = s["stragglers"]["per_worker_fraction"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(f)
+            .collect();
+        assert_eq!(got, per_worker);
+        // Clusters: P = 2; iteration 7 unclustered; re-formed at 10, 20, 30
+        // (labels swap) and around 7 (into and out of "unclustered").
+        assert_eq!(s["clusters"]["count"], 2);
+        assert_eq!(s["clusters"]["clustered_iterations"], ITERATIONS as u64 - 1);
+        assert_eq!(s["clusters"]["changes"], 5);
+        let spc = &s["stragglers_per_cluster"];
+        let want = series_of(&recs, 2);
+        assert_eq!(series_in(&spc["series"]), want);
+        let clustered: Vec<&Vec<u64>> = want.iter().flatten().collect();
+        for p in 0..2 {
+            let mean = clustered.iter().map(|r| r[p] as f64).sum::<f64>() / clustered.len() as f64;
+            assert!(close(f(&spc["per_cluster"][p]["mean"]), mean));
+            assert_eq!(spc["per_cluster"][p]["cluster"], p as u64 + 1);
+            assert_eq!(
+                spc["per_cluster"][p]["max"],
+                clustered.iter().map(|r| r[p]).max().unwrap()
+            );
+        }
+        let even = clustered
+            .iter()
+            .filter(|r| r[0].abs_diff(r[1]) <= 1)
+            .count() as f64
+            / clustered.len() as f64;
+        assert!(close(f(&spc["even_fraction"]), even));
+        // Losses: final values and where.
+        assert_eq!(s["train_loss"]["final_iteration"], ITERATIONS as u64);
+        assert!(close(f(&s["train_loss"]["final"]), 1.0 / ITERATIONS as f64));
+        assert_eq!(s["train_loss"]["first"], 1.0);
+        assert_eq!(s["test_loss"]["evaluated"], 8);
+        assert_eq!(s["test_loss"]["final_iteration"], 40);
+        assert_eq!(s["test_loss"]["first_iteration"], 5);
+        // The model.
+        assert_eq!(v["model"]["parameters"], 2);
+        assert_eq!(v["model"]["iteration"], ITERATIONS as u64);
+        assert_eq!(f(&v["model"]["norm"]), 5.0);
+        assert_eq!(v["extra_datasets"], serde_json::json!([]));
+        assert_eq!(v["extra_groups"], serde_json::json!([]));
+        assert!(v.get("schemes").is_none());
+
+        let o = gradcode(&["inspect", path.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(o.stderr.is_empty(), "{}", stderr(&o));
+        let text = stdout(&o);
+        for needle in [
+            "training trace (gradcode 0.1.0): scheme gc-dc, K = 6 workers, seed 7",
+            "iterations            40 (",
+            "iteration time        mean 38.750 ms, p50",
+            "stale results         5 dropped, in 5 iterations",
+            "clusters              P = 2, clustered in 39 iterations, re-formed in 5",
+            "stragglers per cluster",
+            "train loss            1.000000 (iteration 1) → 0.025000 (iteration 40)",
+            "model                 /model/theta: 2 parameters after iteration 40, norm 5.000000",
+            "overruns              13 worker-iterations (5.4%) ran past their emulated time: 26.000 ms in total, max 2.000 ms",
+            "  decode                        500.000 ms        40   12.500 ms",
+            "  wait                             1.250 s         0           -",
+        ] {
+            assert!(text.contains(needle), "no `{needle}` in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn optional_datasets_may_be_missing_and_extra_ones_are_listed() {
+        let _serial = serial();
+        let path = write_run("run-extras.h5");
+        {
+            let file = hdf5::File::open_rw(&path).unwrap();
+            file.unlink("iteration/stale_dropped").unwrap();
+            file.unlink("iteration/test_loss").unwrap();
+            file.unlink("worker/cluster").unwrap();
+            file.unlink("model").unwrap();
+            file.unlink("timing").unwrap();
+            file.unlink("worker/overrun_s").unwrap();
+            let overrun: Vec<f64> = (0..ITERATIONS * K)
+                .map(|i| if i % 10 == 0 { 0.5 } else { 0.0 })
+                .collect();
+            let ds = file
+                .group("worker")
+                .unwrap()
+                .new_dataset::<f64>()
+                .shape((ITERATIONS, K))
+                .create("queue_s")
+                .unwrap();
+            ds.write_raw(&overrun).unwrap();
+            let unit: hdf5::types::VarLenUnicode = "s".parse().unwrap();
+            ds.new_attr::<hdf5::types::VarLenUnicode>()
+                .create("unit")
+                .unwrap()
+                .write_scalar(&unit)
+                .unwrap();
+            let notes = file.create_group("notes").unwrap();
+            notes
+                .new_attr::<f64>()
+                .create("compute_s")
+                .unwrap()
+                .write_scalar(&1.25)
+                .unwrap();
+        }
+        let v = json(&gradcode(&["inspect", path.to_str().unwrap(), "--json"]));
+        let s = &v["summary"];
+        assert_eq!(s["iterations"], ITERATIONS as u64);
+        for gone in [
+            "stale_dropped",
+            "test_loss",
+            "clusters",
+            "stragglers_per_cluster",
+        ] {
+            assert!(s[gone].is_null(), "{gone}: {}", s[gone]);
+        }
+        assert!(s["stragglers"].is_object(), "straggling is still there");
+        assert!(v["model"].is_null());
+        assert!(v["timing"].is_null());
+        let extra = &v["extra_datasets"];
+        assert_eq!(extra.as_array().unwrap().len(), 1, "{extra}");
+        assert_eq!(extra[0]["path"], "/worker/queue_s");
+        assert_eq!(extra[0]["shape"], serde_json::json!([ITERATIONS, K]));
+        assert_eq!(extra[0]["unit"], "s");
+        assert_eq!(f(&extra[0]["values"]["max"]), 0.5);
+        assert!(close(f(&extra[0]["values"]["mean"]), 0.05));
+        assert_eq!(v["extra_groups"][0]["path"], "/notes");
+        assert_eq!(v["extra_groups"][0]["attributes"]["compute_s"], 1.25);
+
+        let o = gradcode(&["inspect", path.to_str().unwrap()]);
+        let text = stdout(&o);
+        assert!(o.status.success(), "{}", stderr(&o));
+        for needle in [
+            "stale results         not recorded",
+            "clusters              none",
+            "model                 no /model/theta",
+            "overruns              not recorded",
+            "other dataset         /worker/queue_s [40, 6] s: mean 50.000 ms, max 500.000 ms",
+            "other attributes      /notes: compute_s = 1.25",
+        ] {
+            assert!(text.contains(needle), "no `{needle}` in:\n{text}");
+        }
+    }
+
+    const SIM: &str = "workers = 12\nseed = 3\n\
+        [scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 4\n\
+        [straggler]\nmodel = \"gilbert-elliott\"\nalpha = 0.01\nmu_fast = 10.0\nmu_slow = 0.1\n\
+        switch_probability = 0.05\ninitial_stragglers = 6\nstate_info = \"imperfect\"\ntime_unit_ms = 20\n\
+        [simulate]\ntrials = 3\niterations = 60\ncompare = [\"gc\", \"gc-sc\", \"gc-dc\"]\n";
+
+    #[test]
+    fn a_simulation_trace_summary_matches_simulate_and_the_records() {
+        let _serial = serial();
+        let cfg = dir().join("sim.toml");
+        std::fs::write(&cfg, SIM).unwrap();
+        let out = dir().join("sim.h5");
+        let sim = json(&gradcode(&[
+            "simulate",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        let v = json(&gradcode(&["inspect", out.to_str().unwrap(), "--json"]));
+        assert_eq!(v["kind"], "simulation");
+        assert_eq!(v["workers"], 12);
+        assert_eq!(v["seed"], 3);
+        assert!(v.get("summary").is_none() && v.get("model").is_none());
+        let schemes = v["schemes"].as_array().unwrap();
+        let names: Vec<&str> = schemes
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["gc", "gc-sc", "gc-dc"], "simulate.compare order");
+        let unit = 0.02;
+        for (i, s) in schemes.iter().enumerate() {
+            let name = names[i];
+            let want = &sim["schemes"][i];
+            assert_eq!(want["name"], name);
+            assert_eq!(s["trials"], 3);
+            assert_eq!(s["trials_planned"], 3);
+            assert_eq!(s["iterations_planned"], 60);
+            assert_eq!(f(&s["model_time_unit_s"]), unit);
+            let sum = &s["summary"];
+            assert_eq!(sum["iterations"], 180);
+            // simulate reports model time: the trace holds seconds.
+            for (key, sim_key) in [
+                ("mean", "mean_iteration_time"),
+                ("p50", "p50"),
+                ("p99", "p99"),
+            ] {
+                let got = f(&sum["iteration_time_s"][key]) / unit;
+                let want = f(&want[sim_key]);
+                assert!(
+                    (got - want).abs() <= 1e-9 * want,
+                    "{name} {key}: {got} vs {want}"
+                );
+            }
+            assert!(
+                (f(&sum["messages_received_per_iteration"]) - f(&want["messages_per_iteration"]))
+                    .abs()
+                    < 1e-9
+            );
+            assert!(
+                (f(&sum["recovered_fraction"]["mean"]) - f(&want["recovered_fraction"])).abs()
+                    < 1e-12
+            );
+            assert!(
+                sum["decode_time_s"].is_null(),
+                "not measured in a simulation"
+            );
+            assert!(sum["train_loss"].is_null());
+            assert!(
+                sum["stragglers_per_cluster"].is_null()
+                    || sum["stragglers_per_cluster"]["series"].is_null()
+            );
+            let trials = s["per_trial"].as_array().unwrap();
+            assert_eq!(trials.len(), 3);
+            for (k, t) in trials.iter().enumerate() {
+                assert_eq!(t["trial"], k as u64);
+                assert_eq!(t["summary"]["iterations"], 60);
+                let recs = read_trace(&out, &format!("/sim/{name}/trial_{k}"))
+                    .unwrap()
+                    .records;
+                let spc = &t["summary"]["stragglers_per_cluster"];
+                if name == "gc" {
+                    assert!(t["summary"]["clusters"].is_null(), "gc has no clusters");
+                    assert!(spc.is_null());
+                } else {
+                    assert_eq!(t["summary"]["clusters"]["count"], 4);
+                    assert_eq!(
+                        series_in(&spc["series"]),
+                        series_of(&recs, 4),
+                        "{name} trial {k}"
+                    );
+                }
+            }
+            let changes = s["summary"]["clusters"]["changes"].as_u64();
+            match name {
+                "gc" => assert_eq!(changes, None),
+                "gc-sc" => assert_eq!(changes, Some(0), "static clusters"),
+                _ => assert!(changes.unwrap() > 0, "gc-dc re-forms its clusters"),
+            }
+        }
+
+        let o = gradcode(&["inspect", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = stdout(&o);
+        for needle in [
+            "simulation trace (gradcode 0.1.0): 3 scheme(s), K = 12 workers, seed 3",
+            "one model time unit = 20.000 ms",
+            "== gc-dc",
+            "stragglers per cluster",
+        ] {
+            assert!(text.contains(needle), "no `{needle}` in:\n{text}");
+        }
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("gc-sc "))
+            .expect("a table row for gc-sc");
+        assert!(row.contains("3 x 60"), "{row}");
+    }
+
+    #[test]
+    fn files_that_are_not_traces_are_rejected_naming_the_file() {
+        let _serial = serial();
+        let missing = dir().join("missing.h5");
+        assert_rejected(
+            &gradcode(&["inspect", missing.to_str().unwrap()]),
+            &missing,
+            "no such file",
+        );
+        let d = dir();
+        assert_rejected(
+            &gradcode(&["inspect", d.to_str().unwrap()]),
+            &d,
+            "directory",
+        );
+        let text = dir().join("text.h5");
+        std::fs::write(&text, "workers = 12\n").unwrap();
+        assert_rejected(
+            &gradcode(&["inspect", text.to_str().unwrap(), "--json"]),
+            &text,
+            "not an HDF5 file",
+        );
+        // HDF5, but not written by gradcode.
+        let other = dir().join("other.h5");
+        {
+            let file = hdf5::File::create(&other).unwrap();
+            file.new_dataset::<f64>().shape(3).create("x").unwrap();
+        }
+        assert_rejected(
+            &gradcode(&["inspect", other.to_str().unwrap()]),
+            &other,
+            "not a gradcode trace",
+        );
+        // A gradcode trace without its iteration times.
+        let cut = write_run("no-duration.h5");
+        hdf5::File::open_rw(&cut)
+            .unwrap()
+            .unlink("iteration/duration_s")
+            .unwrap();
+        assert_rejected(
+            &gradcode(&["inspect", cut.to_str().unwrap()]),
+            &cut,
+            "/iteration/duration_s",
+        );
+        // A dataset of the wrong length is named.
+        let bad = write_run("misshapen.h5");
+        {
+            let file = hdf5::File::open_rw(&bad).unwrap();
+            file.unlink("iteration/train_loss").unwrap();
+            file.group("iteration")
+                .unwrap()
+                .new_dataset::<f64>()
+                .shape(3)
+                .create("train_loss")
+                .unwrap();
+        }
+        assert_rejected(
+            &gradcode(&["inspect", bad.to_str().unwrap()]),
+            &bad,
+            "/iteration/train_loss does not have one entry per iteration",
+        );
+    }
+
+    #[test]
+    fn a_trace_being_written_is_locked_and_readable_without_locking() {
+        let _serial = serial();
+        let path = dir().join("live.h5");
+        let meta = TraceMeta {
+            scheme: "gc-sc".into(),
+            workers: K,
+            config_toml: String::new(),
+            seed: 1,
+        };
+        let mut w = TraceWriter::create(&path, &meta).unwrap();
+        for r in records().iter().take(12) {
+            w.append(r).unwrap();
+        }
+        w.flush().unwrap();
+        w.append(&record(12)).unwrap(); // pending, not yet in the file
+        let o = gradcode(&["inspect", path.to_str().unwrap()]);
+        assert_rejected(&o, &path, "HDF5_USE_FILE_LOCKING=FALSE");
+        let o = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+            .args(["inspect", path.to_str().unwrap(), "--json"])
+            .env("HDF5_USE_FILE_LOCKING", "FALSE")
+            .output()
+            .unwrap();
+        let v = json(&o);
+        assert_eq!(v["summary"]["iterations"], 12, "the flushed iterations");
+        w.close().unwrap();
+        let v = json(&gradcode(&["inspect", path.to_str().unwrap(), "--json"]));
+        assert_eq!(v["summary"]["iterations"], 13);
+    }
+}

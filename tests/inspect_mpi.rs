@@ -1,0 +1,134 @@
+//! `gradcode inspect` of a real training trace: `mpirun … gradcode train
+//! --out` with emulated Gilbert-Elliott stragglers under GC-DC, then inspect's
+//! JSON against train's own JSON summary and against the records read back.
+#![cfg(all(feature = "mpi", feature = "hdf5"))]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inspect-mpi");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("run")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(
+        o.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12)
+}
+
+#[test]
+fn inspect_summarises_a_real_training_trace_as_train_does() {
+    let trace = scratch("gcdc.h5");
+    let mut mpirun = Command::new("mpirun");
+    mpirun
+        .args([
+            "--oversubscribe",
+            "-n",
+            "13",
+            env!("CARGO_BIN_EXE_gradcode"),
+        ])
+        .args([
+            "train",
+            "--config",
+            "configs/demo.toml",
+            "--json",
+            "--quiet",
+            "--force",
+        ])
+        .args(["--out", trace.to_str().unwrap()])
+        .args(["--set", "train.iterations=30", "--set", "scheme.kind=gc-dc"])
+        .args([
+            "--set",
+            "straggler.model=gilbert-elliott",
+            "--set",
+            "straggler.mu=1.0",
+        ])
+        .args([
+            "--set",
+            "straggler.mu_fast=10",
+            "--set",
+            "straggler.mu_slow=1",
+        ])
+        .args(["--set", "straggler.switch_probability=0.1"])
+        .args([
+            "--set",
+            "straggler.initial_stragglers=4",
+            "--set",
+            "straggler.time_unit_ms=10",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        // OpenMPI refuses to start as root without these (CI runs as root).
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let train = json(&run(&mut mpirun));
+    let v = json(&run(Command::new(env!("CARGO_BIN_EXE_gradcode")).args([
+        "inspect",
+        trace.to_str().unwrap(),
+        "--json",
+    ])));
+    assert_eq!(v["kind"], "train");
+    assert_eq!(v["scheme"], "gc-dc");
+    assert_eq!(v["workers"], 12);
+    let s = &v["summary"];
+    assert_eq!(s["iterations"], 30);
+    assert_eq!(train["iterations"], 30);
+    let f = |x: &serde_json::Value| x.as_f64().unwrap_or_else(|| panic!("not a number: {x}"));
+    assert!(close(
+        f(&s["iteration_time_s"]["mean"]),
+        f(&train["mean_iteration_s"])
+    ));
+    // The trace counts stale results per iteration; train's total also
+    // counts those drained at shutdown, after the last iteration.
+    let stale = s["stale_dropped"]["total"].as_u64().unwrap();
+    assert!(stale <= train["stale_dropped"].as_u64().unwrap());
+    assert_eq!(s["overrun"]["count"], train["overruns"]);
+    assert!(close(
+        f(&s["recovered_fraction"]["mean"]),
+        f(&train["mean_recovered_fraction"])
+    ));
+    assert_eq!(s["train_loss"]["final"], train["final_train_loss"]);
+    assert_eq!(s["test_loss"]["final"], train["final_test_loss"]);
+    assert_eq!(s["train_loss"]["final_iteration"], 30);
+    assert_eq!(v["timing"], train["timing"]);
+    assert_eq!(v["model"]["parameters"], 200, "data.features of the demo");
+    assert_eq!(v["model"]["iteration"], 30);
+    assert_eq!(v["extra_datasets"], serde_json::json!([]));
+    // Stragglers per cluster: the records, counted here.
+    let records = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    let clusters = s["clusters"]["count"].as_u64().unwrap() as usize;
+    assert_eq!(clusters, 4);
+    let series: Vec<Vec<u64>> = records
+        .iter()
+        .map(|r| {
+            let mut row = vec![0u64; clusters];
+            for w in 0..12 {
+                if r.straggling[w] {
+                    row[r.cluster[w] as usize - 1] += 1;
+                }
+            }
+            row
+        })
+        .collect();
+    assert!(
+        series.iter().flatten().any(|&c| c > 0),
+        "emulated stragglers appear in the trace"
+    );
+    assert_eq!(
+        s["stragglers_per_cluster"]["series"],
+        serde_json::json!(series)
+    );
+}
