@@ -15,8 +15,9 @@ for arg in "$@"; do
   esac
 done
 
-# System packages: MPI (rsmpi needs libclang for bindgen), HDF5, pkg-config.
-packages=(libopenmpi-dev openmpi-bin libhdf5-dev libclang-dev pkg-config)
+# System packages: MPI (rsmpi needs libclang for bindgen), HDF5, pkg-config,
+# and Python with venv for the plotting and figure scripts.
+packages=(libopenmpi-dev openmpi-bin libhdf5-dev libclang-dev pkg-config python3 python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -72,7 +72,10 @@ made+=("$out" "results/slurm-gradcode-train-$id.out")
 cmp -s "$out/config.toml" "$work/train.toml" || fail "$out/config.toml is not the submitted config"
 [ "$(field "$out/summary.json" iterations)" = 30 ] || fail "train job did not run 30 iterations (--set lost?)"
 [ "$(field "$out/summary.json" workers)" = 4 ] || fail "train job did not run 4 workers"
-echo "slurm test: train job $id ok ($out)"
+"$bin" inspect "$out/trace.h5" --json > "$work/inspect.json" || fail "$out/trace.h5 is not a readable trace"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["iterations"])' "$work/inspect.json")" = 30 ] \
+  || fail "$out/trace.h5 does not hold 30 iterations"
+echo "slurm test: train job $id ok ($out, trace with 30 iterations)"
 
 # A sweep as a job array.
 id=$(timeout 300 jobs/submit.sh jobs/sweep.sbatch "$work/runs.txt" -- --wait) || fail "sweep job failed"
@@ -80,6 +83,9 @@ out="results/gradcode-sweep-$id"
 made+=("$out" results/slurm-gradcode-sweep-"$id"_*.out)
 [ "$(field "$out/0/summary.json" scheme)" = gc-cyclic ] || fail "sweep run 0 is not gc-cyclic"
 [ "$(field "$out/1/summary.json" scheme)" = uncoded ] || fail "sweep run 1 is not uncoded"
+for task in 0 1; do
+  "$bin" inspect "$out/$task/trace.h5" > /dev/null || fail "$out/$task/trace.h5 is not a readable trace"
+done
 echo "slurm test: sweep job $id ok ($out/0, $out/1)"
 
 # A job whose task count does not match its config fails with a clear line.

@@ -26,7 +26,8 @@ cargo test --locked --release
 echo "== cargo test (--no-default-features: the math core alone)"
 cargo test --locked --release --no-default-features
 echo "== Python plotting scripts (SKIPPED loudly when no Python environment)"
-scripts/test-plots.sh
+# Python is part of the supported setup (scripts/setup.sh installs it): required here.
+GRADCODE_REQUIRE_PYTHON=1 scripts/test-plots.sh
 echo "== Slurm batch scripts on a real single-node Slurm"
 scripts/test-slurm.sh
 echo "== all tests passed"
