@@ -9,6 +9,7 @@ pub mod coding;
 pub mod config;
 pub mod error;
 pub mod learn;
+pub mod logging;
 pub mod rng;
 pub mod runtime;
 pub mod sim;

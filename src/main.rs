@@ -11,6 +11,7 @@ use gradcode::cli::{Cli, run};
 use gradcode::error::{InputError, QuietExit};
 
 fn main() -> ExitCode {
+    gradcode::logging::init();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {

@@ -552,3 +552,25 @@ fn reference_and_demo_configs_check() {
         assert!(out.status.success(), "{file}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn logging_is_off_unless_gradcode_log_asks() {
+    let quiet = gradcode(&["check", "--ranks"]);
+    assert!(!stderr(&quiet).contains("[gradcode"), "{}", stderr(&quiet));
+    let out = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(["check", "--ranks"])
+        .env("GRADCODE_LOG", "info")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("[gradcode INFO gradcode::cli] config <embedded demo> loaded"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        stdout(&out).trim(),
+        "13",
+        "logs go to stderr, never into the output"
+    );
+}

@@ -129,6 +129,11 @@ pub(crate) fn setup_quiet(
     args: &ConfigArgs,
 ) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
     let loaded = config::load(args.config.as_deref(), &args.overrides)?;
+    log::info!(
+        "config {} loaded ({} keys set explicitly)",
+        loaded.origin,
+        loaded.explicit.len()
+    );
     for entry in &loaded.config.simulate.compare {
         if *entry != CompareEntry::Kind(loaded.config.scheme.kind) {
             crate::sim::run::build_entry(entry, &loaded.config)?;

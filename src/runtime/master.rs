@@ -187,6 +187,9 @@ impl Master<'_> {
                 _ => {} // a late error, ready or signal from a worker that is stopping anyway
             }
         }
+        log::info!(
+            "master: every worker stopped ({stale} stale results drained, {abandoned} tasks abandoned)"
+        );
         Some((stale, abandoned))
     }
 
@@ -254,6 +257,13 @@ impl Master<'_> {
             self.comm
                 .send(w as i32 + 1, protocol::TAG_SETUP, &setup.encode());
         }
+        log::info!(
+            "master: {} on {k} workers, {} partitions of {} samples x {} features",
+            self.scheme.kind(),
+            self.scheme.partitions(),
+            data.train_samples(),
+            data.features()
+        );
         let mut backoff = Backoff::new(Duration::from_millis(1));
         let mut ready = 0;
         while ready < k {
@@ -362,7 +372,13 @@ impl Master<'_> {
             timing.time("send", || {
                 for (w, task) in plan.tasks.iter().enumerate() {
                     if untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
-                        continue; // it does not take its tasks: stopped, hung or gone
+                        // It does not take its tasks: stopped, hung or gone.
+                        log::debug!(
+                            "iteration {t}: worker {} has {} tasks untaken, none sent",
+                            w + 1,
+                            untaken[w].len()
+                        );
+                        continue;
                     }
                     untaken[w].push_back(t);
                     let pace = Pace {
@@ -565,6 +581,15 @@ impl Master<'_> {
             overruns += record.overrun_s.iter().filter(|&&o| o > 0.0).count() as u64;
             recovered_total += record.recovered_fraction;
             completed = t + 1;
+            log::debug!(
+                "iteration {t}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
+                record.duration_s,
+                record.messages_received,
+                record.messages_used,
+                record.stale_dropped,
+                record.recovered_fraction,
+                record.train_loss
+            );
             let trace_start = Instant::now();
             for o in observers.iter_mut() {
                 o.iteration(t, &record, opt.theta())

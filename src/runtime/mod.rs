@@ -202,6 +202,8 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     let comm = comm::Comm::new(&world);
     // From here on SIGTERM and SIGINT only raise a flag (see `interrupt`).
     interrupt::install()?;
+    crate::logging::set_rank(comm.rank());
+    log::info!("MPI world of {} ranks", comm.size());
     // Rank 0 prepares, then broadcasts [status, length] and the resolved TOML.
     let mut prepared = None;
     let mut status = [0u64; 2];

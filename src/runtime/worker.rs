@@ -201,6 +201,11 @@ pub(super) fn run(
         protocol::RESULT_HEADER + dim + 1,
     ));
     let samples: usize = data.iter().map(Partition::len).sum();
+    log::info!(
+        "worker {}: {} partitions stored, {samples} samples x {dim} features",
+        comm.rank(),
+        data.len()
+    );
     comm.send(0, protocol::TAG_READY, &[samples as f64, dim as f64]);
     let mut worker = Worker {
         link,
@@ -226,9 +231,19 @@ pub(super) fn run(
             Control::Stop => break,
             Control::Task(task) => {
                 worker.counts.tasks += 1;
+                log::debug!(
+                    "worker {}: task of iteration {}",
+                    comm.rank(),
+                    task.iteration
+                );
                 next = worker.execute(&task)?;
                 if next.is_some() {
                     worker.counts.abandoned += 1;
+                    log::debug!(
+                        "worker {}: abandoned iteration {} for a newer task or a stop",
+                        comm.rank(),
+                        task.iteration
+                    );
                 }
             }
         }
