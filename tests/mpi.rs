@@ -4,41 +4,24 @@
 //! bad world sizes and bad output paths end every rank, traces hold the run.
 #![cfg(feature = "mpi")]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Mutex;
+use std::process::Output;
 
 use gradcode::coding;
 use gradcode::config::parse;
 use gradcode::learn::train_reference;
 
-/// One mpirun at a time: concurrent jobs oversubscribe 2 cores many times
-/// over and make timing-based checks meaningless.
-static MPIRUN: Mutex<()> = Mutex::new(());
-
 fn mpirun(ranks: usize, args: &[&str]) -> Output {
-    let _one_at_a_time = MPIRUN
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--oversubscribe",
-        "-n",
-        &ranks.to_string(),
-        env!("CARGO_BIN_EXE_gradcode"),
-    ])
-    .args(args);
-    // OpenMPI refuses to start as root without these (CI runs as root).
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    cmd.output()
+    let _one = common::one_at_a_time();
+    common::mpirun_command(ranks, args)
+        .output()
         .expect("mpirun must be installed (scripts/setup.sh installs openmpi-bin)")
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mpi-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("mpi-tests", name)
 }
 
 fn write_config(name: &str, text: &str) -> PathBuf {
@@ -78,21 +61,6 @@ fn train(name: &str, ranks: usize, text: &str, extra: &[&str]) -> (serde_json::V
     (summary, trace)
 }
 
-fn relative_error(a: &[f64], b: &[f64]) -> f64 {
-    let num: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).powi(2))
-        .sum::<f64>()
-        .sqrt();
-    let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
-    num / den
-}
-
-fn theta(summary: &serde_json::Value) -> Vec<f64> {
-    serde_json::from_value(summary["theta"].clone()).unwrap()
-}
-
 fn read(trace: &Path) -> gradcode::trace::TraceData {
     gradcode::trace::read_trace(trace, "/").expect("readable trace")
 }
@@ -126,7 +94,7 @@ fn assert_follows_reference(name: &str, text: &str, summary: &serde_json::Value)
     let config = parse(text, "test", &[]).unwrap().config;
     let partitions = coding::build(&config).unwrap().partitions();
     let reference = train_reference(&config, partitions).unwrap();
-    let err = relative_error(&theta(summary), &reference.theta);
+    let err = common::relative_error(&common::theta(summary), &reference.theta);
     assert!(err <= 1e-9, "{name}: relative error {err}");
     assert_eq!(summary["mean_recovered_fraction"], 1.0, "{name}");
     let loss = summary["final_train_loss"].as_f64().unwrap();
@@ -147,7 +115,7 @@ fn exact_schemes_follow_the_full_batch_trajectory_with_emulated_stragglers() {
         assert_eq!(data.records.len(), 30, "{name}");
         assert_eq!(
             data.theta.as_deref(),
-            Some(theta(&summary).as_slice()),
+            Some(common::theta(&summary).as_slice()),
             "{name}: /model/theta is the final θ"
         );
         assert!(
@@ -165,7 +133,7 @@ fn nesterov_follows_the_reference_too() {
         .unwrap()
         .config;
     let reference = train_reference(&config, 6).unwrap();
-    assert!(relative_error(&theta(&summary), &reference.theta) <= 1e-9);
+    assert!(common::relative_error(&common::theta(&summary), &reference.theta) <= 1e-9);
 }
 
 #[test]
@@ -260,7 +228,7 @@ fn logistic_regression_on_a_real_data_set_matches_the_reference() {
     );
     let (summary, _) = train("logistic-breast-cancer", 5, &text, &[]);
     let reference = train_reference(&parse(&text, "test", &[]).unwrap().config, 4).unwrap();
-    assert!(relative_error(&theta(&summary), &reference.theta) <= 1e-9);
+    assert!(common::relative_error(&common::theta(&summary), &reference.theta) <= 1e-9);
     let test_loss = summary["final_test_loss"].as_f64().unwrap();
     assert!(
         test_loss < 0.3,

@@ -4,32 +4,20 @@
 //! to resume from), nothing hangs (every run ends within seconds).
 #![cfg(all(feature = "mpi", feature = "hdf5"))]
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use gradcode::trace::read_trace;
 
-static MPIRUN: Mutex<()> = Mutex::new(());
-
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("reliability");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("reliability", name)
 }
 
 fn mpirun(ranks: usize, args: &[&str]) -> Command {
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--oversubscribe",
-        "-n",
-        &ranks.to_string(),
-        env!("CARGO_BIN_EXE_gradcode"),
-    ])
-    .args(args);
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let mut cmd = common::mpirun_command(ranks, args);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }
@@ -114,19 +102,9 @@ fn theta_of(stdout: &str) -> Vec<f64> {
     serde_json::from_value(v["theta"].clone()).unwrap()
 }
 
-fn relative_error(a: &[f64], b: &[f64]) -> f64 {
-    let num: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).powi(2))
-        .sum::<f64>()
-        .sqrt();
-    num / b.iter().map(|y| y * y).sum::<f64>().sqrt()
-}
-
 #[test]
 fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
-    let _one = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = common::one_at_a_time();
     let cfg = config("resume", SLOW);
     let whole = scratch("whole.h5");
     let args = [
@@ -191,7 +169,7 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         .unwrap(),
     );
     assert_eq!(code, Some(0), "{err}");
-    let err = relative_error(&theta_of(&resumed), &theta_of(&uninterrupted));
+    let err = common::relative_error(&theta_of(&resumed), &theta_of(&uninterrupted));
     assert!(
         err <= 1e-9,
         "resumed θ differs from the uninterrupted one by {err}"
@@ -206,7 +184,7 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
 
 #[test]
 fn sigint_on_one_worker_stops_the_whole_job_gracefully() {
-    let _one = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = common::one_at_a_time();
     let cfg = config(
         "sigint",
         &SLOW.replace("iterations = 160", "iterations = 100000"),
@@ -237,7 +215,7 @@ fn sigint_on_one_worker_stops_the_whole_job_gracefully() {
 
 #[test]
 fn sigkill_leaves_a_readable_trace_that_resumes() {
-    let _one = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = common::one_at_a_time();
     let cfg = config(
         "sigkill",
         &SLOW.replace("iterations = 160", "iterations = 400"),
@@ -301,7 +279,7 @@ fn sigkill_leaves_a_readable_trace_that_resumes() {
 
 #[test]
 fn a_killed_worker_ends_the_job_and_the_trace_survives() {
-    let _one = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = common::one_at_a_time();
     let cfg = config(
         "dead-worker",
         &SLOW.replace("iterations = 160", "iterations = 100000"),
@@ -331,7 +309,7 @@ fn a_killed_worker_ends_the_job_and_the_trace_survives() {
 
 #[test]
 fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
-    let _one = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = common::one_at_a_time();
     // Uncoded needs every worker: with worker 2 stopped it gives up after the timeout.
     let cfg = config(
         "stopped-uncoded",

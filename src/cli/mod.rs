@@ -208,6 +208,30 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// One 1-based worker id `item` of the list `text` given to `flag`, 0-based.
+fn parse_worker_id(
+    flag: &str,
+    text: &str,
+    item: &str,
+    workers: usize,
+) -> Result<usize, InputError> {
+    let id: usize = item.parse().map_err(|_| {
+        InputError::value(
+            flag,
+            text,
+            format!("has `{item}`, which is not a worker id"),
+        )
+    })?;
+    if id == 0 || id > workers {
+        return Err(InputError::value(
+            flag,
+            text,
+            format!("names worker {id}, outside 1..={workers}"),
+        ));
+    }
+    Ok(id - 1)
+}
+
 /// Parse a list of 1-based worker ids (`1,2,5`) into 0-based ids.
 pub(crate) fn parse_workers(
     flag: &str,
@@ -216,28 +240,15 @@ pub(crate) fn parse_workers(
 ) -> Result<Vec<usize>, InputError> {
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let id: usize = item.parse().map_err(|_| {
-            InputError::value(
-                flag,
-                text,
-                format!("has `{item}`, which is not a worker id"),
-            )
-        })?;
-        if id == 0 || id > workers {
+        let w = parse_worker_id(flag, text, item, workers)?;
+        if out.contains(&w) {
             return Err(InputError::value(
                 flag,
                 text,
-                format!("names worker {id}, outside 1..={workers}"),
+                format!("names worker {} twice", w + 1),
             ));
         }
-        if out.contains(&(id - 1)) {
-            return Err(InputError::value(
-                flag,
-                text,
-                format!("names worker {id} twice"),
-            ));
-        }
-        out.push(id - 1);
+        out.push(w);
     }
     Ok(out)
 }
@@ -284,33 +295,23 @@ pub(crate) fn parse_messages(
     let mut sent = vec![0usize; workers];
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let id: usize = item.parse().map_err(|_| {
-            InputError::value(
-                flag,
-                text,
-                format!("has `{item}`, which is not a worker id"),
-            )
-        })?;
-        if id == 0 || id > workers {
+        let w = parse_worker_id(flag, text, item, workers)?;
+        let messages = plan.tasks[w].messages.len();
+        if sent[w] == messages {
             return Err(InputError::value(
                 flag,
                 text,
-                format!("names worker {id}, outside 1..={workers}"),
-            ));
-        }
-        let messages = plan.tasks[id - 1].messages.len();
-        if sent[id - 1] == messages {
-            return Err(InputError::value(
-                flag,
-                text,
-                format!("names worker {id} more often than the {messages} messages it sends"),
+                format!(
+                    "names worker {} more often than the {messages} messages it sends",
+                    w + 1
+                ),
             ));
         }
         out.push(Arrival {
-            worker: id - 1,
-            message: sent[id - 1],
+            worker: w,
+            message: sent[w],
         });
-        sent[id - 1] += 1;
+        sent[w] += 1;
     }
     Ok(out)
 }

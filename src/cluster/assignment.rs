@@ -30,7 +30,9 @@ pub struct Assignment {
 }
 
 /// l = K / P, checking P >= 1 and P | K.
-fn cluster_size(workers: usize, clusters: usize) -> Result<usize, ClusterError> {
+/// l = K / P, checking K >= 1, P >= 1 and P | K: the cluster size of every
+/// clustered scheme.
+pub fn cluster_size(workers: usize, clusters: usize) -> Result<usize, ClusterError> {
     if workers == 0 {
         return Err(ClusterError::new("workers", 0, "must be at least 1"));
     }

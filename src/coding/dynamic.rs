@@ -115,7 +115,7 @@ impl DynamicClustering {
         if workers == 0 {
             return Err(CodingError::invalid("workers", 0, "must be at least 1"));
         }
-        let size = super::static_code::cluster_size(workers, clusters)?;
+        let size = crate::cluster::cluster_size(workers, clusters)?;
         if load == 0 || load > size {
             return Err(CodingError::invalid(
                 "scheme.load",

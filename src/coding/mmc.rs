@@ -44,7 +44,7 @@ use rand::Rng;
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
-use super::static_code::{cluster_size, default_assignment, parse_assignment};
+use super::static_code::{default_assignment, parse_assignment};
 use super::{
     Accuracy, Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds,
     Decoding, GroupDecoder, GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Tolerance,
@@ -323,7 +323,7 @@ fn clusters_of(
     if workers == 0 {
         return Err(CodingError::invalid("workers", 0, "must be at least 1"));
     }
-    let l = cluster_size(workers, clusters)?;
+    let l = crate::cluster::cluster_size(workers, clusters)?;
     if load == 0 || load > l {
         return Err(CodingError::invalid(
             "scheme.load",

@@ -223,7 +223,7 @@ impl StaticCode {
         rng: &mut impl Rng,
     ) -> Result<Self, CodingError> {
         check_workers(workers)?;
-        let size = cluster_size(workers, clusters)?;
+        let size = crate::cluster::cluster_size(workers, clusters)?;
         if load == 0 || load > size {
             return Err(CodingError::invalid(
                 "scheme.load",
@@ -328,25 +328,6 @@ impl StaticCode {
     pub fn solve(&mut self, positions: &[usize]) -> Option<Arc<Solution>> {
         self.decoder.solve(positions)
     }
-}
-
-/// l = K / P, checking P >= 1 and P | K.
-pub(crate) fn cluster_size(workers: usize, clusters: usize) -> Result<usize, CodingError> {
-    if clusters == 0 {
-        return Err(CodingError::invalid(
-            "scheme.clusters",
-            0,
-            "must be at least 1",
-        ));
-    }
-    if workers % clusters != 0 {
-        return Err(CodingError::invalid(
-            "scheme.clusters",
-            clusters,
-            format!("does not divide workers = {workers}"),
-        ));
-    }
-    Ok(workers / clusters)
 }
 
 /// The default l × P assignment: row i holds the workers iP .. iP+P-1, in

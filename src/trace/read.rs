@@ -401,7 +401,10 @@ impl TraceFile {
                     self.walk(&sub, base, &child_rel, datasets, groups)?;
                 }
                 Ok(LocationType::Dataset) => {
-                    if SCHEMA.contains(&child_rel.as_str()) || child_rel == "model/theta" {
+                    if SCHEMA.contains(&child_rel.as_str())
+                        || child_rel == "model/theta"
+                        || child_rel == "model/previous_theta"
+                    {
                         continue;
                     }
                     let ds = g
