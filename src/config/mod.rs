@@ -9,9 +9,7 @@ mod schema;
 mod validate;
 
 pub use schema::*;
-pub use validate::{
-    MAX_MATRIX_MIB_LIMIT, MAX_SIMULATED_ITERATIONS, MAX_WORKERS, check_dense_matrix, validate,
-};
+pub use validate::{MAX_MATRIX_MIB_LIMIT, MAX_WORKERS, check_dense_matrix, validate};
 
 use crate::error::InputError;
 use std::collections::BTreeSet;
@@ -421,21 +419,6 @@ mod tests {
         let e = parse_err("", &["workers=1e18"]);
         assert_eq!(e.field, "workers");
         let max = parse_ok("workers = 4096\n[data]\ntrain_samples = 4096\n", &[]);
-        // The simulator keeps trials × iterations times: bounded, and the product does not overflow.
-        let e = parse_err(
-            "",
-            &[
-                "simulate.trials=4294967296",
-                "simulate.iterations=4294967296",
-            ],
-        );
-        assert_eq!(e.field, "simulate.iterations");
-        assert!(
-            e.to_string()
-                .contains("more than 100000000 simulated iterations"),
-            "{e}"
-        );
-        parse_ok("[simulate]\ntrials = 1000\niterations = 100000\n", &[]);
         assert_eq!(max.config.workers, 4096);
     }
 

@@ -212,24 +212,9 @@ fn validate_output(o: &OutputConfig) -> Result {
     Ok(())
 }
 
-/// The most iterations a simulation may run in all, `simulate.trials ×
-/// simulate.iterations`: the simulator keeps every iteration's time per
-/// scheme (8 bytes each, 800 MB per scheme at this limit).
-pub const MAX_SIMULATED_ITERATIONS: usize = 100_000_000;
-
 fn validate_simulate(s: &SimulateConfig) -> Result {
     at_least("simulate.trials", s.trials, 1)?;
     at_least("simulate.iterations", s.iterations, 1)?;
-    if s.trials.saturating_mul(s.iterations) > MAX_SIMULATED_ITERATIONS {
-        return Err(InputError::value(
-            "simulate.iterations",
-            s.iterations,
-            format!(
-                "× simulate.trials = {} is more than {MAX_SIMULATED_ITERATIONS} simulated iterations (the simulator keeps the time of every one)",
-                s.trials
-            ),
-        ));
-    }
     Ok(())
 }
 
