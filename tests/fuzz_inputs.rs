@@ -539,3 +539,15 @@ fn every_truncation_of_a_trace_ends_in_ok_or_a_trace_error() {
         hdf5_trace::hdf5_file(&valid[..len]);
     }
 }
+
+/// Every length of the valid trace (about 66 000 files; a minute): run by
+/// `cargo test --release --test fuzz_inputs -- --ignored`.
+#[cfg(feature = "hdf5")]
+#[test]
+#[ignore]
+fn every_length_of_a_truncated_trace_ends_in_ok_or_a_trace_error() {
+    let valid = hdf5_trace::valid_trace();
+    for len in 0..=valid.len() {
+        hdf5_trace::hdf5_file(&valid[..len]);
+    }
+}
