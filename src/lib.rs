@@ -14,4 +14,5 @@ pub mod rng;
 pub mod runtime;
 pub mod sim;
 pub mod straggler;
+pub mod textfile;
 pub mod trace;

@@ -9,7 +9,7 @@ mod schema;
 mod validate;
 
 pub use schema::*;
-pub use validate::validate;
+pub use validate::{MAX_MATRIX_MIB_LIMIT, MAX_WORKERS, check_dense_matrix, validate};
 
 use crate::error::InputError;
 use std::collections::BTreeSet;
@@ -406,6 +406,20 @@ mod tests {
         let loaded = parse_ok(DEMO_TOML, &[]);
         let again = parse_ok(&loaded.config.to_toml(), &[]);
         assert_eq!(loaded.config, again.config);
+    }
+
+    #[test]
+    fn huge_worker_counts_are_refused_before_anything_is_allocated() {
+        let e = parse_err("workers = 4097\n", &[]);
+        assert_eq!(e.field, "workers");
+        assert!(e.to_string().contains("more than 4096"), "{e}");
+        // validate allocates one flag per worker for delayed_workers: never for such K.
+        let e = parse_err(&format!("workers = {}\n", i64::MAX), &[]);
+        assert_eq!(e.field, "workers");
+        let e = parse_err("", &["workers=1e18"]);
+        assert_eq!(e.field, "workers");
+        let max = parse_ok("workers = 4096\n[data]\ntrain_samples = 4096\n", &[]);
+        assert_eq!(max.config.workers, 4096);
     }
 
     #[test]

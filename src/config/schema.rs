@@ -466,6 +466,9 @@ pub struct DataConfig {
     pub test_fraction: f64,
     /// Scale every feature to zero mean and unit variance (statistics of the training set).
     pub standardize: bool,
+    /// Largest dense sample matrix (training or test set, samples × features × 8 bytes)
+    /// a process may build, in MiB; larger data sets are refused before anything is allocated.
+    pub max_matrix_mib: usize,
 }
 
 impl Default for DataConfig {
@@ -480,6 +483,7 @@ impl Default for DataConfig {
             test_path: None,
             test_fraction: 0.2,
             standardize: true,
+            max_matrix_mib: 4096,
         }
     }
 }

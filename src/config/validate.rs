@@ -39,9 +39,22 @@ fn non_negative(field: &str, value: f64) -> Result {
     Ok(())
 }
 
+/// The largest `workers` (K): a cyclic code's matrix is dense K × K (128 MiB at
+/// 4096), and the master exchanges messages with every worker in every iteration.
+pub const MAX_WORKERS: usize = 4096;
+
 /// Check every rule that does not belong to a scheme constructor.
 pub fn validate(config: &Config) -> Result {
     at_least("workers", config.workers, 1)?;
+    if config.workers > MAX_WORKERS {
+        return Err(InputError::value(
+            "workers",
+            config.workers,
+            format!(
+                "is more than {MAX_WORKERS}, the most this build supports (codes are dense K x K matrices, and the master talks to every worker in every iteration)"
+            ),
+        ));
+    }
     validate_straggler(&config.straggler)?;
     validate_straggler_models(&config.straggler, config.workers)?;
     validate_data(&config.data, config.workers)?;
@@ -60,7 +73,41 @@ fn validate_straggler(s: &StragglerConfig) -> Result {
     Ok(())
 }
 
+/// Upper limit of `data.max_matrix_mib` (1 PiB): keeps every size computation far from overflow.
+pub const MAX_MATRIX_MIB_LIMIT: usize = 1 << 30;
+
+/// Check that a dense `rows × features` f64 matrix fits in `data.max_matrix_mib`;
+/// `field` names what is refused (`data.train_samples`, or a data file), `what`
+/// says which matrix (`training`, `test`).
+pub fn check_dense_matrix(
+    field: &str,
+    what: &str,
+    rows: usize,
+    features: usize,
+    max_mib: usize,
+) -> Result {
+    let bytes = rows as u128 * features as u128 * 8;
+    let limit = max_mib as u128 * (1 << 20);
+    if bytes > limit {
+        let mib = bytes.div_ceil(1 << 20);
+        return Err(InputError::new(
+            field,
+            format!(
+                "the dense {what} matrix of {rows} samples × {features} features × 8 bytes takes {mib} MiB, more than data.max_matrix_mib = {max_mib} (every process builds it; raise the limit only if the nodes have the memory)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn validate_data(d: &DataConfig, workers: usize) -> Result {
+    if !(1..=MAX_MATRIX_MIB_LIMIT).contains(&d.max_matrix_mib) {
+        return Err(InputError::value(
+            "data.max_matrix_mib",
+            d.max_matrix_mib,
+            format!("must be in 1..={MAX_MATRIX_MIB_LIMIT}"),
+        ));
+    }
     match d.kind {
         DataKind::SyntheticLinear | DataKind::SyntheticLogistic => {
             if d.train_samples < workers {
@@ -72,6 +119,20 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
             }
             at_least("data.test_samples", d.test_samples, 1)?;
             at_least("data.features", d.features, 1)?;
+            check_dense_matrix(
+                "data.train_samples",
+                "training",
+                d.train_samples,
+                d.features,
+                d.max_matrix_mib,
+            )?;
+            check_dense_matrix(
+                "data.test_samples",
+                "test",
+                d.test_samples,
+                d.features,
+                d.max_matrix_mib,
+            )?;
             non_negative("data.noise_std", d.noise_std)?;
             for (field, value) in [("data.path", &d.path), ("data.test_path", &d.test_path)] {
                 if value.is_some() {

@@ -13,7 +13,7 @@
 //!   training rows.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::ops::Range;
 use std::path::Path;
 
@@ -22,9 +22,10 @@ use rand::RngExt;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::config::{Config, DataKind, Loss};
+use crate::config::{Config, DataKind, Loss, check_dense_matrix};
 use crate::error::InputError;
 use crate::rng::{Stream, substream};
+use crate::textfile::Lines;
 
 /// Samples of one partition (or of the test set): rows of `x`, labels `y`.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,6 +138,10 @@ impl DataPlan {
                     }
                 };
                 let (train, test) = (train_rows.len(), test_rows.len());
+                // The largest feature index makes the dense width: refuse before allocating.
+                let test_origin = d.test_path.as_deref().unwrap_or(&path);
+                check_dense_matrix(&path, "training", train, features, d.max_matrix_mib)?;
+                check_dense_matrix(test_origin, "test", test, features, d.max_matrix_mib)?;
                 let source = Source::File(FileSource {
                     kind: d.kind,
                     path,
@@ -148,6 +153,22 @@ impl DataPlan {
                 (source, features, train, test)
             }
         };
+        if let Source::SyntheticLinear { .. } | Source::SyntheticLogistic { .. } = source {
+            check_dense_matrix(
+                "data.train_samples",
+                "training",
+                train_samples,
+                features,
+                d.max_matrix_mib,
+            )?;
+            check_dense_matrix(
+                "data.test_samples",
+                "test",
+                test_samples,
+                features,
+                d.max_matrix_mib,
+            )?;
+        }
         if train_samples < partitions {
             return Err(InputError::value(
                 "data.train_samples",
@@ -189,8 +210,9 @@ impl DataPlan {
 
     /// Training sample indices of partition `p`.
     pub fn rows(&self, p: usize) -> Range<usize> {
-        let (n, k) = (self.train_samples, self.partitions);
-        p * n / k..(p + 1) * n / k
+        let (n, k) = (self.train_samples as u128, self.partitions as u128);
+        let at = |p: u128| (p * n / k) as usize;
+        at(p as u128)..at(p as u128 + 1)
     }
 
     /// Generate or load the partitions `ids`.
@@ -518,10 +540,9 @@ fn for_each_row(
 ) -> Result<usize, InputError> {
     let mut rows = 0;
     let mut header_seen = false;
-    for (n, line) in open(path)?.lines().enumerate() {
-        let line_no = n + 1;
+    for item in Lines::new(open(path)?, path) {
+        let (line_no, line) = item?;
         let at = || format!("{path}:{line_no}");
-        let line = line.map_err(|e| InputError::new(at(), format!("cannot read: {e}")))?;
         if kind == DataKind::Csv && !header_seen {
             if !line.trim().is_empty() {
                 header_seen = true; // the first non-empty line is the header
@@ -812,5 +833,127 @@ mod tests {
         assert!(e.to_string().contains("1-based"), "{e}");
         let e = bad_file("g.csv", "csv", "y,a\n", "least-squares");
         assert!(e.to_string().contains("has no data rows"), "{e}");
+    }
+
+    #[test]
+    fn files_that_end_mid_line_are_read_or_refused_at_that_line() {
+        // A last line without a newline is a line; one cut inside a pair or a number is refused.
+        let e = bad_file("t1.libsvm", "libsvm", "1 1:0.5\n-1 2:", "least-squares");
+        assert!(
+            e.to_string()
+                .contains("t1.libsvm:2: value `` of feature 2 is not a number"),
+            "{e}"
+        );
+        let e = bad_file("t2.libsvm", "libsvm", "1 1:0.5\n-1 2", "least-squares");
+        assert!(
+            e.to_string()
+                .contains("t2.libsvm:2: `2` is not of the form"),
+            "{e}"
+        );
+        let e = bad_file("t3.csv", "csv", "y,a\n1,2\n1,2e", "least-squares");
+        assert!(e.to_string().contains("t3.csv:3: cell 2 `2e`"), "{e}");
+        let e = bad_file("t4.csv", "csv", "y,a\n1,2\n1", "least-squares");
+        assert!(
+            e.to_string().contains("t4.csv:3: has 0 feature cells"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_huge_feature_index_is_refused_before_the_matrix_is_allocated() {
+        // Two tiny lines ask for a dense 2 × 10^12 matrix (16 TB): refused, naming the file.
+        let e = bad_file(
+            "wide.libsvm",
+            "libsvm",
+            "1 1:1\n-1 1000000000000:1\n",
+            "least-squares",
+        );
+        assert!(e.field.ends_with("wide.libsvm"), "{e}");
+        assert!(e.to_string().contains("1000000000000 features"), "{e}");
+        assert!(e.to_string().contains("data.max_matrix_mib = 4096"), "{e}");
+        // The largest index usize holds: the size computation does not overflow.
+        let e = bad_file(
+            "widest.libsvm",
+            "libsvm",
+            &format!("1 {}:1\n", usize::MAX),
+            "least-squares",
+        );
+        assert!(
+            e.to_string().contains("more than data.max_matrix_mib"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_matrix_limit_counts_samples_times_features() {
+        // 3 training rows × 2^20 features × 8 bytes = 24 MiB: over a 16 MiB limit, under 32.
+        let dir = std::env::temp_dir().join("gradcode-data-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("limit.libsvm");
+        std::fs::write(&path, "1 1048576:1\n2 1:1\n3 2:1\n").unwrap();
+        let text = |mib: usize| {
+            format!(
+                "workers = 1\n[data]\nkind = \"libsvm\"\npath = \"{}\"\ntest_fraction = 0.0\nmax_matrix_mib = {mib}\n",
+                path.display()
+            )
+        };
+        let e = DataPlan::new(&config(&text(16)), 1).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("training matrix of 3 samples × 1048576 features"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("takes 24 MiB"), "{e}");
+        let plan = DataPlan::new(&config(&text(32)), 1).unwrap();
+        assert_eq!(plan.features(), 1 << 20);
+    }
+
+    #[test]
+    fn synthetic_data_larger_than_the_limit_is_refused_by_validation() {
+        let e = parse(
+            "workers = 2\n[data]\ntrain_samples = 1000000\nfeatures = 1000000\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "data.train_samples");
+        assert!(
+            e.to_string()
+                .contains("7629395 MiB, more than data.max_matrix_mib = 4096"),
+            "{e}"
+        );
+        let e = parse(
+            &format!(
+                "workers = 2\n[data]\ntest_samples = {}\nfeatures = 3\n",
+                i64::MAX
+            ),
+            "t.toml",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "data.test_samples");
+        let e = parse("[data]\nmax_matrix_mib = 0\n", "t.toml", &[]).unwrap_err();
+        assert_eq!(e.field, "data.max_matrix_mib");
+    }
+
+    #[test]
+    fn partition_bounds_do_not_overflow() {
+        // rows(p) multiplies p · N before dividing by the partitions: in u128.
+        let mut c = config("workers = 4\n[data]\ntrain_samples = 8\nfeatures = 1\n");
+        c.data.train_samples = usize::MAX / 2;
+        c.data.max_matrix_mib = crate::config::MAX_MATRIX_MIB_LIMIT;
+        let plan = DataPlan {
+            source: Source::SyntheticLinear {
+                seed: 1,
+                noise_std: 0.0,
+            },
+            loss: Loss::LeastSquares,
+            features: 1,
+            train_samples: c.data.train_samples,
+            test_samples: 1,
+            partitions: 4,
+        };
+        assert_eq!(plan.rows(3).end, usize::MAX / 2);
+        assert_eq!(plan.rows(1).start, plan.rows(0).end);
     }
 }

@@ -30,7 +30,8 @@ pub fn train_reference(config: &Config, partitions: usize) -> Result<ReferenceRu
     let d = plan.features();
     let mut opt = Optimizer::new(&config.train, config.model.l2, d);
     let mut gradient = vec![0.0; d];
-    let mut train_loss = Vec::with_capacity(config.train.iterations);
+    // Grown as it goes: train.iterations has no upper limit.
+    let mut train_loss = Vec::with_capacity(config.train.iterations.min(1 << 16));
     for _ in 0..config.train.iterations {
         gradient.iter_mut().for_each(|g| *g = 0.0);
         let mut loss = 0.0;

@@ -240,12 +240,15 @@ pub fn simulate(
 ) -> Result<SimReport, TraceError> {
     let k = spec.workers();
     let (trials, iterations) = (settings.trials, settings.iterations);
-    let total = trials * iterations;
+    // Reserve at most 2^20 times up front: trials × iterations may be huge (a
+    // run meant to be stopped) or even overflow, and the times grow as they come.
+    let total = trials.saturating_mul(iterations);
+    let reserve = total.min(1 << 20);
     let mut tallies: Vec<Tally> = contenders
         .iter()
-        .map(|_| Tally::new(total, trials))
+        .map(|_| Tally::new(reserve, trials.min(1 << 20)))
         .collect();
-    let mut bound = Tally::new(total, trials);
+    let mut bound = Tally::new(reserve, trials.min(1 << 20));
     let mut engine = RoundEngine::new();
     let mut detail = WorkerDetail::default();
     let mut record = IterationRecord::new(k);

@@ -23,6 +23,12 @@ use std::sync::Arc;
 
 use super::{DelayModel, RoundSample};
 use crate::error::InputError;
+use crate::textfile::Lines;
+
+/// The most values (rows × columns) a trace file may hold: 2^22, 32 MiB in
+/// memory, thousands of times the largest AWS Lambda trace (256 workers × a few
+/// hundred rounds). A larger file is refused at the line that passes it.
+pub const MAX_TRACE_VALUES: usize = 1 << 22;
 
 /// A validated trace: `rows` × `columns` completion times, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,28 +44,48 @@ pub struct TraceTable {
 }
 
 impl TraceTable {
-    /// Read and validate a trace file.
+    /// Read and validate a trace file, line by line (at most
+    /// [`MAX_LINE_BYTES`](crate::textfile::MAX_LINE_BYTES) per line and
+    /// [`MAX_TRACE_VALUES`] values in all).
     pub fn load(path: &Path) -> Result<Self, InputError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let file = std::fs::File::open(path).map_err(|e| {
             InputError::new("straggler.trace_file", format!("cannot read {origin}: {e}"))
         })?;
-        Self::parse(&text, &origin)
+        Self::read(std::io::BufReader::new(file), &origin, MAX_TRACE_VALUES)
     }
 
     /// Parse and validate trace text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self, InputError> {
+        Self::read(text.as_bytes(), origin, MAX_TRACE_VALUES)
+    }
+
+    /// Parse and validate the lines of `reader`, refusing more than `max_values` values.
+    fn read(
+        reader: impl std::io::BufRead,
+        origin: &str,
+        max_values: usize,
+    ) -> Result<Self, InputError> {
         let at = |line: usize| format!("{origin}:{line}");
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .map(|(i, l)| (i + 1, l))
-            .filter(|(_, l)| !l.trim().is_empty());
-        let Some((first_line, first)) = lines.next() else {
+        let mut lines = Lines::new(reader, origin).filter(|item| match item {
+            Ok((_, l)) => !l.trim().is_empty(),
+            Err(_) => true,
+        });
+        let Some(item) = lines.next() else {
             return Err(InputError::new(origin, "has no rows"));
         };
-        let first_cells = cells(first);
-        let columns = first_cells.len();
+        let (first_line, first) = item?;
+        // Count the cells before splitting: a gigantic header is refused before it takes memory.
+        let columns = count_cells(&first);
+        if columns > max_values {
+            return Err(InputError::new(
+                at(first_line),
+                format!(
+                    "has {columns} cells, more than the {max_values} values a trace file may hold"
+                ),
+            ));
+        }
+        let first_cells = cells(&first);
         let header = first_cells
             .iter()
             .all(|c| c.parse::<f64>().is_err())
@@ -74,16 +100,25 @@ impl TraceTable {
         let data = if header.is_some() {
             None
         } else {
-            Some((first_line, first))
+            Some(Ok((first_line, first.clone())))
         };
-        for (line, text) in data.into_iter().chain(lines) {
-            let row = cells(text);
-            if row.len() != columns {
+        for item in data.into_iter().chain(lines) {
+            let (line, text) = item?;
+            let count = count_cells(&text);
+            if count != columns {
                 return Err(InputError::new(
                     at(line),
                     format!(
-                        "has {} cells, but line {first_line} has {columns}; every row needs one cell per column",
-                        row.len()
+                        "has {count} cells, but line {first_line} has {columns}; every row needs one cell per column"
+                    ),
+                ));
+            }
+            let row = cells(&text);
+            if values.len() + row.len() > max_values {
+                return Err(InputError::new(
+                    at(line),
+                    format!(
+                        "takes the trace past {max_values} values, the most a trace file may hold"
                     ),
                 ));
             }
@@ -211,6 +246,11 @@ impl TraceTable {
     }
 }
 
+/// How many cells `cells(line)` returns.
+fn count_cells(line: &str) -> usize {
+    line.bytes().filter(|&b| b == b',').count() + 1
+}
+
 /// The cells of one CSV line, trimmed and unquoted.
 fn cells(line: &str) -> Vec<&str> {
     line.split(',')
@@ -300,6 +340,57 @@ mod tests {
         let t = TraceTable::parse("1,2\n3,4\n", "t.csv").unwrap();
         assert_eq!(t.rows(), 2);
         assert!(t.header().is_none());
+    }
+
+    #[test]
+    fn a_gigantic_header_is_refused_before_it_is_split() {
+        let header = vec!["w"; 100].join(",");
+        let e = TraceTable::read(format!("{header}\n1\n").as_bytes(), "t.csv", 64).unwrap_err();
+        assert_eq!(e.field, "t.csv:1");
+        assert!(
+            e.to_string()
+                .contains("has 100 cells, more than the 64 values"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_trace_past_the_value_limit_is_refused_at_that_line() {
+        let text = "a,b\n1,2\n3,4\n5,6\n";
+        assert_eq!(
+            TraceTable::read(text.as_bytes(), "t.csv", 6)
+                .unwrap()
+                .rows(),
+            3
+        );
+        let e = TraceTable::read(text.as_bytes(), "t.csv", 5).unwrap_err();
+        assert_eq!(e.field, "t.csv:4");
+        assert!(e.to_string().contains("past 5 values"), "{e}");
+    }
+
+    #[test]
+    fn a_trace_that_ends_mid_row_or_mid_number_is_refused_at_that_line() {
+        let e = TraceTable::parse("1,2\n3,", "t.csv").unwrap_err();
+        assert_eq!(e.field, "t.csv:2");
+        assert!(e.to_string().contains("column 2 is empty"), "{e}");
+        let e = TraceTable::parse("1,2\n3", "t.csv").unwrap_err();
+        assert!(e.to_string().contains("t.csv:2: has 1 cells"), "{e}");
+        let e = TraceTable::parse("1,2\n3,4e", "t.csv").unwrap_err();
+        assert!(e.to_string().contains("t.csv:2: column 2 is `4e`"), "{e}");
+        // A last row without a newline is a row.
+        assert_eq!(
+            TraceTable::parse("1,2\n3,4.5", "t.csv")
+                .unwrap()
+                .value(1, 1),
+            4.5
+        );
+    }
+
+    #[test]
+    fn a_binary_trace_file_is_refused_as_not_text() {
+        let e = TraceTable::read(&b"1,2\n\xff\xfe,1\n"[..], "t.bin", 64).unwrap_err();
+        assert_eq!(e.field, "t.bin:2");
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
     }
 
     #[test]

@@ -750,20 +750,58 @@ pub struct TraceData {
     pub timing: Vec<TimingEvent>,
 }
 
-fn read_vec<T: H5Type>(g: &Group, name: &str) -> Result<(Vec<T>, Vec<usize>)> {
+/// Read dataset `name` of `g`, which must have `ndim` dimensions and, as
+/// the traces are not compressed, no more bytes than the file (`file_bytes`):
+/// a corrupted header claiming more is refused before anything is allocated.
+fn read_vec<T: H5Type>(
+    g: &Group,
+    name: &str,
+    ndim: usize,
+    file_bytes: u64,
+) -> Result<(Vec<T>, Vec<usize>)> {
     let ds = g
         .dataset(name)
         .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
+    let shape = ds.shape();
+    if shape.len() != ndim {
+        return Err(TraceError::Record(format!(
+            "dataset {} has shape {shape:?}, not {ndim} dimension(s)",
+            ds.name()
+        )));
+    }
+    let bytes = shape
+        .iter()
+        .try_fold(std::mem::size_of::<T>() as u128, |acc, &n| {
+            acc.checked_mul(n as u128)
+        });
+    if bytes.is_none_or(|b| b > u128::from(file_bytes)) {
+        return Err(TraceError::Record(format!(
+            "dataset {} claims shape {shape:?}, more data than the {file_bytes}-byte file holds (corrupt file?)",
+            ds.name()
+        )));
+    }
     let v = ds
         .read_raw::<T>()
         .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
-    Ok((v, ds.shape()))
+    if v.len() != shape.iter().product::<usize>() {
+        return Err(TraceError::Record(format!(
+            "dataset {} read {} values for shape {shape:?}",
+            ds.name(),
+            v.len()
+        )));
+    }
+    Ok((v, shape))
 }
 
 /// Read the trace whose `/iteration/` and `/worker/` groups are under
 /// `group_path` of `path` (`"/"` for a run, `"/sim/gc-sc/trial_0"` for a
-/// simulation trial).
+/// simulation trial). A file that is not such a trace (truncated, corrupted,
+/// of another schema) gives an error, never a panic or an allocation larger
+/// than the file.
 pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
+    let file_bytes = std::fs::metadata(path)
+        .map_err(|e| TraceError::hdf5(format!("cannot open {}", path.display()), e))?
+        .len();
     let file = File::open(path)
         .map_err(|e| TraceError::hdf5(format!("cannot open {}", path.display()), e))?;
     let root = file
@@ -775,23 +813,29 @@ pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
     let wk = root
         .group("worker")
         .map_err(|e| TraceError::hdf5(format!("group {group_path}/worker"), e))?;
-    let (duration, shape) = read_vec::<f64>(&it, "duration_s")?;
+    let (duration, shape) = read_vec::<f64>(&it, "duration_s", 1, file_bytes)?;
     let n = shape[0];
-    let (decode, _) = read_vec::<f64>(&it, "decode_s")?;
-    let (recovered, _) = read_vec::<f64>(&it, "recovered_fraction")?;
-    let (used_count, _) = read_vec::<u64>(&it, "messages_used")?;
-    let (received, _) = read_vec::<u64>(&it, "messages_received")?;
-    let (stale, _) = read_vec::<u64>(&it, "stale_dropped")?;
-    let (train, _) = read_vec::<f64>(&it, "train_loss")?;
-    let (test, _) = read_vec::<f64>(&it, "test_loss")?;
-    let (finish, wshape) = read_vec::<f64>(&wk, "finish_s")?;
+    let (decode, _) = read_vec::<f64>(&it, "decode_s", 1, file_bytes)?;
+    let (recovered, _) = read_vec::<f64>(&it, "recovered_fraction", 1, file_bytes)?;
+    let (used_count, _) = read_vec::<u64>(&it, "messages_used", 1, file_bytes)?;
+    let (received, _) = read_vec::<u64>(&it, "messages_received", 1, file_bytes)?;
+    let (stale, _) = read_vec::<u64>(&it, "stale_dropped", 1, file_bytes)?;
+    let (train, _) = read_vec::<f64>(&it, "train_loss", 1, file_bytes)?;
+    let (test, _) = read_vec::<f64>(&it, "test_loss", 1, file_bytes)?;
+    let (finish, wshape) = read_vec::<f64>(&wk, "finish_s", 2, file_bytes)?;
     let k = wshape[1];
-    let (straggling, _) = read_vec::<u8>(&wk, "straggling")?;
-    let (cluster, _) = read_vec::<i64>(&wk, "cluster")?;
-    let (used, _) = read_vec::<u8>(&wk, "used")?;
+    if wshape[0] != n {
+        return Err(TraceError::Record(format!(
+            "{group_path}: /worker/finish_s has {} rows, /iteration/duration_s {n}",
+            wshape[0]
+        )));
+    }
+    let (straggling, _) = read_vec::<u8>(&wk, "straggling", 2, file_bytes)?;
+    let (cluster, _) = read_vec::<i64>(&wk, "cluster", 2, file_bytes)?;
+    let (used, _) = read_vec::<u8>(&wk, "used", 2, file_bytes)?;
     // Optional: traces of simulations and of older versions have no overruns.
     let overrun = if wk.link_exists("overrun_s") {
-        read_vec::<f64>(&wk, "overrun_s")?.0
+        read_vec::<f64>(&wk, "overrun_s", 2, file_bytes)?.0
     } else {
         vec![0.0; n * k]
     };
@@ -843,7 +887,7 @@ pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
         let model = root
             .group("model")
             .map_err(|e| TraceError::hdf5("group model", e))?;
-        Some(read_vec::<f64>(&model, "theta")?.0)
+        Some(read_vec::<f64>(&model, "theta", 1, file_bytes)?.0)
     } else {
         None
     };
@@ -851,9 +895,9 @@ pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
         let t = root
             .group("timing")
             .map_err(|e| TraceError::hdf5("group timing", e))?;
-        let (names, _) = read_vec::<VarLenUnicode>(&t, "event")?;
-        let (totals, _) = read_vec::<f64>(&t, "total_s")?;
-        let (counts, _) = read_vec::<u64>(&t, "count")?;
+        let (names, _) = read_vec::<VarLenUnicode>(&t, "event", 1, file_bytes)?;
+        let (totals, _) = read_vec::<f64>(&t, "total_s", 1, file_bytes)?;
+        let (counts, _) = read_vec::<u64>(&t, "count", 1, file_bytes)?;
         names
             .iter()
             .zip(totals)
