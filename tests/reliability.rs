@@ -6,8 +6,11 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 use gradcode::trace::read_trace;
@@ -32,19 +35,105 @@ fn finish(child: Child) -> (Option<i32>, String, String) {
     )
 }
 
-/// Wait until `child` exits, at most `limit`; panics when it hangs.
-fn wait_exit(child: Child, limit: Duration) -> (Option<i32>, String, String) {
-    let started = Instant::now();
-    let id = child.id();
-    let waiter = std::thread::spawn(move || finish(child));
-    while !waiter.is_finished() {
-        if started.elapsed() > limit {
-            let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
-            panic!("mpirun {id} did not exit within {limit:?}");
+/// An mpirun job whose stderr is read line by line as it comes, so a test
+/// can act once training is under way (mpirun alone may take seconds to
+/// start the ranks; a fixed sleep would race with it).
+struct Job {
+    child: Child,
+    stderr_lines: mpsc::Receiver<String>,
+    stderr_seen: Vec<String>,
+    stdout_reader: Option<thread::JoinHandle<String>>,
+}
+
+impl Job {
+    fn start(ranks: usize, args: &[&str]) -> Job {
+        let mut child = mpirun(ranks, args).spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (tx, stderr_lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdout_reader = thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stdout.read_to_string(&mut text);
+            text
+        });
+        Job {
+            child,
+            stderr_lines,
+            stderr_seen: Vec::new(),
+            stdout_reader: Some(stdout_reader),
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    waiter.join().unwrap()
+
+    /// Block until the job prints a stderr line containing `needle`; panics
+    /// (with what it printed) when `limit` passes or the job ends first.
+    fn wait_for(&mut self, needle: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr_lines.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = line.contains(needle);
+                    self.stderr_seen.push(line);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "no line with {needle:?} within {limit:?}:\n{}",
+                    self.stderr_seen.join("\n")
+                ),
+                Err(mpsc::RecvTimeoutError::Disconnected) => panic!(
+                    "the job ended before printing {needle:?}:\n{}",
+                    self.stderr_seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Wait until mpirun exits, at most `limit` (panics when it hangs);
+    /// (exit code, stdout, all of stderr).
+    fn wait_exit(mut self, limit: Duration) -> (Option<i32>, String, String) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > limit {
+                panic!(
+                    "mpirun {} did not exit within {limit:?}:\n{}",
+                    self.child.id(),
+                    self.stderr_seen.join("\n")
+                );
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        // The reader thread ends at end of file: collect the rest of stderr.
+        self.stderr_seen.extend(self.stderr_lines.iter());
+        let stdout = self.stdout_reader.take().unwrap().join().unwrap();
+        (status.code(), stdout, self.stderr_seen.join("\n"))
+    }
+}
+
+impl Drop for Job {
+    /// A failed test leaves no job behind.
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// The pid of MPI rank `rank` among the gradcode processes (OpenMPI sets
@@ -87,6 +176,10 @@ fn signal(pid: u32, sig: &str) {
     );
 }
 
+/// How long mpirun may take to start the ranks and the first iterations
+/// (seconds on a loaded or slow machine).
+const STARTUP: Duration = Duration::from_secs(60);
+
 /// A slow enough run (about 25 ms per iteration) to be interrupted mid-way.
 const SLOW: &str = "workers = 6\nseed = 9\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 2\n[straggler]\nmodel = \"shifted-exponential\"\nmu = 2.0\ntime_unit_ms = 20.0\n[data]\ntrain_samples = 600\ntest_samples = 60\nfeatures = 30\n[train]\niterations = 160\nlearning_rate = 0.05\n[output]\nsnapshot_every = 7\n";
 
@@ -112,23 +205,21 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         "--config",
         cfg.to_str().unwrap(),
         "--force",
-        "--quiet",
         "--json",
-        "--out",
     ];
     let mut a = args.to_vec();
-    a.push(whole.to_str().unwrap());
+    a.extend(["--quiet", "--out", whole.to_str().unwrap()]);
     let (code, uninterrupted, err) = finish(mpirun(7, &a).spawn().unwrap());
     assert_eq!(code, Some(0), "{err}");
 
     let cut = scratch("cut.h5");
     let mut a = args.to_vec();
-    a.push(cut.to_str().unwrap());
-    let child = mpirun(7, &a).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    a.extend(["--out", cut.to_str().unwrap()]);
+    let mut job = Job::start(7, &a);
+    job.wait_for("iteration 10/", STARTUP);
     let signalled = Instant::now();
-    signal(child.id(), "TERM");
-    let (code, _, err) = wait_exit(child, Duration::from_secs(20));
+    signal(job.pid(), "TERM");
+    let (code, _, err) = job.wait_exit(Duration::from_secs(20));
     assert!(
         signalled.elapsed() < Duration::from_secs(5),
         "the job exits within 5 s of SIGTERM"
@@ -190,7 +281,7 @@ fn sigint_on_one_worker_stops_the_whole_job_gracefully() {
         &SLOW.replace("iterations = 160", "iterations = 100000"),
     );
     let trace = scratch("sigint.h5");
-    let child = mpirun(
+    let mut job = Job::start(
         7,
         &[
             "train",
@@ -199,14 +290,11 @@ fn sigint_on_one_worker_stops_the_whole_job_gracefully() {
             "--out",
             trace.to_str().unwrap(),
             "--force",
-            "--quiet",
         ],
-    )
-    .spawn()
-    .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    );
+    job.wait_for("iteration 10/", STARTUP);
     signal(rank_pid(3), "INT");
-    let (code, _, err) = wait_exit(child, Duration::from_secs(10));
+    let (code, _, err) = job.wait_exit(Duration::from_secs(10));
     assert_ne!(code, Some(0));
     assert!(err.contains("interrupted by SIGINT after"), "{err}");
     let data = read_trace(&trace, "/").unwrap();
@@ -221,7 +309,7 @@ fn sigkill_leaves_a_readable_trace_that_resumes() {
         &SLOW.replace("iterations = 160", "iterations = 400"),
     );
     let trace = scratch("sigkill.h5");
-    let child = mpirun(
+    let mut job = Job::start(
         7,
         &[
             "train",
@@ -230,14 +318,11 @@ fn sigkill_leaves_a_readable_trace_that_resumes() {
             "--out",
             trace.to_str().unwrap(),
             "--force",
-            "--quiet",
         ],
-    )
-    .spawn()
-    .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    );
+    job.wait_for("iteration 80/", STARTUP);
     signal(rank_pid(0), "KILL");
-    let (code, _, _) = wait_exit(child, Duration::from_secs(20));
+    let (code, _, _) = job.wait_exit(Duration::from_secs(20));
     assert_ne!(code, Some(0));
     let data = read_trace(&trace, "/").expect("a killed run leaves a readable trace");
     assert!(
@@ -285,7 +370,7 @@ fn a_killed_worker_ends_the_job_and_the_trace_survives() {
         &SLOW.replace("iterations = 160", "iterations = 100000"),
     );
     let trace = scratch("dead-worker.h5");
-    let child = mpirun(
+    let mut job = Job::start(
         7,
         &[
             "train",
@@ -294,14 +379,11 @@ fn a_killed_worker_ends_the_job_and_the_trace_survives() {
             "--out",
             trace.to_str().unwrap(),
             "--force",
-            "--quiet",
         ],
-    )
-    .spawn()
-    .unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
+    );
+    job.wait_for("iteration 80/", STARTUP);
     signal(rank_pid(4), "KILL");
-    let (code, _, _) = wait_exit(child, Duration::from_secs(20));
+    let (code, _, _) = job.wait_exit(Duration::from_secs(20));
     assert_ne!(code, Some(0), "OpenMPI ends the job when a rank dies");
     let data = read_trace(&trace, "/").expect("the trace survives a dead worker");
     assert!(!data.records.is_empty());
@@ -325,7 +407,7 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
             .replace("iterations = 160", "iterations = 100000"),
     );
     let trace = scratch("stopped-uncoded.h5");
-    let child = mpirun(
+    let mut job = Job::start(
         7,
         &[
             "train",
@@ -334,16 +416,13 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
             "--out",
             trace.to_str().unwrap(),
             "--force",
-            "--quiet",
         ],
-    )
-    .spawn()
-    .unwrap();
+    );
     // Stop it once training runs (stopped during MPI_Init, everyone would wait in MPI_Init).
-    std::thread::sleep(Duration::from_millis(2500));
+    job.wait_for("iteration 10/", STARTUP);
     let worker = rank_pid(2);
     signal(worker, "STOP");
-    let (code, _, err) = wait_exit(child, Duration::from_secs(30));
+    let (code, _, err) = job.wait_exit(Duration::from_secs(30));
     signal(worker, "CONT");
     assert_ne!(code, Some(0));
     assert!(
@@ -370,7 +449,7 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
             .replace("iterations = 160", "iterations = 200"),
     );
     let trace = scratch("stopped-cyclic.h5");
-    let child = mpirun(
+    let mut job = Job::start(
         7,
         &[
             "train",
@@ -379,15 +458,12 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
             "--out",
             trace.to_str().unwrap(),
             "--force",
-            "--quiet",
         ],
-    )
-    .spawn()
-    .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    );
+    job.wait_for("iteration 10/", STARTUP);
     let worker = rank_pid(2);
     signal(worker, "STOP");
-    let (_, _, err) = wait_exit(child, Duration::from_secs(40));
+    let (_, _, err) = job.wait_exit(Duration::from_secs(40));
     signal(worker, "CONT");
     let data = read_trace(&trace, "/").unwrap();
     assert_eq!(
