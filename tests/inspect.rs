@@ -399,6 +399,7 @@ mod with_hdf5 {
         let cfg = dir().join("sim.toml");
         std::fs::write(&cfg, SIM).unwrap();
         let out = dir().join("sim.h5");
+        let _ = std::fs::remove_file(&out);
         let sim = json(&gradcode(&[
             "simulate",
             "--config",

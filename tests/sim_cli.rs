@@ -357,6 +357,7 @@ fn unused_straggler_keys_are_warned_about() {
 fn out_writes_a_trace_that_matches_the_report() {
     let cfg = write("fig3-out.toml", FIG3);
     let out = dir().join("fig3.h5");
+    let _ = std::fs::remove_file(&out);
     let o = gradcode(&[
         "simulate",
         "--config",
@@ -385,15 +386,34 @@ fn out_writes_a_trace_that_matches_the_report() {
     }
     let toml = gradcode::trace::read_attr_string(&out, "/", "config_toml").unwrap();
     assert!(toml.contains("time_unit_ms = 250.0"), "{toml}");
-    // An unwritable path is bad input, and nothing is printed.
+    // An unwritable path is bad input, and nothing is printed (/proc is
+    // unwritable even for root).
+    let o = gradcode(&["simulate", "--config", &cfg, "--out", "/proc/gradcode/x.h5"]);
+    assert_rejected("out-unwritable", &o, "--out");
+
+    // An existing trace is kept without --force, and replaced with it.
+    let before = std::fs::read(&out).unwrap();
+    let o = gradcode(&["simulate", "--config", &cfg, "--out", out.to_str().unwrap()]);
+    assert_rejected("out-exists", &o, "--out");
+    assert!(stderr(&o).contains("exists; use --force to overwrite it"));
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        before,
+        "the trace is untouched"
+    );
     let o = gradcode(&[
         "simulate",
         "--config",
         &cfg,
         "--out",
-        "/nonexistent/dir/x.h5",
+        out.to_str().unwrap(),
+        "--force",
+        "--iterations",
+        "7",
     ]);
-    assert_rejected("out-unwritable", &o, "--out");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = gradcode::trace::read_trace(&out, "/sim/gc/trial_0").unwrap();
+    assert_eq!(t.records.len(), 7, "--force replaced the trace");
 }
 
 #[cfg(not(feature = "hdf5"))]

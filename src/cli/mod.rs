@@ -104,6 +104,9 @@ pub enum Command {
         /// Write the per-iteration records to an HDF5 trace (output.trace when no file is given).
         #[arg(long, value_name = "F.h5", num_args = 0..=1)]
         out: Option<Option<PathBuf>>,
+        /// Overwrite an existing trace.
+        #[arg(long, requires = "out")]
+        force: bool,
     },
     /// Summarise an HDF5 trace: a training run (`train --out`) or a simulation (`simulate --out`).
     Inspect {
@@ -195,6 +198,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             iterations,
             seed,
             out,
+            force,
         } => simulate::run(
             &args,
             &simulate::SimulateFlags {
@@ -202,6 +206,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 iterations,
                 seed,
                 out,
+                force,
             },
         ),
         Command::Inspect { file, json } => inspect::run(&file, json),

@@ -21,6 +21,8 @@ pub struct SimulateFlags {
     pub seed: Option<u64>,
     /// `--out [F.h5]`: `Some(None)` = `output.trace`.
     pub out: Option<Option<PathBuf>>,
+    /// `--force`: overwrite an existing trace.
+    pub force: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -52,10 +54,11 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     let (loaded, _scheme) = setup_quiet(&args)?;
     let config = &loaded.config;
     let mut sim = Simulation::from_config(config)?;
-    let out_path: Option<PathBuf> = flags.out.as_ref().map(|p| {
-        p.clone()
-            .unwrap_or_else(|| PathBuf::from(&config.output.trace))
-    });
+    let out_path: Option<PathBuf> = flags
+        .out
+        .as_ref()
+        .map(|p| crate::trace::trace_path(config, p.as_deref(), flags.force))
+        .transpose()?;
     let mut trace = match &out_path {
         Some(path) => Some(open_trace(&sim, config, path)?),
         None => None,

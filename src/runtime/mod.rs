@@ -68,30 +68,6 @@ pub fn check_trainable(config: &Config, scheme: &dyn Scheme) -> Result<(), Input
     Ok(())
 }
 
-/// The trace path of a run, checked: an existing file only with `force`, a
-/// missing folder created. Nothing is written yet.
-pub fn trace_path(config: &Config, out: Option<&Path>, force: bool) -> Result<PathBuf, InputError> {
-    let (field, path) = match out {
-        Some(p) => ("--out", p.to_path_buf()),
-        None => ("output.trace", PathBuf::from(&config.output.trace)),
-    };
-    if path.exists() && !force {
-        return Err(InputError::new(
-            field,
-            format!("{} exists; use --force to overwrite it", path.display()),
-        ));
-    }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            InputError::new(
-                field,
-                format!("cannot create the folder {}: {e}", dir.display()),
-            )
-        })?;
-    }
-    Ok(path)
-}
-
 #[cfg(not(feature = "mpi"))]
 pub fn train(_options: &TrainOptions) -> anyhow::Result<()> {
     Err(InputError::new("train", "this gradcode was built without the `mpi` feature").into())

@@ -40,7 +40,7 @@ impl TraceOut {
         }
         #[cfg(feature = "hdf5")]
         {
-            let path = super::trace_path(config, options.out.as_deref(), options.force)?;
+            let path = crate::trace::trace_path(config, options.out.as_deref(), options.force)?;
             let meta = crate::trace::TraceMeta {
                 scheme: scheme.kind().name().to_string(),
                 workers: scheme.workers(),

@@ -54,6 +54,38 @@ mod read;
 #[cfg(feature = "hdf5")]
 pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile, TraceKind};
 
+/// The trace path of a run (`train`) or simulation (`simulate --out`),
+/// checked before any work starts: `out` (the `--out` flag) or else
+/// `output.trace`; an existing file only with `force`; a missing folder
+/// created. Nothing else is written yet.
+pub fn trace_path(
+    config: &crate::config::Config,
+    out: Option<&std::path::Path>,
+    force: bool,
+) -> Result<std::path::PathBuf, crate::error::InputError> {
+    use crate::error::InputError;
+    use std::path::PathBuf;
+    let (field, path) = match out {
+        Some(p) => ("--out", p.to_path_buf()),
+        None => ("output.trace", PathBuf::from(&config.output.trace)),
+    };
+    if path.exists() && !force {
+        return Err(InputError::new(
+            field,
+            format!("{} exists; use --force to overwrite it", path.display()),
+        ));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            InputError::new(
+                field,
+                format!("cannot create the folder {}: {e}", dir.display()),
+            )
+        })?;
+    }
+    Ok(path)
+}
+
 /// Records are written and the file flushed at most this often (and at most once per iteration).
 pub const FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
