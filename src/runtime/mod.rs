@@ -23,7 +23,7 @@ mod worker;
 #[cfg(feature = "mpi")]
 pub use master::{Observer, TrainSummary};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::coding::Scheme;
 use crate::config::{Config, StateInfo, StragglerMode};
@@ -110,7 +110,7 @@ fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputE
 #[cfg(feature = "mpi")]
 fn prepare_resume(
     options: &TrainOptions,
-    path: &Path,
+    path: &std::path::Path,
     world_size: usize,
 ) -> Result<Prepared, InputError> {
     for (flag, given) in [
