@@ -27,6 +27,9 @@ use crate::trace::{IterationRecord, Snapshot, TimingEvent};
 /// Longest sleep between probes while the master waits for results: short,
 /// because every microsecond here lengthens the iteration.
 const WAIT_CAP: Duration = Duration::from_micros(100);
+/// How long the master spins (yielding the core) after each message before
+/// it sleeps between probes (see [`Backoff`]).
+const SPIN: Duration = Duration::from_micros(200);
 /// How long the master waits for every worker's goodbye before it gives up
 /// on a clean shutdown (a worker is gone) and the job is aborted.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
@@ -341,7 +344,7 @@ impl Master<'_> {
         let mut task_buf = Vec::new();
         let mut arrivals: Vec<Arrival> = Vec::new();
         let mut vectors: Vec<Vec<f64>> = Vec::new();
-        let mut backoff = Backoff::new(WAIT_CAP);
+        let mut backoff = Backoff::spinning(WAIT_CAP, SPIN);
         let (mut total_s, mut stale_total, mut overruns, mut recovered_total) =
             (0.0, 0u64, 0u64, 0.0);
         let (mut train_loss, mut test_loss) = (f64::NAN, f64::NAN);

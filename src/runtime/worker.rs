@@ -22,6 +22,9 @@ use crate::learn::{DataPlan, Partition, kernel};
 
 /// Longest sleep between probes of an idle or waiting worker.
 const IDLE_CAP: Duration = Duration::from_micros(500);
+/// How long a worker that waits for its next task spins (yielding the core)
+/// before it sleeps: the master usually answers a result within this.
+const SPIN: Duration = Duration::from_micros(200);
 /// Rows per block between probes: about 512 KiB of samples.
 const BLOCK_VALUES: usize = 1 << 16;
 
@@ -155,7 +158,7 @@ pub(super) fn run(
     universe: &mut mpi::environment::Universe,
     config: &Config,
 ) -> anyhow::Result<()> {
-    let mut backoff = Backoff::new(IDLE_CAP);
+    let mut backoff = Backoff::spinning(IDLE_CAP, SPIN);
     let mut link = Link {
         comm,
         dim: 0,
