@@ -2,15 +2,11 @@
 //! bad input of every kind → one line on stderr naming the field, status 2,
 //! nothing on stdout.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn gradcode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gradcode"))
-        .args(args)
-        .output()
-        .expect("run gradcode")
-}
+use common::{assert_rejected, gradcode, json, stderr, stdout};
+use std::path::PathBuf;
+use std::process::Command;
 
 fn write_config(name: &str, text: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-configs");
@@ -20,48 +16,7 @@ fn write_config(name: &str, text: &str) -> PathBuf {
     path
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(o.status.success(), "failed: {}", stderr(o));
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
-}
-
 /// One invalid input: it must exit 2 with one stderr line naming `field`, and print nothing.
-fn assert_rejected(name: &str, output: &Output, field: &str) {
-    let err = stderr(output);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "{name}: status {:?}, stderr: {err}",
-        output.status
-    );
-    assert_eq!(
-        err.lines().count(),
-        1,
-        "{name}: stderr is not one line: {err}"
-    );
-    assert!(
-        err.contains(field),
-        "{name}: stderr does not name `{field}`: {err}"
-    );
-    assert!(
-        !err.contains("panicked") && !err.contains("backtrace"),
-        "{name}: {err}"
-    );
-    assert!(
-        output.stdout.is_empty(),
-        "{name}: wrote to stdout: {}",
-        stdout(output)
-    );
-}
-
 const GC_SC: &str = "workers = 12\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 4\n";
 
 /// (name, config text, --set overrides, field the error must name)

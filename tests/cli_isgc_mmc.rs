@@ -2,15 +2,10 @@
 //! keys (workers_used, partitions_recovered, recovered_fraction, messages),
 //! multi-message arrival lists, check's accuracy verdict, and bad input.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn gradcode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gradcode"))
-        .args(args)
-        .output()
-        .expect("run gradcode")
-}
+use common::{assert_rejected, gradcode, json};
+use std::path::PathBuf;
 
 fn write_config(name: &str, text: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-isgc-mmc");
@@ -18,15 +13,6 @@ fn write_config(name: &str, text: &str) -> PathBuf {
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(
-        o.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("JSON")
 }
 
 fn ids(v: &serde_json::Value) -> Vec<u64> {
@@ -38,12 +24,7 @@ fn ids(v: &serde_json::Value) -> Vec<u64> {
 }
 
 fn rejected(args: &[&str], field: &str) {
-    let out = gradcode(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(field), "{args:?}: {err}");
-    assert!(out.stdout.is_empty());
+    assert_rejected(&format!("{args:?}"), &gradcode(args), field);
 }
 
 const ISGC: &str =

@@ -2,37 +2,15 @@
 //! Lemma 1; `explain --stragglers` reproduces the worked example of 000 §V;
 //! bad gc-dc input exits 2 with one line naming the key or flag.
 
-use std::process::{Command, Output};
+mod common;
 
-fn gradcode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gradcode"))
-        .args(args)
-        .output()
-        .expect("run gradcode")
-}
+use common::{assert_rejected, gradcode, json, stderr};
 
 fn example() -> String {
     format!(
         "{}/configs/paper/gcdc-example.toml",
         env!("CARGO_MANIFEST_DIR")
     )
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(o.status.success(), "failed: {}", stderr(o));
-    serde_json::from_slice(&o.stdout).expect("JSON on stdout")
-}
-
-fn assert_rejected(name: &str, o: &Output, field: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{name}: {err}");
-    assert_eq!(err.lines().count(), 1, "{name}: {err}");
-    assert!(err.contains(field), "{name}: `{field}` not in {err}");
-    assert!(o.stdout.is_empty(), "{name}: wrote to stdout");
 }
 
 #[test]

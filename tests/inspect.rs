@@ -4,28 +4,16 @@
 //! datasets and datasets outside the schema; bad files → one line naming the
 //! file, status 2, nothing on stdout.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn gradcode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gradcode"))
-        .args(args)
-        .output()
-        .expect("run gradcode")
-}
+use common::{gradcode, stderr, stdout};
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 fn dir() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inspect");
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Exit 2, one stderr line naming `file` and containing `rule`, nothing on stdout.
@@ -589,7 +577,7 @@ mod with_hdf5 {
         w.append(&record(12)).unwrap(); // pending, not yet in the file
         let o = gradcode(&["inspect", path.to_str().unwrap()]);
         assert_rejected(&o, &path, "HDF5_USE_FILE_LOCKING=FALSE");
-        let o = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_gradcode"))
             .args(["inspect", path.to_str().unwrap(), "--json"])
             .env("HDF5_USE_FILE_LOCKING", "FALSE")
             .output()

@@ -2,15 +2,10 @@
 //! determinism by seed, and bad input (flags, straggler keys, trace files)
 //! → one line naming the field or file:line, status 2, nothing on stdout.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn gradcode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gradcode"))
-        .args(args)
-        .output()
-        .expect("run gradcode")
-}
+use common::{assert_rejected, gradcode, json, stderr};
+use std::path::PathBuf;
 
 fn dir() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sim-cli");
@@ -22,24 +17,6 @@ fn write(name: &str, text: &str) -> String {
     let path = dir().join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(o.status.success(), "failed: {}", stderr(o));
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
-}
-
-fn assert_rejected(name: &str, o: &Output, expected: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{name}: {err}");
-    assert_eq!(err.lines().count(), 1, "{name}: {err}");
-    assert!(err.contains(expected), "{name}: `{expected}` not in: {err}");
-    assert!(o.stdout.is_empty(), "{name}: wrote to stdout");
 }
 
 const FIG3: &str = "workers = 12\nseed = 1\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 4\n[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 6\n[simulate]\ntrials = 4\niterations = 50\ncompare = [\"gc\", \"gc-sc\"]\n";

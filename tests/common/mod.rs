@@ -2,7 +2,7 @@
 #![allow(dead_code)] // each test binary uses a part
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 
 /// One mpirun at a time within a test binary: concurrent jobs oversubscribe
@@ -53,4 +53,56 @@ pub fn relative_error(a: &[f64], b: &[f64]) -> f64 {
 /// θ of a `train --json` summary.
 pub fn theta(summary: &serde_json::Value) -> Vec<f64> {
     serde_json::from_value(summary["theta"].clone()).expect("the summary has theta")
+}
+
+/// `gradcode ARGS...` run to the end.
+pub fn gradcode(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(args)
+        .output()
+        .expect("run gradcode")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The JSON a successful run printed on stdout.
+pub fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "failed: {}", stderr(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
+}
+
+/// Bad input as the project promises to report it: status 2, one line on
+/// stderr that contains `field`, no panic or backtrace, nothing on stdout.
+pub fn assert_rejected(name: &str, output: &Output, field: &str) {
+    let err = stderr(output);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{name}: status {:?}, stderr: {err}",
+        output.status
+    );
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "{name}: stderr is not one line: {err}"
+    );
+    assert!(
+        err.contains(field),
+        "{name}: stderr does not name `{field}`: {err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{name}: {err}"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "{name}: wrote to stdout: {}",
+        stdout(output)
+    );
 }
