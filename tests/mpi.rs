@@ -220,7 +220,7 @@ fn a_worker_that_never_answers_does_not_hang_a_tolerant_scheme() {
 #[test]
 fn logistic_regression_on_a_real_data_set_matches_the_reference() {
     let data = format!(
-        "{}/../shared/data/breast_cancer.libsvm",
+        "{}/data/breast_cancer.libsvm",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = format!(

@@ -265,23 +265,29 @@ fn trace_replay_uses_the_chosen_columns_and_wraps() {
 }
 
 #[test]
-fn the_real_aws_traces_load() {
-    let dir = std::path::Path::new("../shared/traces/aws-lambda");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        eprintln!("skipped: {} not present", dir.display());
-        return;
-    };
+fn the_real_aws_traces_load_as_their_manifest_says() {
+    // The traces shipped in data/traces/aws-lambda/ (see its README for the
+    // source), each with the rounds and workers MANIFEST.tsv lists.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces/aws-lambda");
+    let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap();
     let mut n = 0;
-    for e in entries {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "csv") {
-            let t = TraceTable::load(&p).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(t.columns(), 256, "{}", p.display());
-            assert!(t.rows() >= 10);
-            n += 1;
-        }
+    for line in manifest.lines().skip(1) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [file, rounds, workers] = fields[..] else {
+            panic!("MANIFEST.tsv line {line:?}")
+        };
+        let p = dir.join(file);
+        let t = TraceTable::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.columns(), workers.parse::<usize>().unwrap(), "{file}");
+        assert_eq!(t.rows(), rounds.parse::<usize>().unwrap(), "{file}");
+        n += 1;
     }
-    assert!(n > 0);
+    let csvs = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "csv"))
+        .count();
+    assert_eq!(n, csvs, "every CSV is in MANIFEST.tsv");
+    assert!(n >= 40);
 }
 
 /// (file name, contents, text the error must contain)
