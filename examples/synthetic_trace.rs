@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use gradcode::config;
 use gradcode::sim::Simulation;
-use gradcode::trace::{IterationRecord, RecordSink, TraceError, TraceMeta, TraceWriter};
+use gradcode::trace::{IterationRecord, RecordSink, SinkError, TraceMeta, TraceWriter};
 
 /// Forwards the records of scheme 0, trial 0, adding losses.
 struct Forward {
@@ -26,7 +26,7 @@ impl RecordSink for Forward {
         scheme: usize,
         trial: usize,
         record: &IterationRecord,
-    ) -> Result<(), TraceError> {
+    ) -> Result<(), SinkError> {
         if scheme != 0 || trial != 0 {
             return Ok(());
         }
@@ -41,7 +41,7 @@ impl RecordSink for Forward {
             f64::NAN
         };
         r.decode_s = 1e-4 * (1.0 + 0.5 * (0.3 * i).cos());
-        self.writer.append(&r)
+        Ok(self.writer.append(&r)?)
     }
 }
 
@@ -79,7 +79,8 @@ fn main() -> anyhow::Result<()> {
     let mut sink = Forward {
         writer: TraceWriter::create(&out, &meta)?,
     };
-    sim.run(Some(&mut sink))?;
+    sim.run(Some(&mut sink))
+        .map_err(anyhow::Error::from_boxed)?;
     let iterations = sink.writer.iterations();
     sink.writer.write_theta(iterations as u64, &[0.0; 10])?;
     sink.writer.close()?;

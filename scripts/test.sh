@@ -19,12 +19,12 @@ fi
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy (default features, then none)"
-cargo clippy --locked --all-targets -- -D warnings
-cargo clippy --locked --all-targets --no-default-features -- -D warnings
+cargo clippy --locked --workspace --all-targets -- -D warnings
+cargo clippy --locked --workspace --all-targets --no-default-features -- -D warnings
 echo "== cargo test (default features: mpi, hdf5)"
-cargo test --locked --release
+cargo test --locked --release --workspace
 echo "== cargo test (--no-default-features: the math core alone)"
-cargo test --locked --release --no-default-features
+cargo test --locked --release --workspace --no-default-features
 echo "== Python plotting scripts (SKIPPED loudly when no Python environment)"
 # Python is part of the supported setup (scripts/setup.sh installs it): required here.
 GRADCODE_REQUIRE_PYTHON=1 scripts/test-plots.sh

@@ -1,18 +1,17 @@
 //! gradcode: straggler-tolerant distributed gradient descent with gradient coding.
 //!
-//! The math core (config, coding) is pure and deterministic given the seed;
-//! see DESIGN.md for the data path and `README.md` for the command line.
+//! This crate is the MPI runtime ([`runtime`]), the HDF5 traces ([`trace`])
+//! and the command line ([`cli`]), on top of the pure core
+//! [`gradcode_core`], whose modules it re-exports under their own names
+//! (`gradcode::coding`, `gradcode::config`, ...). The core depends on no MPI,
+//! HDF5 or command-line crate: a dependency pointing the wrong way does not
+//! compile.
+
+pub use gradcode_core::{
+    cluster, coding, config, error, learn, record, rng, sim, stats, straggler, textfile,
+};
 
 pub mod cli;
-pub mod cluster;
-pub mod coding;
-pub mod config;
-pub mod error;
-pub mod learn;
 pub mod logging;
-pub mod rng;
 pub mod runtime;
-pub mod sim;
-pub mod straggler;
-pub mod textfile;
 pub mod trace;

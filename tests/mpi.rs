@@ -219,10 +219,7 @@ fn a_worker_that_never_answers_does_not_hang_a_tolerant_scheme() {
 
 #[test]
 fn logistic_regression_on_a_real_data_set_matches_the_reference() {
-    let data = format!(
-        "{}/data/breast_cancer.libsvm",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let data = format!("{}/data/breast_cancer.libsvm", env!("CARGO_MANIFEST_DIR"));
     let text = format!(
         "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"libsvm\"\npath = \"{data}\"\n[model]\nloss = \"logistic\"\n[train]\niterations = 40\nlearning_rate = 0.5\n"
     );

@@ -8,7 +8,7 @@ use gradcode::coding::{self, RoundContext};
 use gradcode::config::{self, Config, SchemeKind};
 use gradcode::sim::{RoundEngine, SimReport, Simulation, lower_bound};
 use gradcode::straggler::RoundSample;
-use gradcode::trace::{IterationRecord, RecordSink, TraceError};
+use gradcode::trace::{IterationRecord, RecordSink, SinkError};
 use proptest::prelude::*;
 
 fn config(text: &str) -> Config {
@@ -230,7 +230,7 @@ impl RecordSink for Collect {
         scheme: usize,
         trial: usize,
         r: &IterationRecord,
-    ) -> Result<(), TraceError> {
+    ) -> Result<(), SinkError> {
         self.0.push((scheme, trial, r.clone()));
         Ok(())
     }
@@ -324,7 +324,7 @@ fn every_scheme_sees_the_same_samples() {
         .map(|(x, y)| (x - ma - r * (y - mb)).powi(2))
         .sum::<f64>()
         / (n - 1.0);
-    let t = gradcode::sim::stats::student_t_quantile(0.975, n - 1.0);
+    let t = gradcode::stats::student_t_quantile(0.975, n - 1.0);
     let half = 100.0 * t * (var / n).sqrt() / mb;
     assert!(
         (gc.improvement_ci95 - half).abs() < 1e-6 * half,

@@ -284,7 +284,13 @@ fn the_real_aws_traces_load_as_their_manifest_says() {
     }
     let csvs = std::fs::read_dir(&dir)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "csv"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "csv")
+        })
         .count();
     assert_eq!(n, csvs, "every CSV is in MANIFEST.tsv");
     assert!(n >= 40);

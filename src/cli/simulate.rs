@@ -66,8 +66,8 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     print_warnings(&loaded);
     let started = Instant::now();
     let report = match trace.as_mut() {
-        None => sim.run(None)?,
-        Some(writer) => sim.run(Some(writer))?,
+        None => sim.run(None).map_err(anyhow::Error::from_boxed)?,
+        Some(writer) => sim.run(Some(writer)).map_err(anyhow::Error::from_boxed)?,
     };
     if let Some(writer) = trace {
         close_trace(writer)?;
@@ -148,7 +148,7 @@ impl crate::trace::RecordSink for Trace {
         _: usize,
         _: usize,
         _: &crate::trace::IterationRecord,
-    ) -> Result<(), crate::trace::TraceError> {
+    ) -> Result<(), crate::trace::SinkError> {
         match *self {}
     }
 }

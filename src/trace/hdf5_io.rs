@@ -725,8 +725,13 @@ impl SimTraceWriter {
 }
 
 impl RecordSink for SimTraceWriter {
-    fn record(&mut self, scheme: usize, trial: usize, record: &IterationRecord) -> Result<()> {
-        self.append(scheme, trial, record)
+    fn record(
+        &mut self,
+        scheme: usize,
+        trial: usize,
+        record: &IterationRecord,
+    ) -> std::result::Result<(), super::SinkError> {
+        Ok(self.append(scheme, trial, record)?)
     }
 }
 

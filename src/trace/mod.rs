@@ -39,6 +39,8 @@
 //! iteration and at most once per second), and on `flush` and `close`: a
 //! killed job leaves a readable file with every iteration up to the last flush.
 
+pub use gradcode_core::record::{IterationRecord, RecordSink, SinkError, TimingEvent};
+
 #[cfg(feature = "hdf5")]
 mod hdf5_io;
 
@@ -89,64 +91,6 @@ pub fn trace_path(
 /// Records are written and the file flushed at most this often (and at most once per iteration).
 pub const FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// What happened in one iteration: one row of every dataset of the schema.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IterationRecord {
-    pub duration_s: f64,
-    pub decode_s: f64,
-    pub recovered_fraction: f64,
-    pub messages_used: u64,
-    pub messages_received: u64,
-    pub stale_dropped: u64,
-    pub train_loss: f64,
-    pub test_loss: f64,
-    /// Per worker: arrival time of its last message received in time, NaN if none.
-    pub finish_s: Vec<f64>,
-    /// Per worker: straggling this iteration.
-    pub straggling: Vec<bool>,
-    /// Per worker: 1-based cluster this iteration, -1 when unclustered.
-    pub cluster: Vec<i64>,
-    /// Per worker: a message of it has a non-zero decoding weight.
-    pub used: Vec<bool>,
-    /// Per worker: seconds its real work ran past the emulated due time (0 when on time, and in simulation).
-    pub overrun_s: Vec<f64>,
-}
-
-impl IterationRecord {
-    /// A record for `workers` workers with nothing measured: NaN times and
-    /// losses, zero counts, no worker received, straggling or used, unclustered.
-    pub fn new(workers: usize) -> Self {
-        Self {
-            duration_s: f64::NAN,
-            decode_s: f64::NAN,
-            recovered_fraction: f64::NAN,
-            messages_used: 0,
-            messages_received: 0,
-            stale_dropped: 0,
-            train_loss: f64::NAN,
-            test_loss: f64::NAN,
-            finish_s: vec![f64::NAN; workers],
-            straggling: vec![false; workers],
-            cluster: vec![-1; workers],
-            used: vec![false; workers],
-            overrun_s: vec![0.0; workers],
-        }
-    }
-
-    /// K, from the per-worker fields.
-    pub fn workers(&self) -> usize {
-        self.finish_s.len()
-    }
-}
-
-/// One named timing event of a run: how long it took in total, how often it ran.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct TimingEvent {
-    pub event: String,
-    pub total_s: f64,
-    pub count: u64,
-}
-
 /// What an interrupted run needs to continue: the iterate after `iteration`
 /// completed iterations, the one before it, and the run's resolved config.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,16 +132,4 @@ impl TraceError {
             message: e.to_string(),
         }
     }
-}
-
-/// Something that takes the records of a simulation: scheme index (in
-/// `simulate.compare` order), trial, record, in iteration order per
-/// (scheme, trial).
-pub trait RecordSink {
-    fn record(
-        &mut self,
-        scheme: usize,
-        trial: usize,
-        record: &IterationRecord,
-    ) -> Result<(), TraceError>;
 }

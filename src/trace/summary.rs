@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::IterationRecord;
-use crate::sim::stats::percentile;
+use crate::stats::percentile;
 
 /// The `/iteration/` and `/worker/` datasets of one trace, each `None` when
 /// the file does not have it. Per-worker columns are row-major, iterations ×

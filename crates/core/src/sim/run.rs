@@ -3,12 +3,12 @@
 use serde::Serialize;
 
 use super::round::{RoundEngine, WorkerDetail, lower_bound};
-use super::stats::{mean_ci95, percentile, reduction_ci95};
 use crate::coding::{self, RoundContext, RoundPlan, Scheme};
 use crate::config::{CompareEntry, Config, StateInfo, StragglerModel};
 use crate::error::InputError;
+use crate::record::{IterationRecord, RecordSink, SinkError};
+use crate::stats::{mean_ci95, percentile, reduction_ci95};
 use crate::straggler::{DelaySpec, RoundSample, state_context};
-use crate::trace::{IterationRecord, RecordSink, TraceError};
 
 /// One compared scheme.
 pub struct Contender {
@@ -136,7 +136,7 @@ impl Simulation {
     }
 
     /// Run every trial; `sink` gets one record per scheme and iteration.
-    pub fn run(&mut self, sink: Option<&mut dyn RecordSink>) -> Result<SimReport, TraceError> {
+    pub fn run(&mut self, sink: Option<&mut dyn RecordSink>) -> Result<SimReport, SinkError> {
         simulate(&self.spec, &mut self.contenders, &self.settings, sink)
     }
 
@@ -237,7 +237,7 @@ pub fn simulate(
     contenders: &mut [Contender],
     settings: &SimSettings,
     mut sink: Option<&mut dyn RecordSink>,
-) -> Result<SimReport, TraceError> {
+) -> Result<SimReport, SinkError> {
     let k = spec.workers();
     let (trials, iterations) = (settings.trials, settings.iterations);
     // Reserve at most 2^20 times up front: trials × iterations may be huge (a

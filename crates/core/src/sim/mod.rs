@@ -7,7 +7,6 @@
 //! - [`run`]: trials × iterations × schemes on common random numbers, with
 //!   per-scheme statistics ([`SimReport`]) and optional per-iteration records
 //!   for a trace.
-//! - [`stats`]: mean with a t confidence interval, percentiles.
 //!
 //! Time here is the papers' unitless model time.
 //!
@@ -15,7 +14,6 @@
 
 pub mod round;
 pub mod run;
-pub mod stats;
 
 pub use round::{RoundEngine, RoundOutcome, WorkerDetail, lower_bound};
 pub use run::{

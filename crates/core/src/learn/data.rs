@@ -644,7 +644,7 @@ mod tests {
     }
 
     fn shared(name: &str) -> String {
-        format!("{}/data/{name}", env!("CARGO_MANIFEST_DIR"))
+        format!("{}/../../data/{name}", env!("CARGO_MANIFEST_DIR"))
     }
 
     #[test]

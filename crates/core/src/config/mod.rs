@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// The demo config compiled into the binary; used when `--config` is not given.
-pub const DEMO_TOML: &str = include_str!("../../configs/demo.toml");
+pub const DEMO_TOML: &str = include_str!("../../../../configs/demo.toml");
 
 /// A validated config with where it came from and which keys were set explicitly.
 #[derive(Debug, Clone)]
@@ -433,7 +433,7 @@ mod tests {
 mod reference_tests {
     use super::*;
 
-    const REFERENCE: &str = include_str!("../../configs/reference.toml");
+    const REFERENCE: &str = include_str!("../../../../configs/reference.toml");
 
     #[test]
     fn reference_config_equals_the_defaults() {

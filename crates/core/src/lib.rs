@@ -1,0 +1,25 @@
+//! gradcode-core: the pure part of gradcode, built and tested without MPI,
+//! HDF5 or a command line.
+//!
+//! - [`config`]: the TOML schema, `--set` overrides, validation;
+//! - [`coding`]: the gradient codes behind one [`coding::Scheme`] interface;
+//! - [`cluster`]: GC-DC's per-iteration clustering;
+//! - [`straggler`]: delay models and trace replay;
+//! - [`learn`]: data partitions, loss/gradient kernels, optimisers;
+//! - [`sim`]: the Monte Carlo simulator;
+//! - [`record`]: what one iteration leaves behind (the trace's vocabulary);
+//! - [`stats`]: means, confidence intervals, percentiles.
+//!
+//! The `gradcode` crate adds the MPI runtime, HDF5 trace I/O and the CLI.
+
+pub mod cluster;
+pub mod coding;
+pub mod config;
+pub mod error;
+pub mod learn;
+pub mod record;
+pub mod rng;
+pub mod sim;
+pub mod stats;
+pub mod straggler;
+pub mod textfile;
