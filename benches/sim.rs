@@ -52,7 +52,7 @@ fn bench(c: &mut Criterion) {
                 // Building the schemes (code draws) is part of a run.
                 let mut sim =
                     Simulation::from_config(config).unwrap_or_else(|e| panic!("{name}: {e}"));
-                black_box(sim.run(None).unwrap());
+                black_box(sim.run(&mut []).unwrap());
             }
         })
     });

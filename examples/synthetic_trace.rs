@@ -12,26 +12,22 @@
 use std::path::PathBuf;
 
 use gradcode::config;
+use gradcode::engine::{IterationEvent, Observer, ObserverError};
 use gradcode::sim::Simulation;
-use gradcode::trace::{IterationRecord, RecordSink, SinkError, TraceMeta, TraceWriter};
+use gradcode::trace::{TraceMeta, TraceWriter};
 
 /// Forwards the records of scheme 0, trial 0, adding losses.
 struct Forward {
     writer: TraceWriter,
 }
 
-impl RecordSink for Forward {
-    fn record(
-        &mut self,
-        scheme: usize,
-        trial: usize,
-        record: &IterationRecord,
-    ) -> Result<(), SinkError> {
-        if scheme != 0 || trial != 0 {
+impl Observer for Forward {
+    fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
+        if event.lane != 0 || event.trial != 0 {
             return Ok(());
         }
         let i = self.writer.iterations() as f64;
-        let mut r = record.clone();
+        let mut r = event.record.clone();
         // A deterministic wiggle instead of noise: no random stream needed.
         let wiggle = 1.0 + 0.05 * (1.7 * i).sin();
         r.train_loss = (0.05 + 1.0 / (1.0 + 0.05 * i)) * wiggle;
@@ -79,8 +75,7 @@ fn main() -> anyhow::Result<()> {
     let mut sink = Forward {
         writer: TraceWriter::create(&out, &meta)?,
     };
-    sim.run(Some(&mut sink))
-        .map_err(anyhow::Error::from_boxed)?;
+    sim.run(&mut [&mut sink])?;
     let iterations = sink.writer.iterations();
     sink.writer.write_theta(iterations as u64, &[0.0; 10])?;
     sink.writer.close()?;

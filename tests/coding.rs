@@ -2,9 +2,8 @@
 //! decodes exactly, every other set is reported as not decodable, and a decoded
 //! gradient equals the true sum of the partition gradients.
 
-use gradcode::coding::{
-    Arrival, CodeOptions, RoundContext, RoundPlan, Scheme, StaticCode, decode_prefix,
-};
+use gradcode::coding::{Arrival, CodeOptions, RoundContext, RoundPlan, Scheme, StaticCode};
+use gradcode::engine::decode_prefix;
 use gradcode::rng::{Stream, stream};
 use proptest::prelude::*;
 use rand::RngExt;

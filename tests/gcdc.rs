@@ -4,9 +4,10 @@
 use gradcode::cluster::Assignment;
 use gradcode::coding::{
     Arrival, CodeOptions, DynamicClustering, RoundContext, RoundPlan, Scheme, StaticCode,
-    clustering_policy, decode_prefix,
+    clustering_policy,
 };
 use gradcode::config::ClusteringKind;
+use gradcode::engine::decode_prefix;
 use gradcode::rng::{Stream, stream};
 use proptest::prelude::*;
 use rand::RngExt;

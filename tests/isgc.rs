@@ -4,10 +4,10 @@
 //! policies, and where the paper's pseudo-code, read literally, goes wrong.
 
 use gradcode::coding::{
-    Arrival, IgnoreStragglerCode, IsgcLayout, RoundContext, Scheme, TimedArrival, WaitPolicy,
-    decode_prefix, decode_with_deadline,
+    Arrival, Decoding, IgnoreStragglerCode, IsgcLayout, RoundContext, RoundPlan, Scheme, WaitPolicy,
 };
 use gradcode::config::SchemeKind;
+use gradcode::engine::{Decision, Stop, StopCause, StopRule, decode_prefix};
 use gradcode::rng::{Stream, stream};
 use rand::RngExt;
 use rand::seq::SliceRandom;
@@ -379,15 +379,7 @@ fn decode_sums_the_chosen_workers_and_the_mean_is_over_recovered_partitions() {
 #[test]
 fn wait_policies_fastest_w_deadline_or_both() {
     let n = 8;
-    let at = |t: &[(f64, usize)]| -> Vec<TimedArrival> {
-        t.iter()
-            .map(|&(time, w)| TimedArrival {
-                time,
-                arrival: Arrival::only(w),
-            })
-            .collect()
-    };
-    let arrivals = at(&[(0.1, 3), (0.2, 5), (0.25, 3), (0.3, 0), (0.5, 7), (0.9, 1)]);
+    let arrivals = [(0.1, 3), (0.2, 5), (0.25, 3), (0.3, 0), (0.5, 7), (0.9, 1)];
     let build = |w: Option<usize>, d: Option<f64>| {
         let policy = WaitPolicy::new(n, w, d, SchemeKind::IsGc).unwrap();
         IgnoreStragglerCode::new(
@@ -399,31 +391,66 @@ fn wait_policies_fastest_w_deadline_or_both() {
         )
         .unwrap()
     };
+    // The engine's stop rule on timed arrivals, as the simulated round feeds it.
+    let stop = |s: &mut IgnoreStragglerCode, plan: &RoundPlan| -> (Stop, Decoding) {
+        let mut rule = StopRule::new(s, plan);
+        for &(time, w) in &arrivals {
+            if rule.arrive(Arrival::only(w), time) != Decision::Wait {
+                break;
+            }
+        }
+        let stop = rule.finish();
+        let received: Vec<Arrival> = arrivals[..stop.accepted]
+            .iter()
+            .map(|&(_, w)| Arrival::only(w))
+            .collect();
+        (stop, s.decode(plan, &received))
+    };
     // Fastest w = 3 distinct: stops at the 4th arrival (a repeat does not count).
     let mut s = build(Some(3), None);
     let plan = s.plan_round(&RoundContext::default());
-    let out = decode_with_deadline(&mut s, &plan, &arrivals);
-    assert_eq!((out.used, out.stop_time, out.by_deadline), (4, 0.3, false));
+    let (out, _) = stop(&mut s, &plan);
+    assert_eq!(
+        (out.accepted, out.time, out.cause),
+        (4, 0.3, StopCause::Sufficient)
+    );
     // Deadline 0.45 alone: the four arrivals before it.
     let mut s = build(None, Some(0.45));
-    let out = decode_with_deadline(&mut s, &plan, &arrivals);
-    assert_eq!((out.used, out.stop_time, out.by_deadline), (4, 0.45, true));
-    assert!(out.decoding.decodable);
+    let (out, decoding) = stop(&mut s, &plan);
+    assert_eq!(
+        (out.accepted, out.time, out.cause),
+        (4, 0.45, StopCause::Deadline)
+    );
+    assert!(decoding.decodable);
     // Both: whichever comes first.
     let mut s = build(Some(2), Some(0.45));
-    let out = decode_with_deadline(&mut s, &plan, &arrivals);
-    assert_eq!((out.used, out.stop_time), (2, 0.2));
+    let (out, _) = stop(&mut s, &plan);
+    assert_eq!((out.accepted, out.time), (2, 0.2));
     let mut s = build(Some(6), Some(0.22));
-    let out = decode_with_deadline(&mut s, &plan, &arrivals);
-    assert_eq!((out.used, out.stop_time, out.by_deadline), (2, 0.22, true));
+    let (out, _) = stop(&mut s, &plan);
+    assert_eq!(
+        (out.accepted, out.time, out.cause),
+        (2, 0.22, StopCause::Deadline)
+    );
     // Nothing by the deadline: the first arrival is decoded.
     let mut s = build(None, Some(0.05));
-    let out = decode_with_deadline(&mut s, &plan, &arrivals);
-    assert_eq!((out.used, out.stop_time, out.by_deadline), (1, 0.1, false));
-    assert_eq!(out.decoding.recovered, vec![3, 4]);
-    // Without a deadline the tracker alone decides, as decode_prefix does.
+    let (out, decoding) = stop(&mut s, &plan);
+    assert_eq!(
+        (out.accepted, out.time, out.cause),
+        (1, 0.1, StopCause::FirstAfterDeadline)
+    );
+    assert_eq!(decoding.recovered, vec![3, 4]);
+    // Every arrival before a deadline the tracker never meets: the master
+    // waits for the deadline (w = 8 of 8 workers, but only 6 distinct arrive).
+    let mut s = build(Some(8), Some(2.0));
+    let (out, _) = stop(&mut s, &plan);
+    assert_eq!(
+        (out.accepted, out.time, out.cause),
+        (6, 2.0, StopCause::Deadline)
+    );
+    // Without a deadline the tracker alone decides, as the untimed prefix does.
     let mut s = build(Some(3), None);
-    let received: Vec<Arrival> = arrivals.iter().map(|t| t.arrival).collect();
+    let received: Vec<Arrival> = arrivals.iter().map(|&(_, w)| Arrival::only(w)).collect();
     assert_eq!(decode_prefix(&mut s, &plan, &received).1, 4);
 }
 

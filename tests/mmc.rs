@@ -6,9 +6,10 @@
 
 use gradcode::coding::{
     Arrival, CodeOptions, MultiMessageCode, PartialStragglerCode, RoundContext, RoundPlan, Scheme,
-    UncorrelatedCode, decode_prefix,
+    UncorrelatedCode,
 };
 use gradcode::config::MmcDesign;
+use gradcode::engine::decode_prefix;
 use gradcode::rng::{Stream, stream};
 use rand::RngExt;
 

@@ -11,7 +11,6 @@ use std::process::Output;
 
 use gradcode::coding;
 use gradcode::config::parse;
-use gradcode::learn::train_reference;
 
 fn mpirun(ranks: usize, args: &[&str]) -> Output {
     let _one = common::one_at_a_time();
@@ -93,12 +92,12 @@ const EXACT_SCHEMES: &[(&str, &str)] = &[
 fn assert_follows_reference(name: &str, text: &str, summary: &serde_json::Value) {
     let config = parse(text, "test", &[]).unwrap().config;
     let partitions = coding::build(&config).unwrap().partitions();
-    let reference = train_reference(&config, partitions).unwrap();
-    let err = common::relative_error(&common::theta(summary), &reference.theta);
+    let (theta, train_loss) = common::full_batch(&config, partitions);
+    let err = common::relative_error(&common::theta(summary), &theta);
     assert!(err <= 1e-9, "{name}: relative error {err}");
     assert_eq!(summary["mean_recovered_fraction"], 1.0, "{name}");
     let loss = summary["final_train_loss"].as_f64().unwrap();
-    let want = *reference.train_loss.last().unwrap();
+    let want = *train_loss.last().unwrap();
     assert!(
         (loss - want).abs() <= 1e-9 * want.abs(),
         "{name}: train loss {loss} vs {want}"
@@ -132,8 +131,8 @@ fn nesterov_follows_the_reference_too() {
     let config = parse(&text, "test", &["train.optimizer=nesterov".to_string()])
         .unwrap()
         .config;
-    let reference = train_reference(&config, 6).unwrap();
-    assert!(common::relative_error(&common::theta(&summary), &reference.theta) <= 1e-9);
+    let (theta, _) = common::full_batch(&config, 6);
+    assert!(common::relative_error(&common::theta(&summary), &theta) <= 1e-9);
 }
 
 #[test]
@@ -224,8 +223,8 @@ fn logistic_regression_on_a_real_data_set_matches_the_reference() {
         "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"libsvm\"\npath = \"{data}\"\n[model]\nloss = \"logistic\"\n[train]\niterations = 40\nlearning_rate = 0.5\n"
     );
     let (summary, _) = train("logistic-breast-cancer", 5, &text, &[]);
-    let reference = train_reference(&parse(&text, "test", &[]).unwrap().config, 4).unwrap();
-    assert!(common::relative_error(&common::theta(&summary), &reference.theta) <= 1e-9);
+    let (theta, _) = common::full_batch(&parse(&text, "test", &[]).unwrap().config, 4);
+    assert!(common::relative_error(&common::theta(&summary), &theta) <= 1e-9);
     let test_loss = summary["final_test_loss"].as_f64().unwrap();
     assert!(
         test_loss < 0.3,

@@ -4,11 +4,15 @@
 //! exponentials, every scheme sees the same samples, and a run is a pure
 //! function of the seed.
 
-use gradcode::coding::{self, RoundContext};
+use gradcode::coding::{self, RoundContext, RoundPlan, Scheme};
 use gradcode::config::{self, Config, SchemeKind};
-use gradcode::sim::{RoundEngine, SimReport, Simulation, lower_bound};
+use gradcode::engine::{
+    IterationEvent, Observer, ObserverError, Round, RoundReport, RoundTask, SimulatedRound,
+    StopRule, Timing,
+};
+use gradcode::sim::{SimReport, Simulation, lower_bound};
 use gradcode::straggler::RoundSample;
-use gradcode::trace::{IterationRecord, RecordSink, SinkError};
+use gradcode::trace::IterationRecord;
 use proptest::prelude::*;
 
 fn config(text: &str) -> Config {
@@ -20,8 +24,49 @@ fn config(text: &str) -> Config {
 fn run(text: &str) -> SimReport {
     Simulation::from_config(&config(text))
         .unwrap_or_else(|e| panic!("{e}"))
-        .run(None)
+        .run(&mut [])
         .unwrap()
+}
+
+/// What one simulated iteration of one scheme gives.
+struct Outcome {
+    time: f64,
+    decodable: bool,
+    messages_received: usize,
+    messages_used: usize,
+    recovered_fraction: f64,
+}
+
+/// One iteration through the engine's simulated round and stop rule.
+fn one_round(
+    round: &mut SimulatedRound,
+    scheme: &mut dyn Scheme,
+    plan: &RoundPlan,
+    sample: &RoundSample,
+) -> Outcome {
+    let mut report = RoundReport::default();
+    report.clear();
+    let task = RoundTask {
+        iteration: 0,
+        plan,
+        sample,
+        eval_point: None,
+    };
+    let stop = {
+        let mut rule = StopRule::new(scheme, plan);
+        round
+            .run(&task, &mut rule, &mut report, &mut Timing::new(false))
+            .unwrap();
+        rule.finish()
+    };
+    let d = scheme.decode(plan, &report.arrivals);
+    Outcome {
+        time: stop.time,
+        decodable: d.decodable,
+        messages_received: report.arrivals.len(),
+        messages_used: d.messages_used(),
+        recovered_fraction: d.recovered_fraction(scheme.partitions()),
+    }
 }
 
 /// The k-th smallest (1-based) of `values`.
@@ -58,14 +103,14 @@ proptest! {
             })
     ) {
         let s = sample(&unit);
-        let mut engine = RoundEngine::new();
+        let mut engine = SimulatedRound::new(1.0);
         let full: Vec<f64> = unit.iter().map(|u| r as f64 * u).collect();
 
         // uncoded: all K; ignore-stragglers: the fastest w (one computation each).
         let c = scheme_config(k, "uncoded", "");
         let mut scheme = coding::build(&c).unwrap();
         let plan = scheme.plan_round(&RoundContext::default());
-        let out = engine.run(scheme.as_mut(), &plan, &s);
+        let out = one_round(&mut engine, scheme.as_mut(), &plan, &s);
         prop_assert_eq!(out.time, kth(&unit, k));
         prop_assert_eq!(out.messages_received, k);
         prop_assert_eq!(out.recovered_fraction, 1.0);
@@ -73,7 +118,7 @@ proptest! {
         let c = scheme_config(k, "ignore-stragglers", &format!("wait_for = {w}\n"));
         let mut scheme = coding::build(&c).unwrap();
         let plan = scheme.plan_round(&RoundContext::default());
-        let out = engine.run(scheme.as_mut(), &plan, &s);
+        let out = one_round(&mut engine, scheme.as_mut(), &plan, &s);
         prop_assert_eq!(out.time, kth(&unit, w));
         prop_assert_eq!(out.messages_used, w);
         prop_assert!((out.recovered_fraction - w as f64 / k as f64).abs() < 1e-12);
@@ -82,7 +127,7 @@ proptest! {
         let c = scheme_config(k, "gc-cyclic", &format!("load = {r}\n"));
         let mut scheme = coding::build(&c).unwrap();
         let plan = scheme.plan_round(&RoundContext::default());
-        let out = engine.run(scheme.as_mut(), &plan, &s);
+        let out = one_round(&mut engine, scheme.as_mut(), &plan, &s);
         prop_assert_eq!(out.time, kth(&full, k - r + 1));
         prop_assert_eq!(out.messages_received, k - r + 1);
         prop_assert!(out.decodable);
@@ -92,7 +137,7 @@ proptest! {
         let c = scheme_config(k, "gc-sc", &format!("load = {r}\nclusters = {p}\n"));
         let mut scheme = coding::build(&c).unwrap();
         let plan = scheme.plan_round(&RoundContext::default());
-        let out = engine.run(scheme.as_mut(), &plan, &s);
+        let out = one_round(&mut engine, scheme.as_mut(), &plan, &s);
         let l = k / p;
         let expected = plan
             .clusters
@@ -127,8 +172,8 @@ proptest! {
         let c = scheme_config(6, "gc-cyclic", "load = 2\n");
         let mut scheme = coding::build(&c).unwrap();
         let plan = scheme.plan_round(&RoundContext::default());
-        let mut engine = RoundEngine::new();
-        let out = engine.run(scheme.as_mut(), &plan, &s);
+        let mut engine = SimulatedRound::new(1.0);
+        let out = one_round(&mut engine, scheme.as_mut(), &plan, &s);
         let arrivals: Vec<f64> = (0..6).map(|w| 2.0 * unit[w] + extra[w]).collect();
         prop_assert_eq!(out.time, kth(&arrivals, 5));
         let times: Vec<f64> = engine.events().iter().map(|e| e.0).collect();
@@ -189,13 +234,15 @@ fn means_agree_with_closed_form_order_statistics() {
     let gc = &r.schemes[0];
     let expected = 2.0 * (alpha + exp_order_statistic(9, k, mu));
     assert_agrees("gc", gc.mean_iteration_time, gc.ci95, expected);
-    assert_agrees(
-        "LB (P = 1)",
-        r.lower_bound.mean_iteration_time,
-        r.lower_bound.ci95,
-        expected,
+    let lb = r.lower_bound.as_ref().expect("gc-cyclic defines the bound");
+    assert_agrees("LB (P = 1)", lb.mean_iteration_time, lb.ci95, expected);
+    assert_eq!((lb.workers, lb.load), (9, 2));
+    assert_eq!(
+        gc.lower_bound.as_ref(),
+        Some(lb),
+        "gc's own bound is the same"
     );
-    assert_eq!(r.lower_bound.workers, 9);
+    assert_eq!(r.schemes[1].lower_bound, None, "gc-frac defines none");
     assert_eq!(gc.messages_per_iteration, 9.0);
     // gc-frac (r = 2, K = 10): the slower of the fastest of each of 5 pairs:
     // the max of 5 i.i.d. minima of two Exp(mu), i.e. of 5 Exp(2 mu).
@@ -211,11 +258,12 @@ fn means_agree_with_closed_form_order_statistics() {
     let r = run(&format!(
         "{SHIFTED}compare = [\"gc-sc\"]\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 2\n"
     ));
-    assert_eq!(r.lower_bound.workers, 8);
+    let lb = r.lower_bound.as_ref().expect("gc-sc defines the bound");
+    assert_eq!(lb.workers, 8);
     assert_agrees(
         "LB (P = 2)",
-        r.lower_bound.mean_iteration_time,
-        r.lower_bound.ci95,
+        lb.mean_iteration_time,
+        lb.ci95,
         2.0 * (alpha + exp_order_statistic(8, k, mu)),
     );
 }
@@ -224,14 +272,9 @@ fn means_agree_with_closed_form_order_statistics() {
 #[derive(Default)]
 struct Collect(Vec<(usize, usize, IterationRecord)>);
 
-impl RecordSink for Collect {
-    fn record(
-        &mut self,
-        scheme: usize,
-        trial: usize,
-        r: &IterationRecord,
-    ) -> Result<(), SinkError> {
-        self.0.push((scheme, trial, r.clone()));
+impl Observer for Collect {
+    fn iteration(&mut self, e: &IterationEvent<'_>) -> Result<(), ObserverError> {
+        self.0.push((e.lane, e.trial as usize, e.record.clone()));
         Ok(())
     }
 }
@@ -242,7 +285,7 @@ const GE: &str = "workers = 12\nseed = 3\n[scheme]\nkind = \"gc-sc\"\nload = 2\n
 fn every_scheme_sees_the_same_samples() {
     let mut sim = Simulation::from_config(&config(GE)).unwrap();
     let mut sink = Collect::default();
-    let report = sim.run(Some(&mut sink)).unwrap();
+    let report = sim.run(&mut [&mut sink]).unwrap();
     assert_eq!(sink.0.len(), 3 * 3 * 50);
     // Records come per iteration: gc, gc-sc, uncoded for the same sample.
     for group in sink.0.chunks(3) {
@@ -351,7 +394,7 @@ fn gc_is_cyclic_gc_over_all_workers_whatever_the_kind() {
     let c = config(GE);
     let sim = Simulation::from_config(&c).unwrap();
     assert_eq!(sim.names(), ["gc", "gc-sc", "uncoded"]);
-    let gc = &sim.contenders[0].scheme;
+    let gc = sim.schemes().next().unwrap();
     assert_eq!(gc.kind(), SchemeKind::GcCyclic);
     assert_eq!(gc.tolerance().worst, 1);
     assert_eq!(gc.stored(0).len(), 2);

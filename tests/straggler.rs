@@ -4,7 +4,8 @@
 //! errors naming file:line.
 
 use gradcode::config::{self, Config, StateInfo};
-use gradcode::straggler::{DelaySpec, RoundSample, TraceTable, state_context};
+use gradcode::engine::state_context;
+use gradcode::straggler::{DelaySpec, RoundSample, TraceTable};
 
 fn config(text: &str) -> Config {
     config::parse(text, "test.toml", &[])

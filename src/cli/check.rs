@@ -6,9 +6,9 @@ use serde::Serialize;
 use super::{ConfigArgs, one_based, setup};
 use crate::coding::{
     Accuracy, Arrival, EXACT_RELATIVE_ERROR, RoundContext, RoundPlan, Scheme, Tolerance,
-    decode_prefix,
 };
 use crate::config::Config;
+use crate::engine::decode_prefix;
 use crate::rng::{Stream, stream};
 
 #[derive(Debug, Serialize)]

@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use super::{ConfigArgs, one_based, parse_messages, parse_workers, setup};
-use crate::coding::{Arrival, RoundContext, RoundPlan, Scheme, decode_prefix};
+use crate::coding::{Arrival, RoundContext, RoundPlan, Scheme};
+use crate::engine::decode_prefix;
 use crate::error::InputError;
 
 #[derive(Debug, Serialize)]

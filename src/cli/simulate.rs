@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::{ConfigArgs, print_warnings, setup_quiet};
 use crate::config::StateInfo;
+use crate::engine::{IterationEvent, Observer, ObserverError};
 use crate::error::InputError;
 use crate::sim::{SimReport, Simulation};
 
@@ -66,8 +67,8 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     print_warnings(&loaded);
     let started = Instant::now();
     let report = match trace.as_mut() {
-        None => sim.run(None).map_err(anyhow::Error::from_boxed)?,
-        Some(writer) => sim.run(Some(writer)).map_err(anyhow::Error::from_boxed)?,
+        None => sim.run(&mut [])?,
+        Some(writer) => sim.run(&mut [writer])?,
     };
     if let Some(writer) = trace {
         close_trace(writer)?;
@@ -103,8 +104,18 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     Ok(())
 }
 
+/// The simulation trace, as an observer of every iteration of every scheme and trial.
 #[cfg(feature = "hdf5")]
-type Trace = crate::trace::SimTraceWriter;
+struct Trace(crate::trace::SimTraceWriter);
+
+#[cfg(feature = "hdf5")]
+impl Observer for Trace {
+    fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
+        Ok(self
+            .0
+            .append(event.lane, event.trial as usize, event.record)?)
+    }
+}
 
 /// Create the trace file of `--out`; a path that cannot be created is bad input.
 #[cfg(feature = "hdf5")]
@@ -121,7 +132,7 @@ fn open_trace(
         config_toml: config.to_toml(),
         seed: config.seed,
     };
-    Trace::create(
+    crate::trace::SimTraceWriter::create(
         path,
         &meta,
         &names,
@@ -129,12 +140,13 @@ fn open_trace(
         config.simulate.iterations,
         config.straggler.time_unit_ms / 1000.0,
     )
+    .map(Trace)
     .map_err(|e| InputError::new("--out", e))
 }
 
 #[cfg(feature = "hdf5")]
 fn close_trace(writer: Trace) -> anyhow::Result<()> {
-    Ok(writer.close()?)
+    Ok(writer.0.close()?)
 }
 
 /// Without HDF5 there is no trace to write.
@@ -142,13 +154,8 @@ fn close_trace(writer: Trace) -> anyhow::Result<()> {
 enum Trace {}
 
 #[cfg(not(feature = "hdf5"))]
-impl crate::trace::RecordSink for Trace {
-    fn record(
-        &mut self,
-        _: usize,
-        _: usize,
-        _: &crate::trace::IterationRecord,
-    ) -> Result<(), crate::trace::SinkError> {
+impl Observer for Trace {
+    fn iteration(&mut self, _: &IterationEvent<'_>) -> Result<(), ObserverError> {
         match *self {}
     }
 }
@@ -212,15 +219,16 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
             s.improvement_percent,
         )
     }
-    let lb = &r.lower_bound;
-    println!(
-        "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4}",
-        format!("LB ({} fastest)", lb.workers),
-        lb.mean_iteration_time,
-        ci(lb.ci95),
-        lb.p50,
-        lb.p99
-    );
+    if let Some(lb) = &r.lower_bound {
+        println!(
+            "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4}",
+            format!("LB ({} fastest)", lb.workers),
+            lb.mean_iteration_time,
+            ci(lb.ci95),
+            lb.p50,
+            lb.p99
+        );
+    }
     println!(
         "\n`vs {}`: reduction of the mean iteration time (positive = faster).",
         r.baseline

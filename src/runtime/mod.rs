@@ -16,12 +16,14 @@ mod master;
 #[cfg(feature = "mpi")]
 mod progress;
 #[cfg(feature = "mpi")]
+mod round;
+#[cfg(feature = "mpi")]
 mod trace_out;
 #[cfg(feature = "mpi")]
 mod worker;
 
 #[cfg(feature = "mpi")]
-pub use master::{Observer, TrainSummary};
+pub use master::TrainSummary;
 
 use std::path::PathBuf;
 
@@ -217,7 +219,8 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             comm: &comm,
             universe: &mut universe,
             config,
-            scheme,
+            workers: scheme.workers(),
+            scheme: Some(scheme),
             resume,
         };
         let mut progress = progress::Progress::new(config, options.quiet);

@@ -5,9 +5,8 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::master::{Observer, TrainSummary};
 use crate::config::Config;
-use crate::trace::IterationRecord;
+use crate::engine::{IterationEvent, Observer, ObserverError};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -47,14 +46,14 @@ impl Progress {
 }
 
 impl Observer for Progress {
-    fn iteration(
-        &mut self,
-        iteration: u64,
-        r: &IterationRecord,
-        _theta: &[f64],
-    ) -> anyhow::Result<()> {
+    fn wants_workers(&self) -> bool {
+        false
+    }
+
+    fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
+        let r = event.record;
         self.total_s += r.duration_s;
-        let done = iteration as usize + 1;
+        let done = event.iteration as usize + 1;
         let mean = self.total_s / done as f64;
         if let Some(bar) = &self.bar {
             bar.set_position(done as u64);
@@ -68,10 +67,6 @@ impl Observer for Progress {
                 self.total, r.train_loss, mean, r.recovered_fraction
             );
         }
-        Ok(())
-    }
-
-    fn finish(&mut self, _summary: &TrainSummary) -> anyhow::Result<()> {
         Ok(())
     }
 }

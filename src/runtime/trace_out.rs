@@ -6,11 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use super::TrainOptions;
-use super::master::{Observer, TrainSummary};
 use crate::coding::Scheme;
 use crate::config::Config;
+use crate::engine::{IterationEvent, Observer, ObserverError, RunSummary, SnapshotEvent};
 use crate::error::InputError;
-use crate::trace::IterationRecord;
 
 pub struct TraceOut {
     path: PathBuf,
@@ -92,32 +91,27 @@ impl TraceOut {
 }
 
 impl Observer for TraceOut {
-    fn iteration(
-        &mut self,
-        _iteration: u64,
-        record: &IterationRecord,
-        _theta: &[f64],
-    ) -> anyhow::Result<()> {
+    fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
         if let Some(w) = &mut self.writer {
-            w.append(record)?;
+            w.append(event.record)?;
         }
         #[cfg(not(feature = "hdf5"))]
-        let _ = record;
+        let _ = event;
         Ok(())
     }
 
-    fn snapshot(&mut self, iteration: u64, theta: &[f64], previous: &[f64]) -> anyhow::Result<()> {
+    fn snapshot(&mut self, snapshot: &SnapshotEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
         if let Some(w) = &mut self.writer {
-            w.write_snapshot(iteration, theta, previous)?;
+            w.write_snapshot(snapshot.iteration, snapshot.theta, snapshot.previous)?;
         }
         #[cfg(not(feature = "hdf5"))]
-        let _ = (iteration, theta, previous);
+        let _ = snapshot;
         Ok(())
     }
 
-    fn finish(&mut self, summary: &TrainSummary) -> anyhow::Result<()> {
+    fn finish(&mut self, summary: &RunSummary) -> Result<(), ObserverError> {
         // The model itself went in with the last snapshot.
         #[cfg(feature = "hdf5")]
         if let Some(mut w) = self.writer.take() {

@@ -106,3 +106,36 @@ pub fn assert_rejected(name: &str, output: &Output, field: &str) {
         stdout(output)
     );
 }
+
+/// The test oracle of every exact scheme: single-process full-batch descent
+/// (or Nesterov) on the same data partitions, summing the partition
+/// gradients in partition order. Returns the final θ and the objective at
+/// the evaluation point of each iteration. Written here, independently of
+/// the engine, so that a test compares the engine with something else.
+pub fn full_batch(config: &gradcode::config::Config, partitions: usize) -> (Vec<f64>, Vec<f64>) {
+    use gradcode::learn::{DataPlan, Optimizer, kernel};
+    let plan = DataPlan::new(config, partitions).unwrap();
+    let ids: Vec<usize> = (0..partitions).collect();
+    let parts = plan.load(&ids).unwrap();
+    let d = plan.features();
+    let mut opt = Optimizer::new(&config.train, config.model.l2, d);
+    let mut gradient = vec![0.0; d];
+    let mut train_loss = Vec::new();
+    for _ in 0..config.train.iterations {
+        gradient.iter_mut().for_each(|g| *g = 0.0);
+        let mut loss = 0.0;
+        for part in &parts {
+            loss += kernel::accumulate(
+                config.model.loss,
+                part.x.view(),
+                &part.y,
+                0..part.len(),
+                opt.eval_point(),
+                &mut gradient,
+            );
+        }
+        train_loss.push(opt.objective(loss, plan.train_samples()));
+        opt.step(&gradient, plan.train_samples());
+    }
+    (opt.theta().to_vec(), train_loss)
+}

@@ -142,7 +142,8 @@ pub fn exercise_config(c: &Config) {
                         (0..t.messages.len()).map(move |message| Arrival { worker, message })
                     })
                     .collect();
-                let (decoding, used) = coding::decode_prefix(scheme.as_mut(), &plan, &arrivals);
+                let (decoding, used) =
+                    gradcode::engine::decode_prefix(scheme.as_mut(), &plan, &arrivals);
                 assert!(used <= arrivals.len());
                 let fraction = decoding.recovered_fraction(scheme.partitions());
                 assert!((0.0..=1.0).contains(&fraction), "{fraction}");

@@ -6,6 +6,8 @@
 //! - [`cluster`]: GC-DC's per-iteration clustering;
 //! - [`straggler`]: delay models and trace replay;
 //! - [`learn`]: data partitions, loss/gradient kernels, optimisers;
+//! - [`engine`]: the iteration driver, the stop rule, the simulated round,
+//!   the observer interface (the MPI round is in `gradcode`);
 //! - [`sim`]: the Monte Carlo simulator;
 //! - [`record`]: what one iteration leaves behind (the trace's vocabulary);
 //! - [`stats`]: means, confidence intervals, percentiles.
@@ -15,6 +17,7 @@
 pub mod cluster;
 pub mod coding;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod learn;
 pub mod record;

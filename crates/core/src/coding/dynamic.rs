@@ -39,7 +39,7 @@ use rand::Rng;
 use super::group::{GroupCounter, GroupDecoder, GroupLayout};
 use super::{
     Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
-    Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
+    LowerBound, Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
 };
 use crate::cluster::{
     Assignment, ClusterError, Clustering, ClusteringPolicy, GreedyClustering, WorkerStates,
@@ -362,5 +362,17 @@ impl Scheme for DynamicClustering {
 
     fn dynamic_clustering(&self) -> Option<&DynamicClustering> {
         Some(self)
+    }
+
+    /// P(l − r + 1) workers of load r (000 §VI), as for GC-SC.
+    fn lower_bound(&self) -> Option<LowerBound> {
+        let code = self
+            .decoder
+            .cyclic_code()
+            .expect("gc-dc decodes cyclic groups");
+        Some(LowerBound {
+            load: code.load(),
+            workers: self.assignment.clusters() * code.needed(),
+        })
     }
 }

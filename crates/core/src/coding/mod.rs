@@ -5,8 +5,9 @@
 //! scheme is pure: it plans what every worker computes in an iteration
 //! ([`RoundPlan`]), says when the messages received so far suffice
 //! ([`ArrivalTracker`]) and turns them into decoding weights ([`Decoding`]).
-//! The round engines (simulator, MPI master) call these and nothing else, so
-//! no scheme logic is written twice.
+//! The iteration engine (`crate::engine`: its stop rule, driver and rounds,
+//! simulated or MPI) calls these and nothing else, so no scheme logic is
+//! written twice.
 //!
 //! Worker and partition ids are 0-based here; everything a person reads
 //! (config, CLI, JSON) is 1-based.
@@ -328,6 +329,15 @@ pub trait ArrivalTracker {
     fn arrive(&mut self, arrival: Arrival) -> bool;
 }
 
+/// The parameters of the lower bound of 000 §VI: the iteration cannot end
+/// before the `workers`-th fastest of all K workers completes `load`
+/// computations (for P clusters of l workers and load r: P(l − r + 1)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct LowerBound {
+    pub load: usize,
+    pub workers: usize,
+}
+
 /// How many stragglers a scheme tolerates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Tolerance {
@@ -359,8 +369,9 @@ pub trait Scheme: Send {
     fn dynamic_clustering(&self) -> Option<&DynamicClustering> {
         None
     }
-    /// Model time after which the round engine stops waiting and decodes what
-    /// has arrived (see [`decode_with_deadline`]); `None`: wait for the tracker.
+    /// Model time after which the master stops waiting and decodes what has
+    /// arrived (the engine's stop rule, `engine::StopRule`); `None`: wait for
+    /// the tracker.
     fn deadline(&self) -> Option<f64> {
         None
     }
@@ -381,91 +392,18 @@ pub trait Scheme: Send {
     fn exact_decoding(&self) -> bool {
         self.accuracy().is_none_or(Accuracy::exact)
     }
+    /// The lower bound LB of 000 §VI, when the scheme defines one: no code
+    /// with this load and clustering can end an iteration before the
+    /// `workers`-th fastest of all K workers has finished its whole task of
+    /// `load` computations. `None` for schemes without such a bound.
+    fn lower_bound(&self) -> Option<LowerBound> {
+        None
+    }
     /// True when `plan_round` returns the same plan in every iteration,
     /// whatever the context, so an engine may plan once and reuse the plan
     /// (the simulator does). Default `false`: plan every iteration.
     fn static_plan(&self) -> bool {
         false
-    }
-}
-
-/// What the master does with arrivals in order: it stops at the first prefix
-/// that suffices and decodes that prefix. Returns the decoding and the number
-/// of arrivals used (all of them when none suffices).
-pub fn decode_prefix(
-    scheme: &mut dyn Scheme,
-    plan: &RoundPlan,
-    arrivals: &[Arrival],
-) -> (Decoding, usize) {
-    let used = {
-        let mut tracker = scheme.tracker(plan);
-        arrivals
-            .iter()
-            .position(|&a| tracker.arrive(a))
-            .map_or(arrivals.len(), |i| i + 1)
-    };
-    (scheme.decode(plan, &arrivals[..used]), used)
-}
-
-/// A message and the model time at which it reached the master.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct TimedArrival {
-    pub time: f64,
-    pub arrival: Arrival,
-}
-
-/// How an iteration ended under the scheme's wait policy.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RoundOutcome {
-    pub decoding: Decoding,
-    /// Arrivals decoded: a prefix of the input (the messages received).
-    pub used: usize,
-    /// Model time at which the master stopped waiting.
-    pub stop_time: f64,
-    /// The deadline, not the tracker, ended the wait.
-    pub by_deadline: bool,
-}
-
-/// The master's wait policy on arrivals sorted by time: it stops at the first
-/// prefix the tracker calls sufficient or at `scheme.deadline()`, whichever
-/// comes first, and decodes the arrivals so far. Past the deadline with nothing
-/// decodable (no arrival yet) it waits for the first prefix that decodes. This
-/// is what the simulator and the MPI master both do.
-pub fn decode_with_deadline(
-    scheme: &mut dyn Scheme,
-    plan: &RoundPlan,
-    arrivals: &[TimedArrival],
-) -> RoundOutcome {
-    let deadline = scheme.deadline().unwrap_or(f64::INFINITY);
-    let partial = scheme.partial_recovery();
-    let received: Vec<Arrival> = arrivals.iter().map(|t| t.arrival).collect();
-    let before = arrivals.partition_point(|t| t.time <= deadline);
-    let (used, by_deadline) = {
-        let mut tracker = scheme.tracker(plan);
-        match received[..before].iter().position(|&a| tracker.arrive(a)) {
-            Some(i) => (i + 1, false),
-            None if before > 0 => (before, true),
-            // Nothing arrived in time: the first arrival (or all of them) decides.
-            None => (
-                received
-                    .iter()
-                    .position(|&a| tracker.arrive(a) || partial)
-                    .map_or(received.len(), |i| i + 1),
-                false,
-            ),
-        }
-    };
-    let stop_time = if by_deadline {
-        deadline
-    } else {
-        used.checked_sub(1)
-            .map_or(f64::INFINITY, |i| arrivals[i].time)
-    };
-    RoundOutcome {
-        decoding: scheme.decode(plan, &received[..used]),
-        used,
-        stop_time,
-        by_deadline,
     }
 }
 

@@ -22,7 +22,8 @@ use rand::Rng;
 use super::group::{GroupCounter, GroupDecoder, GroupLayout};
 use super::{
     Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
-    Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WaitPolicy, WorkerTask,
+    LowerBound, Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WaitPolicy,
+    WorkerTask,
 };
 use crate::config::SchemeKind;
 
@@ -455,6 +456,17 @@ impl Scheme for StaticCode {
 
     fn static_plan(&self) -> bool {
         true
+    }
+
+    /// gc-cyclic (P = 1) and gc-sc: P(l − r + 1) workers of load r (000 §VI).
+    fn lower_bound(&self) -> Option<LowerBound> {
+        matches!(self.kind, SchemeKind::GcCyclic | SchemeKind::GcSc).then(|| {
+            let code = self.code();
+            LowerBound {
+                load: code.load(),
+                workers: self.layout.groups.len() * code.needed(),
+            }
+        })
     }
 
     fn tolerance(&self) -> Tolerance {

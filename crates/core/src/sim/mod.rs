@@ -1,22 +1,39 @@
 //! The Monte Carlo simulator: many iterations of every compared scheme under
 //! sampled delays, on a virtual clock, in seconds.
 //!
-//! - [`round`]: one iteration of one scheme given one [`RoundSample`]
-//!   (arrival events, the master's stopping rule, decoding), and the lower
-//!   bound of 000 §VI.
-//! - [`run`]: trials × iterations × schemes on common random numbers, with
-//!   per-scheme statistics ([`SimReport`]) and optional per-iteration records
-//!   for a trace.
+//! A simulation is the iteration driver ([`crate::engine::Driver`]) with the
+//! simulated round ([`crate::engine::SimulatedRound`]): one lane per scheme
+//! of `simulate.compare`, one run per trial on the trial's own straggler
+//! stream, every scheme on the same samples (common random numbers). What a
+//! config means (stop rule, deadlines, state information, planning) is the
+//! same code as in `train`. [`run`] adds the statistics ([`SimReport`]) and
+//! [`lower_bound`] the bound of 000 §VI.
 //!
 //! Time here is the papers' unitless model time.
-//!
-//! [`RoundSample`]: crate::straggler::RoundSample
 
-pub mod round;
 pub mod run;
 
-pub use round::{RoundEngine, RoundOutcome, WorkerDetail, lower_bound};
-pub use run::{
-    BoundSummary, Contender, SchemeSummary, SimReport, SimSettings, Simulation, build_entry,
-    simulate,
-};
+pub use run::{BoundSummary, SchemeSummary, SimReport, Simulation, build_entry};
+
+use crate::straggler::RoundSample;
+
+/// The lower bound of 000 §VI on one sample: the iteration ends as soon as
+/// the `needed`-th fastest of all K workers finishes its whole task of
+/// `load` computations (the full gradient recovered from any P(l − r + 1)
+/// workers, whatever the code). `scratch` is reused between calls.
+pub fn lower_bound(
+    sample: &RoundSample,
+    load: usize,
+    needed: usize,
+    scratch: &mut Vec<f64>,
+) -> f64 {
+    let k = sample.workers();
+    assert!(
+        (1..=k).contains(&needed),
+        "lower bound needs between 1 and {k} workers, not {needed}"
+    );
+    scratch.clear();
+    scratch.extend((0..k).map(|w| sample.message_time(w, load)));
+    let (_, &mut t, _) = scratch.select_nth_unstable_by(needed - 1, f64::total_cmp);
+    t
+}

@@ -1,37 +1,17 @@
-//! The Monte Carlo run: trials × iterations × compared schemes on common random numbers.
+//! The Monte Carlo run: trials × iterations × compared schemes on common
+//! random numbers, through the iteration driver with simulated rounds.
 
 use serde::Serialize;
 
-use super::round::{RoundEngine, WorkerDetail, lower_bound};
-use crate::coding::{self, RoundContext, RoundPlan, Scheme};
-use crate::config::{CompareEntry, Config, StateInfo, StragglerModel};
+use super::lower_bound;
+use crate::coding::{self, LowerBound, Scheme};
+use crate::config::{CompareEntry, Config, StragglerModel};
+use crate::engine::{
+    Driver, EngineError, IterationEvent, Lane, Observer, ObserverError, SimulatedRound, Straggling,
+};
 use crate::error::InputError;
-use crate::record::{IterationRecord, RecordSink, SinkError};
 use crate::stats::{mean_ci95, percentile, reduction_ci95};
-use crate::straggler::{DelaySpec, RoundSample, state_context};
-
-/// One compared scheme.
-pub struct Contender {
-    /// As in `simulate.compare` (`gc` for Tandon's GC over all K workers).
-    pub name: String,
-    pub scheme: Box<dyn Scheme>,
-}
-
-/// Everything a run needs besides the schemes.
-#[derive(Debug, Clone)]
-pub struct SimSettings {
-    pub trials: usize,
-    pub iterations: usize,
-    pub state_info: StateInfo,
-    /// r, for the lower bound.
-    pub load: usize,
-    /// P(l - r + 1): workers whose whole task the lower bound waits for.
-    pub lower_bound_workers: usize,
-    /// Index (into the contenders) of the baseline of the improvements.
-    pub baseline: usize,
-    /// Seconds per model time unit, for the records (`straggler.time_unit_ms` / 1000).
-    pub model_time_unit_s: f64,
-}
+use crate::straggler::DelaySpec;
 
 /// Results of one scheme. Times are model time.
 #[derive(Debug, Clone, Serialize)]
@@ -58,10 +38,13 @@ pub struct SchemeSummary {
     /// `improvement_percent`, from the paired per-trial means (NaN = null for
     /// one trial; 0 for the baseline).
     pub improvement_ci95: f64,
+    /// The scheme's own lower bound ([`Scheme::lower_bound`]) on the same
+    /// samples; `None` (null) when it defines none.
+    pub lower_bound: Option<BoundSummary>,
 }
 
-/// Results of the lower bound LB of 000 §VI.
-#[derive(Debug, Clone, Serialize)]
+/// Results of a lower bound LB of 000 §VI.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BoundSummary {
     pub mean_iteration_time: f64,
     pub ci95: f64,
@@ -69,6 +52,8 @@ pub struct BoundSummary {
     pub p99: f64,
     /// The P(l - r + 1) of its definition.
     pub workers: usize,
+    /// r: computations of the whole task it waits for.
+    pub load: usize,
 }
 
 /// The outcome of a run.
@@ -80,14 +65,24 @@ pub struct SimReport {
     pub straggler_model: &'static str,
     pub baseline: String,
     pub schemes: Vec<SchemeSummary>,
-    pub lower_bound: BoundSummary,
+    /// The lower bound of `scheme.kind` with the config's parameters, when
+    /// that scheme defines one (gc-cyclic, gc-sc, gc-dc).
+    pub lower_bound: Option<BoundSummary>,
 }
 
 /// A ready-to-run simulation of a config.
 pub struct Simulation {
-    pub spec: DelaySpec,
-    pub contenders: Vec<Contender>,
-    pub settings: SimSettings,
+    spec: DelaySpec,
+    names: Vec<String>,
+    driver: Driver,
+    trials: usize,
+    iterations: usize,
+    /// Index of the baseline of the improvements.
+    baseline: usize,
+    /// The lower bound reported at the top level (that of `scheme.kind`).
+    bound: Option<LowerBound>,
+    /// Seconds per model time unit (`straggler.time_unit_ms` / 1000), for the records.
+    time_unit_s: f64,
 }
 
 impl Simulation {
@@ -105,44 +100,86 @@ impl Simulation {
         }
         let spec = DelaySpec::from_config(config)?;
         let compared = config.compared();
-        let mut contenders = Vec::with_capacity(compared.len());
+        let mut lanes = Vec::with_capacity(compared.len());
+        let mut names = Vec::with_capacity(compared.len());
         for entry in &compared {
-            contenders.push(Contender {
-                name: entry.name().to_string(),
-                scheme: build_entry(entry, config)?,
-            });
+            names.push(entry.name().to_string());
+            lanes.push(Lane::new(build_entry(entry, config)?, None));
         }
         let baseline_name = config.baseline();
-        let baseline = compared
+        let baseline = names
             .iter()
-            .position(|e| e.name() == baseline_name)
+            .position(|n| *n == baseline_name)
             .expect("validate checks that the baseline is compared");
-        let s = &config.scheme;
-        let k = config.workers;
-        let lower_bound_workers = lower_bound_workers(k, s.clusters, s.load)?;
+        let bound = coding::build(config)?.lower_bound();
+        let time_unit_s = config.straggler.time_unit_ms / 1000.0;
         Ok(Self {
             spec,
-            contenders,
-            settings: SimSettings {
-                trials: config.simulate.trials,
-                iterations: config.simulate.iterations,
-                state_info: config.straggler.state_info,
-                load: s.load,
-                lower_bound_workers,
-                baseline,
-                model_time_unit_s: config.straggler.time_unit_ms / 1000.0,
-            },
+            names,
+            driver: Driver::new(lanes, config.straggler.state_info, time_unit_s, None, false),
+            trials: config.simulate.trials,
+            iterations: config.simulate.iterations,
+            baseline,
+            bound,
+            time_unit_s,
         })
     }
 
-    /// Run every trial; `sink` gets one record per scheme and iteration.
-    pub fn run(&mut self, sink: Option<&mut dyn RecordSink>) -> Result<SimReport, SinkError> {
-        simulate(&self.spec, &mut self.contenders, &self.settings, sink)
+    /// The names of the compared schemes, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.names.clone()
     }
 
-    /// The names of the contenders, in order.
-    pub fn names(&self) -> Vec<String> {
-        self.contenders.iter().map(|c| c.name.clone()).collect()
+    /// The compared schemes, in order.
+    pub fn schemes(&self) -> impl Iterator<Item = &dyn Scheme> {
+        self.driver.lanes().iter().map(Lane::scheme)
+    }
+
+    /// Run every trial; `observers` see every iteration of every scheme
+    /// (lane = index in `simulate.compare` order), e.g. a trace writer. In
+    /// every iteration the delay model of the trial is sampled once and every
+    /// scheme plans, runs and decodes on that same sample (common random
+    /// numbers: differences between schemes are paired), and the lower
+    /// bounds are taken on it too.
+    pub fn run(&mut self, observers: &mut [&mut dyn Observer]) -> Result<SimReport, EngineError> {
+        let k = self.spec.workers();
+        let lanes = self.driver.lanes().len();
+        let mut bounds: Vec<LowerBound> = Vec::new();
+        let mut lane_bound = Vec::with_capacity(lanes);
+        for spec in self
+            .driver
+            .lanes()
+            .iter()
+            .map(|l| l.scheme().lower_bound())
+            .chain(std::iter::once(self.bound))
+        {
+            lane_bound.push(spec.map(|b| {
+                bounds.iter().position(|x| *x == b).unwrap_or_else(|| {
+                    bounds.push(b);
+                    bounds.len() - 1
+                })
+            }));
+        }
+        let top_bound = lane_bound.pop().expect("the top-level bound was chained");
+        let mut tallies = Tallies::new(lanes, bounds, self.trials, self.iterations, k);
+        let mut round = SimulatedRound::new(self.time_unit_s);
+        for trial in 0..self.trials {
+            let mut straggling = Straggling::Model(self.spec.model(trial as u64));
+            let mut all: Vec<&mut dyn Observer> = Vec::with_capacity(observers.len() + 1);
+            all.push(&mut tallies);
+            for o in observers.iter_mut() {
+                all.push(&mut **o);
+            }
+            self.driver.run(
+                &mut straggling,
+                &mut round,
+                0..self.iterations as u64,
+                trial as u64,
+                &mut all,
+            )?;
+            tallies.end_trial();
+        }
+        Ok(tallies.report(self, &lane_bound, top_bound))
     }
 }
 
@@ -161,31 +198,7 @@ pub fn build_entry(entry: &CompareEntry, config: &Config) -> Result<Box<dyn Sche
     }
 }
 
-/// P(l - r + 1) = K - P(r - 1), checking that it is a worker count.
-fn lower_bound_workers(workers: usize, clusters: usize, load: usize) -> Result<usize, InputError> {
-    if clusters == 0 || workers % clusters != 0 {
-        return Err(InputError::value(
-            "scheme.clusters",
-            clusters,
-            format!(
-                "does not divide workers = {workers}, so the lower bound P(l - r + 1) is undefined"
-            ),
-        ));
-    }
-    let size = workers / clusters;
-    if load == 0 || load > size {
-        return Err(InputError::value(
-            "scheme.load",
-            load,
-            format!(
-                "must be between 1 and workers / clusters = {size} for the lower bound P(l - r + 1)"
-            ),
-        ));
-    }
-    Ok(clusters * (size - load + 1))
-}
-
-/// Accumulators of one scheme.
+/// Accumulators of one scheme or bound.
 struct Tally {
     times: Vec<f64>,
     trial_means: Vec<f64>,
@@ -209,6 +222,11 @@ impl Tally {
         }
     }
 
+    fn push_time(&mut self, time: f64) {
+        self.times.push(time);
+        self.trial_sum += time;
+    }
+
     fn end_trial(&mut self, iterations: usize) {
         self.trial_means.push(self.trial_sum / iterations as f64);
         self.trial_sum = 0.0;
@@ -227,151 +245,135 @@ impl Tally {
     }
 }
 
-/// Run `settings.trials` trials of `settings.iterations` iterations. In every
-/// iteration the delay model of the trial is sampled once and every
-/// contender plans, runs and decodes on that same sample (common random
-/// numbers: differences between schemes are paired), and the lower bound is
-/// taken on it too.
-pub fn simulate(
-    spec: &DelaySpec,
-    contenders: &mut [Contender],
-    settings: &SimSettings,
-    mut sink: Option<&mut dyn RecordSink>,
-) -> Result<SimReport, SinkError> {
-    let k = spec.workers();
-    let (trials, iterations) = (settings.trials, settings.iterations);
-    // Reserve at most 2^20 times up front: trials × iterations may be huge (a
-    // run meant to be stopped) or even overflow, and the times grow as they come.
-    let total = trials.saturating_mul(iterations);
-    let reserve = total.min(1 << 20);
-    let mut tallies: Vec<Tally> = contenders
-        .iter()
-        .map(|_| Tally::new(reserve, trials.min(1 << 20)))
-        .collect();
-    let mut bound = Tally::new(reserve, trials.min(1 << 20));
-    let mut engine = RoundEngine::new();
-    let mut detail = WorkerDetail::default();
-    let mut record = IterationRecord::new(k);
-    let mut scratch = Vec::with_capacity(k);
-    let mut current = RoundSample::new(k);
-    let mut previous = RoundSample::new(k);
-    // Plans of the schemes that plan the same round every iteration.
-    let fixed_plans: Vec<Option<RoundPlan>> = contenders
-        .iter_mut()
-        .map(|c| {
-            c.scheme
-                .static_plan()
-                .then(|| c.scheme.plan_round(&RoundContext::default()))
-        })
-        .collect();
-    for trial in 0..trials {
-        let mut model = spec.model(trial as u64);
-        for t in 0..iterations {
-            model.sample(&mut current);
-            for (i, c) in contenders.iter_mut().enumerate() {
-                let ctx = state_context(
-                    settings.state_info,
-                    t as u64,
-                    &current,
-                    (t > 0).then_some(&previous),
-                );
-                let planned;
-                let plan = match &fixed_plans[i] {
-                    Some(plan) => plan,
-                    None => {
-                        planned = c.scheme.plan_round(&ctx);
-                        &planned
-                    }
-                };
-                let out = if sink.is_some() {
-                    engine.run_detailed(c.scheme.as_mut(), plan, &current, &mut detail)
-                } else {
-                    engine.run(c.scheme.as_mut(), plan, &current)
-                };
-                let tally = &mut tallies[i];
-                tally.times.push(out.time);
-                tally.trial_sum += out.time;
-                tally.received += out.messages_received as u64;
-                tally.used += out.messages_used as u64;
-                tally.recovered += out.recovered_fraction;
-                tally.decodable += u64::from(out.decodable);
-                if let Some(sink) = sink.as_deref_mut() {
-                    let unit = settings.model_time_unit_s;
-                    record.duration_s = out.time * unit;
-                    record.decode_s = f64::NAN;
-                    record.recovered_fraction = out.recovered_fraction;
-                    record.messages_used = out.messages_used as u64;
-                    record.messages_received = out.messages_received as u64;
-                    record.stale_dropped = 0;
-                    for w in 0..k {
-                        record.finish_s[w] = detail.finish[w] * unit;
-                        record.used[w] = detail.used[w];
-                    }
-                    record.straggling.copy_from_slice(&current.straggling);
-                    record.cluster.fill(-1);
-                    for (p, members) in plan.clusters.iter().enumerate() {
-                        for &w in members {
-                            record.cluster[w] = p as i64 + 1;
-                        }
-                    }
-                    sink.record(i, trial, &record)?;
+/// The simulator's statistics as an observer: per scheme its times,
+/// messages and recovery, and the lower bounds on the same samples.
+struct Tallies {
+    lanes: Vec<Tally>,
+    bounds: Vec<(LowerBound, Tally)>,
+    iterations: usize,
+    scratch: Vec<f64>,
+}
+
+impl Tallies {
+    fn new(
+        lanes: usize,
+        bounds: Vec<LowerBound>,
+        trials: usize,
+        iterations: usize,
+        workers: usize,
+    ) -> Self {
+        // Reserve at most 2^20 times up front: trials × iterations may be huge
+        // (a run meant to be stopped) or even overflow; the times grow as they come.
+        let reserve = trials.saturating_mul(iterations).min(1 << 20);
+        let trials = trials.min(1 << 20);
+        Self {
+            lanes: (0..lanes).map(|_| Tally::new(reserve, trials)).collect(),
+            bounds: bounds
+                .into_iter()
+                .map(|b| (b, Tally::new(reserve, trials)))
+                .collect(),
+            iterations,
+            scratch: Vec::with_capacity(workers),
+        }
+    }
+
+    fn end_trial(&mut self) {
+        let tallies = self
+            .lanes
+            .iter_mut()
+            .chain(self.bounds.iter_mut().map(|b| &mut b.1));
+        for tally in tallies {
+            tally.end_trial(self.iterations);
+        }
+    }
+
+    fn report(
+        mut self,
+        sim: &Simulation,
+        lane_bound: &[Option<usize>],
+        top_bound: Option<usize>,
+    ) -> SimReport {
+        let bounds: Vec<BoundSummary> = self
+            .bounds
+            .iter_mut()
+            .map(|(b, tally)| {
+                let (mean, ci95, p50, p99) = tally.time_stats();
+                BoundSummary {
+                    mean_iteration_time: mean,
+                    ci95,
+                    p50,
+                    p99,
+                    workers: b.workers,
+                    load: b.load,
                 }
-            }
-            let lb = lower_bound(
-                &current,
-                settings.load,
-                settings.lower_bound_workers,
-                &mut scratch,
-            );
-            bound.times.push(lb);
-            bound.trial_sum += lb;
-            std::mem::swap(&mut current, &mut previous);
+            })
+            .collect();
+        let n = (sim.trials * sim.iterations) as f64;
+        let mut schemes: Vec<SchemeSummary> = sim
+            .names
+            .iter()
+            .zip(self.lanes.iter_mut())
+            .zip(lane_bound)
+            .map(|((name, tally), bound)| {
+                let (mean, ci95, p50, p99) = tally.time_stats();
+                SchemeSummary {
+                    name: name.clone(),
+                    mean_iteration_time: mean,
+                    ci95,
+                    p50,
+                    p99,
+                    messages_per_iteration: tally.received as f64 / n,
+                    messages_used_per_iteration: tally.used as f64 / n,
+                    recovered_fraction: tally.recovered / n,
+                    decodable_fraction: tally.decodable as f64 / n,
+                    improvement_percent: f64::NAN,
+                    improvement_ci95: f64::NAN,
+                    lower_bound: bound.map(|i| bounds[i].clone()),
+                }
+            })
+            .collect();
+        let base = schemes[sim.baseline].mean_iteration_time;
+        for (s, tally) in schemes.iter_mut().zip(&self.lanes) {
+            s.improvement_percent = 100.0 * (1.0 - s.mean_iteration_time / base);
+            s.improvement_ci95 =
+                reduction_ci95(&tally.trial_means, &self.lanes[sim.baseline].trial_means);
         }
-        for tally in tallies.iter_mut().chain(std::iter::once(&mut bound)) {
-            tally.end_trial(iterations);
+        SimReport {
+            trials: sim.trials,
+            iterations: sim.iterations,
+            workers: sim.spec.workers(),
+            straggler_model: sim.spec.kind().name(),
+            baseline: sim.names[sim.baseline].clone(),
+            schemes,
+            lower_bound: top_bound.map(|i| bounds[i].clone()),
         }
     }
-    let mut schemes: Vec<SchemeSummary> = contenders
-        .iter()
-        .zip(tallies.iter_mut())
-        .map(|(c, tally)| {
-            let (mean, ci95, p50, p99) = tally.time_stats();
-            let n = total as f64;
-            SchemeSummary {
-                name: c.name.clone(),
-                mean_iteration_time: mean,
-                ci95,
-                p50,
-                p99,
-                messages_per_iteration: tally.received as f64 / n,
-                messages_used_per_iteration: tally.used as f64 / n,
-                recovered_fraction: tally.recovered / n,
-                decodable_fraction: tally.decodable as f64 / n,
-                improvement_percent: f64::NAN,
-                improvement_ci95: f64::NAN,
-            }
-        })
-        .collect();
-    let base = schemes[settings.baseline].mean_iteration_time;
-    for (s, tally) in schemes.iter_mut().zip(&tallies) {
-        s.improvement_percent = 100.0 * (1.0 - s.mean_iteration_time / base);
-        s.improvement_ci95 =
-            reduction_ci95(&tally.trial_means, &tallies[settings.baseline].trial_means);
+}
+
+impl Observer for Tallies {
+    fn wants_workers(&self) -> bool {
+        false
     }
-    let (mean, ci95, p50, p99) = bound.time_stats();
-    Ok(SimReport {
-        trials,
-        iterations,
-        workers: k,
-        straggler_model: spec.kind().name(),
-        baseline: contenders[settings.baseline].name.clone(),
-        schemes,
-        lower_bound: BoundSummary {
-            mean_iteration_time: mean,
-            ci95,
-            p50,
-            p99,
-            workers: settings.lower_bound_workers,
-        },
-    })
+
+    fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
+        let r = event.record;
+        let tally = &mut self.lanes[event.lane];
+        tally.push_time(event.duration);
+        tally.received += r.messages_received;
+        tally.used += r.messages_used;
+        tally.recovered += r.recovered_fraction;
+        tally.decodable += u64::from(event.decodable);
+        if event.lane == 0 {
+            // Once per iteration, on the sample every scheme saw.
+            for (b, tally) in &mut self.bounds {
+                tally.push_time(lower_bound(
+                    event.sample,
+                    b.load,
+                    b.workers,
+                    &mut self.scratch,
+                ));
+            }
+        }
+        Ok(())
+    }
 }

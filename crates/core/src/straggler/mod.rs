@@ -14,13 +14,13 @@
 //! and iteration), and `e` is a delay before sending (001 §5, 004 §VIII-B).
 //! Every model but `extra-delay` has `e = 0`.
 //!
-//! Both round engines use the same models and the same random streams: the
-//! Monte Carlo simulator (src/sim/) builds one model per trial with
-//! [`DelaySpec::model`]`(trial)`, and the MPI master builds `model(0)` and
-//! calls [`DelayModel::sample`] once per iteration, in order, to emulate the
-//! delays, so `simulate` (trial 0) and `train` see the same samples for the
-//! same seed. What the master knows of the state when it plans an iteration
-//! is [`state_context`], which both engines call.
+//! The iteration driver ([`crate::engine::Driver`]) calls
+//! [`DelayModel::sample`] once per iteration, in order: the Monte Carlo
+//! simulator builds one model per trial with [`DelaySpec::model`]`(trial)`,
+//! `train` builds `model(0)` to emulate the delays, so `simulate` (trial 0)
+//! and `train` see the same samples for the same seed. What the master knows
+//! of the state when it plans an iteration is the engine's
+//! [`state_context`](crate::engine::state_context).
 //!
 //! | `straggler.model` | u (per worker) | straggling | paper |
 //! |---|---|---|---|
@@ -39,8 +39,7 @@ pub use replay::TraceTable;
 
 use std::sync::Arc;
 
-use crate::coding::RoundContext;
-use crate::config::{Config, StateInfo, StragglerConfig, StragglerModel};
+use crate::config::{Config, StragglerConfig, StragglerModel};
 use crate::error::InputError;
 use crate::rng::{Stream, substream};
 
@@ -73,6 +72,14 @@ impl RoundSample {
         self.unit_time.len()
     }
 
+    /// Back to no delay, nobody straggling, no rates.
+    pub fn clear(&mut self) {
+        self.unit_time.fill(0.0);
+        self.extra_time.fill(0.0);
+        self.straggling.fill(false);
+        self.rate.fill(f64::NAN);
+    }
+
     /// Model time at which `worker`'s message sent after `after` computations arrives.
     pub fn message_time(&self, worker: usize, after: usize) -> f64 {
         after as f64 * self.unit_time[worker] + self.extra_time[worker]
@@ -95,25 +102,26 @@ pub trait DelayModel: Send {
     fn sample(&mut self, out: &mut RoundSample);
 }
 
-/// What the master knows when it plans iteration `iteration` (000 §V, §VI):
-/// with `perfect` state information the state of this iteration (`current`),
-/// with `imperfect` the state of the previous one (`previous`), learned from
-/// the workers' feedback; at iteration 0 nothing (`None` fields). Rates are
-/// given only when the model has them. Both round engines call this.
-pub fn state_context<'a>(
-    info: StateInfo,
-    iteration: u64,
-    current: &'a RoundSample,
-    previous: Option<&'a RoundSample>,
-) -> RoundContext<'a> {
-    let known = match info {
-        StateInfo::Perfect => Some(current),
-        StateInfo::Imperfect => previous,
-    };
-    RoundContext {
-        iteration,
-        straggling: known.map(|s| s.straggling.as_slice()),
-        rates: known.and_then(RoundSample::rates),
+/// Measured straggling: from each worker's measured seconds per partition
+/// computation (NaN: it sent nothing this iteration), its rate in model
+/// units (1 / model time, `time_unit_s` seconds per unit) and whether it
+/// straggles (rate below `rate_threshold`, or no result at all); `out` gets
+/// the rates and flags, and no delays. A slice shorter than K counts the
+/// missing workers as silent.
+pub fn infer_from_compute(
+    per_computation_s: &[f64],
+    time_unit_s: f64,
+    rate_threshold: f64,
+    out: &mut RoundSample,
+) {
+    for w in 0..out.workers() {
+        let sec = per_computation_s.get(w).copied().unwrap_or(f64::NAN);
+        let unit = sec / time_unit_s;
+        out.unit_time[w] = unit;
+        out.extra_time[w] = 0.0;
+        out.rate[w] = if unit > 0.0 { 1.0 / unit } else { f64::NAN };
+        // NaN (no result) straggles too.
+        out.straggling[w] = out.rate[w].is_nan() || out.rate[w] < rate_threshold;
     }
 }
 

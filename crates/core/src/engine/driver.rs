@@ -1,0 +1,489 @@
+//! The driver: the iteration loop of every run, simulated or on MPI.
+
+use std::ops::Range;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{
+    EngineError, IterationEvent, Learner, Observer, Round, RoundReport, RoundStatus, RoundTask,
+    SnapshotEvent, StopRule, Timing,
+};
+use crate::coding::{RoundContext, RoundPlan, Scheme};
+use crate::config::StateInfo;
+use crate::record::{IterationRecord, TimingEvent};
+use crate::straggler::{DelayModel, RoundSample, infer_from_compute};
+
+/// What the master knows when it plans iteration `iteration` (000 §V, §VI):
+/// with `perfect` state information the state of this iteration (`current`),
+/// with `imperfect` the state of the previous one (`previous`), learned from
+/// the workers' feedback; at the first iteration of a run nothing (`None`
+/// fields). Rates are given only when the state has one for every worker.
+pub fn state_context<'a>(
+    info: StateInfo,
+    iteration: u64,
+    current: &'a RoundSample,
+    previous: Option<&'a RoundSample>,
+) -> RoundContext<'a> {
+    let known = match info {
+        StateInfo::Perfect => Some(current),
+        StateInfo::Imperfect => previous,
+    };
+    RoundContext {
+        iteration,
+        straggling: known.map(|s| s.straggling.as_slice()),
+        rates: known.and_then(RoundSample::rates),
+    }
+}
+
+/// Where the straggler state of each iteration comes from.
+pub enum Straggling {
+    /// Sampled from a delay model, once per iteration in order: the
+    /// simulator's delays, and the MPI runtime's emulation (the workers
+    /// sleep until their sampled times).
+    Model(Box<dyn DelayModel>),
+    /// Nothing injected: after each iteration a worker whose measured rate
+    /// (1 / model time per computation) is below `rate_threshold`, or that
+    /// sent nothing, straggled ([`infer_from_compute`]).
+    Measured { rate_threshold: f64 },
+}
+
+/// One scheme the driver runs, with what belongs to it.
+pub struct Lane {
+    scheme: Box<dyn Scheme>,
+    /// The plan of a scheme whose plan never changes, made once.
+    fixed_plan: Option<RoundPlan>,
+    learner: Option<Learner>,
+    record: IterationRecord,
+    totals: Totals,
+}
+
+/// Sums over the iterations of a run, for its summary.
+#[derive(Debug, Clone, Default)]
+struct Totals {
+    iterations: u64,
+    duration_s: f64,
+    stale_dropped: u64,
+    overruns: u64,
+    recovered: f64,
+}
+
+impl Lane {
+    /// A lane of `scheme`, with a learner for a training run.
+    pub fn new(mut scheme: Box<dyn Scheme>, learner: Option<Learner>) -> Self {
+        let fixed_plan = scheme
+            .static_plan()
+            .then(|| scheme.plan_round(&RoundContext::default()));
+        let record = IterationRecord::new(scheme.workers());
+        Self {
+            scheme,
+            fixed_plan,
+            learner,
+            record,
+            totals: Totals::default(),
+        }
+    }
+
+    pub fn scheme(&self) -> &dyn Scheme {
+        self.scheme.as_ref()
+    }
+
+    pub fn learner(&self) -> Option<&Learner> {
+        self.learner.as_ref()
+    }
+
+    pub fn learner_mut(&mut self) -> Option<&mut Learner> {
+        self.learner.as_mut()
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunEnd {
+    /// Iterations completed, counting those before a resumed run's start.
+    pub completed: u64,
+    /// The signal that stopped the run, if one did.
+    pub interrupted: Option<i32>,
+    /// Wall time of the loop.
+    pub wall_s: f64,
+}
+
+/// The end of a run of one lane (`train --json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub scheme: String,
+    pub workers: usize,
+    /// Iterations completed, counting those before a resumed run's start.
+    pub iterations: usize,
+    /// Mean recorded iteration time over the iterations of this run.
+    pub mean_iteration_s: f64,
+    /// Wall time of the training loop (setup and shutdown excluded).
+    pub wall_s: f64,
+    pub stale_dropped: u64,
+    /// Worker-iterations whose real work ran past the emulated due time.
+    pub overruns: u64,
+    pub final_train_loss: f64,
+    pub final_test_loss: f64,
+    pub mean_recovered_fraction: f64,
+    /// Tasks the workers abandoned for newer ones (counted at shutdown).
+    pub tasks_abandoned: u64,
+    /// Named timing events (like PETSc's -log_view).
+    pub timing: Vec<TimingEvent>,
+    /// Where the trace was written, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    pub theta: Vec<f64>,
+}
+
+/// Runs iterations of one or more schemes (lanes) on the same straggler
+/// state, through one kind of round, and hands them to the observers.
+pub struct Driver {
+    lanes: Vec<Lane>,
+    state_info: StateInfo,
+    /// Seconds per model time unit (`straggler.time_unit_ms` / 1000).
+    time_unit_s: f64,
+    snapshot_every: Option<u64>,
+    timing: Timing,
+    current: RoundSample,
+    previous: RoundSample,
+    report: RoundReport,
+    order: Vec<usize>,
+    combined: Vec<f64>,
+}
+
+impl Driver {
+    /// A driver of `lanes` (at least one, all of the same worker count).
+    /// `timing` measures the named events (a training run) or not (the
+    /// simulator); `snapshot_every` asks the observers for a snapshot every
+    /// so many iterations (lanes with a learner).
+    pub fn new(
+        lanes: Vec<Lane>,
+        state_info: StateInfo,
+        time_unit_s: f64,
+        snapshot_every: Option<u64>,
+        timing: bool,
+    ) -> Self {
+        let k = lanes
+            .first()
+            .expect("a driver needs a lane")
+            .scheme
+            .workers();
+        assert!(
+            lanes.iter().all(|l| l.scheme.workers() == k),
+            "every lane has the same workers"
+        );
+        Self {
+            lanes,
+            state_info,
+            time_unit_s,
+            snapshot_every: snapshot_every.filter(|&n| n > 0),
+            timing: Timing::new(timing),
+            current: RoundSample::new(k),
+            previous: RoundSample::new(k),
+            report: RoundReport::default(),
+            order: Vec::new(),
+            combined: Vec::new(),
+        }
+    }
+
+    pub fn lanes(&self) -> &[Lane] {
+        &self.lanes
+    }
+
+    pub fn lanes_mut(&mut self) -> &mut [Lane] {
+        &mut self.lanes
+    }
+
+    /// K.
+    pub fn workers(&self) -> usize {
+        self.current.workers()
+    }
+
+    /// Run iterations `iterations` of trial `trial`. A range that starts
+    /// after 0 continues a run: the straggler process is replayed to its
+    /// start (its samples are a function of the seed), the learners are
+    /// expected to be restored already. Stops early, with the signal, when
+    /// the round is interrupted.
+    pub fn run(
+        &mut self,
+        straggling: &mut Straggling,
+        round: &mut dyn Round,
+        iterations: Range<u64>,
+        trial: u64,
+        observers: &mut [&mut dyn Observer],
+    ) -> Result<RunEnd, EngineError> {
+        assert!(
+            self.lanes.len() == 1 || matches!(straggling, Straggling::Model(_)),
+            "measured straggling infers the state of one lane's workers"
+        );
+        let started = Instant::now();
+        let first = iterations.start;
+        for lane in &mut self.lanes {
+            lane.totals = Totals::default();
+        }
+        let mut have_previous = false;
+        if let Straggling::Model(model) = straggling {
+            for _ in 0..first {
+                model.sample(&mut self.current);
+                std::mem::swap(&mut self.current, &mut self.previous);
+                have_previous = true;
+            }
+        }
+        let wants_workers = observers.iter().any(|o| o.wants_workers());
+        let mut completed = first;
+        let mut interrupted = None;
+        'iterations: for t in iterations {
+            match straggling {
+                Straggling::Model(model) => model.sample(&mut self.current),
+                Straggling::Measured { .. } => self.current.clear(),
+            }
+            for lane in 0..self.lanes.len() {
+                let status = self.iterate(
+                    lane,
+                    t,
+                    trial,
+                    have_previous,
+                    straggling,
+                    round,
+                    observers,
+                    wants_workers,
+                )?;
+                if let RoundStatus::Interrupted { signal } = status {
+                    interrupted = Some(signal);
+                    break 'iterations;
+                }
+            }
+            std::mem::swap(&mut self.current, &mut self.previous);
+            have_previous = true;
+            completed = t + 1;
+            if self.snapshot_every.is_some_and(|n| completed % n == 0) {
+                let start = self.timing.enabled().then(Instant::now);
+                self.snapshot(completed, observers)?;
+                if let Some(start) = start {
+                    self.timing
+                        .add("observe (progress, trace)", start.elapsed().as_secs_f64());
+                }
+            }
+        }
+        // The state after the last completed iteration, resumable (an
+        // interrupted iteration is abandoned: it did not update the model).
+        if let Some(n) = self.snapshot_every {
+            if completed % n != 0 || completed == first {
+                self.snapshot(completed, observers)?;
+            }
+        }
+        Ok(RunEnd {
+            completed,
+            interrupted,
+            wall_s: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The summary of lane `lane` after a run that ended as `end`.
+    pub fn summary(&self, lane: usize, end: &RunEnd) -> RunSummary {
+        let l = &self.lanes[lane];
+        let n = l.totals.iterations.max(1) as f64;
+        let losses = l.learner.as_ref().map(Learner::last_losses);
+        RunSummary {
+            scheme: l.scheme.kind().to_string(),
+            workers: l.scheme.workers(),
+            iterations: end.completed as usize,
+            mean_iteration_s: l.totals.duration_s / n,
+            wall_s: end.wall_s,
+            stale_dropped: l.totals.stale_dropped,
+            overruns: l.totals.overruns,
+            final_train_loss: losses.map_or(f64::NAN, |x| x.train),
+            final_test_loss: losses.map_or(f64::NAN, |x| x.test),
+            mean_recovered_fraction: l.totals.recovered / n,
+            tasks_abandoned: 0,
+            timing: self.timing.summary(),
+            trace: None,
+            theta: l
+                .learner
+                .as_ref()
+                .map_or_else(Vec::new, |x| x.theta().to_vec()),
+        }
+    }
+
+    fn snapshot(
+        &mut self,
+        completed: u64,
+        observers: &mut [&mut dyn Observer],
+    ) -> Result<(), EngineError> {
+        for lane in &self.lanes {
+            let Some(learner) = &lane.learner else {
+                continue;
+            };
+            let snapshot = SnapshotEvent {
+                iteration: completed,
+                theta: learner.theta(),
+                previous: learner.previous(),
+            };
+            for o in observers.iter_mut() {
+                o.snapshot(&snapshot).map_err(EngineError::Snapshot)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One iteration of one lane.
+    #[allow(clippy::too_many_arguments)]
+    fn iterate(
+        &mut self,
+        index: usize,
+        t: u64,
+        trial: u64,
+        have_previous: bool,
+        straggling: &Straggling,
+        round: &mut dyn Round,
+        observers: &mut [&mut dyn Observer],
+        wants_workers: bool,
+    ) -> Result<RoundStatus, EngineError> {
+        let Self {
+            lanes,
+            state_info,
+            time_unit_s,
+            timing,
+            current,
+            previous,
+            report,
+            order,
+            combined,
+            ..
+        } = self;
+        let lane = &mut lanes[index];
+        let planned;
+        let plan = match &lane.fixed_plan {
+            Some(plan) => plan,
+            None => {
+                let ctx =
+                    state_context(*state_info, t, current, have_previous.then_some(&*previous));
+                planned = timing.time("plan", || lane.scheme.plan_round(&ctx));
+                &planned
+            }
+        };
+        report.clear();
+        let (status, stop) = {
+            let task = RoundTask {
+                iteration: t,
+                plan,
+                sample: current,
+                eval_point: lane.learner.as_ref().map(Learner::eval_point),
+            };
+            let mut rule = StopRule::new(lane.scheme.as_ref(), plan);
+            let status = round
+                .run(&task, &mut rule, report, timing)
+                .map_err(EngineError::Round)?;
+            (status, rule.finish())
+        };
+        if status != RoundStatus::Completed {
+            return Ok(status);
+        }
+        debug_assert_eq!(stop.accepted, report.arrivals.len(), "accepted messages");
+        let measured = round.measures_time();
+        let decode_start = measured.then(Instant::now);
+        let decoding = lane.scheme.decode(plan, &report.arrivals);
+        let has_vectors = lane.learner.is_some() && {
+            // Summed in (worker, message) order: the rounding of the sum does
+            // not depend on who was fastest.
+            order.clear();
+            order.extend(0..report.arrivals.len());
+            order
+                .sort_unstable_by_key(|&i| (report.arrivals[i].worker, report.arrivals[i].message));
+            round.combine(order, &decoding.weights, combined)
+        };
+        let decode_s = decode_start.map_or(f64::NAN, |s| s.elapsed().as_secs_f64());
+        timing.add("decode", decode_s);
+
+        let record = &mut lane.record;
+        let (duration_s, duration) = if measured {
+            (report.duration_s, report.duration_s / *time_unit_s)
+        } else {
+            (stop.time * *time_unit_s, stop.time)
+        };
+        record.duration_s = duration_s;
+        record.decode_s = decode_s;
+        record.recovered_fraction = decoding.recovered_fraction(lane.scheme.partitions());
+        record.messages_received = report.arrivals.len() as u64;
+        record.messages_used = decoding.messages_used() as u64;
+        record.stale_dropped = report.stale_dropped;
+        record.train_loss = f64::NAN;
+        record.test_loss = f64::NAN;
+        if let Some(learner) = &mut lane.learner {
+            if !decoding.decodable || decoding.recovered.is_empty() || !has_vectors {
+                return Err(EngineError::NotDecodable {
+                    iteration: t,
+                    residual: decoding.residual,
+                });
+            }
+            let losses = learner.step(t, combined, &decoding.recovered, timing)?;
+            record.train_loss = losses.train;
+            record.test_loss = losses.test;
+        }
+        // The straggler state this iteration recorded, and kept for the next plan.
+        if let Straggling::Measured { rate_threshold } = straggling {
+            infer_from_compute(
+                &report.per_computation_s,
+                *time_unit_s,
+                *rate_threshold,
+                current,
+            );
+        }
+        let overruns = report.overrun_s.iter().filter(|&&o| o > 0.0).count() as u64;
+        if wants_workers {
+            record.finish_s.fill(f64::NAN);
+            record.used.fill(false);
+            for (i, a) in report.arrivals.iter().enumerate() {
+                record.finish_s[a.worker] = report.arrival_s[i];
+                if decoding.weights[i] != 0.0 {
+                    record.used[a.worker] = true;
+                }
+            }
+            record.straggling.copy_from_slice(&current.straggling);
+            record.cluster.fill(-1);
+            for (c, members) in plan.clusters.iter().enumerate() {
+                for &w in members {
+                    record.cluster[w] = c as i64 + 1;
+                }
+            }
+            if report.overrun_s.len() == record.overrun_s.len() {
+                record.overrun_s.copy_from_slice(&report.overrun_s);
+            } else {
+                record.overrun_s.fill(0.0);
+            }
+        }
+        let totals = &mut lane.totals;
+        totals.iterations += 1;
+        totals.duration_s += duration_s;
+        totals.stale_dropped += report.stale_dropped;
+        totals.overruns += overruns;
+        totals.recovered += record.recovered_fraction;
+        log::debug!(
+            "iteration {t}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
+            record.duration_s,
+            record.messages_received,
+            record.messages_used,
+            record.stale_dropped,
+            record.recovered_fraction,
+            record.train_loss
+        );
+        let event = IterationEvent {
+            lane: index,
+            trial,
+            iteration: t,
+            record,
+            duration,
+            decodable: decoding.decodable,
+            sample: current,
+            theta: lane.learner.as_ref().map(Learner::theta),
+        };
+        let start = timing.enabled().then(Instant::now);
+        for o in observers.iter_mut() {
+            o.iteration(&event).map_err(EngineError::Observer)?;
+        }
+        if let Some(start) = start {
+            timing.add("observe (progress, trace)", start.elapsed().as_secs_f64());
+        }
+        Ok(RoundStatus::Completed)
+    }
+}

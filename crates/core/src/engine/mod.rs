@@ -1,0 +1,216 @@
+//! The iteration engine: one driver, one stop rule, two kinds of round.
+//!
+//! In the spirit of argmin's executor, the parts of a run are separate:
+//!
+//! - the **scheme** ([`crate::coding::Scheme`]) plans an iteration and
+//!   decodes what arrived; it does no I/O;
+//! - the **stop rule** ([`StopRule`]) says when the master stops waiting and
+//!   decodes (wait_for, deadline, first decodable prefix, multi-message
+//!   arrivals), the same for every caller;
+//! - a **round** ([`Round`]) gets the workers' messages of one iteration to
+//!   the master in arrival order and feeds them to the stop rule: the
+//!   simulated round ([`SimulatedRound`]) from the sampled delays on a
+//!   virtual clock, the MPI round (in the `gradcode` crate) from real
+//!   workers; it is the only part that differs between `simulate` and
+//!   `train`;
+//! - the **driver** ([`Driver`]) owns everything else: straggler sampling,
+//!   what the master knows of the straggler state ([`state_context`]),
+//!   planning and plan caching, decoding, the iteration record, the
+//!   optimiser step ([`Learner`]), timing events, snapshots and the
+//!   observers;
+//! - **observers** ([`Observer`]) see every iteration: progress display,
+//!   traces, the simulator's statistics.
+//!
+//! `gradcode simulate` is the driver with simulated rounds over many trials
+//! and schemes on common random numbers (src/sim); `gradcode train` is the
+//! driver with the MPI round and a learner, one scheme, one trial.
+
+mod driver;
+mod learner;
+mod simulated;
+mod stop;
+mod timing;
+
+pub use driver::{Driver, Lane, RunEnd, RunSummary, Straggling, state_context};
+pub use learner::{Learner, StepLosses};
+pub use simulated::SimulatedRound;
+pub use stop::{Decision, Stop, StopCause, StopRule, decode_prefix};
+pub use timing::Timing;
+
+use crate::coding::{Arrival, RoundPlan};
+use crate::record::IterationRecord;
+use crate::straggler::RoundSample;
+
+/// What a round needs to run one iteration.
+#[derive(Debug, Clone, Copy)]
+pub struct RoundTask<'a> {
+    /// 0-based.
+    pub iteration: u64,
+    pub plan: &'a RoundPlan,
+    /// This iteration's straggler state: the delays a simulated round
+    /// applies, the pace an emulating MPI round gives its workers.
+    pub sample: &'a RoundSample,
+    /// Where the workers evaluate the gradient (training runs only).
+    pub eval_point: Option<&'a [f64]>,
+}
+
+/// What a round reports of one iteration. Reused between iterations: a
+/// round starts from [`RoundReport::clear`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoundReport {
+    /// The messages the master accepted, in arrival order.
+    pub arrivals: Vec<Arrival>,
+    /// Their arrival times, seconds since the iteration started.
+    pub arrival_s: Vec<f64>,
+    /// Seconds from the start of the iteration to the master's stop, when the
+    /// round measures it (NaN: the driver takes the stop rule's model time).
+    pub duration_s: f64,
+    /// Results of older iterations received and dropped.
+    pub stale_dropped: u64,
+    /// Per worker: seconds its real work ran past the emulated due time
+    /// (empty: not measured).
+    pub overrun_s: Vec<f64>,
+    /// Per worker: measured seconds per partition computation, NaN when it
+    /// sent nothing (empty: not measured).
+    pub per_computation_s: Vec<f64>,
+}
+
+impl RoundReport {
+    /// Empty, for an iteration about to run.
+    pub fn clear(&mut self) {
+        self.arrivals.clear();
+        self.arrival_s.clear();
+        self.duration_s = f64::NAN;
+        self.stale_dropped = 0;
+        self.overrun_s.clear();
+        self.per_computation_s.clear();
+    }
+
+    /// Accept a message that arrived `seconds` after the iteration started.
+    pub fn accept(&mut self, arrival: Arrival, seconds: f64) {
+        self.arrivals.push(arrival);
+        self.arrival_s.push(seconds);
+    }
+}
+
+/// How a round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundStatus {
+    /// The stop rule stopped the master; the accepted messages are in the report.
+    Completed,
+    /// The run was stopped by a signal before the iteration ended (it is abandoned).
+    Interrupted { signal: i32 },
+}
+
+/// An error of a round (a worker that failed or is gone, a bad message).
+pub type RoundError = Box<dyn std::error::Error + Send + Sync>;
+
+/// An error of an observer (a trace that cannot be written).
+pub type ObserverError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One iteration of the workers, as the master sees it.
+pub trait Round {
+    /// Run iteration `task.iteration`: have the workers compute and send
+    /// their messages, hand every message that reaches the master to `rule`
+    /// in arrival order and stop when it says so; accepted messages go to
+    /// `report` ([`RoundReport::accept`]). `timing` takes the round's own
+    /// timing events.
+    fn run(
+        &mut self,
+        task: &RoundTask<'_>,
+        rule: &mut StopRule<'_>,
+        report: &mut RoundReport,
+        timing: &mut Timing,
+    ) -> Result<RoundStatus, RoundError>;
+
+    /// The weighted sum `Σ weights[i] · message[i]` of the accepted messages'
+    /// vectors (gradient sum and loss sum) into `out`, with `weights` aligned
+    /// with the accepted messages and the terms added in the order of
+    /// `order` (indices of accepted messages); `false` when the round has no
+    /// vectors (simulation).
+    fn combine(&mut self, _order: &[usize], _weights: &[f64], _out: &mut Vec<f64>) -> bool {
+        false
+    }
+
+    /// Whether the round measures wall time (then decode times are measured
+    /// and recorded); a simulated round does not.
+    fn measures_time(&self) -> bool {
+        false
+    }
+}
+
+/// One completed iteration of one lane, for the observers.
+#[derive(Debug, Clone, Copy)]
+pub struct IterationEvent<'a> {
+    /// Index of the lane (the compared scheme; 0 in a training run).
+    pub lane: usize,
+    pub trial: u64,
+    /// 0-based.
+    pub iteration: u64,
+    /// The iteration's record; its per-worker fields are filled only when
+    /// some observer [`wants_workers`](Observer::wants_workers).
+    pub record: &'a IterationRecord,
+    /// The iteration's duration in model time.
+    pub duration: f64,
+    /// The scheme's stopping rule was met and its target recovered.
+    pub decodable: bool,
+    /// The straggler state of the iteration.
+    pub sample: &'a RoundSample,
+    /// The iterate after the update (training runs).
+    pub theta: Option<&'a [f64]>,
+}
+
+/// A resumable state of a training run.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotEvent<'a> {
+    /// Completed iterations.
+    pub iteration: u64,
+    pub theta: &'a [f64],
+    /// The iterate before `theta` (Nesterov's momentum).
+    pub previous: &'a [f64],
+}
+
+/// Sees a run as it happens: progress display, traces, statistics.
+pub trait Observer {
+    /// Whether this observer reads the per-worker fields of the records
+    /// (the driver fills them only when some observer does).
+    fn wants_workers(&self) -> bool {
+        true
+    }
+    /// An iteration of a lane is complete.
+    fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError>;
+    /// A resumable state: every `output.snapshot_every` iterations, at the
+    /// end, and when a signal stops the run.
+    fn snapshot(&mut self, _snapshot: &SnapshotEvent<'_>) -> Result<(), ObserverError> {
+        Ok(())
+    }
+    /// The run ended (normally or by a signal); `summary.theta` is the last iterate.
+    fn finish(&mut self, _summary: &RunSummary) -> Result<(), ObserverError> {
+        Ok(())
+    }
+}
+
+/// Failures of a run.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A round failed (a worker died, hangs, or sent something unexpected).
+    #[error("{0}")]
+    Round(RoundError),
+    /// An observer failed.
+    #[error("recording the iteration: {0}")]
+    Observer(ObserverError),
+    /// An observer failed to write a snapshot.
+    #[error("writing a snapshot: {0}")]
+    Snapshot(ObserverError),
+    /// The snapshot a run resumes from does not fit it.
+    #[error("{0}")]
+    Resume(String),
+    /// Something became non-finite.
+    #[error("iteration {iteration}: {what}")]
+    Diverged { iteration: u64, what: String },
+    /// The stop rule was met but the arrivals do not decode.
+    #[error(
+        "iteration {iteration}: the arrivals suffice by count but do not decode (residual {residual:.2e}); the code is too ill-conditioned, try a smaller scheme.load or more scheme.code_draws"
+    )]
+    NotDecodable { iteration: u64, residual: f64 },
+}

@@ -1,0 +1,279 @@
+//! The MPI round: one iteration with real workers, as an engine round.
+//!
+//! It sends every worker its task (buffered sends: the master never waits
+//! for a straggler to take its task), then receives until the engine's stop
+//! rule says to decode: every result of this iteration goes to the rule with
+//! its arrival time in model time (wall seconds since the iteration started
+//! over `straggler.time_unit_ms`), and when a deadline is pending the wait
+//! ends there. Results of older iterations are received, dropped and
+//! counted, never decoded into a newer one; a worker's acknowledgements keep
+//! count of the tasks it has not taken, so a stopped worker cannot fill the
+//! send buffer. A worker's error, a caught signal, or silence for
+//! `train.result_timeout_s` while the rule still waits end the round.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use super::comm::{Backoff, Comm, Wait};
+use super::interrupt;
+use super::protocol::{self, Pace, ResultHeader, Task};
+use crate::coding::Arrival;
+use crate::engine::{
+    Decision, Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing,
+};
+
+/// Longest sleep between probes while the master waits for results: short,
+/// because every microsecond here lengthens the iteration.
+const WAIT_CAP: Duration = Duration::from_micros(100);
+/// How long the master spins (yielding the core) after each message before
+/// it sleeps between probes (see [`Backoff`]).
+const SPIN: Duration = Duration::from_micros(200);
+
+/// `start + seconds`, or `None` when that is beyond any clock (never).
+pub(super) fn instant_after(start: Instant, seconds: f64) -> Option<Instant> {
+    Duration::try_from_secs_f64(seconds.max(0.0))
+        .ok()
+        .and_then(|d| start.checked_add(d))
+}
+
+/// The master's side of the iterations.
+pub(super) struct MpiRound<'c> {
+    comm: &'c Comm<'c>,
+    workers: usize,
+    /// d: the model's parameters.
+    dim: usize,
+    /// Emulate the sampled delays (the workers sleep until their due times).
+    emulate: bool,
+    time_unit_ms: f64,
+    /// Give up when no result arrives for this long while the rule waits.
+    result_timeout_s: f64,
+    /// Per worker: iterations of the tasks sent that it has not taken yet.
+    untaken: Vec<VecDeque<u64>>,
+    backoff: Backoff,
+    task_buf: Vec<f64>,
+    /// The accepted messages' vectors (gradient sum and loss sum), in arrival order.
+    vectors: Vec<Vec<f64>>,
+    /// Spare vectors, reused.
+    spare: Vec<Vec<f64>>,
+}
+
+impl<'c> MpiRound<'c> {
+    pub fn new(
+        comm: &'c Comm<'c>,
+        workers: usize,
+        dim: usize,
+        emulate: bool,
+        time_unit_ms: f64,
+        result_timeout_s: f64,
+    ) -> Self {
+        Self {
+            comm,
+            workers,
+            dim,
+            emulate,
+            time_unit_ms,
+            result_timeout_s,
+            untaken: vec![VecDeque::new(); workers],
+            backoff: Backoff::spinning(WAIT_CAP, SPIN),
+            task_buf: Vec::new(),
+            vectors: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    fn send_tasks(&mut self, task: &RoundTask<'_>) {
+        let t = task.iteration;
+        let eval_point = task
+            .eval_point
+            .expect("a training round has an evaluation point");
+        for (w, work) in task.plan.tasks.iter().enumerate() {
+            if self.untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
+                // It does not take its tasks: stopped, hung or gone.
+                log::debug!(
+                    "iteration {t}: worker {} has {} tasks untaken, none sent",
+                    w + 1,
+                    self.untaken[w].len()
+                );
+                continue;
+            }
+            self.untaken[w].push_back(t);
+            let pace = Pace {
+                emulate: self.emulate,
+                unit_time: task.sample.unit_time[w],
+                extra_time: task.sample.extra_time[w],
+                time_unit_ms: self.time_unit_ms,
+                straggling: task.sample.straggling[w],
+            };
+            Task::encode_into(t, &pace, work, eval_point, &mut self.task_buf);
+            self.comm
+                .send(w as i32 + 1, protocol::iteration_tag(t), &self.task_buf);
+        }
+    }
+}
+
+impl Round for MpiRound<'_> {
+    fn run(
+        &mut self,
+        task: &RoundTask<'_>,
+        rule: &mut StopRule<'_>,
+        report: &mut RoundReport,
+        timing: &mut Timing,
+    ) -> Result<RoundStatus, RoundError> {
+        if let Some(signal) = interrupt::received() {
+            return Ok(RoundStatus::Interrupted { signal });
+        }
+        let (t, k, dim) = (task.iteration, self.workers, self.dim);
+        let time_unit_s = self.time_unit_ms / 1000.0;
+        self.spare.append(&mut self.vectors);
+        report.overrun_s.resize(k, 0.0);
+        report.per_computation_s.resize(k, f64::NAN);
+        let start = Instant::now();
+        timing.time("send", || self.send_tasks(task));
+        let wait_start = Instant::now();
+        let mut last_progress = Instant::now();
+        let status = loop {
+            // Wait until the pending deadline, if any, and at most the result timeout.
+            let give_up = instant_after(last_progress, self.result_timeout_s);
+            let deadline = rule
+                .wait_until()
+                .and_then(|d| instant_after(start, d * time_unit_s));
+            let until = match (deadline, give_up) {
+                (Some(d), Some(g)) => Some(d.min(g)),
+                (d, g) => d.or(g),
+            };
+            let m = match self.comm.receive_or_signal(&mut self.backoff, until, true) {
+                Wait::Message(m) => m,
+                Wait::Signal(signal) => break RoundStatus::Interrupted { signal },
+                Wait::Timeout => {
+                    // Past the deadline's instant the deadline has passed, whatever
+                    // the rounding of seconds to model time says.
+                    let now = if deadline.is_some_and(|d| Instant::now() >= d) {
+                        f64::INFINITY
+                    } else {
+                        start.elapsed().as_secs_f64() / time_unit_s
+                    };
+                    if rule.expire(now) {
+                        break RoundStatus::Completed; // the deadline, messages in hand
+                    }
+                    if give_up.is_some_and(|g| Instant::now() < g) {
+                        continue;
+                    }
+                    let silent: Vec<String> = (0..k)
+                        .filter(|&w| !report.arrivals.iter().any(|a| a.worker == w))
+                        .map(|w| (w + 1).to_string())
+                        .collect();
+                    return Err(format!(
+                        "iteration {t}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
+                         no answer from workers {}: a worker died or hangs",
+                        self.result_timeout_s,
+                        silent.join(", ")
+                    )
+                    .into());
+                }
+            };
+            match m.tag {
+                protocol::TAG_ACK => {
+                    let taken = m.data.first().copied().unwrap_or(f64::NAN);
+                    let queue = &mut self.untaken[(m.rank - 1) as usize];
+                    while queue.front().is_some_and(|&i| i as f64 <= taken) {
+                        queue.pop_front();
+                    }
+                    continue;
+                }
+                protocol::TAG_SIGNAL => {
+                    // A worker caught SIGTERM or SIGINT: the job is being stopped.
+                    let signal = m.data.first().map_or(15, |&s| s as i32);
+                    break RoundStatus::Interrupted { signal };
+                }
+                protocol::TAG_ERROR => {
+                    return Err(
+                        format!("worker {}: {}", m.rank, protocol::decode_text(&m.data)).into(),
+                    );
+                }
+                tag if !protocol::is_iteration_tag(tag) => {
+                    return Err(
+                        format!("worker {} sent tag {tag} during iteration {t}", m.rank).into(),
+                    );
+                }
+                _ => {}
+            }
+            let (header, vector) = ResultHeader::decode(&m.data, dim)?;
+            if header.iteration < t {
+                report.stale_dropped += 1;
+                continue;
+            }
+            let w = (m.rank - 1) as usize;
+            let expected = task.plan.tasks[w]
+                .messages
+                .get(header.message)
+                .map(|msg| msg.codeword.id);
+            if header.iteration > t || expected != Some(header.codeword) {
+                return Err(format!(
+                    "worker {} sent a result that iteration {t} did not ask for: {header:?}",
+                    m.rank
+                )
+                .into());
+            }
+            if let Some(bad) = vector.iter().position(|v| !v.is_finite()) {
+                let what = if bad == dim {
+                    "loss".to_string()
+                } else {
+                    format!("gradient entry {}", bad + 1)
+                };
+                return Err(format!(
+                    "iteration {t}: worker {} sent a non-finite {what} (the model diverged)",
+                    m.rank
+                )
+                .into());
+            }
+            let arrived_s = start.elapsed().as_secs_f64();
+            last_progress = Instant::now();
+            report.overrun_s[w] = report.overrun_s[w].max(header.overrun_s);
+            if header.computations > 0 {
+                report.per_computation_s[w] = header.compute_s / header.computations as f64;
+                timing.add("compute (workers)", header.compute_s);
+            }
+            let arrival = Arrival {
+                worker: w,
+                message: header.message,
+            };
+            let decision = rule.arrive(arrival, arrived_s / time_unit_s);
+            if decision == Decision::DecodeWithout {
+                log::debug!(
+                    "iteration {t}: the result of worker {} came after the deadline; not used",
+                    w + 1
+                );
+                break RoundStatus::Completed;
+            }
+            report.accept(arrival, arrived_s);
+            let mut kept = self.spare.pop().unwrap_or_default();
+            kept.clear();
+            kept.extend_from_slice(vector);
+            self.vectors.push(kept);
+            if decision == Decision::Decode {
+                break RoundStatus::Completed;
+            }
+        };
+        timing.add("wait", wait_start.elapsed().as_secs_f64());
+        report.duration_s = start.elapsed().as_secs_f64();
+        Ok(status)
+    }
+
+    fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
+        out.clear();
+        out.resize(self.dim + 1, 0.0);
+        for &i in order {
+            let w = weights[i];
+            if w != 0.0 {
+                for (o, v) in out.iter_mut().zip(&self.vectors[i]) {
+                    *o += w * v;
+                }
+            }
+        }
+        true
+    }
+
+    fn measures_time(&self) -> bool {
+        true
+    }
+}
