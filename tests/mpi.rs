@@ -397,3 +397,135 @@ fn divergence_stops_the_run_naming_the_iteration_and_keeps_the_trace() {
         "every iteration before the failure is in the trace"
     );
 }
+
+/// `simulate --out` of `config` (trial 0 only): the records of `scheme.kind`.
+fn simulate_trial_0(
+    name: &str,
+    config: &Path,
+    iterations: usize,
+) -> Vec<gradcode::trace::IterationRecord> {
+    let out = scratch(&format!("{name}-sim.h5"));
+    let result = common::gradcode(&[
+        "simulate",
+        "--config",
+        config.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--iterations",
+        &iterations.to_string(),
+        "--out",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(
+        result.status.success(),
+        "{name}: simulate failed: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let kind = parse(&std::fs::read_to_string(config).unwrap(), "test", &[])
+        .unwrap()
+        .config
+        .scheme
+        .kind
+        .to_string();
+    gradcode::trace::read_trace(&out, &format!("/sim/{kind}/trial_0"))
+        .unwrap()
+        .records
+}
+
+/// The engine makes `train` (emulated stragglers) and `simulate` the same
+/// iteration loop: for the same seed they see the same straggler samples,
+/// form the same clusters and, wherever the wall clock cannot reorder what
+/// the model says (no message within `margin` of the deadline or of the
+/// iteration's end), accept, use and recover the same.
+#[test]
+fn train_agrees_with_simulate_iteration_by_iteration() {
+    const ITERATIONS: usize = 30;
+    // Model time units; at 50 ms per unit, 5 ms of scheduling jitter.
+    let margin = 0.1;
+    let base = "workers = 6\nseed = 5\n[straggler]\ntime_unit_ms = 50.0\n[data]\ntrain_samples = 120\ntest_samples = 12\nfeatures = 8\n[train]\niterations = 30\nlearning_rate = 0.1\n";
+    let cases = [
+        (
+            "agree-is-gc",
+            "[scheme]\nkind = \"is-gc\"\nload = 2\nplacement = \"cr\"\ndeadline = 0.6\n",
+            "model = \"shifted-exponential\"\nalpha = 0.01\nmu = 2.0\n",
+        ),
+        (
+            "agree-ignore-stragglers",
+            "[scheme]\nkind = \"ignore-stragglers\"\ndeadline = 1.0\n",
+            "model = \"shifted-exponential\"\nalpha = 0.01\nmu = 0.5\n",
+        ),
+        (
+            "agree-gc-dc",
+            "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\n",
+            "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
+        ),
+    ];
+    for (name, scheme, model) in cases {
+        let text = format!(
+            "{}{scheme}",
+            base.replace("[straggler]\n", &format!("[straggler]\n{model}"))
+        );
+        let (_, trace) = train(name, 7, &text, &[]);
+        let trained = read(&trace).records;
+        let path = write_config(name, &text);
+        let simulated = simulate_trial_0(name, &path, ITERATIONS);
+        assert_eq!(
+            (trained.len(), simulated.len()),
+            (ITERATIONS, ITERATIONS),
+            "{name}"
+        );
+        // Every message's model time, from the straggler samples of trial 0.
+        let config = parse(&text, "test", &[]).unwrap().config;
+        let mut scheme = coding::build(&config).unwrap();
+        let after: Vec<usize> = scheme
+            .plan_round(&Default::default())
+            .tasks
+            .iter()
+            .map(|t| t.messages[0].after)
+            .collect();
+        let deadline = scheme.deadline();
+        let mut model = gradcode::straggler::DelaySpec::from_config(&config)
+            .unwrap()
+            .model(0);
+        let mut sample = gradcode::straggler::RoundSample::new(6);
+        let unit_s = 0.05;
+        let mut clear = 0;
+        for (t, (a, b)) in trained.iter().zip(&simulated).enumerate() {
+            model.sample(&mut sample);
+            assert_eq!(
+                a.straggling, b.straggling,
+                "{name}: iteration {t}: same samples"
+            );
+            assert_eq!(a.cluster, b.cluster, "{name}: iteration {t}: same clusters");
+            let end = b.duration_s / unit_s;
+            let near = (0..6).any(|w| {
+                let m = sample.message_time(w, after[w]);
+                (m - end).abs() < margin && m != end
+                    || deadline.is_some_and(|d| (m - d).abs() < margin)
+            });
+            if near {
+                continue;
+            }
+            clear += 1;
+            assert_eq!(
+                (a.messages_received, a.messages_used, a.recovered_fraction),
+                (b.messages_received, b.messages_used, b.recovered_fraction),
+                "{name}: iteration {t}"
+            );
+            let received = |r: &gradcode::trace::IterationRecord| -> Vec<bool> {
+                r.finish_s.iter().map(|f| f.is_finite()).collect()
+            };
+            assert_eq!(
+                received(a),
+                received(b),
+                "{name}: iteration {t}: the same workers"
+            );
+        }
+        eprintln!("{name}: {clear} of {ITERATIONS} iterations compared");
+        assert!(
+            clear >= ITERATIONS / 3,
+            "{name}: only {clear} of {ITERATIONS} iterations clear of the margin"
+        );
+    }
+}

@@ -406,3 +406,72 @@ fn nothing_to_simulate_without_a_delay_model() {
     let e = Simulation::from_config(&c).err().unwrap();
     assert_eq!(e.field, "straggler.model");
 }
+
+/// ∫_0^x (1 − e^{−μ s})^K ds, by the binomial expansion.
+fn integral_of_cdf_power(k: usize, mu: f64, x: f64) -> f64 {
+    let mut sum = x;
+    let mut binom = 1.0;
+    for j in 1..=k {
+        binom *= (k - j + 1) as f64 / j as f64;
+        let sign = if j % 2 == 1 { -1.0 } else { 1.0 };
+        sum += sign * binom * (1.0 - (-(j as f64) * mu * x).exp()) / (j as f64 * mu);
+    }
+    sum
+}
+
+/// A deadline d alone, each worker's one message at r·(alpha + Exp(mu)):
+/// with p = P(r·(alpha + Exp(mu)) ≤ d) and q = (1 − p)^K (nothing by d),
+/// the master decodes what arrived by d (or all K, if they all did, at the
+/// last of them), else the first arrival after d. So
+/// E[messages] = K·p + q, E[time] = d − ∫_0^d P(all K by t) dt + q·r/(K·mu)
+/// (memorylessness: the first arrival after d comes r/(K·mu) later on average).
+#[test]
+fn deadlines_agree_with_closed_forms() {
+    let (alpha, mu, k) = (0.2, 3.0, 10usize);
+    for (kind, load) in [("ignore-stragglers", 1usize), ("is-gc", 2)] {
+        for d in [0.1, 0.45, 0.9] {
+            let r = run(&format!(
+                "{SHIFTED}compare = [\"{kind}\"]\n[scheme]\nkind = \"{kind}\"\nload = {load}\nplacement = \"cr\"\ndeadline = {d}\n"
+            ));
+            let s = &r.schemes[0];
+            let name = format!("{kind} (r = {load}) with deadline {d}");
+            let rf = load as f64;
+            let slack = (d / rf - alpha).max(0.0); // per-computation time left by d
+            let p = 1.0 - (-mu * slack).exp();
+            let q = (1.0 - p).powi(k as i32);
+            // P(all K by t) for t = r·(alpha + s): (1 − e^{−mu s})^K.
+            let all_by_d = rf * integral_of_cdf_power(k, mu, slack);
+            let time = d - all_by_d + q * rf / (k as f64 * mu);
+            let time = if slack == 0.0 {
+                // d before any arrival: the first one, r·(alpha + Exp(K mu)).
+                rf * (alpha + 1.0 / (k as f64 * mu))
+            } else {
+                time
+            };
+            assert_agrees(&name, s.mean_iteration_time, s.ci95, time);
+            let messages = k as f64 * p + q;
+            // 12000 iterations, sd of the count <= sqrt(K)/2: 4 standard errors.
+            let tolerance = 4.0 * (k as f64).sqrt() / 2.0 / (12000f64).sqrt();
+            assert!(
+                (s.messages_per_iteration - messages).abs() <= tolerance,
+                "{name}: {} messages, closed form {messages}",
+                s.messages_per_iteration
+            );
+            if slack == 0.0 {
+                assert_eq!(
+                    s.messages_per_iteration, 1.0,
+                    "{name}: the first arrival alone"
+                );
+            }
+            // Every decoded message recovers its own partitions: is-gc's
+            // workers are cyclic (they may overlap), ignore-stragglers' disjoint.
+            if kind == "ignore-stragglers" {
+                assert!(
+                    (s.recovered_fraction - s.messages_per_iteration / k as f64).abs() < 1e-12,
+                    "{name}"
+                );
+            }
+            assert_eq!(s.decodable_fraction, 1.0, "{name}");
+        }
+    }
+}

@@ -47,6 +47,10 @@ fn json_has_the_documented_keys() {
     }
     assert!(v["lower_bound"]["mean_iteration_time"].is_number());
     assert_eq!(v["lower_bound"]["workers"], 8);
+    assert_eq!(v["lower_bound"]["load"], 2);
+    // Each scheme's own bound: gc (P = 1) waits for K - r + 1 = 11, gc-sc is the top-level one.
+    assert_eq!(schemes[0]["lower_bound"]["workers"], 11);
+    assert_eq!(schemes[1]["lower_bound"], v["lower_bound"]);
     assert_eq!(v["baseline"], "gc");
     assert_eq!(v["trials"], 4);
     assert_eq!(v["iterations"], 50);
@@ -57,6 +61,70 @@ fn json_has_the_documented_keys() {
     for s in schemes {
         assert!(lb <= s["mean_iteration_time"].as_f64().unwrap());
     }
+}
+
+/// `simulate` runs every config `check` accepts: a scheme without a lower
+/// bound (is-gc) on the demo's clusters is simulated, its bound null.
+#[test]
+fn a_config_check_accepts_is_simulated() {
+    let set = [
+        "--set",
+        "scheme.kind=is-gc",
+        "--set",
+        "scheme.load=4",
+        "--set",
+        "scheme.wait_for=6",
+    ];
+    let check = gradcode(&[&["check"][..], &set].concat());
+    assert!(check.status.success(), "{}", stderr(&check));
+    let args = [
+        &["simulate", "--json", "--trials", "2", "--iterations", "20"][..],
+        &set,
+    ]
+    .concat();
+    let v = json(&gradcode(&args));
+    assert_eq!(v["schemes"][0]["name"], "is-gc");
+    assert_eq!(v["schemes"][0]["messages_per_iteration"], 6.0);
+    assert!(v["lower_bound"].is_null(), "{}", v["lower_bound"]);
+    assert!(v["schemes"][0]["lower_bound"].is_null());
+}
+
+/// The simulator applies `scheme.deadline` as `train` does: an earlier
+/// deadline ends iterations earlier with fewer messages.
+#[test]
+fn the_deadline_changes_what_is_simulated() {
+    let run = |d: &str| {
+        let v = json(&gradcode(&[
+            "simulate",
+            "--json",
+            "--trials",
+            "3",
+            "--iterations",
+            "50",
+            "--set",
+            "scheme.kind=is-gc",
+            "--set",
+            "scheme.load=2",
+            "--set",
+            &format!("scheme.deadline={d}"),
+        ]));
+        let s = &v["schemes"][0];
+        (
+            s["mean_iteration_time"].as_f64().unwrap(),
+            s["messages_per_iteration"].as_f64().unwrap(),
+            s["recovered_fraction"].as_f64().unwrap(),
+        )
+    };
+    let (early, mid, late) = (run("0.01"), run("0.2"), run("1000"));
+    // Before any arrival (alpha = 0.01 per computation, 2 computations): the first one alone.
+    assert_eq!(early.1, 1.0);
+    assert!((mid.0 - 0.2).abs() < 1e-9, "stops at the deadline: {mid:?}");
+    assert!(
+        early.1 < mid.1 && mid.1 < late.1,
+        "{early:?} {mid:?} {late:?}"
+    );
+    assert!(early.2 < mid.2 && mid.2 < late.2);
+    assert_eq!(late.1, 12.0, "a late deadline waits for all 12");
 }
 
 #[test]
