@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::round::{RoundEngine, WorkerDetail, lower_bound};
+use crate::coding::registry::param;
 use crate::coding::{self, RoundContext, RoundPlan, Scheme};
 use crate::config::{CompareEntry, Config, StateInfo, StragglerModel};
 use crate::error::InputError;
@@ -117,9 +118,9 @@ impl Simulation {
             .iter()
             .position(|e| e.name() == baseline_name)
             .expect("validate checks that the baseline is compared");
-        let s = &config.scheme;
+        let (clusters, load) = (param(config, "clusters")?, param(config, "load")?);
         let k = config.workers;
-        let lower_bound_workers = lower_bound_workers(k, s.clusters, s.load)?;
+        let lower_bound_workers = lower_bound_workers(k, clusters, load)?;
         Ok(Self {
             spec,
             contenders,
@@ -127,7 +128,7 @@ impl Simulation {
                 trials: config.simulate.trials,
                 iterations: config.simulate.iterations,
                 state_info: config.straggler.state_info,
-                load: s.load,
+                load,
                 lower_bound_workers,
                 baseline,
                 model_time_unit_s: config.straggler.time_unit_ms / 1000.0,
@@ -149,16 +150,7 @@ impl Simulation {
 /// Build the scheme of one `simulate.compare` entry; the errors of a variant
 /// name it (`simulate.compare.<name>: scheme.clusters = 5 does not divide ...`).
 pub fn build_entry(entry: &CompareEntry, config: &Config) -> Result<Box<dyn Scheme>, InputError> {
-    let built = coding::build_kind(entry.kind(), &config.for_entry(entry)?);
-    match entry {
-        CompareEntry::Variant(v) => built.map_err(|e| {
-            InputError::new(
-                format!("simulate.compare.{}", v.name),
-                InputError::from(e).message(),
-            )
-        }),
-        _ => Ok(built?),
-    }
+    crate::setup::build_entry(&coding::SCHEMES, entry, config)
 }
 
 /// P(l - r + 1) = K - P(r - 1), checking that it is a worker count.
