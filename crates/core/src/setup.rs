@@ -269,7 +269,10 @@ mod tests {
         }
         let e = parse_err("[simulate]\ncompare = [\"gc\", \"gcc\"]\n", &[]);
         assert_eq!(e.field, "simulate.compare[1]");
-        assert!(e.to_string().contains("expected `gc` or one of `uncoded`"), "{e}");
+        assert!(
+            e.to_string().contains("expected `gc` or one of `uncoded`"),
+            "{e}"
+        );
         let e = parse_err(
             "[simulate]\ncompare = [{ name = \"v\", kind = \"gc-sx\" }]\n",
             &[],
@@ -281,7 +284,11 @@ mod tests {
     fn an_unknown_key_names_its_full_path() {
         let e = parse_err("[scheme]\nloda = 2\n", &[]);
         assert_eq!(e.field, "scheme.loda");
-        assert!(e.to_string().contains("unknown key (expected one of `kind`, "), "{e}");
+        assert!(
+            e.to_string()
+                .contains("unknown key (expected one of `kind`, "),
+            "{e}"
+        );
         let e = parse_err("", &["scheme.load.x=1"]);
         assert_eq!(e.field, "scheme.load");
         let e = parse_err(
@@ -298,7 +305,10 @@ mod tests {
         assert_eq!(e.field, "scheme.load");
         assert!(e.to_string().contains("expected usize"), "{e}");
         // uncoded reads neither, but a value of the wrong type is still refused.
-        let e = parse_err("[scheme]\nkind = \"uncoded\"\ndecode_tolerance = \"x\"\n", &[]);
+        let e = parse_err(
+            "[scheme]\nkind = \"uncoded\"\ndecode_tolerance = \"x\"\n",
+            &[],
+        );
         assert_eq!(e.field, "scheme.decode_tolerance");
         let e = parse_err("[scheme]\nkind = \"uncoded\"\nplacement = \"xx\"\n", &[]);
         assert_eq!(e.field, "scheme.placement");
@@ -319,7 +329,10 @@ mod tests {
             setup.loaded.unused_keys(),
             ["scheme.decode_tolerance is set but not used by scheme.kind = uncoded"]
         );
-        let e = parse_err("[scheme]\nkind = \"gc-cyclic\"\ndecode_tolerance = 2\n", &[]);
+        let e = parse_err(
+            "[scheme]\nkind = \"gc-cyclic\"\ndecode_tolerance = 2\n",
+            &[],
+        );
         assert_eq!(e.field, "scheme.decode_tolerance");
         assert!(e.to_string().contains("must be in (0, 1)"), "{e}");
         // A compared scheme is in use too.
@@ -375,7 +388,13 @@ mod tests {
         let parameters = setup.parameters();
         assert_eq!(
             parameters.keys().collect::<Vec<_>>(),
-            ["clusters", "code_draws", "decode_cache_entries", "decode_tolerance", "load"]
+            [
+                "clusters",
+                "code_draws",
+                "decode_cache_entries",
+                "decode_tolerance",
+                "load"
+            ]
         );
     }
 
@@ -398,7 +417,9 @@ mod tests {
     fn variants_are_built_with_errors_naming_them() {
         let base = "[scheme]\nkind = \"gc-sc\"\nclusters = 4\n[simulate]\n";
         let e = parse_err(
-            &format!("{base}compare = [\"gc\", {{ name = \"x\", kind = \"gc-sc\", set = {{ clusters = 5 }} }}]\n"),
+            &format!(
+                "{base}compare = [\"gc\", {{ name = \"x\", kind = \"gc-sc\", set = {{ clusters = 5 }} }}]\n"
+            ),
             &[],
         );
         assert_eq!(
@@ -406,12 +427,16 @@ mod tests {
             "simulate.compare.x: scheme.clusters = 5 does not divide workers = 12"
         );
         let e = parse_err(
-            &format!("{base}compare = [{{ name = \"x\", kind = \"gc-sc\", set = {{ kind = \"gc-frac\" }} }}]\n"),
+            &format!(
+                "{base}compare = [{{ name = \"x\", kind = \"gc-sc\", set = {{ kind = \"gc-frac\" }} }}]\n"
+            ),
             &[],
         );
         assert_eq!(e.field, "simulate.compare.x.set.kind");
         let setup = parse_ok(
-            &format!("{base}compare = [\"gc-sc\", {{ name = \"p2\", kind = \"gc-sc\", set = {{ clusters = 2 }} }}]\n"),
+            &format!(
+                "{base}compare = [\"gc-sc\", {{ name = \"p2\", kind = \"gc-sc\", set = {{ clusters = 2 }} }}]\n"
+            ),
             &[],
         );
         let config = &setup.loaded.config;
@@ -482,10 +507,17 @@ mod tests {
         assert_eq!(setup.scheme.tolerance().worst, 1);
         assert_eq!(setup.parameters()["blocks"], toml::Value::Integer(6));
         // Type, range, unused and unknown-key rules are the registry's.
-        let e = with_blocks("[scheme]\nkind = \"test-blocks\"\nblocks = \"x\"\n").err().unwrap();
+        let e = with_blocks("[scheme]\nkind = \"test-blocks\"\nblocks = \"x\"\n")
+            .err()
+            .unwrap();
         assert_eq!(e.field, "scheme.blocks");
-        let e = with_blocks("[scheme]\nkind = \"test-blocks\"\nblocks = 5\n").err().unwrap();
-        assert_eq!(e.to_string(), "scheme.blocks = 5 does not divide workers = 12");
+        let e = with_blocks("[scheme]\nkind = \"test-blocks\"\nblocks = 5\n")
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "scheme.blocks = 5 does not divide workers = 12"
+        );
         let setup = with_blocks("[scheme]\nkind = \"gc-cyclic\"\nblocks = 5\n").unwrap();
         assert_eq!(
             setup.loaded.unused_keys(),
@@ -493,7 +525,8 @@ mod tests {
         );
         let e = with_blocks("[scheme]\nkind = \"gc-sc\"\n").err().unwrap();
         assert!(
-            e.to_string().ends_with("(expected one of `uncoded`, `gc-cyclic`, `test-blocks`)"),
+            e.to_string()
+                .ends_with("(expected one of `uncoded`, `gc-cyclic`, `test-blocks`)"),
             "{e}"
         );
         let e = with_blocks("[scheme]\nclusters = 2\n").err().unwrap();
@@ -577,10 +610,7 @@ mod reference_tests {
             .collect::<Vec<_>>()
             .join("\n");
         assert_eq!(undocumented(&without, &SCHEMES), ["scheme.slowdown"]);
-        let bare = REFERENCE.replace(
-            "code_draws = 8                  #",
-            "code_draws = 8\n#",
-        );
+        let bare = REFERENCE.replace("code_draws = 8                  #", "code_draws = 8\n#");
         assert_eq!(undocumented(&bare, &SCHEMES), ["scheme.code_draws"]);
     }
 

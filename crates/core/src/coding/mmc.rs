@@ -44,13 +44,13 @@ use rand::Rng;
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
+use super::registry::{BuildArgs, SchemeEntry};
 use super::static_code::{default_assignment, parse_assignment};
 use super::{
     Accuracy, Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds,
     Decoding, GroupDecoder, GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Tolerance,
     WorkerTask,
 };
-use super::registry::{BuildArgs, SchemeEntry};
 use super::{DEFAULT_CLUSTERS, DEFAULT_LOAD};
 use crate::rng::Stream;
 use serde::{Deserialize, Serialize};

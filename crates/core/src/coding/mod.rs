@@ -26,7 +26,9 @@ pub use dynamic::{
     ClusteringKind, ClusteringTotals, DynamicClustering, GC_DC, GcDcParams, clustering_policy,
 };
 pub use group::GroupDecoder;
-pub use isgc::{IS_GC, IgnoreStragglerCode, IsGcParams, Layout as IsgcLayout, Placement, WaitPolicy};
+pub use isgc::{
+    IS_GC, IgnoreStragglerCode, IsGcParams, Layout as IsgcLayout, Placement, WaitPolicy,
+};
 pub use mds::{CyclicMds, Solution};
 pub use mmc::{
     ACCURACY_SAMPLES, GC_MMC, GcMmcParams, MmcDesign, MultiMessageCode, UC_MMC, UcMmcParams,

@@ -18,12 +18,12 @@
 
 use rand::Rng;
 
+use super::DEFAULT_LOAD;
+use super::registry::{BuildArgs, SchemeEntry};
 use super::{
     Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
     GroupDecoder, GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
 };
-use super::DEFAULT_LOAD;
-use super::registry::{BuildArgs, SchemeEntry};
 use crate::rng::Stream;
 use serde::{Deserialize, Serialize};
 

@@ -267,7 +267,10 @@ impl Registry {
         &self,
         key: &'k str,
     ) -> impl Iterator<Item = &'static SchemeEntry> + use<'k> {
-        self.entries.iter().copied().filter(move |e| e.declares(key))
+        self.entries
+            .iter()
+            .copied()
+            .filter(move |e| e.declares(key))
     }
 
     /// The default of `key`: that of the first scheme that reads it (every
@@ -406,10 +409,7 @@ mod tests {
 
     #[test]
     fn field_names_are_the_keys_serde_reads() {
-        assert_eq!(
-            field_names::<Sample>(),
-            ["load", "deadline", "renamed_key"]
-        );
+        assert_eq!(field_names::<Sample>(), ["load", "deadline", "renamed_key"]);
         assert_eq!(field_names::<NoParams>(), [] as [&str; 0]);
     }
 
@@ -435,9 +435,12 @@ mod tests {
     #[test]
     fn build_args_name_the_key_of_a_wrong_type() {
         let params: toml::Table = toml::from_str("load = \"two\"\n").unwrap();
-        let e = BuildArgs::new(4, 1, &params).params::<Sample>().unwrap_err();
+        let e = BuildArgs::new(4, 1, &params)
+            .params::<Sample>()
+            .unwrap_err();
         assert!(
-            e.to_string().starts_with("scheme.load = \"two\" has the wrong type"),
+            e.to_string()
+                .starts_with("scheme.load = \"two\" has the wrong type"),
             "{e}"
         );
     }

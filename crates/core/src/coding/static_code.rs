@@ -274,7 +274,11 @@ impl StaticCode {
                 format!("must be between 1 and workers = {workers}"),
             ));
         }
-        Ok(Self::singletons(&IGNORE_STRAGGLERS, workers, Some(wait_for)))
+        Ok(Self::singletons(
+            &IGNORE_STRAGGLERS,
+            workers,
+            Some(wait_for),
+        ))
     }
 
     /// Ignore stragglers under a wait policy: the fastest `wait_for` workers, a
@@ -365,12 +369,7 @@ impl StaticCode {
             partitions: (0..workers).collect(),
         }];
         Ok(Self::assemble(
-            &GC_CYCLIC,
-            workers,
-            code,
-            groups,
-            None,
-            options,
+            &GC_CYCLIC, workers, code, groups, None, options,
         ))
     }
 
@@ -409,14 +408,7 @@ impl StaticCode {
                 partitions: (p * size..(p + 1) * size).collect(),
             })
             .collect();
-        Ok(Self::assemble(
-            &GC_SC,
-            workers,
-            code,
-            groups,
-            None,
-            options,
-        ))
+        Ok(Self::assemble(&GC_SC, workers, code, groups, None, options))
     }
 
     fn assemble(

@@ -406,7 +406,10 @@ mod tests {
 
     #[test]
     fn unused_straggler_keys_are_reported() {
-        let loaded = parse_ok("[straggler]\nmodel = \"shifted-exponential\"\nmu_fast = 2.0\n", &[]);
+        let loaded = parse_ok(
+            "[straggler]\nmodel = \"shifted-exponential\"\nmu_fast = 2.0\n",
+            &[],
+        );
         assert_eq!(
             loaded.unused_keys(),
             ["straggler.mu_fast is set but not used by straggler.model = shifted-exponential"]
