@@ -71,19 +71,6 @@ impl LoadedConfig {
 }
 
 impl Config {
-    /// The names of the schemes a run of this config uses: `scheme.kind`,
-    /// then those of `simulate.compare` (`gc` is gc-cyclic), each once.
-    pub fn kinds_in_use(&self) -> Vec<&str> {
-        let mut kinds = vec![self.scheme.kind.as_str()];
-        for entry in &self.simulate.compare {
-            let k = entry.kind();
-            if !kinds.contains(&k) {
-                kinds.push(k);
-            }
-        }
-        kinds
-    }
-
     /// The schemes `simulate` compares: `simulate.compare`, or `scheme.kind` alone when it is empty.
     pub fn compared(&self) -> Vec<CompareEntry> {
         if self.simulate.compare.is_empty() {
@@ -372,7 +359,8 @@ mod tests {
             &[],
         );
         let c = &loaded.config;
-        assert_eq!(c.kinds_in_use(), ["gc-sc", "gc-cyclic", "gc-dc"]);
+        let kinds: Vec<&str> = c.simulate.compare.iter().map(CompareEntry::kind).collect();
+        assert_eq!(kinds, ["gc-cyclic", "gc-sc", "gc-dc"]);
         let v = c.for_entry(&c.simulate.compare[2]).unwrap();
         assert_eq!(v.scheme.kind, "gc-dc");
         assert_eq!(v.scheme.params["clusters"], toml::Value::Integer(2));
