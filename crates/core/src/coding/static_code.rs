@@ -125,7 +125,7 @@ pub struct GcScParams {
     /// P: clusters of l = K / P workers; P | K.
     pub clusters: usize,
     /// l rows × P columns of 1-based worker ids, column p = cluster p;
-    /// default: [`default_assignment`].
+    /// default: `default_assignment` (000 eq. (5) generalised).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignment: Option<Vec<Vec<usize>>>,
     /// Random MDS matrices drawn, the best conditioned kept.

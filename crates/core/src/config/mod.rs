@@ -5,8 +5,9 @@
 //! This layer knows no scheme: `[scheme]` is a name and a table of keys
 //! ([`SchemeConfig`]), taken as given. The loader `setup::load` (above this
 //! module and `coding`) checks them against the scheme registry, fills in the
-//! defaults of the schemes in use and builds the scheme; every program entry
-//! point loads configs through it.
+//! defaults of the schemes in use and builds the scheme; every command loads
+//! its config through it (MPI workers only parse the resolved config that
+//! rank 0 broadcasts).
 
 mod schema;
 mod validate;
