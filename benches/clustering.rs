@@ -12,8 +12,8 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use gradcode::cluster::{Assignment, Clustering, ClusteringPolicy, GreedyClustering, WorkerStates};
+use gradcode::coding::ClusteringKind;
 use gradcode::coding::{CodeOptions, DynamicClustering, RoundContext, Scheme, clustering_policy};
-use gradcode::config::ClusteringKind;
 use gradcode::rng::{Stream, stream};
 use rand::RngExt;
 

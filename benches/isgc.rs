@@ -14,7 +14,6 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use gradcode::coding::{
     Arrival, IgnoreStragglerCode, IsgcLayout, RoundContext, Scheme, WaitPolicy,
 };
-use gradcode::config::SchemeKind;
 use gradcode::rng::{Stream, stream};
 use rand::seq::SliceRandom;
 
@@ -44,7 +43,7 @@ fn decode(c: &mut Criterion) {
         ),
     ];
     for (name, load, layout) in layouts {
-        let policy = WaitPolicy::new(n, Some(n), None, SchemeKind::IsGc).unwrap();
+        let policy = WaitPolicy::new(n, Some(n), None, "is-gc").unwrap();
         let mut code =
             IgnoreStragglerCode::new(n, load, layout, policy, stream(1, Stream::IsgcTieBreak))
                 .unwrap();

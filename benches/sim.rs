@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gradcode::config::{self, Config};
+use gradcode::config::Config;
 use gradcode::sim::Simulation;
 
 fn gcdc_configs() -> Vec<(String, Config)> {
@@ -28,7 +28,9 @@ fn gcdc_configs() -> Vec<(String, Config)> {
     paths
         .iter()
         .map(|p| {
-            let loaded = config::load(Some(p), &[]).unwrap_or_else(|e| panic!("{e}"));
+            let loaded = gradcode::setup::load(Some(p), &[])
+                .unwrap_or_else(|e| panic!("{e}"))
+                .loaded;
             (p.display().to_string(), loaded.config)
         })
         .collect()

@@ -11,7 +11,6 @@
 
 use std::path::PathBuf;
 
-use gradcode::config;
 use gradcode::engine::{IterationEvent, Observer, ObserverError};
 use gradcode::sim::Simulation;
 use gradcode::trace::{TraceMeta, TraceWriter};
@@ -59,7 +58,7 @@ fn main() -> anyhow::Result<()> {
             config_path = Some(PathBuf::from(a));
         }
     }
-    let mut loaded = config::load(config_path.as_deref(), &overrides)?;
+    let mut loaded = gradcode::setup::load(config_path.as_deref(), &overrides)?.loaded;
     let c = &mut loaded.config;
     // One scheme (scheme.kind), one trial.
     c.simulate.compare = Vec::new();

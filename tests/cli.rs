@@ -428,6 +428,85 @@ fn check_works_for_every_kind() {
 }
 
 #[test]
+fn check_prints_every_schemes_description_and_parameters() {
+    for entry in gradcode::coding::SCHEMES.entries() {
+        let set_kind = format!("scheme.kind={}", entry.name());
+        // wait_for: ignore-stragglers and is-gc need it; a warning for the others.
+        let out = gradcode(&[
+            "check",
+            "--json",
+            "--set",
+            &set_kind,
+            "--set",
+            "scheme.wait_for=9",
+        ]);
+        let v = json(&out);
+        assert_eq!(v["scheme"], entry.name());
+        assert_eq!(v["description"], entry.description());
+        let parameters = v["parameters"].as_object().unwrap();
+        let defaults = entry.defaults();
+        let mut expected: Vec<&str> = defaults.keys().map(String::as_str).collect();
+        if entry.declares("wait_for") {
+            expected.push("wait_for");
+        }
+        let mut keys: Vec<&str> = parameters.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(keys, expected, "{}", entry.name());
+        let demo = &v["config"]["scheme"];
+        for (key, value) in parameters {
+            assert_eq!(
+                &demo[key],
+                value,
+                "{}: the resolved config holds {key}",
+                entry.name()
+            );
+        }
+    }
+    let v = json(&gradcode(&[
+        "check",
+        "--json",
+        "--set",
+        "scheme.kind=gc-frac",
+        "--set",
+        "scheme.load=3",
+    ]));
+    assert_eq!(v["parameters"], serde_json::json!({"load": 3}));
+    let text = stdout(&gradcode(&["check"]));
+    assert!(
+        text.contains("\nparameters    load = 2, clusters = 4, code_draws = 8, decode_tolerance = 1e-8, decode_cache_entries = 4096\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_key_out_of_range_is_an_error_only_for_a_scheme_that_reads_it() {
+    let out = gradcode(&[
+        "check",
+        "--set",
+        "scheme.kind=uncoded",
+        "--set",
+        "scheme.decode_tolerance=2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "warning: scheme.decode_tolerance is set but not used by scheme.kind = uncoded"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = gradcode(&[
+        "check",
+        "--set",
+        "scheme.kind=gc-cyclic",
+        "--set",
+        "scheme.decode_tolerance=2",
+    ]);
+    assert_rejected("decode-tolerance", &out, "scheme.decode_tolerance = 2");
+}
+
+#[test]
 fn unused_keys_are_warned_about_not_ignored() {
     let path = write_config("unused", "[scheme]\nkind = \"gc-cyclic\"\nclusters = 3\n");
     let out = gradcode(&["check", "--config", path.to_str().unwrap()]);

@@ -165,6 +165,19 @@ const VALUES: &[&str] = &[
     "{ x = 1 }",
 ];
 
+#[test]
+fn every_registered_scheme_and_key_is_fuzzed() {
+    let registry = &gradcode::coding::SCHEMES;
+    for key in registry.keys() {
+        let key = format!("scheme.{key}");
+        assert!(KEYS.contains(&key.as_str()), "{key} is not in KEYS");
+    }
+    for name in registry.names() {
+        let quoted = format!("\"{name}\"");
+        assert!(KINDS.contains(&quoted.as_str()), "{name} is not in KINDS");
+    }
+}
+
 fn value() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => proptest::sample::select(VALUES).prop_map(str::to_string),

@@ -2,11 +2,11 @@
 //! the iteration's own clusters.
 
 use gradcode::cluster::Assignment;
+use gradcode::coding::ClusteringKind;
 use gradcode::coding::{
     Arrival, CodeOptions, DynamicClustering, RoundContext, RoundPlan, Scheme, StaticCode,
     clustering_policy,
 };
-use gradcode::config::ClusteringKind;
 use gradcode::engine::decode_prefix;
 use gradcode::rng::{Stream, stream};
 use proptest::prelude::*;

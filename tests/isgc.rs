@@ -6,14 +6,13 @@
 use gradcode::coding::{
     Arrival, Decoding, IgnoreStragglerCode, IsgcLayout, RoundContext, RoundPlan, Scheme, WaitPolicy,
 };
-use gradcode::config::SchemeKind;
 use gradcode::engine::{Decision, Stop, StopCause, StopRule, decode_prefix};
 use gradcode::rng::{Stream, stream};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
 fn code(n: usize, c: usize, layout: IsgcLayout, seed: u64) -> IgnoreStragglerCode {
-    let policy = WaitPolicy::new(n, Some(n), None, SchemeKind::IsGc).unwrap();
+    let policy = WaitPolicy::new(n, Some(n), None, "is-gc").unwrap();
     IgnoreStragglerCode::new(n, c, layout, policy, stream(seed, Stream::IsgcTieBreak))
         .unwrap_or_else(|e| panic!("n = {n}, c = {c}, {layout:?}: {e}"))
 }
@@ -381,7 +380,7 @@ fn wait_policies_fastest_w_deadline_or_both() {
     let n = 8;
     let arrivals = [(0.1, 3), (0.2, 5), (0.25, 3), (0.3, 0), (0.5, 7), (0.9, 1)];
     let build = |w: Option<usize>, d: Option<f64>| {
-        let policy = WaitPolicy::new(n, w, d, SchemeKind::IsGc).unwrap();
+        let policy = WaitPolicy::new(n, w, d, "is-gc").unwrap();
         IgnoreStragglerCode::new(
             n,
             2,
@@ -456,7 +455,7 @@ fn wait_policies_fastest_w_deadline_or_both() {
 
 #[test]
 fn invalid_parameters_name_their_key() {
-    let policy = WaitPolicy::new(12, Some(6), None, SchemeKind::IsGc).unwrap();
+    let policy = WaitPolicy::new(12, Some(6), None, "is-gc").unwrap();
     let build = |n: usize, c: usize, layout: IsgcLayout| {
         IgnoreStragglerCode::new(n, c, layout, policy, stream(1, Stream::IsgcTieBreak))
             .unwrap_err()
@@ -478,12 +477,12 @@ fn invalid_parameters_name_their_key() {
         let e = build(n, c, layout);
         assert!(e.starts_with(starts), "{layout:?}: {e}");
     }
-    let e = WaitPolicy::new(12, None, None, SchemeKind::IsGc).unwrap_err();
+    let e = WaitPolicy::new(12, None, None, "is-gc").unwrap_err();
     assert!(e.to_string().starts_with("scheme.wait_for"), "{e}");
-    let e = WaitPolicy::new(12, Some(13), None, SchemeKind::IsGc).unwrap_err();
+    let e = WaitPolicy::new(12, Some(13), None, "is-gc").unwrap_err();
     assert!(e.to_string().starts_with("scheme.wait_for = 13"), "{e}");
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-        let e = WaitPolicy::new(12, None, Some(bad), SchemeKind::IsGc).unwrap_err();
+        let e = WaitPolicy::new(12, None, Some(bad), "is-gc").unwrap_err();
         assert!(e.to_string().starts_with("scheme.deadline"), "{e}");
     }
 }

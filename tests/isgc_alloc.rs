@@ -5,7 +5,6 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use gradcode::coding::{IgnoreStragglerCode, IsgcLayout, WaitPolicy};
-use gradcode::config::SchemeKind;
 use gradcode::rng::{Stream, stream};
 use rand::seq::SliceRandom;
 
@@ -32,7 +31,7 @@ static GLOBAL: Counting = Counting;
 #[test]
 fn max_independent_set_does_not_allocate_at_n_1024() {
     let n = 1024;
-    let policy = WaitPolicy::new(n, Some(n / 2), None, SchemeKind::IsGc).unwrap();
+    let policy = WaitPolicy::new(n, Some(n / 2), None, "is-gc").unwrap();
     for (c, layout) in [
         (8, IsgcLayout::Cr),
         (8, IsgcLayout::Fr),

@@ -4,11 +4,11 @@
 //! exact to 1e-9 relative on random gradients exactly when the pattern holds
 //! enough distinct codewords, and is reported as not decodable otherwise.
 
+use gradcode::coding::MmcDesign;
 use gradcode::coding::{
     Arrival, CodeOptions, MultiMessageCode, PartialStragglerCode, RoundContext, RoundPlan, Scheme,
     UncorrelatedCode,
 };
-use gradcode::config::MmcDesign;
 use gradcode::engine::decode_prefix;
 use gradcode::rng::{Stream, stream};
 use rand::RngExt;

@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use gradcode::config::{self, CompareEntry, LoadedConfig, SchemeKind, StateInfo, StragglerModel};
+use gradcode::coding::registry::param;
+use gradcode::config::{CompareEntry, LoadedConfig, StateInfo, StragglerModel};
 use gradcode::sim::build_entry;
 
 fn paper_configs() -> Vec<(String, LoadedConfig)> {
@@ -20,7 +21,9 @@ fn paper_configs() -> Vec<(String, LoadedConfig)> {
         .iter()
         .map(|p| {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            let loaded = config::load(Some(p), &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let loaded = gradcode::setup::load(Some(p), &[])
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .loaded;
             (name, loaded)
         })
         .collect()
@@ -60,13 +63,18 @@ fn gcdc_figures_compare_gc_gc_sc_and_gc_dc_with_the_papers_settings() {
         } else {
             (20, 5, 3, 3)
         };
-        let s = &c.scheme;
+        let key = |key: &str| param::<Option<usize>>(c, key).unwrap();
         assert_eq!(
-            (c.workers, s.clusters, s.load, s.clusters_per_worker),
-            (k, p, r, Some(n)),
+            (
+                c.workers,
+                key("clusters"),
+                key("load"),
+                key("clusters_per_worker")
+            ),
+            (k, Some(p), Some(r), Some(n)),
             "{name}"
         );
-        assert_eq!(s.kind, SchemeKind::GcSc, "{name}");
+        assert_eq!(c.scheme.kind, "gc-sc", "{name}");
         let info = if name.ends_with('b') {
             StateInfo::Perfect
         } else {
@@ -74,7 +82,7 @@ fn gcdc_figures_compare_gc_gc_sc_and_gc_dc_with_the_papers_settings() {
         };
         assert_eq!(c.straggler.state_info, info, "{name}");
         let st = &c.straggler;
-        let tau = s.straggler_threshold;
+        let tau: f64 = param(c, "straggler_threshold").unwrap();
         match st.model {
             // Homogeneous: GC-DC gets the rates mu_f / mu_s and must call
             // exactly the slow state a straggler.

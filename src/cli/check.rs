@@ -3,7 +3,7 @@
 use rand::seq::SliceRandom;
 use serde::Serialize;
 
-use super::{ConfigArgs, one_based, setup};
+use super::{ConfigArgs, load, one_based, print_warnings};
 use crate::coding::{
     Accuracy, Arrival, EXACT_RELATIVE_ERROR, RoundContext, RoundPlan, Scheme, Tolerance,
 };
@@ -74,6 +74,14 @@ struct DynamicPlan {
 struct CheckReport {
     origin: String,
     scheme: String,
+    /// The scheme's registry description (what it does, the paper section).
+    description: &'static str,
+    /// Every `[scheme]` key the scheme reads, with its value (set or default;
+    /// a key without a default that is not set is absent).
+    parameters: serde_json::Map<String, serde_json::Value>,
+    /// The scheme's keys in its declaration order, for the text.
+    #[serde(skip)]
+    keys: &'static [&'static str],
     workers_total: usize,
     partitions: usize,
     /// Cluster membership (1-based ids), cluster 1 first; empty when unclustered.
@@ -161,7 +169,13 @@ fn sample_amplification(
 }
 
 pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
-    let (loaded, mut scheme) = setup(args)?;
+    let setup = load(args)?;
+    print_warnings(&setup.loaded);
+    let parameters = match serde_json::to_value(setup.parameters())? {
+        serde_json::Value::Object(map) => map,
+        other => unreachable!("a TOML table converts to a JSON object, not {other}"),
+    };
+    let (loaded, entry, mut scheme) = (setup.loaded, setup.entry, setup.scheme);
     let config = &loaded.config;
     let plan = scheme.plan_round(&RoundContext::default());
     let amplification = sample_amplification(scheme.as_mut(), &plan, config.seed, samples);
@@ -197,7 +211,10 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let k = scheme.workers();
     let report = CheckReport {
         origin: loaded.origin.clone(),
-        scheme: scheme.kind().name().to_string(),
+        scheme: entry.name().to_string(),
+        description: entry.description(),
+        parameters,
+        keys: entry.keys(),
         workers_total: k,
         partitions: scheme.partitions(),
         clusters: plan.clusters.iter().map(|c| one_based(c)).collect(),
@@ -233,7 +250,15 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
 fn print_text(r: &CheckReport) {
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     println!("gradcode check: {} is valid", r.origin);
-    println!("scheme        {}", r.scheme);
+    println!("scheme        {}: {}", r.scheme, r.description);
+    if !r.parameters.is_empty() {
+        let parameters: Vec<String> = r
+            .keys
+            .iter()
+            .filter_map(|key| Some(format!("{key} = {}", r.parameters.get(*key)?)))
+            .collect();
+        println!("parameters    {}", parameters.join(", "));
+    }
     println!(
         "workers       K = {}, partitions = {}",
         r.workers_total, r.partitions

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{ConfigArgs, one_based, parse_messages, parse_workers, setup};
+use super::{ConfigArgs, load, one_based, parse_messages, parse_workers, print_warnings};
 use crate::coding::{Arrival, RoundContext, RoundPlan, Scheme};
 use crate::engine::decode_prefix;
 use crate::error::InputError;
@@ -71,7 +71,9 @@ pub(super) struct ExplainFlags<'a> {
 }
 
 pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<()> {
-    let (_loaded, mut scheme) = setup(args)?;
+    let setup = load(args)?;
+    print_warnings(&setup.loaded);
+    let mut scheme = setup.scheme;
     if scheme.dynamic_clustering().is_some() {
         return super::explain_dc::run(args, scheme.as_mut(), flags);
     }

@@ -14,9 +14,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::coding::{self, Arrival, RoundPlan, Scheme};
-use crate::config::{self, CompareEntry, LoadedConfig};
+use crate::coding::{Arrival, RoundPlan};
+use crate::config::LoadedConfig;
 use crate::error::InputError;
+use crate::setup::Setup;
 
 /// Straggler-tolerant distributed gradient descent with gradient coding.
 #[derive(Debug, Parser)]
@@ -119,31 +120,19 @@ pub enum Command {
     },
 }
 
-/// Load the config of `args` and build its scheme: every subcommand starts here.
-pub fn setup(args: &ConfigArgs) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
-    let (loaded, scheme) = setup_quiet(args)?;
-    print_warnings(&loaded);
-    Ok((loaded, scheme))
-}
-
-/// [`setup`] without printing the warnings, for commands that check more
-/// input first (an error must be the only line on stderr).
-pub(crate) fn setup_quiet(
-    args: &ConfigArgs,
-) -> Result<(LoadedConfig, Box<dyn Scheme>), InputError> {
-    let loaded = config::load(args.config.as_deref(), &args.overrides)?;
+/// Load the config of `args` through the loader ([`crate::setup::load`]: the
+/// scheme registry's checks, the defaults, the schemes built): every
+/// subcommand but `inspect` starts here. The warnings are not printed, so that
+/// a command that checks more input first can print them after
+/// ([`print_warnings`]): an error must be the only line on stderr.
+pub(crate) fn load(args: &ConfigArgs) -> Result<Setup, InputError> {
+    let setup = crate::setup::load(args.config.as_deref(), &args.overrides)?;
     log::info!(
         "config {} loaded ({} keys set explicitly)",
-        loaded.origin,
-        loaded.explicit.len()
+        setup.loaded.origin,
+        setup.loaded.explicit.len()
     );
-    for entry in &loaded.config.simulate.compare {
-        if *entry != CompareEntry::Kind(loaded.config.scheme.kind) {
-            crate::sim::run::build_entry(entry, &loaded.config)?;
-        }
-    }
-    let scheme = coding::build(&loaded.config)?;
-    Ok((loaded, scheme))
+    Ok(setup)
 }
 
 /// Print the keys that are set but unused, one `warning:` line each.
@@ -159,8 +148,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check {
             args, ranks: true, ..
         } => {
-            let (loaded, _) = setup(&args)?;
-            println!("{}", loaded.config.workers + 1);
+            let setup = load(&args)?;
+            print_warnings(&setup.loaded);
+            println!("{}", setup.loaded.config.workers + 1);
             Ok(())
         }
         Command::Check { args, samples, .. } => check::run(&args, samples),

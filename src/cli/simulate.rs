@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{ConfigArgs, print_warnings, setup_quiet};
+use super::{ConfigArgs, load, print_warnings};
 use crate::config::StateInfo;
 use crate::engine::{IterationEvent, Observer, ObserverError};
 use crate::error::InputError;
@@ -52,7 +52,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
         args.overrides.push(format!("seed={s}"));
     }
     // Every input error comes before the first line of output or warning.
-    let (loaded, _scheme) = setup_quiet(&args)?;
+    let loaded = load(&args)?.loaded;
     let config = &loaded.config;
     let mut sim = Simulation::from_config(config)?;
     let out_path: Option<PathBuf> = flags

@@ -90,12 +90,9 @@ fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputE
     if let Some(path) = &options.resume {
         return prepare_resume(options, path, world_size);
     }
-    let args = crate::cli::ConfigArgs {
-        config: options.config.clone(),
-        overrides: options.overrides.clone(),
-        json: false,
-    };
-    let (loaded, scheme) = crate::cli::setup(&args)?;
+    let setup = crate::setup::load(options.config.as_deref(), &options.overrides)?;
+    warn_unused(&setup.loaded);
+    let crate::setup::Setup { loaded, scheme, .. } = setup;
     check_world(&loaded.config, world_size)?;
     check_trainable(&loaded.config, scheme.as_ref())?;
     let trace = trace_out::TraceOut::open(&loaded.config, scheme.as_ref(), options)?;
@@ -128,8 +125,9 @@ fn prepare_resume(
     }
     let (trace, snapshot) = trace_out::TraceOut::resume(path)?;
     let origin = format!("{} (config_toml)", path.display());
-    let loaded = crate::config::parse(&snapshot.config_toml, &origin, &options.overrides)?;
-    let scheme = crate::coding::build(&loaded.config)?;
+    let setup = crate::setup::parse(&snapshot.config_toml, &origin, &options.overrides)?;
+    warn_unused(&setup.loaded);
+    let crate::setup::Setup { loaded, scheme, .. } = setup;
     check_world(&loaded.config, world_size)?;
     check_trainable(&loaded.config, scheme.as_ref())?;
     if snapshot.iteration >= loaded.config.train.iterations as u64 {
@@ -148,6 +146,14 @@ fn prepare_resume(
         trace: Some(trace),
         resume: Some(snapshot),
     })
+}
+
+/// Print the keys that are set but unused, one `warning:` line each.
+#[cfg(feature = "mpi")]
+fn warn_unused(loaded: &crate::config::LoadedConfig) {
+    for warning in loaded.unused_keys() {
+        eprintln!("warning: {warning}");
+    }
 }
 
 #[cfg(feature = "mpi")]

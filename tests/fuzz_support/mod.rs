@@ -13,10 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use gradcode::coding::registry::param;
 use gradcode::coding::{self, Arrival, CodingError, RoundContext};
 use gradcode::config::{self, Config, DataKind, Loss, StragglerModel};
 use gradcode::error::InputError;
 use gradcode::learn::DataPlan;
+use gradcode::setup;
 use gradcode::straggler::{DelaySpec, RoundSample, TraceTable};
 
 /// Schemes are built only for configs at most this large: a valid config with
@@ -85,7 +87,9 @@ pub fn config_bytes(data: &[u8]) {
 
 /// Parse a config with overrides, then build everything that only needs the config.
 pub fn config_text(toml: &str, overrides: &[String]) {
-    match config::parse(toml, "fuzz.toml", overrides) {
+    let loaded = config::parse(toml, "fuzz.toml", overrides)
+        .and_then(|parsed| setup::resolve(&coding::SCHEMES, parsed));
+    match loaded {
         Err(e) => check_input_error(&e),
         Ok(loaded) => {
             for w in loaded.unused_keys() {
@@ -97,11 +101,13 @@ pub fn config_text(toml: &str, overrides: &[String]) {
 }
 
 fn cheap_to_build(c: &Config) -> bool {
-    let s = &c.scheme;
+    let at_most = |key: &str, max: usize| {
+        param::<Option<usize>>(c, key).is_ok_and(|v| v.is_none_or(|v| v <= max))
+    };
     c.workers <= BUILD_MAX_WORKERS
-        && s.load <= BUILD_MAX_LOAD
-        && s.code_draws <= BUILD_MAX_DRAWS
-        && s.clusters_per_worker.is_none_or(|n| n <= BUILD_MAX_LOAD)
+        && at_most("load", BUILD_MAX_LOAD)
+        && at_most("code_draws", BUILD_MAX_DRAWS)
+        && at_most("clusters_per_worker", BUILD_MAX_LOAD)
 }
 
 /// Everything `check` and `simulate` derive from a valid config before running.
@@ -109,6 +115,7 @@ pub fn exercise_config(c: &Config) {
     // The resolved config is valid TOML that parses back to the same config.
     let resolved = c.to_toml();
     let again = config::parse(&resolved, "resolved.toml", &[])
+        .and_then(|parsed| setup::resolve(&coding::SCHEMES, parsed))
         .unwrap_or_else(|e| panic!("the resolved config does not parse: {e}\n{resolved}"));
     assert_eq!(again.config.to_toml(), resolved);
     for entry in c.compared() {

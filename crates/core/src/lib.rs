@@ -2,7 +2,9 @@
 //! HDF5 or a command line.
 //!
 //! - [`config`]: the TOML schema, `--set` overrides, validation;
-//! - [`coding`]: the gradient codes behind one [`coding::Scheme`] interface;
+//! - [`coding`]: the gradient codes behind one [`coding::Scheme`] interface,
+//!   and their registry ([`coding::registry`]);
+//! - [`setup`]: the loader: config, the registry's checks, the scheme;
 //! - [`cluster`]: GC-DC's per-iteration clustering;
 //! - [`straggler`]: delay models and trace replay;
 //! - [`learn`]: data partitions, loss/gradient kernels, optimisers;
@@ -22,6 +24,7 @@ pub mod error;
 pub mod learn;
 pub mod record;
 pub mod rng;
+pub mod setup;
 pub mod sim;
 pub mod stats;
 pub mod straggler;

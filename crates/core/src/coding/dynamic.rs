@@ -44,7 +44,88 @@ use super::{
 use crate::cluster::{
     Assignment, ClusterError, Clustering, ClusteringPolicy, GreedyClustering, WorkerStates,
 };
-use crate::config::{ClusteringKind, SchemeKind};
+use crate::rng::Stream;
+use serde::{Deserialize, Serialize};
+
+use super::registry::{BuildArgs, SchemeEntry};
+use super::{DEFAULT_CLUSTERS, DEFAULT_LOAD};
+
+/// `gc-dc`: the code, the assignment matrix and the clustering policy.
+pub static GC_DC: SchemeEntry = SchemeEntry::new::<GcDcParams>(
+    "gc-dc",
+    "GC-SC's per-cluster cyclic MDS code with the clusters re-formed every iteration from the straggler state, l − r + 1 per cluster decode (Buyukates et al. §IV-V, §VI-B for rates)",
+    build_gc_dc,
+);
+
+/// The per-iteration clustering policy of gc-dc (`scheme.clustering`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusteringKind {
+    /// The two-phase greedy of 000 §V (Algorithm 1), with an augmenting-path repair.
+    #[default]
+    Greedy,
+}
+
+/// The `[scheme]` keys of `gc-dc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GcDcParams {
+    /// r: partitions a worker computes per iteration, 1 <= r <= l.
+    pub load: usize,
+    /// P: clusters of l = K / P workers; P | K.
+    pub clusters: usize,
+    /// n: clusters each worker may join (it stores n·l partitions), 1..=P;
+    /// default: the smallest n with Lemma 1, n > P(K-1)/(2K).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clusters_per_worker: Option<usize>,
+    /// n·l rows × P of 1-based worker ids, column p = the workers that may
+    /// join cluster p; default: circular shifts (000 §IV-B) drawn from the seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignment: Option<Vec<Vec<usize>>>,
+    /// tau: with estimated rates, a worker with rate < tau straggles (1 / model time).
+    pub straggler_threshold: f64,
+    pub clustering: ClusteringKind,
+    /// Random MDS matrices drawn, the best conditioned kept.
+    pub code_draws: usize,
+    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
+    pub decode_tolerance: f64,
+    /// Arrival sets whose coefficients are cached.
+    pub decode_cache_entries: usize,
+}
+
+impl Default for GcDcParams {
+    fn default() -> Self {
+        let code = CodeOptions::default();
+        Self {
+            load: DEFAULT_LOAD,
+            clusters: DEFAULT_CLUSTERS,
+            clusters_per_worker: None,
+            assignment: None,
+            straggler_threshold: 0.5,
+            clustering: ClusteringKind::Greedy,
+            code_draws: code.draws(),
+            decode_tolerance: code.tolerance(),
+            decode_cache_entries: code.cache_entries(),
+        }
+    }
+}
+
+fn build_gc_dc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let p: GcDcParams = args.params()?;
+    let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
+    Ok(Box::new(DynamicClustering::new(
+        args.workers,
+        p.clusters,
+        p.load,
+        p.clusters_per_worker,
+        p.assignment.as_deref(),
+        p.straggler_threshold,
+        clustering_policy(p.clustering),
+        options,
+        &mut args.rng(Stream::Code),
+        &mut args.rng(Stream::ClusterShifts),
+    )?))
+}
 
 impl From<ClusterError> for CodingError {
     fn from(e: ClusterError) -> Self {
@@ -273,8 +354,8 @@ impl ArrivalTracker for DynamicTracker<'_> {
 }
 
 impl Scheme for DynamicClustering {
-    fn kind(&self) -> SchemeKind {
-        SchemeKind::GcDc
+    fn kind(&self) -> &'static SchemeEntry {
+        &GC_DC
     }
 
     fn workers(&self) -> usize {

@@ -79,12 +79,81 @@
 
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
+use super::registry::{BuildArgs, SchemeEntry};
 use super::{
-    Arrival, ArrivalTracker, Codeword, CodewordId, CodingError, Decoding, Message, RoundContext,
-    RoundPlan, Scheme, Tolerance, WorkerTask,
+    Arrival, ArrivalTracker, Codeword, CodewordId, CodingError, DEFAULT_LOAD, Decoding, Message,
+    RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
 };
-use crate::config::{Placement, SchemeConfig, SchemeKind};
+use crate::rng::Stream;
+
+/// `is-gc`: placement, load and wait policy.
+pub static IS_GC: SchemeEntry = SchemeEntry::new::<IsGcParams>(
+    "is-gc",
+    "sum-coded placements fr, cr, hr; the master decodes a maximum independent set of the conflict graph of what the fastest `wait_for` (or those before `deadline`) send (Su et al. §IV-VI, Alg. 1-4)",
+    build_is_gc,
+);
+
+/// Data placement of is-gc (`scheme.placement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Fractional repetition: n/c groups of c workers storing the same c partitions (004 §III).
+    Fr,
+    /// Cyclic repetition: worker i stores partitions i..i+c-1 (mod n) (004 §III, §V).
+    #[default]
+    Cr,
+    /// Hybrid repetition HR(n, c1, c2) with `groups` groups (004 §VI).
+    Hr,
+}
+
+/// The `[scheme]` keys of `is-gc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IsGcParams {
+    /// c: partitions per worker.
+    pub load: usize,
+    pub placement: Placement,
+    /// g: groups of the hr placement; g | K.
+    pub groups: usize,
+    /// c1: rows of HR(n, c1, c2) taken from the per-group placement (004 §VI-B).
+    pub c1: usize,
+    /// c2: rows of HR(n, c1, c2) taken from cyclic repetition; c1 + c2 = load.
+    pub c2: usize,
+    /// w: the master stops after the fastest w workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_for: Option<usize>,
+    /// Model time after which the master decodes what has arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<f64>,
+}
+
+impl Default for IsGcParams {
+    fn default() -> Self {
+        Self {
+            load: DEFAULT_LOAD,
+            placement: Placement::Cr,
+            groups: 1,
+            c1: 1,
+            c2: 1,
+            wait_for: None,
+            deadline: None,
+        }
+    }
+}
+
+fn build_is_gc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let p: IsGcParams = args.params()?;
+    let policy = WaitPolicy::new(args.workers, p.wait_for, p.deadline, IS_GC.name())?;
+    Ok(Box::new(IgnoreStragglerCode::new(
+        args.workers,
+        p.load,
+        Layout::from_params(&p),
+        policy,
+        args.rng(Stream::IsgcTieBreak),
+    )?))
+}
 
 /// When the master of a partial-recovery scheme stops waiting: after the
 /// fastest `wait_for` workers, at a deadline (model time), or whichever comes
@@ -102,7 +171,7 @@ impl WaitPolicy {
         workers: usize,
         wait_for: Option<usize>,
         deadline: Option<f64>,
-        kind: SchemeKind,
+        kind: &str,
     ) -> Result<Self, CodingError> {
         if wait_for.is_none() && deadline.is_none() {
             return Err(CodingError::invalid(
@@ -156,7 +225,7 @@ pub enum Layout {
 
 impl Layout {
     /// `scheme.placement` with `scheme.groups`, `scheme.c1`, `scheme.c2` for `hr`.
-    pub fn from_config(s: &SchemeConfig) -> Self {
+    pub fn from_params(s: &IsGcParams) -> Self {
         match s.placement {
             Placement::Fr => Layout::Fr,
             Placement::Cr => Layout::Cr,
@@ -639,8 +708,8 @@ impl ArrivalTracker for IsgcTracker {
 }
 
 impl Scheme for IgnoreStragglerCode {
-    fn kind(&self) -> SchemeKind {
-        SchemeKind::IsGc
+    fn kind(&self) -> &'static SchemeEntry {
+        &IS_GC
     }
 
     fn workers(&self) -> usize {

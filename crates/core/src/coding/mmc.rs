@@ -44,13 +44,103 @@ use rand::Rng;
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
+use super::registry::{BuildArgs, SchemeEntry};
 use super::static_code::{default_assignment, parse_assignment};
 use super::{
     Accuracy, Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds,
     Decoding, GroupDecoder, GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Tolerance,
     WorkerTask,
 };
-use crate::config::{Config, MmcDesign, SchemeKind};
+use super::{DEFAULT_CLUSTERS, DEFAULT_LOAD};
+use crate::rng::Stream;
+use serde::{Deserialize, Serialize};
+
+/// `gc-mmc`: the clusters, the design and its orders, the code options.
+pub static GC_MMC: SchemeEntry = SchemeEntry::new::<GcMmcParams>(
+    "gc-mmc",
+    "multi-message clustered gradient codes, designs correlated, uncorrelated and hybrid: enough distinct codewords in every cluster decode (Ozfatura et al. §III-A, B, D)",
+    build_gc_mmc,
+);
+
+/// `uc-mmc`: the load.
+pub static UC_MMC: SchemeEntry = SchemeEntry::new::<UcMmcParams>(
+    "uc-mmc",
+    "uncoded multi-message: every partial gradient sent as computed, every partition once decodes (Ozfatura et al. §IV)",
+    build_uc_mmc,
+);
+
+/// Code design of gc-mmc (`scheme.design`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MmcDesign {
+    /// Order-m cyclic code; a worker sends load - m + 1 codewords (003 §III-A).
+    #[default]
+    Correlated,
+    /// Virtual workers with an order vector, one codeword per message (003 §III-B).
+    Uncorrelated,
+    /// Uncorrelated messages, and the plain sum once a worker has computed everything (003 §III-D).
+    Hybrid,
+}
+
+/// The `[scheme]` keys of `gc-mmc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GcMmcParams {
+    /// r: partitions per worker, 1 <= r <= l.
+    pub load: usize,
+    /// P: clusters of l = K / P workers; P | K.
+    pub clusters: usize,
+    /// l rows × P columns of 1-based worker ids, column p = cluster p.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignment: Option<Vec<Vec<usize>>>,
+    pub design: MmcDesign,
+    /// m: order of the correlated messages, 1 <= m <= load.
+    pub order: usize,
+    /// The order vector of the uncorrelated and hybrid designs (one order per message).
+    pub orders: Vec<usize>,
+    /// Random MDS matrices drawn, the best conditioned kept.
+    pub code_draws: usize,
+    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
+    pub decode_tolerance: f64,
+    /// Arrival sets whose coefficients are cached.
+    pub decode_cache_entries: usize,
+}
+
+impl Default for GcMmcParams {
+    fn default() -> Self {
+        let code = CodeOptions::default();
+        Self {
+            load: DEFAULT_LOAD,
+            clusters: DEFAULT_CLUSTERS,
+            assignment: None,
+            design: MmcDesign::Correlated,
+            order: 2,
+            orders: Vec::new(),
+            code_draws: code.draws(),
+            decode_tolerance: code.tolerance(),
+            decode_cache_entries: code.cache_entries(),
+        }
+    }
+}
+
+/// The `[scheme]` keys of `uc-mmc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UcMmcParams {
+    /// r: partitions per worker, each sent as computed.
+    pub load: usize,
+}
+
+impl Default for UcMmcParams {
+    fn default() -> Self {
+        Self { load: DEFAULT_LOAD }
+    }
+}
+
+fn build_uc_mmc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let p: UcMmcParams = args.params()?;
+    Ok(Box::new(MultiMessageCode::uncoded(args.workers, p.load)?))
+}
 
 /// Decodable arrival sets sampled at construction to measure the accuracy of
 /// the uncorrelated design.
@@ -264,7 +354,7 @@ struct Cluster {
 /// A multi-message code: gc-mmc (correlated, uncorrelated, hybrid) or uc-mmc.
 #[derive(Debug, Clone)]
 pub struct MultiMessageCode {
-    kind: SchemeKind,
+    kind: &'static SchemeEntry,
     design: MmcDesign,
     workers: usize,
     partitions: usize,
@@ -283,33 +373,31 @@ pub struct MultiMessageCode {
     accuracy: Option<Accuracy>,
 }
 
-/// Build gc-mmc from the config (`scheme.design`, `order`, `orders`, `clusters`, `assignment`).
-pub(crate) fn build_gc_mmc(
-    config: &Config,
-    options: CodeOptions,
-    rng: &mut impl Rng,
-) -> Result<MultiMessageCode, CodingError> {
-    let s = &config.scheme;
-    let k = config.workers;
+/// Build gc-mmc: the design picks the constructor.
+fn build_gc_mmc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let s: GcMmcParams = args.params()?;
+    let options = CodeOptions::new(s.code_draws, s.decode_tolerance, s.decode_cache_entries)?;
+    let k = args.workers;
     let assignment = s.assignment.as_deref();
-    match s.design {
+    let code = match s.design {
         MmcDesign::Correlated => {
-            MultiMessageCode::correlated(k, s.clusters, s.load, s.order, assignment, options, rng)
+            let mut rng = args.rng(Stream::Code);
+            MultiMessageCode::correlated(
+                k, s.clusters, s.load, s.order, assignment, options, &mut rng,
+            )?
         }
-        MmcDesign::Uncorrelated | MmcDesign::Hybrid => {
-            let mut sampler = crate::rng::stream(config.seed, crate::rng::Stream::MmcAccuracy);
-            MultiMessageCode::uncorrelated(
-                k,
-                s.clusters,
-                s.load,
-                &s.orders,
-                s.design == MmcDesign::Hybrid,
-                assignment,
-                options,
-                &mut sampler,
-            )
-        }
-    }
+        MmcDesign::Uncorrelated | MmcDesign::Hybrid => MultiMessageCode::uncorrelated(
+            k,
+            s.clusters,
+            s.load,
+            &s.orders,
+            s.design == MmcDesign::Hybrid,
+            assignment,
+            options,
+            &mut args.rng(Stream::MmcAccuracy),
+        )?,
+    };
+    Ok(Box::new(code))
 }
 
 /// Cluster layout shared by the designs: P clusters of l, position i of a
@@ -377,7 +465,7 @@ impl MultiMessageCode {
         let needed = code.needed();
         let decoder = GroupDecoder::cyclic(code.clone(), options);
         Ok(Self::assemble(
-            SchemeKind::GcMmc,
+            &GC_MMC,
             MmcDesign::Correlated,
             workers,
             load,
@@ -408,7 +496,7 @@ impl MultiMessageCode {
         };
         let decoder = GroupDecoder::cyclic(identity, CodeOptions::default());
         Ok(Self::assemble(
-            SchemeKind::UcMmc,
+            &UC_MMC,
             MmcDesign::Correlated,
             workers,
             load,
@@ -510,7 +598,7 @@ impl MultiMessageCode {
         };
         let decoder = GroupDecoder::matrix(b, coded_needed.min(coded_rows.max(1)), options);
         Ok(Self::assemble(
-            SchemeKind::GcMmc,
+            &GC_MMC,
             if hybrid {
                 MmcDesign::Hybrid
             } else {
@@ -530,7 +618,7 @@ impl MultiMessageCode {
     /// `messages(i)`: (after, row, local terms) of position i's messages.
     #[allow(clippy::too_many_arguments)]
     fn assemble(
-        kind: SchemeKind,
+        kind: &'static SchemeEntry,
         design: MmcDesign,
         workers: usize,
         load: usize,
@@ -662,7 +750,7 @@ impl ArrivalTracker for MmcTracker<'_> {
 }
 
 impl Scheme for MultiMessageCode {
-    fn kind(&self) -> SchemeKind {
+    fn kind(&self) -> &'static SchemeEntry {
         self.kind
     }
 

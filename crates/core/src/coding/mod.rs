@@ -1,7 +1,9 @@
 //! Gradient codes: placement, per-iteration assignment and decoding.
 //!
 //! A scheme is one implementation of [`Scheme`], picked by name at run time
-//! through [`build`] (the one place that maps `scheme.kind` to a type). A
+//! through the registry ([`registry::SCHEMES`], the one place that maps
+//! `scheme.kind` to a type; each scheme's file declares its parameters and
+//! its entry there). A
 //! scheme is pure: it plans what every worker computes in an iteration
 //! ([`RoundPlan`]), says when the messages received so far suffice
 //! ([`ArrivalTracker`]) and turns them into decoding weights ([`Decoding`]).
@@ -18,17 +20,29 @@ mod isgc;
 mod mds;
 mod mmc;
 mod partial;
+pub mod registry;
 mod static_code;
 
-pub use dynamic::{ClusteringTotals, DynamicClustering, clustering_policy};
+pub use dynamic::{
+    ClusteringKind, ClusteringTotals, DynamicClustering, GC_DC, GcDcParams, clustering_policy,
+};
 pub use group::GroupDecoder;
-pub use isgc::{IgnoreStragglerCode, Layout as IsgcLayout, WaitPolicy};
+pub use isgc::{
+    IS_GC, IgnoreStragglerCode, IsGcParams, Layout as IsgcLayout, Placement, WaitPolicy,
+};
 pub use mds::{CyclicMds, Solution};
-pub use mmc::{ACCURACY_SAMPLES, MultiMessageCode, UncorrelatedCode};
-pub use partial::PartialStragglerCode;
-pub use static_code::StaticCode;
+pub use mmc::{
+    ACCURACY_SAMPLES, GC_MMC, GcMmcParams, MmcDesign, MultiMessageCode, UC_MMC, UcMmcParams,
+    UncorrelatedCode,
+};
+pub use partial::{GC_PARTIAL, GcPartialParams, PartialStragglerCode};
+pub use registry::{BuildArgs, Registry, SCHEMES, SchemeEntry, SchemeParams};
+pub use static_code::{
+    GC_CYCLIC, GC_FRAC, GC_SC, GcCyclicParams, GcFracParams, GcScParams, IGNORE_STRAGGLERS,
+    IgnoreStragglersParams, StaticCode, UNCODED,
+};
 
-use crate::config::{Config, SchemeKind};
+use crate::config::Config;
 use crate::error::InputError;
 use serde::Serialize;
 
@@ -69,6 +83,12 @@ impl From<CodingError> for InputError {
         }
     }
 }
+
+/// The default of `scheme.load` (r), in every scheme that reads it.
+pub(crate) const DEFAULT_LOAD: usize = 2;
+
+/// The default of `scheme.clusters` (P), in every scheme that reads it.
+pub(crate) const DEFAULT_CLUSTERS: usize = 1;
 
 /// Numerical settings shared by every real-valued code (`scheme.code_draws`,
 /// `scheme.decode_tolerance`, `scheme.decode_cache_entries`).
@@ -349,7 +369,8 @@ pub struct Tolerance {
 
 /// A gradient coding scheme.
 pub trait Scheme: Send {
-    fn kind(&self) -> SchemeKind;
+    /// The registry entry of the scheme (`kind().name()` is its `scheme.kind`).
+    fn kind(&self) -> &'static SchemeEntry;
     /// K.
     fn workers(&self) -> usize;
     /// Number of data partitions.
@@ -407,69 +428,14 @@ pub trait Scheme: Send {
     }
 }
 
-/// Build the scheme `kind` with the parameters of `config`. Every scheme's
-/// parameter limits are checked here, by its constructor.
-pub fn build_kind(kind: SchemeKind, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
-    let s = &config.scheme;
-    let k = config.workers;
-    let options = CodeOptions::new(s.code_draws, s.decode_tolerance, s.decode_cache_entries)?;
-    let mut rng = crate::rng::stream(config.seed, crate::rng::Stream::Code);
-    let scheme = match kind {
-        SchemeKind::Uncoded => StaticCode::uncoded(k)?,
-        SchemeKind::IgnoreStragglers => {
-            let policy = WaitPolicy::new(k, s.wait_for, s.deadline, kind)?;
-            StaticCode::ignore_stragglers_with(k, policy)?
-        }
-        SchemeKind::GcFrac => StaticCode::fractional_repetition(k, s.load)?,
-        SchemeKind::GcCyclic => StaticCode::cyclic_repetition(k, s.load, options, &mut rng)?,
-        SchemeKind::GcSc => StaticCode::static_clustering(
-            k,
-            s.clusters,
-            s.load,
-            s.assignment.as_deref(),
-            options,
-            &mut rng,
-        )?,
-        SchemeKind::GcDc => {
-            let mut shifts = crate::rng::stream(config.seed, crate::rng::Stream::ClusterShifts);
-            return Ok(Box::new(DynamicClustering::new(
-                k,
-                s.clusters,
-                s.load,
-                s.clusters_per_worker,
-                s.assignment.as_deref(),
-                s.straggler_threshold,
-                clustering_policy(s.clustering),
-                options,
-                &mut rng,
-                &mut shifts,
-            )?));
-        }
-        SchemeKind::IsGc => {
-            let policy = WaitPolicy::new(k, s.wait_for, s.deadline, kind)?;
-            let tie_break = crate::rng::stream(config.seed, crate::rng::Stream::IsgcTieBreak);
-            return Ok(Box::new(IgnoreStragglerCode::new(
-                k,
-                s.load,
-                isgc::Layout::from_config(s),
-                policy,
-                tie_break,
-            )?));
-        }
-        SchemeKind::GcMmc => {
-            return Ok(Box::new(mmc::build_gc_mmc(config, options, &mut rng)?));
-        }
-        SchemeKind::UcMmc => return Ok(Box::new(MultiMessageCode::uncoded(k, s.load)?)),
-        SchemeKind::GcPartial => {
-            return Ok(Box::new(PartialStragglerCode::new(
-                k, s.load, s.slowdown, options, &mut rng,
-            )?));
-        }
-    };
-    Ok(Box::new(scheme))
+/// Build the scheme `kind` (a registered name) with the `[scheme]` keys of
+/// `config`; its constructor checks its parameters' limits. Configs from the
+/// loader (`setup`) have had their keys and types checked already.
+pub fn build_kind(kind: &str, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
+    SCHEMES.build_kind(kind, config)
 }
 
 /// Build the scheme of `scheme.kind`.
 pub fn build(config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
-    build_kind(config.scheme.kind, config)
+    build_kind(config.scheme.kind.as_str(), config)
 }

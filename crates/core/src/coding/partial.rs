@@ -18,11 +18,62 @@
 
 use rand::Rng;
 
+use super::DEFAULT_LOAD;
+use super::registry::{BuildArgs, SchemeEntry};
 use super::{
     Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
     GroupDecoder, GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
 };
-use crate::config::SchemeKind;
+use crate::rng::Stream;
+use serde::{Deserialize, Serialize};
+
+/// `gc-partial`: load, slowdown and the code options.
+pub static GC_PARTIAL: SchemeEntry = SchemeEntry::new::<GcPartialParams>(
+    "gc-partial",
+    "two-stage code for α-partial stragglers: every worker's naive sum, then any K − r + 1 cyclic MDS codewords (Tandon et al. §4)",
+    build_gc_partial,
+);
+
+/// The `[scheme]` keys of `gc-partial`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GcPartialParams {
+    /// r = s + 1: coded partitions per worker.
+    pub load: usize,
+    /// α: a partial straggler is at most this many times slower (> 1).
+    pub slowdown: f64,
+    /// Random MDS matrices drawn, the best conditioned kept.
+    pub code_draws: usize,
+    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
+    pub decode_tolerance: f64,
+    /// Arrival sets whose coefficients are cached.
+    pub decode_cache_entries: usize,
+}
+
+impl Default for GcPartialParams {
+    fn default() -> Self {
+        let code = CodeOptions::default();
+        Self {
+            load: DEFAULT_LOAD,
+            slowdown: 2.0,
+            code_draws: code.draws(),
+            decode_tolerance: code.tolerance(),
+            decode_cache_entries: code.cache_entries(),
+        }
+    }
+}
+
+fn build_gc_partial(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let p: GcPartialParams = args.params()?;
+    let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
+    Ok(Box::new(PartialStragglerCode::new(
+        args.workers,
+        p.load,
+        p.slowdown,
+        options,
+        &mut args.rng(Stream::Code),
+    )?))
+}
 
 /// Codeword group of the naive sums; the coded component is group [`CODED`].
 pub const NAIVE: usize = 0;
@@ -161,8 +212,8 @@ impl ArrivalTracker for PartialTracker {
 }
 
 impl Scheme for PartialStragglerCode {
-    fn kind(&self) -> SchemeKind {
-        SchemeKind::GcPartial
+    fn kind(&self) -> &'static SchemeEntry {
+        &GC_PARTIAL
     }
 
     fn workers(&self) -> usize {

@@ -18,14 +18,184 @@
 use std::sync::Arc;
 
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 use super::group::{GroupCounter, GroupDecoder, GroupLayout};
+use super::registry::{BuildArgs, NoParams, SchemeEntry};
 use super::{
-    Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
-    LowerBound, Message, RoundContext, RoundPlan, Scheme, Solution, Tolerance, WaitPolicy,
-    WorkerTask,
+    Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds,
+    DEFAULT_CLUSTERS, DEFAULT_LOAD, Decoding, LowerBound, Message, RoundContext, RoundPlan, Scheme,
+    Solution, Tolerance, WaitPolicy, WorkerTask,
 };
-use crate::config::SchemeKind;
+use crate::rng::Stream;
+
+/// `uncoded`: no parameters.
+pub static UNCODED: SchemeEntry = SchemeEntry::new::<NoParams>(
+    "uncoded",
+    "naive baseline (Tandon et al. §5): worker k computes partition k, the master waits for all K",
+    build_uncoded,
+);
+
+/// `ignore-stragglers`: the parameters of its wait policy.
+pub static IGNORE_STRAGGLERS: SchemeEntry = SchemeEntry::new::<IgnoreStragglersParams>(
+    "ignore-stragglers",
+    "naive placement, the master sums what the fastest `wait_for` workers (or those before `deadline`) send (Tandon et al. §5; Su et al.'s IS-SGD)",
+    build_ignore_stragglers,
+);
+
+/// `gc-frac`: the load.
+pub static GC_FRAC: SchemeEntry = SchemeEntry::new::<GcFracParams>(
+    "gc-frac",
+    "fractional repetition: K/r blocks of r replicas, one worker per block decodes (Tandon et al. §3.1, eq. (9))",
+    build_gc_frac,
+);
+
+/// `gc-cyclic`: the load and the code options.
+pub static GC_CYCLIC: SchemeEntry = SchemeEntry::new::<GcCyclicParams>(
+    "gc-cyclic",
+    "cyclic repetition with a random MDS code, any K − r + 1 workers decode (Tandon et al. §3.2, Alg. 1-2)",
+    build_gc_cyclic,
+);
+
+/// `gc-sc`: load, clusters, assignment and the code options.
+pub static GC_SC: SchemeEntry = SchemeEntry::new::<GcScParams>(
+    "gc-sc",
+    "cyclic MDS code in each of P static clusters of l = K/P, l − r + 1 per cluster decode (Ozfatura et al. §III-C; Buyukates et al. §II-B)",
+    build_gc_sc,
+);
+
+/// The `[scheme]` keys of `ignore-stragglers`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IgnoreStragglersParams {
+    /// w: the master stops after the fastest w workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_for: Option<usize>,
+    /// Model time after which the master decodes what has arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<f64>,
+}
+
+/// The `[scheme]` keys of `gc-frac`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GcFracParams {
+    /// r: replicas per block, partitions per worker; r | K.
+    pub load: usize,
+}
+
+impl Default for GcFracParams {
+    fn default() -> Self {
+        Self { load: DEFAULT_LOAD }
+    }
+}
+
+/// The `[scheme]` keys of `gc-cyclic`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GcCyclicParams {
+    /// r: partitions per worker; tolerates r − 1 stragglers.
+    pub load: usize,
+    /// Random MDS matrices drawn, the best conditioned kept.
+    pub code_draws: usize,
+    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
+    pub decode_tolerance: f64,
+    /// Arrival sets whose coefficients are cached.
+    pub decode_cache_entries: usize,
+}
+
+impl Default for GcCyclicParams {
+    fn default() -> Self {
+        let code = CodeOptions::default();
+        Self {
+            load: DEFAULT_LOAD,
+            code_draws: code.draws(),
+            decode_tolerance: code.tolerance(),
+            decode_cache_entries: code.cache_entries(),
+        }
+    }
+}
+
+/// The `[scheme]` keys of `gc-sc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GcScParams {
+    /// r: partitions per worker, 1 <= r <= l.
+    pub load: usize,
+    /// P: clusters of l = K / P workers; P | K.
+    pub clusters: usize,
+    /// l rows × P columns of 1-based worker ids, column p = cluster p;
+    /// default: `default_assignment` (000 eq. (5) generalised).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignment: Option<Vec<Vec<usize>>>,
+    /// Random MDS matrices drawn, the best conditioned kept.
+    pub code_draws: usize,
+    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
+    pub decode_tolerance: f64,
+    /// Arrival sets whose coefficients are cached.
+    pub decode_cache_entries: usize,
+}
+
+impl Default for GcScParams {
+    fn default() -> Self {
+        let code = CodeOptions::default();
+        Self {
+            load: DEFAULT_LOAD,
+            clusters: DEFAULT_CLUSTERS,
+            assignment: None,
+            code_draws: code.draws(),
+            decode_tolerance: code.tolerance(),
+            decode_cache_entries: code.cache_entries(),
+        }
+    }
+}
+
+fn build_uncoded(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    Ok(Box::new(StaticCode::uncoded(args.workers)?))
+}
+
+fn build_ignore_stragglers(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let p: IgnoreStragglersParams = args.params()?;
+    let policy = WaitPolicy::new(args.workers, p.wait_for, p.deadline, "ignore-stragglers")?;
+    Ok(Box::new(StaticCode::ignore_stragglers_with(
+        args.workers,
+        policy,
+    )?))
+}
+
+fn build_gc_frac(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let p: GcFracParams = args.params()?;
+    Ok(Box::new(StaticCode::fractional_repetition(
+        args.workers,
+        p.load,
+    )?))
+}
+
+fn build_gc_cyclic(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let p: GcCyclicParams = args.params()?;
+    let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
+    let mut rng = args.rng(Stream::Code);
+    Ok(Box::new(StaticCode::cyclic_repetition(
+        args.workers,
+        p.load,
+        options,
+        &mut rng,
+    )?))
+}
+
+fn build_gc_sc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+    let p: GcScParams = args.params()?;
+    let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
+    let mut rng = args.rng(Stream::Code);
+    Ok(Box::new(StaticCode::static_clustering(
+        args.workers,
+        p.clusters,
+        p.load,
+        p.assignment.as_deref(),
+        options,
+        &mut rng,
+    )?))
+}
 
 #[derive(Debug, Clone)]
 struct Group {
@@ -38,7 +208,7 @@ struct Group {
 /// A static clustered linear gradient code (see the module docs for the kinds).
 #[derive(Debug)]
 pub struct StaticCode {
-    kind: SchemeKind,
+    kind: &'static SchemeEntry,
     workers: usize,
     partitions: usize,
     /// The code of every group, with the coefficient cache.
@@ -90,7 +260,7 @@ impl StaticCode {
     /// Limits: K >= 1.
     pub fn uncoded(workers: usize) -> Result<Self, CodingError> {
         check_workers(workers)?;
-        Ok(Self::singletons(SchemeKind::Uncoded, workers, None))
+        Ok(Self::singletons(&UNCODED, workers, None))
     }
 
     /// Ignore stragglers (001 §5; 004's IS-SGD): naive placement, the master
@@ -105,7 +275,7 @@ impl StaticCode {
             ));
         }
         Ok(Self::singletons(
-            SchemeKind::IgnoreStragglers,
+            &IGNORE_STRAGGLERS,
             workers,
             Some(wait_for),
         ))
@@ -116,12 +286,12 @@ impl StaticCode {
     /// whichever comes first. Limits: those of [`WaitPolicy::new`].
     pub fn ignore_stragglers_with(workers: usize, policy: WaitPolicy) -> Result<Self, CodingError> {
         check_workers(workers)?;
-        let mut code = Self::singletons(SchemeKind::IgnoreStragglers, workers, policy.wait_for());
+        let mut code = Self::singletons(&IGNORE_STRAGGLERS, workers, policy.wait_for());
         code.deadline = policy.deadline();
         Ok(code)
     }
 
-    fn singletons(kind: SchemeKind, workers: usize, wait_for: Option<usize>) -> Self {
+    fn singletons(kind: &'static SchemeEntry, workers: usize, wait_for: Option<usize>) -> Self {
         let groups = (0..workers)
             .map(|k| Group {
                 workers: vec![k],
@@ -167,7 +337,7 @@ impl StaticCode {
             .collect();
         let code = CyclicMds::repetition(load);
         Ok(Self::assemble(
-            SchemeKind::GcFrac,
+            &GC_FRAC,
             workers,
             code,
             groups,
@@ -199,12 +369,7 @@ impl StaticCode {
             partitions: (0..workers).collect(),
         }];
         Ok(Self::assemble(
-            SchemeKind::GcCyclic,
-            workers,
-            code,
-            groups,
-            None,
-            options,
+            &GC_CYCLIC, workers, code, groups, None, options,
         ))
     }
 
@@ -243,18 +408,11 @@ impl StaticCode {
                 partitions: (p * size..(p + 1) * size).collect(),
             })
             .collect();
-        Ok(Self::assemble(
-            SchemeKind::GcSc,
-            workers,
-            code,
-            groups,
-            None,
-            options,
-        ))
+        Ok(Self::assemble(&GC_SC, workers, code, groups, None, options))
     }
 
     fn assemble(
-        kind: SchemeKind,
+        kind: &'static SchemeEntry,
         workers: usize,
         code: CyclicMds,
         groups: Vec<Group>,
@@ -299,11 +457,10 @@ impl StaticCode {
             slot.iter().all(|&(g, _)| g != usize::MAX),
             "every worker is in a group"
         );
-        let clusters = match kind {
-            SchemeKind::GcSc | SchemeKind::GcFrac => {
-                groups.iter().map(|g| g.workers.clone()).collect()
-            }
-            _ => Vec::new(),
+        let clusters = if *kind == GC_SC || *kind == GC_FRAC {
+            groups.iter().map(|g| g.workers.clone()).collect()
+        } else {
+            Vec::new()
         };
         Self {
             kind,
@@ -404,7 +561,7 @@ impl ArrivalTracker for StaticTracker<'_> {
 }
 
 impl Scheme for StaticCode {
-    fn kind(&self) -> SchemeKind {
+    fn kind(&self) -> &'static SchemeEntry {
         self.kind
     }
 
@@ -451,7 +608,7 @@ impl Scheme for StaticCode {
     }
 
     fn partial_recovery(&self) -> bool {
-        self.kind == SchemeKind::IgnoreStragglers
+        *self.kind == IGNORE_STRAGGLERS
     }
 
     fn static_plan(&self) -> bool {
@@ -460,7 +617,7 @@ impl Scheme for StaticCode {
 
     /// gc-cyclic (P = 1) and gc-sc: P(l − r + 1) workers of load r (000 §VI).
     fn lower_bound(&self) -> Option<LowerBound> {
-        matches!(self.kind, SchemeKind::GcCyclic | SchemeKind::GcSc).then(|| {
+        (*self.kind == GC_CYCLIC || *self.kind == GC_SC).then(|| {
             let code = self.code();
             LowerBound {
                 load: code.load(),

@@ -2,8 +2,12 @@
 //! validation with errors that name the field and the rule.
 //!
 //! Loading goes text → [`toml::Table`] → overrides → [`Config`] → [`validate`].
-//! Keys of the `[scheme]` section are checked by the scheme constructors
-//! themselves (see [`crate::coding::build`]), so each rule is written once.
+//! This layer knows no scheme: `[scheme]` is a name and a table of keys
+//! ([`SchemeConfig`]), taken as given. The loader `setup::load` (above this
+//! module and `coding`) checks them against the scheme registry, fills in the
+//! defaults of the schemes in use and builds the scheme; every command loads
+//! its config through it (MPI workers only parse the resolved config that
+//! rank 0 broadcasts).
 
 mod schema;
 mod validate;
@@ -26,35 +30,23 @@ pub struct LoadedConfig {
     pub origin: String,
     /// Dotted keys present in the file or in `--set` (not filled by defaults).
     pub explicit: BTreeSet<String>,
+    /// `[scheme]` keys (and `simulate.compare` variants' `set` keys) that were
+    /// set but that no scheme in use reads, as one-line warnings. The loader
+    /// (`setup`) fills them in, since only the registry knows which scheme
+    /// reads which key; [`parse`] alone leaves them empty.
+    pub unused_scheme_keys: Vec<String>,
 }
 
 impl LoadedConfig {
-    /// Keys that were set but that no scheme in use reads, as one-line warnings.
+    /// Keys that were set but that nothing in use reads, as one-line warnings:
+    /// [`Self::unused_scheme_keys`], then the `[straggler]` keys that
+    /// `straggler.model` does not read.
     ///
     /// Like PETSc's report of unused options: an explicit `scheme.clusters` on a
     /// `gc-cyclic` run is not an error (a `--set scheme.kind=...` comparison
     /// must stay possible) but it is never silently ignored.
     pub fn unused_keys(&self) -> Vec<String> {
-        let kinds = self.config.kinds_in_use();
-        let mut warnings: Vec<String> = self
-            .explicit
-            .iter()
-            .filter_map(|key| {
-                let name = key.strip_prefix("scheme.")?;
-                let name = name.split('.').next().unwrap_or(name);
-                if name == "kind" || kinds.iter().any(|k| k.keys().contains(&name)) {
-                    return None;
-                }
-                let used_by = kinds
-                    .iter()
-                    .map(|k| k.name())
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                Some(format!(
-                    "{key} is set but not used by scheme.kind = {used_by}"
-                ))
-            })
-            .collect();
+        let mut warnings = self.unused_scheme_keys.clone();
         warnings.extend(self.unused_straggler_keys());
         warnings
     }
@@ -80,22 +72,10 @@ impl LoadedConfig {
 }
 
 impl Config {
-    /// The scheme kinds a run of this config uses: `scheme.kind` and `simulate.compare`.
-    pub fn kinds_in_use(&self) -> Vec<SchemeKind> {
-        let mut kinds = vec![self.scheme.kind];
-        for entry in &self.simulate.compare {
-            let k = entry.kind();
-            if !kinds.contains(&k) {
-                kinds.push(k);
-            }
-        }
-        kinds
-    }
-
     /// The schemes `simulate` compares: `simulate.compare`, or `scheme.kind` alone when it is empty.
     pub fn compared(&self) -> Vec<CompareEntry> {
         if self.simulate.compare.is_empty() {
-            vec![CompareEntry::Kind(self.scheme.kind)]
+            vec![CompareEntry::Kind(self.scheme.kind.clone())]
         } else {
             self.simulate.compare.clone()
         }
@@ -111,39 +91,25 @@ impl Config {
     }
 
     /// The config the scheme of `entry` is built from: this one, or for a
-    /// variant this one with the `[scheme]` keys of its `set` changed (errors
-    /// name `simulate.compare.<name>.set.<key>`).
+    /// variant this one with its `kind` and the `[scheme]` keys of its `set`
+    /// changed. Only `kind` inside `set` is refused here (naming
+    /// `simulate.compare.<name>.set.kind`); the loader (`setup`) checks the
+    /// other keys of `set` against the scheme registry.
     pub fn for_entry(&self, entry: &CompareEntry) -> Result<Config, InputError> {
         let CompareEntry::Variant(v) = entry else {
             return Ok(self.clone());
         };
-        let prefix = format!("simulate.compare.{}.set", v.name);
-        let mut table = toml::Table::try_from(&self.scheme)
-            .expect("a SchemeConfig always serialises to a table");
-        for (key, value) in &v.set {
-            if key == "kind" {
-                return Err(InputError::new(
-                    format!("{prefix}.kind"),
-                    "is not allowed: the entry's `kind` gives the scheme",
-                ));
-            }
-            table.insert(key.clone(), value.clone());
+        if v.set.contains_key("kind") {
+            return Err(InputError::new(
+                format!("simulate.compare.{}.set.kind", v.name),
+                "is not allowed: the entry's `kind` gives the scheme",
+            ));
         }
-        table.insert(
-            "kind".to_string(),
-            toml::Value::String(v.kind.name().to_string()),
-        );
-        let scheme: SchemeConfig = serde_path_to_error::deserialize(table).map_err(|e| {
-            let path = e.path().to_string();
-            let full = if path == "." || path.is_empty() {
-                prefix.clone()
-            } else {
-                format!("{prefix}.{path}")
-            };
-            serde_error(&full, &e.into_inner().to_string())
-        })?;
         let mut config = self.clone();
-        config.scheme = scheme;
+        config.scheme.kind = v.kind.clone();
+        for (key, value) in &v.set {
+            config.scheme.params.insert(key.clone(), value.clone());
+        }
         Ok(config)
     }
 
@@ -153,7 +119,9 @@ impl Config {
     }
 }
 
-/// Load a config file (or the embedded demo when `path` is `None`) and apply overrides.
+/// Load a config file (or the embedded demo when `path` is `None`) and apply
+/// overrides; `[scheme]` is taken as given (see `setup::load` for the loader
+/// that checks it).
 pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LoadedConfig, InputError> {
     match path {
         Some(path) => {
@@ -167,6 +135,7 @@ pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LoadedConfig, I
 }
 
 /// Parse config text; `origin` names it in errors (`file:line:column`).
+/// `[scheme]` is taken as given (see `setup::parse` for the loader that checks it).
 pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedConfig, InputError> {
     let mut table: toml::Table = toml::from_str(text).map_err(|e| {
         let at = match e.span() {
@@ -193,11 +162,12 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedCon
         config,
         origin: origin.to_string(),
         explicit,
+        unused_scheme_keys: Vec::new(),
     })
 }
 
 /// Turn a serde error at `path` into an error naming the full key.
-fn serde_error(path: &str, message: &str) -> InputError {
+pub(crate) fn serde_error(path: &str, message: &str) -> InputError {
     let path = if path == "." { "" } else { path };
     // The toml deserializer appends " in `path`", which the field already says.
     let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -281,7 +251,7 @@ fn parse_value(raw: &str) -> toml::Value {
     }
 }
 
-fn collect_keys(table: &toml::Table, prefix: &str, out: &mut BTreeSet<String>) {
+pub(crate) fn collect_keys(table: &toml::Table, prefix: &str, out: &mut BTreeSet<String>) {
     for (key, value) in table {
         let path = if prefix.is_empty() {
             key.clone()
@@ -329,8 +299,10 @@ mod tests {
                 "scheme.clusters=1",
             ],
         );
-        assert_eq!(loaded.config.scheme.load, 3);
-        assert_eq!(loaded.config.scheme.kind, SchemeKind::GcCyclic);
+        let scheme = &loaded.config.scheme;
+        assert_eq!(scheme.params["load"], toml::Value::Integer(3));
+        assert_eq!(scheme.params["clusters"], toml::Value::Integer(1));
+        assert_eq!(scheme.kind, "gc-cyclic");
         assert_eq!(loaded.config.straggler.mu, 2.5);
         assert!(loaded.explicit.contains("straggler.mu"));
     }
@@ -341,34 +313,67 @@ mod tests {
             "[scheme]\nkind = \"gc-sc\"\nclusters = 2\n",
             &["workers=4", "scheme.assignment=[[1, 2], [3, 4]]"],
         );
+        let expected: toml::Table = toml::from_str("assignment = [[1, 2], [3, 4]]").unwrap();
         assert_eq!(
-            loaded.config.scheme.assignment,
-            Some(vec![vec![1, 2], vec![3, 4]])
+            loaded.config.scheme.params["assignment"],
+            expected["assignment"]
         );
     }
 
     #[test]
     fn unknown_key_names_its_full_path() {
-        let e = parse_err("[scheme]\nloda = 2\n", &[]);
-        assert_eq!(e.field, "scheme.loda");
-        assert!(e.to_string().contains("unknown key"), "{e}");
         let e = parse_err("", &["train.iteratons=5"]);
         assert_eq!(e.field, "train.iteratons");
+        assert!(e.to_string().contains("unknown key"), "{e}");
         let e = parse_err("wrokers = 3\n", &[]);
         assert_eq!(e.field, "wrokers");
     }
 
     #[test]
+    fn scheme_keys_are_taken_as_given() {
+        // Only the loader (`setup`) knows which keys and names the schemes declare.
+        let loaded = parse_ok("[scheme]\nkind = \"gc-magic\"\nloda = \"two\"\n", &[]);
+        assert_eq!(loaded.config.scheme.kind, "gc-magic");
+        assert_eq!(loaded.config.scheme.params.len(), 1);
+        assert!(loaded.unused_keys().is_empty());
+        let e = parse_err("[scheme]\nkind = 3\n", &[]);
+        assert_eq!(e.field, "scheme.kind");
+    }
+
+    #[test]
     fn wrong_type_names_the_key() {
-        let e = parse_err("[scheme]\nload = \"two\"\n", &[]);
-        assert_eq!(e.field, "scheme.load");
+        let e = parse_err("[train]\niterations = \"two\"\n", &[]);
+        assert_eq!(e.field, "train.iterations");
     }
 
     #[test]
     fn unknown_variant_names_the_key_and_the_choices() {
-        let e = parse_err("[scheme]\nkind = \"gc-magic\"\n", &[]);
-        assert_eq!(e.field, "scheme.kind");
-        assert!(e.to_string().contains("gc-cyclic"), "{e}");
+        let e = parse_err("[straggler]\nmodel = \"pareto\"\n", &[]);
+        assert_eq!(e.field, "straggler.model");
+        assert!(e.to_string().contains("gilbert-elliott"), "{e}");
+    }
+
+    #[test]
+    fn compare_variants_change_kind_and_keys() {
+        let loaded = parse_ok(
+            "[scheme]\nkind = \"gc-sc\"\nclusters = 4\nload = 2\n[simulate]\ncompare = [\"gc\", \"gc-sc\", { name = \"v\", kind = \"gc-dc\", set = { clusters = 2 } }]\n",
+            &[],
+        );
+        let c = &loaded.config;
+        let kinds: Vec<&str> = c.simulate.compare.iter().map(CompareEntry::kind).collect();
+        assert_eq!(kinds, ["gc-cyclic", "gc-sc", "gc-dc"]);
+        let v = c.for_entry(&c.simulate.compare[2]).unwrap();
+        assert_eq!(v.scheme.kind, "gc-dc");
+        assert_eq!(v.scheme.params["clusters"], toml::Value::Integer(2));
+        assert_eq!(v.scheme.params["load"], toml::Value::Integer(2));
+        assert_eq!(c.for_entry(&c.simulate.compare[0]).unwrap(), *c);
+        let with_kind = parse_ok(
+            "[simulate]\ncompare = [{ name = \"v\", kind = \"gc-dc\", set = { kind = \"gc-sc\" } }]\n",
+            &[],
+        );
+        let c = &with_kind.config;
+        let e = c.for_entry(&c.simulate.compare[0]).unwrap_err();
+        assert_eq!(e.field, "simulate.compare.v.set.kind");
     }
 
     #[test]
@@ -389,16 +394,15 @@ mod tests {
     }
 
     #[test]
-    fn unused_scheme_keys_are_reported() {
-        let loaded = parse_ok("[scheme]\nkind = \"gc-cyclic\"\nclusters = 1\n", &[]);
-        let unused = loaded.unused_keys();
-        assert_eq!(unused.len(), 1);
-        assert!(
-            unused[0].starts_with("scheme.clusters is set but not used"),
-            "{unused:?}"
+    fn unused_straggler_keys_are_reported() {
+        let loaded = parse_ok(
+            "[straggler]\nmodel = \"shifted-exponential\"\nmu_fast = 2.0\n",
+            &[],
         );
-        let loaded = parse_ok("[scheme]\nkind = \"gc-sc\"\nclusters = 1\n", &[]);
-        assert!(loaded.unused_keys().is_empty());
+        assert_eq!(
+            loaded.unused_keys(),
+            ["straggler.mu_fast is set but not used by straggler.model = shifted-exponential"]
+        );
     }
 
     #[test]
@@ -426,63 +430,5 @@ mod tests {
     fn line_column_counts_from_one() {
         assert_eq!(line_column("ab\ncd", 0), (1, 1));
         assert_eq!(line_column("ab\ncd", 4), (2, 2));
-    }
-}
-
-#[cfg(test)]
-mod reference_tests {
-    use super::*;
-
-    const REFERENCE: &str = include_str!("../../../../configs/reference.toml");
-
-    #[test]
-    fn reference_config_equals_the_defaults() {
-        let loaded = parse(REFERENCE, "configs/reference.toml", &[]).unwrap();
-        assert_eq!(loaded.config, Config::default());
-    }
-
-    #[test]
-    fn reference_config_documents_every_key_with_a_comment() {
-        // Keys with a default appear in the serialised defaults; optional keys are listed here.
-        let mut keys = BTreeSet::new();
-        let defaults: toml::Table = toml::from_str(&Config::default().to_toml()).unwrap();
-        collect_keys(&defaults, "", &mut keys);
-        for optional in [
-            "scheme.assignment",
-            "scheme.wait_for",
-            "scheme.clusters_per_worker",
-            "scheme.deadline",
-            "straggler.trace_file",
-            "straggler.trace_columns",
-            "simulate.baseline",
-            "data.path",
-            "data.test_path",
-        ] {
-            keys.insert(optional.to_string());
-        }
-        for key in &keys {
-            let (section, name) = key.rsplit_once('.').unwrap_or(("", key));
-            let header = format!("[{section}]");
-            let body = if section.is_empty() {
-                REFERENCE.split("\n[").next().unwrap()
-            } else {
-                let start = REFERENCE
-                    .find(&header)
-                    .unwrap_or_else(|| panic!("no section {header}"));
-                REFERENCE[start + header.len()..]
-                    .split("\n[")
-                    .next()
-                    .unwrap()
-            };
-            let line = body
-                .lines()
-                .find(|l| {
-                    let l = l.trim_start_matches(['#', ' ']);
-                    l.starts_with(&format!("{name} ")) || l.starts_with(&format!("{name}="))
-                })
-                .unwrap_or_else(|| panic!("configs/reference.toml does not document {key}"));
-            let entry = line.trim_start_matches(['#', ' ']);
-            assert!(entry.contains('#'), "{key} has no comment: {line}");
-        }
     }
 }

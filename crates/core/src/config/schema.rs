@@ -1,7 +1,8 @@
 //! The config schema: every section of DESIGN.md, unknown keys rejected.
 //!
-//! Every key has a default (see `configs/reference.toml`, which a test keeps in
-//! step with this file). Units are in the names where a key has one; model time
+//! `[scheme]` is structural here (a name and a table): the schemes declare
+//! their own keys (`coding::registry`). Every other key has a default (see
+//! `configs/reference.toml`, which a test keeps in step with this file). Units are in the names where a key has one; model time
 //! (the papers' unitless time) is mapped to wall time by
 //! `straggler.time_unit_ms`.
 
@@ -40,230 +41,80 @@ impl Default for Config {
     }
 }
 
-/// Which gradient coding scheme runs (`scheme.kind`); DESIGN.md's table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SchemeKind {
-    /// Naive baseline: one partition per worker, wait for all K.
-    Uncoded,
-    /// Naive placement, the master uses the fastest `wait_for` workers.
-    IgnoreStragglers,
-    /// Tandon et al. fractional repetition (§3.1).
-    GcFrac,
-    /// Tandon et al. cyclic repetition with a random MDS matrix (§3.2, Alg. 1-2).
-    GcCyclic,
-    /// Gradient coding with static clustering (003 §III-C, 000 §II-B).
-    GcSc,
-    /// Gradient coding with dynamic clustering (000 §IV-V).
-    GcDc,
-    /// Ignore-straggler gradient coding: sum-coded workers, maximum independent set decoding (004).
-    IsGc,
-    /// Gradient coding with multi-message communication (003 §III).
-    GcMmc,
-    /// Uncoded multi-message communication: every partial gradient sent as computed (003 §IV).
-    UcMmc,
-    /// Tandon et al.'s two-stage scheme for alpha-partial stragglers (001 §4).
-    GcPartial,
-}
+/// The name of a gradient coding scheme, as `scheme.kind` and
+/// `simulate.compare` give it (`gc-sc`).
+///
+/// The config layer does not know which names exist: the scheme registry
+/// does (`coding::registry`), and the loader (`setup`) refuses a name that is
+/// not registered, listing those that are.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SchemeName(String);
 
-impl SchemeKind {
-    /// Every kind this build knows, in the order `check` lists them.
-    pub const ALL: [SchemeKind; 10] = [
-        SchemeKind::Uncoded,
-        SchemeKind::IgnoreStragglers,
-        SchemeKind::GcFrac,
-        SchemeKind::GcCyclic,
-        SchemeKind::GcSc,
-        SchemeKind::GcDc,
-        SchemeKind::IsGc,
-        SchemeKind::GcMmc,
-        SchemeKind::UcMmc,
-        SchemeKind::GcPartial,
-    ];
-
-    /// The name used in configs, JSON and traces.
-    pub fn name(self) -> &'static str {
-        match self {
-            SchemeKind::Uncoded => "uncoded",
-            SchemeKind::IgnoreStragglers => "ignore-stragglers",
-            SchemeKind::GcFrac => "gc-frac",
-            SchemeKind::GcCyclic => "gc-cyclic",
-            SchemeKind::GcSc => "gc-sc",
-            SchemeKind::GcDc => "gc-dc",
-            SchemeKind::IsGc => "is-gc",
-            SchemeKind::GcMmc => "gc-mmc",
-            SchemeKind::UcMmc => "uc-mmc",
-            SchemeKind::GcPartial => "gc-partial",
-        }
+impl SchemeName {
+    pub fn new(name: impl Into<String>) -> Self {
+        Self(name.into())
     }
 
-    /// The `[scheme]` keys this kind reads (besides `kind`).
-    pub fn keys(self) -> &'static [&'static str] {
-        const DECODE: [&str; 3] = ["code_draws", "decode_tolerance", "decode_cache_entries"];
-        match self {
-            SchemeKind::Uncoded => &[],
-            SchemeKind::IgnoreStragglers => &["wait_for", "deadline"],
-            SchemeKind::GcFrac => &["load"],
-            SchemeKind::GcCyclic => &["load", DECODE[0], DECODE[1], DECODE[2]],
-            SchemeKind::GcSc => &[
-                "load",
-                "clusters",
-                "assignment",
-                DECODE[0],
-                DECODE[1],
-                DECODE[2],
-            ],
-            SchemeKind::GcDc => &[
-                "load",
-                "clusters",
-                "clusters_per_worker",
-                "assignment",
-                "straggler_threshold",
-                "clustering",
-                DECODE[0],
-                DECODE[1],
-                DECODE[2],
-            ],
-            SchemeKind::IsGc => &[
-                "load",
-                "placement",
-                "groups",
-                "c1",
-                "c2",
-                "wait_for",
-                "deadline",
-            ],
-            SchemeKind::GcMmc => &[
-                "load",
-                "clusters",
-                "assignment",
-                "design",
-                "order",
-                "orders",
-                DECODE[0],
-                DECODE[1],
-                DECODE[2],
-            ],
-            SchemeKind::UcMmc => &["load"],
-            SchemeKind::GcPartial => &["load", "slowdown", DECODE[0], DECODE[1], DECODE[2]],
-        }
+    /// The name as written in configs, JSON and traces.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
-impl std::fmt::Display for SchemeKind {
+impl std::fmt::Display for SchemeName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.0)
     }
 }
 
-/// The per-iteration clustering policy of gc-dc (`scheme.clustering`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClusteringKind {
-    /// The two-phase greedy of 000 §V (Algorithm 1), with an augmenting-path repair.
-    Greedy,
+impl From<&str> for SchemeName {
+    fn from(name: &str) -> Self {
+        Self::new(name)
+    }
 }
 
-/// `[scheme]`: the gradient code and its parameters.
+impl PartialEq<str> for SchemeName {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for SchemeName {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+/// The scheme `scheme.kind` names when a config does not say.
+pub const DEFAULT_SCHEME: &str = "gc-cyclic";
+
+/// The scheme `"gc"` in `simulate.compare` stands for: Tandon's cyclic
+/// gradient code over all K workers.
+pub const GC_SCHEME: &str = "gc-cyclic";
+
+/// `[scheme]`: which gradient code runs, and its parameters.
+///
+/// Structural: `params` holds the other keys of the section as given. Each
+/// scheme declares the keys it reads, their types, defaults and limits in its
+/// own file (`coding::registry`); the loader (`setup`) checks the keys against
+/// the registry and fills in the defaults of the schemes in use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(default)]
 pub struct SchemeConfig {
-    pub kind: SchemeKind,
-    /// r: partitions a worker computes per iteration (Tandon's s = r - 1 stragglers).
-    pub load: usize,
-    /// P: number of clusters (gc-sc, gc-dc); must divide `workers`.
-    pub clusters: usize,
-    /// Explicit cluster assignment: rows of 1-based worker ids, one column per cluster
-    /// (gc-sc: l rows; gc-dc: n·l rows, column p = the workers that may join cluster p).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub assignment: Option<Vec<Vec<usize>>>,
-    /// w: the master stops waiting after the fastest w workers (ignore-stragglers, is-gc).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wait_for: Option<usize>,
-    /// Model time after which the master decodes what has arrived (ignore-stragglers, is-gc).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub deadline: Option<f64>,
-    /// Data placement of is-gc: fractional, cyclic or hybrid repetition (004 §IV-VI).
-    pub placement: Placement,
-    /// g: groups of the hybrid repetition placement HR(n, c1, c2); must divide `workers`.
-    pub groups: usize,
-    /// c1: rows of HR(n, c1, c2) taken from the per-group placement (004 §VI-B).
-    pub c1: usize,
-    /// c2: rows of HR(n, c1, c2) taken from cyclic repetition; c1 + c2 = load.
-    pub c2: usize,
-    /// Code design of gc-mmc (003 §III-A, III-B, III-D).
-    pub design: MmcDesign,
-    /// m: order of the correlated gc-mmc messages, 1 <= m <= load.
-    pub order: usize,
-    /// Order vector of the uncorrelated and hybrid gc-mmc designs (one order per message).
-    pub orders: Vec<usize>,
-    /// alpha of gc-partial: a partial straggler is at most this many times slower (> 1).
-    pub slowdown: f64,
-    /// Random MDS matrices drawn per cyclic code; the best conditioned is kept (1 = Algorithm 2 as published).
-    pub code_draws: usize,
-    /// An arrival set decodes only if |a·B_W - 1|_inf is at most this.
-    pub decode_tolerance: f64,
-    /// Decoding coefficients cached per arrival set, at most this many sets per code.
-    pub decode_cache_entries: usize,
-    /// n: clusters each gc-dc worker may join (it stores n·l partitions);
-    /// default: the smallest n with Lemma 1, n > P(K-1)/(2K).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub clusters_per_worker: Option<usize>,
-    /// tau: with estimated rates, gc-dc treats a worker with rate < tau as a straggler (1 / model time).
-    pub straggler_threshold: f64,
-    /// gc-dc's per-iteration clustering policy.
-    pub clustering: ClusteringKind,
+    pub kind: SchemeName,
+    /// Every other key of `[scheme]` (`load = 2`, `clusters = 4`, ...).
+    #[serde(flatten)]
+    pub params: toml::Table,
 }
 
 impl Default for SchemeConfig {
     fn default() -> Self {
         Self {
-            kind: SchemeKind::GcCyclic,
-            load: 2,
-            clusters: 1,
-            assignment: None,
-            wait_for: None,
-            deadline: None,
-            placement: Placement::Cr,
-            groups: 1,
-            c1: 1,
-            c2: 1,
-            design: MmcDesign::Correlated,
-            order: 2,
-            orders: Vec::new(),
-            slowdown: 2.0,
-            code_draws: 8,
-            decode_tolerance: 1e-8,
-            decode_cache_entries: 4096,
-            clusters_per_worker: None,
-            straggler_threshold: 0.5,
-            clustering: ClusteringKind::Greedy,
+            kind: SchemeName::new(DEFAULT_SCHEME),
+            params: toml::Table::new(),
         }
     }
-}
-
-/// Data placement of is-gc (`scheme.placement`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Placement {
-    /// Fractional repetition: n/c groups of c workers storing the same c partitions (004 §III).
-    Fr,
-    /// Cyclic repetition: worker i stores partitions i..i+c-1 (mod n) (004 §III, §V).
-    Cr,
-    /// Hybrid repetition HR(n, c1, c2) with `groups` groups (004 §VI).
-    Hr,
-}
-
-/// Code design of gc-mmc (`scheme.design`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MmcDesign {
-    /// Order-m cyclic code; a worker sends load - m + 1 codewords (003 §III-A).
-    Correlated,
-    /// Virtual workers with an order vector, one codeword per message (003 §III-B).
-    Uncorrelated,
-    /// Uncorrelated messages, and the plain sum once a worker has computed everything (003 §III-D).
-    Hybrid,
 }
 
 /// Straggler model (`straggler.model`).
@@ -603,7 +454,7 @@ pub struct SimulateConfig {
 
 /// One scheme of `simulate.compare`:
 ///
-/// - a `scheme.kind` name (`"gc-sc"`): that scheme with the config's `[scheme]` keys;
+/// - a scheme name (`"gc-sc"`): that scheme with the config's `[scheme]` keys;
 /// - `"gc"`: Tandon's cyclic gradient code over all K workers (gc-cyclic with
 ///   the config's load), which the clustered papers (000, 003) call GC;
 /// - a variant `{ name = "gc-mmc-1", kind = "gc-mmc", set = { clusters = 4 } }`:
@@ -612,8 +463,8 @@ pub struct SimulateConfig {
 ///   GC-MMC-1 and GC-MMC-2, 004's FR, CR and HR).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompareEntry {
-    /// The scheme `scheme.kind` names, with the config's parameters.
-    Kind(SchemeKind),
+    /// The scheme of this name, with the config's parameters.
+    Kind(SchemeName),
     /// Tandon's cyclic GC over all K workers, whatever `scheme.kind` is.
     Gc,
     /// A named scheme with some `[scheme]` keys changed.
@@ -626,26 +477,26 @@ pub enum CompareEntry {
 pub struct SchemeVariant {
     /// Its name in tables, JSON and traces (letters, digits, `-`, `_`, `.`).
     pub name: String,
-    pub kind: SchemeKind,
+    pub kind: SchemeName,
     /// `[scheme]` keys that differ from the config's, e.g. `{ clusters = 4, load = 5 }`.
     #[serde(default)]
     pub set: toml::Table,
 }
 
 impl CompareEntry {
-    /// The scheme kind that is built for this entry.
-    pub fn kind(&self) -> SchemeKind {
+    /// The name of the scheme that is built for this entry.
+    pub fn kind(&self) -> &str {
         match self {
-            CompareEntry::Kind(k) => *k,
-            CompareEntry::Gc => SchemeKind::GcCyclic,
-            CompareEntry::Variant(v) => v.kind,
+            CompareEntry::Kind(k) => k.as_str(),
+            CompareEntry::Gc => GC_SCHEME,
+            CompareEntry::Variant(v) => v.kind.as_str(),
         }
     }
 
     /// The name in configs, tables, JSON and traces.
     pub fn name(&self) -> &str {
         match self {
-            CompareEntry::Kind(k) => k.name(),
+            CompareEntry::Kind(k) => k.as_str(),
             CompareEntry::Gc => "gc",
             CompareEntry::Variant(v) => &v.name,
         }
@@ -674,23 +525,13 @@ impl<'de> Deserialize<'de> for CompareEntry {
             type Value = CompareEntry;
 
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a scheme kind, \"gc\", or a table { name, kind, set }")
+                f.write_str("a scheme name, \"gc\", or a table { name, kind, set }")
             }
 
             fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<CompareEntry, E> {
-                use serde::de::IntoDeserializer;
-                if name == "gc" {
-                    return Ok(CompareEntry::Gc);
-                }
-                let kind: Result<SchemeKind, serde::de::value::Error> =
-                    SchemeKind::deserialize(name.into_deserializer());
-                kind.map(CompareEntry::Kind).map_err(|e| {
-                    // "unknown variant `x`, expected one of ..." with `gc` among the choices.
-                    E::custom(e.to_string().replacen(
-                        "expected one of",
-                        "expected `gc` or one of",
-                        1,
-                    ))
+                Ok(match name {
+                    "gc" => CompareEntry::Gc,
+                    _ => CompareEntry::Kind(SchemeName::new(name)),
                 })
             }
 

@@ -1,5 +1,6 @@
-//! Rules for every section except the structure of `[scheme]`, which the
-//! scheme constructors check (`coding::build`), so that each rule lives once.
+//! Rules for every section except `[scheme]`, whose keys each scheme declares
+//! and whose constructor checks them (`coding::registry`), so that each rule
+//! lives once.
 
 use super::schema::*;
 use crate::error::InputError;

@@ -186,16 +186,7 @@ impl Simulation {
 /// Build the scheme of one `simulate.compare` entry; the errors of a variant
 /// name it (`simulate.compare.<name>: scheme.clusters = 5 does not divide ...`).
 pub fn build_entry(entry: &CompareEntry, config: &Config) -> Result<Box<dyn Scheme>, InputError> {
-    let built = coding::build_kind(entry.kind(), &config.for_entry(entry)?);
-    match entry {
-        CompareEntry::Variant(v) => built.map_err(|e| {
-            InputError::new(
-                format!("simulate.compare.{}", v.name),
-                InputError::from(e).message(),
-            )
-        }),
-        _ => Ok(built?),
-    }
+    crate::setup::build_entry(&coding::SCHEMES, entry, config)
 }
 
 /// Accumulators of one scheme or bound.

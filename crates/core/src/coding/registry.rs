@@ -1,0 +1,487 @@
+//! The scheme registry: every scheme this build knows, one line each in
+//! [`SCHEMES`].
+//!
+//! A scheme declares, in its own file, its typed parameters and an entry:
+//!
+//! - the parameters are a serde struct with one field per `[scheme]` key it
+//!   reads (`#[serde(default)]`; its `Default` gives the keys' defaults; an
+//!   `Option` field is a key without a default; no `#[serde(flatten)]`);
+//! - the entry is a `static` [`SchemeEntry`]: its name (`scheme.kind`), a
+//!   one-line description citing the paper section, and its constructor,
+//!   which reads the parameters through [`BuildArgs::params`] and checks
+//!   their limits (errors name the key, `scheme.load`).
+//!
+//! The entry learns the keys from the struct itself (serde hands every
+//! deserializer a struct's field names, see [`field_names`]), so a key, its
+//! type and its default are written once, in the struct. Everything else
+//! derives from the registry: the loader's key and type checks and its
+//! unused-key warnings (`setup`), the names in its errors, the parameters
+//! `check` prints, and the test that `configs/reference.toml` documents every
+//! key with its default.
+
+use serde::de::{self, DeserializeOwned, Visitor};
+use serde::{Deserialize, Serialize};
+
+use super::{CodingError, Scheme};
+use crate::config::Config;
+use crate::error::InputError;
+
+/// Every scheme this build knows, in the order errors and the reference
+/// config list them. Adding a scheme is one line here.
+pub static SCHEMES: Registry = Registry::new(&[
+    &super::static_code::UNCODED,
+    &super::static_code::IGNORE_STRAGGLERS,
+    &super::static_code::GC_FRAC,
+    &super::static_code::GC_CYCLIC,
+    &super::static_code::GC_SC,
+    &super::dynamic::GC_DC,
+    &super::isgc::IS_GC,
+    &super::mmc::GC_MMC,
+    &super::mmc::UC_MMC,
+    &super::partial::GC_PARTIAL,
+]);
+
+/// The typed `[scheme]` parameters of a scheme: a struct with one field per
+/// key, deserialised with `#[serde(default)]` (see the module docs).
+pub trait SchemeParams: Serialize + DeserializeOwned + Default {}
+
+impl<T: Serialize + DeserializeOwned + Default> SchemeParams for T {}
+
+/// A scheme's constructor: it reads its parameters from `args` and checks
+/// their limits.
+pub type Constructor = fn(&BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError>;
+
+/// What a constructor is given: K, the master seed and the `[scheme]` keys.
+#[derive(Debug, Clone, Copy)]
+pub struct BuildArgs<'a> {
+    /// K: the number of workers.
+    pub workers: usize,
+    /// The master seed; every random stream derives from it (`rng::stream`).
+    pub seed: u64,
+    params: &'a toml::Table,
+}
+
+impl<'a> BuildArgs<'a> {
+    /// `params` is the `[scheme]` table without `kind` (it may hold keys of
+    /// other schemes: each scheme reads only its own).
+    pub fn new(workers: usize, seed: u64, params: &'a toml::Table) -> Self {
+        Self {
+            workers,
+            seed,
+            params,
+        }
+    }
+
+    /// The scheme's parameters: the keys of the table that `P` declares, the
+    /// defaults of `P` for the others. A value of the wrong type is an error
+    /// naming its key (the loader has refused such values before, so this
+    /// happens only to schemes built from a config that skipped it).
+    pub fn params<P: SchemeParams>(&self) -> Result<P, CodingError> {
+        deserialize_params(self.params).map_err(|e| {
+            let key = e.key().to_string();
+            let value = self
+                .params
+                .get(&key)
+                .map_or_else(|| "(missing)".to_string(), ToString::to_string);
+            CodingError::invalid(
+                &format!("scheme.{key}"),
+                value,
+                format!("has the wrong type ({})", e.message),
+            )
+        })
+    }
+
+    /// The random stream `purpose` of the master seed.
+    pub fn rng(&self, purpose: crate::rng::Stream) -> rand_chacha::ChaCha8Rng {
+        crate::rng::stream(self.seed, purpose)
+    }
+}
+
+/// A `[scheme]` value of the wrong type for a scheme's parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamError {
+    /// Where: the key, with the position inside its value when the error is
+    /// there (`assignment[1][0]`).
+    pub path: String,
+    /// serde's message (`invalid type: string "two", expected usize`).
+    pub message: String,
+}
+
+impl ParamError {
+    /// The key the error is about.
+    pub fn key(&self) -> &str {
+        self.path.split(['.', '[']).next().unwrap_or(&self.path)
+    }
+
+    /// The error naming the full key: `{prefix}.{path}` (`scheme.load`,
+    /// `simulate.compare.v.set.load`).
+    pub fn at(&self, prefix: &str) -> InputError {
+        let path = match self.path.as_str() {
+            "" | "." => prefix.to_string(),
+            path => format!("{prefix}.{path}"),
+        };
+        crate::config::serde_error(&path, &self.message)
+    }
+}
+
+fn deserialize_params<P: DeserializeOwned>(params: &toml::Table) -> Result<P, ParamError> {
+    serde_path_to_error::deserialize(params.clone()).map_err(|e| ParamError {
+        path: e.path().to_string(),
+        message: e.into_inner().to_string(),
+    })
+}
+
+/// One registered scheme: its name, description, parameters and constructor.
+/// Made by [`SchemeEntry::new`] in the scheme's own file.
+pub struct SchemeEntry {
+    name: &'static str,
+    description: &'static str,
+    keys: fn() -> &'static [&'static str],
+    defaults: fn() -> toml::Table,
+    resolve: fn(&toml::Table) -> Result<toml::Table, ParamError>,
+    build: Constructor,
+}
+
+impl SchemeEntry {
+    /// The entry of the scheme `name` (as in `scheme.kind`) with parameters
+    /// `P` and constructor `build`.
+    pub const fn new<P: SchemeParams>(
+        name: &'static str,
+        description: &'static str,
+        build: Constructor,
+    ) -> Self {
+        Self {
+            name,
+            description,
+            keys: field_names::<P>,
+            defaults: defaults_of::<P>,
+            resolve: resolve_params::<P>,
+            build,
+        }
+    }
+
+    /// The name in configs, JSON and traces.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// One line: what the scheme does, and the paper section.
+    pub fn description(&self) -> &'static str {
+        self.description
+    }
+
+    /// The `[scheme]` keys it reads (besides `kind`), in declaration order.
+    pub fn keys(&self) -> &'static [&'static str] {
+        (self.keys)()
+    }
+
+    /// Whether it reads the `[scheme]` key `key`.
+    pub fn declares(&self, key: &str) -> bool {
+        self.keys().contains(&key)
+    }
+
+    /// Its keys with their defaults (a key without a default is absent).
+    pub fn defaults(&self) -> toml::Table {
+        (self.defaults)()
+    }
+
+    /// Its parameters as given in `params` (its own keys; any others are
+    /// ignored), type-checked, with the defaults of the keys not given.
+    pub fn resolve(&self, params: &toml::Table) -> Result<toml::Table, ParamError> {
+        (self.resolve)(params)
+    }
+
+    /// Build the scheme.
+    pub fn build(&self, args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+        (self.build)(args)
+    }
+}
+
+impl PartialEq for SchemeEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for SchemeEntry {}
+
+impl std::fmt::Debug for SchemeEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemeEntry")
+            .field("name", &self.name)
+            .field("keys", &self.keys())
+            .finish()
+    }
+}
+
+impl std::fmt::Display for SchemeEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// A list of scheme entries; [`SCHEMES`] is the one this build uses.
+#[derive(Debug, Clone, Copy)]
+pub struct Registry {
+    entries: &'static [&'static SchemeEntry],
+}
+
+impl Registry {
+    pub const fn new(entries: &'static [&'static SchemeEntry]) -> Self {
+        Self { entries }
+    }
+
+    /// The entries in order.
+    pub fn entries(&self) -> &'static [&'static SchemeEntry] {
+        self.entries
+    }
+
+    /// The entry named `name`.
+    pub fn get(&self, name: &str) -> Option<&'static SchemeEntry> {
+        self.entries.iter().copied().find(|e| e.name == name)
+    }
+
+    /// The registered names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.entries.iter().map(|e| e.name).collect()
+    }
+
+    /// The names as errors list them: `` `uncoded`, `gc-frac`, ... ``.
+    pub fn choices(&self) -> String {
+        quoted(&self.names())
+    }
+
+    /// Every `[scheme]` key some scheme reads, each once, in registry order.
+    pub fn keys(&self) -> Vec<&'static str> {
+        let mut keys: Vec<&'static str> = Vec::new();
+        for key in self.entries.iter().flat_map(|e| e.keys()) {
+            if !keys.contains(key) {
+                keys.push(key);
+            }
+        }
+        keys
+    }
+
+    /// The entries that read `key`.
+    pub fn declaring<'k>(
+        &self,
+        key: &'k str,
+    ) -> impl Iterator<Item = &'static SchemeEntry> + use<'k> {
+        self.entries
+            .iter()
+            .copied()
+            .filter(move |e| e.declares(key))
+    }
+
+    /// The default of `key`: that of the first scheme that reads it (every
+    /// scheme that reads a key gives it the same default, which a test
+    /// checks); `None` when the key has no default or no scheme reads it.
+    pub fn default_of(&self, key: &str) -> Option<toml::Value> {
+        self.declaring(key).next()?.defaults().remove(key)
+    }
+
+    /// Build the scheme `kind` with the `[scheme]` keys of `config`.
+    pub fn build_kind(&self, kind: &str, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
+        let entry = self.get(kind).ok_or_else(|| {
+            CodingError::invalid(
+                "scheme.kind",
+                format!("\"{kind}\""),
+                format!("is not known (expected one of {})", self.choices()),
+            )
+        })?;
+        entry.build(&BuildArgs::new(
+            config.workers,
+            config.seed,
+            &config.scheme.params,
+        ))
+    }
+}
+
+/// `` `a`, `b`, `c` ``.
+pub(crate) fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The value of the `[scheme]` key `key` in `config`, or when it is not set
+/// the registry's default for it; `T = Option<_>` for a key without a
+/// default. For code that needs a key whatever the scheme (the simulator's
+/// lower bound reads `load` and `clusters`).
+pub fn param<T: DeserializeOwned>(config: &Config, key: &str) -> Result<T, InputError> {
+    let field = format!("scheme.{key}");
+    let value = config
+        .scheme
+        .params
+        .get(key)
+        .cloned()
+        .or_else(|| SCHEMES.default_of(key));
+    match value {
+        Some(v) => {
+            T::deserialize(v).map_err(|e| crate::config::serde_error(&field, &e.to_string()))
+        }
+        None => T::deserialize(de::value::UnitDeserializer::<de::value::Error>::new())
+            .map_err(|_| InputError::new(field, "is not set and has no default")),
+    }
+}
+
+fn defaults_of<P: SchemeParams>() -> toml::Table {
+    toml::Table::try_from(P::default()).expect("scheme parameters serialise to a TOML table")
+}
+
+fn resolve_params<P: SchemeParams>(params: &toml::Table) -> Result<toml::Table, ParamError> {
+    let typed: P = deserialize_params(params)?;
+    Ok(toml::Table::try_from(typed).expect("scheme parameters serialise to a TOML table"))
+}
+
+/// The field names of the struct `P`, as serde knows them: `P::deserialize`
+/// is handed a deserializer that records the names serde passes to
+/// `deserialize_struct` and stops there.
+///
+/// # Panics
+///
+/// When `P` is not a struct with named fields deserialised through
+/// `deserialize_struct` (a `#[serde(flatten)]` field makes serde use a map).
+pub fn field_names<P: DeserializeOwned>() -> &'static [&'static str] {
+    let mut names = None;
+    let _ = P::deserialize(FieldNames(&mut names));
+    names.unwrap_or_else(|| {
+        panic!(
+            "{}: scheme parameters must be a struct with named fields and no #[serde(flatten)]",
+            std::any::type_name::<P>()
+        )
+    })
+}
+
+/// The deserializer of [`field_names`].
+struct FieldNames<'a>(&'a mut Option<&'static [&'static str]>);
+
+impl<'de> de::Deserializer<'de> for FieldNames<'_> {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = Some(fields);
+        Err(de::Error::custom("field names recorded"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// The parameters of a scheme that reads no `[scheme]` key (`uncoded`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NoParams {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default)]
+    struct Sample {
+        load: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        deadline: Option<f64>,
+        #[serde(rename = "renamed_key")]
+        inner: Vec<usize>,
+    }
+
+    #[derive(Debug, Default, Serialize, Deserialize)]
+    struct Flattened {
+        #[serde(flatten)]
+        sample: Sample,
+    }
+
+    #[test]
+    fn field_names_are_the_keys_serde_reads() {
+        assert_eq!(field_names::<Sample>(), ["load", "deadline", "renamed_key"]);
+        assert_eq!(field_names::<NoParams>(), [] as [&str; 0]);
+    }
+
+    #[test]
+    #[should_panic(expected = "no #[serde(flatten)]")]
+    fn flattened_parameters_are_refused() {
+        field_names::<Flattened>();
+    }
+
+    #[test]
+    fn resolve_fills_defaults_and_names_the_wrong_type() {
+        let given: toml::Table = toml::from_str("load = 3\nother = \"x\"\n").unwrap();
+        let resolved = resolve_params::<Sample>(&given).unwrap();
+        let expected: toml::Table = toml::from_str("load = 3\nrenamed_key = []\n").unwrap();
+        assert_eq!(resolved, expected);
+        let bad: toml::Table = toml::from_str("renamed_key = [1, \"x\"]\n").unwrap();
+        let e = resolve_params::<Sample>(&bad).unwrap_err();
+        assert_eq!(e.path, "renamed_key[1]");
+        assert_eq!(e.key(), "renamed_key");
+        assert_eq!(e.at("scheme").field, "scheme.renamed_key[1]");
+    }
+
+    #[test]
+    fn build_args_name_the_key_of_a_wrong_type() {
+        let params: toml::Table = toml::from_str("load = \"two\"\n").unwrap();
+        let e = BuildArgs::new(4, 1, &params)
+            .params::<Sample>()
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("scheme.load = \"two\" has the wrong type"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn names_are_unique_and_lookups_find_them() {
+        let names = SCHEMES.names();
+        for (i, name) in names.iter().enumerate() {
+            assert!(!names[..i].contains(name), "{name} registered twice");
+            assert_eq!(SCHEMES.get(name).unwrap().name(), *name);
+        }
+        assert!(SCHEMES.get("gc-magic").is_none());
+        assert!(SCHEMES.get(crate::config::DEFAULT_SCHEME).is_some());
+        assert!(SCHEMES.get(crate::config::GC_SCHEME).is_some());
+    }
+
+    #[test]
+    fn param_reads_the_config_or_the_shared_default() {
+        let mut config = Config::default();
+        assert_eq!(param::<usize>(&config, "load").unwrap(), 2);
+        assert_eq!(param::<Option<usize>>(&config, "wait_for").unwrap(), None);
+        config
+            .scheme
+            .params
+            .insert("load".into(), toml::Value::Integer(5));
+        assert_eq!(param::<usize>(&config, "load").unwrap(), 5);
+        assert_eq!(
+            param::<usize>(&config, "wait_for").unwrap_err().field,
+            "scheme.wait_for"
+        );
+    }
+
+    #[test]
+    fn an_unknown_kind_is_an_error_listing_the_names() {
+        let Err(e) = SCHEMES.build_kind("gc-magic", &Config::default()) else {
+            panic!("an unknown kind was built");
+        };
+        let message = e.to_string();
+        assert!(message.starts_with("scheme.kind = \"gc-magic\" is not known"));
+        for name in SCHEMES.names() {
+            assert!(message.contains(&format!("`{name}`")), "{message}");
+        }
+    }
+}
