@@ -24,6 +24,11 @@ pub const WORKERS: usize = 2;
 /// table: the model, a timing dataset, and one outside the schema.
 pub const OTHER_TARGETS: [&str; 3] = ["model/theta", "timing/total_s", "notes/big"];
 
+/// The target of [`hostile_trace`] that blows up every dataset of the
+/// schema table alike: the shapes agree with each other, only their size
+/// breaks a rule (the first the readers check is `iteration/duration_s`).
+pub const EVERY_ROW: &str = "*";
+
 fn string_attr(loc: &hdf5::Location, name: &str, value: &str) {
     let v: VarLenUnicode = value.parse().unwrap();
     loc.new_attr::<VarLenUnicode>()
@@ -69,9 +74,9 @@ fn growing<T: H5Type + Copy>(
 /// A trace of a run with no iteration yet and a snapshot at iteration 0
 /// (root attributes, every dataset of the schema with 0 rows, `/model/theta`
 /// and `/model/previous_theta` of 2 parameters, `/timing/` with one event),
-/// in which the dataset `target` (a path of the schema table or one of
-/// [`OTHER_TARGETS`]), if any, claims `rows` rows and is never written
-/// beyond what the valid trace has. With `target = None` it is a valid
+/// in which the dataset `target` (a path of the schema table, one of
+/// [`OTHER_TARGETS`], or [`EVERY_ROW`]), if any, claims `rows` rows and is
+/// never written beyond what the valid trace has. With `target = None` it is a valid
 /// trace that `inspect` reads and `train --resume` continues.
 pub fn hostile_trace(path: &Path, target: Option<&str>, rows: usize) {
     let _ = std::fs::remove_file(path);
@@ -87,7 +92,7 @@ pub fn hostile_trace(path: &Path, target: Option<&str>, rows: usize) {
             .unwrap();
     }
     let rows_of = |path: &str, valid: usize| {
-        if target == Some(path) {
+        if target == Some(path) || (target == Some(EVERY_ROW) && DATASETS.iter().any(|d| d.path == path)) {
             rows
         } else {
             valid
