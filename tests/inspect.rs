@@ -682,7 +682,8 @@ mod with_hdf5 {
     #[test]
     fn attributes_of_the_wrong_shape_or_kind_are_named() {
         let _serial = serial();
-        let cases: [(&str, &str, fn(&hdf5::File)); 2] = [
+        type Damage = fn(&hdf5::File);
+        let cases: [(&str, &str, Damage); 2] = [
             (
                 "workers",
                 "attribute workers of / has shape [3], not a scalar",

@@ -204,13 +204,20 @@ impl ColumnVisitor for AsF64 {
     fn flag(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<bool>>) -> Result<(), ()> {
         self.0.push((
             s,
-            c.as_ref().unwrap().iter().map(|&x| f64::from(u8::from(x))).collect(),
+            c.as_ref()
+                .unwrap()
+                .iter()
+                .map(|&x| f64::from(u8::from(x)))
+                .collect(),
         ));
         Ok(())
     }
 }
 
-fn columns_f64(workers: usize, records: &[IterationRecord]) -> Vec<(&'static DatasetSpec, Vec<f64>)> {
+fn columns_f64(
+    workers: usize,
+    records: &[IterationRecord],
+) -> Vec<(&'static DatasetSpec, Vec<f64>)> {
     let mut v = AsF64(Vec::new());
     TraceColumns::from_records(workers, records)
         .visit(&mut v)
@@ -236,9 +243,17 @@ fn distinct_records(workers: usize, iterations: usize) -> Vec<IterationRecord> {
             r.test_loss = 7.0 / (1.0 + x) + 0.5;
             for w in 0..workers {
                 let y = w as f64;
-                r.finish_s[w] = if (i + w) % 4 == 3 { f64::NAN } else { 8.0 + x + 0.1 * y };
+                r.finish_s[w] = if (i + w) % 4 == 3 {
+                    f64::NAN
+                } else {
+                    8.0 + x + 0.1 * y
+                };
                 r.straggling[w] = (i + w) % 2 == 0;
-                r.cluster[w] = if i % 3 == 0 { -1 } else { 1 + ((i + w) % 2) as i64 };
+                r.cluster[w] = if i % 3 == 0 {
+                    -1
+                } else {
+                    1 + ((i + w) % 2) as i64
+                };
                 r.used[w] = (i * w) % 3 == 1;
                 r.overrun_s[w] = 0.01 * (1.0 + x) * (1.0 + y);
             }
@@ -301,10 +316,13 @@ fn every_dataset_of_the_table_is_written_and_read_back_equal() {
         assert_eq!(stored, expected, "{}", spec.path);
         assert!(ds.is_chunked(), "{}", spec.path);
         let got: Vec<f64> = ds.read_raw::<f64>().unwrap();
-        assert!(same_column(&got, column), "{}: {got:?} != {column:?}", spec.path);
+        assert!(
+            same_column(&got, column),
+            "{}: {got:?} != {column:?}",
+            spec.path
+        );
         for (attr, value) in [("unit", spec.unit), ("description", spec.description)] {
-            let v: hdf5::types::VarLenUnicode =
-                ds.attr(attr).unwrap().read_scalar().unwrap();
+            let v: hdf5::types::VarLenUnicode = ds.attr(attr).unwrap().read_scalar().unwrap();
             assert_eq!(v.as_str(), value, "{}@{attr}", spec.path);
         }
     }
@@ -331,7 +349,10 @@ fn names_the_size_rule(e: &TraceError, target: &str) {
     };
     let m = e.to_string();
     assert!(!m.contains('\n'), "{m}");
-    assert!(m.contains(&format!("/{target} ")), "does not name /{target}: {m}");
+    assert!(
+        m.contains(&format!("/{target} ")),
+        "does not name /{target}: {m}"
+    );
     assert!(m.contains("more than the"), "does not state the rule: {m}");
 }
 
@@ -343,7 +364,10 @@ fn every_reader_refuses_a_dataset_claiming_more_than_the_file_holds() {
         let p = path(&format!("hostile-{}.h5", target.replace('/', "-")));
         hostile_trace(&p, Some(target), HOSTILE_ROWS);
         let bytes = std::fs::metadata(&p).unwrap().len();
-        assert!(bytes < 64 * 1024, "the hostile file is small: {bytes} bytes");
+        assert!(
+            bytes < 64 * 1024,
+            "the hostile file is small: {bytes} bytes"
+        );
         let start = Instant::now();
         match read_trace(&p, "/") {
             Err(e) if by_trace => names_the_size_rule(&e, target),
@@ -421,8 +445,14 @@ fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
     w.close().unwrap();
     let (mut w, s) = TraceWriter::resume(&p).unwrap();
     assert_eq!(s.iteration, 4);
-    assert_eq!((s.theta, s.previous_theta), (vec![1.0, 2.0], vec![0.5, 1.5]));
-    assert_eq!((s.seed, s.config_toml.as_str()), (42, meta(3).config_toml.as_str()));
+    assert_eq!(
+        (s.theta, s.previous_theta),
+        (vec![1.0, 2.0], vec![0.5, 1.5])
+    );
+    assert_eq!(
+        (s.seed, s.config_toml.as_str()),
+        (42, meta(3).config_toml.as_str())
+    );
     assert_eq!(w.iterations(), 4);
     for r in &records[6..] {
         w.append(r).unwrap();

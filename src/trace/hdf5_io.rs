@@ -78,7 +78,9 @@ fn growing(
         resized.map_err(|e| TraceError::hdf5(ctx(), e))?;
         return Ok(ds);
     }
-    let builder = parent.new_dataset_builder().empty_as(&h5_type(spec.element)?);
+    let builder = parent
+        .new_dataset_builder()
+        .empty_as(&h5_type(spec.element)?);
     let ds = match spec.group {
         SchemaGroup::Iteration => builder
             .chunk((CHUNK_ROWS,))
@@ -646,12 +648,9 @@ pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
     let file = TraceFile::open(path)?;
     let columns = file.columns(group_path, file.group_number_attr("/", "workers")?)?;
     let workers = columns.workers;
-    let records = columns.into_records().map_err(|e| {
-        TraceError::Record(format!(
-            "{}: {e}",
-            group_path.trim_end_matches('/')
-        ))
-    })?;
+    let records = columns
+        .into_records()
+        .map_err(|e| TraceError::Record(format!("{}: {e}", group_path.trim_end_matches('/'))))?;
     let theta = file.model_vector(group_path, "theta")?.map(|(v, _)| v);
     let timing = file.timing(group_path)?.unwrap_or_default();
     Ok(TraceData {

@@ -184,7 +184,11 @@ mod tests {
             let shape = d.group.shape_name();
             let shape_words = shape.split_whitespace().count();
             assert_eq!(rest[0], d.element.name(), "type of {path}: {line}");
-            assert_eq!(rest[1..=shape_words].join(" "), shape, "shape of {path}: {line}");
+            assert_eq!(
+                rest[1..=shape_words].join(" "),
+                shape,
+                "shape of {path}: {line}"
+            );
         }
         // And nothing else under /iteration/ and /worker/.
         for l in &lines {
@@ -208,10 +212,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("README has no {open}...}}"))
                 + open.len();
             let end = start + readme[start..].find('}').expect("closing brace");
-            let mut listed: Vec<&str> = readme[start..end]
-                .split(',')
-                .map(str::trim)
-                .collect();
+            let mut listed: Vec<&str> = readme[start..end].split(',').map(str::trim).collect();
             let mut table: Vec<&str> = DATASETS
                 .iter()
                 .filter(|d| d.group == group)

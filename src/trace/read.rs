@@ -306,7 +306,13 @@ impl TraceFile {
 
     /// Attribute `name` of `loc` (at `owner`), when present, checked: a
     /// scalar of `kind` whose value fits in the file.
-    fn attr(&self, loc: &Location, owner: &str, name: &str, kind: Kind) -> Result<Option<Attribute>> {
+    fn attr(
+        &self,
+        loc: &Location,
+        owner: &str,
+        name: &str,
+        kind: Kind,
+    ) -> Result<Option<Attribute>> {
         let what = || format!("attribute {name} of {owner}");
         let names = loc
             .attr_names()
@@ -317,12 +323,21 @@ impl TraceFile {
         let a = loc.attr(name).map_err(|e| TraceError::hdf5(what(), e))?;
         let shape = a.get_shape().map_err(|e| TraceError::hdf5(what(), e))?;
         if !shape.is_empty() {
-            return Err(record(format!("{} has shape {shape:?}, not a scalar", what())));
+            return Err(record(format!(
+                "{} has shape {shape:?}, not a scalar",
+                what()
+            )));
         }
         let dtype = a.dtype().map_err(|e| TraceError::hdf5(what(), e))?;
-        let desc = dtype.to_descriptor().map_err(|e| TraceError::hdf5(what(), e))?;
+        let desc = dtype
+            .to_descriptor()
+            .map_err(|e| TraceError::hdf5(what(), e))?;
         if Kind::of(&desc) != Some(kind) {
-            return Err(record(format!("{} holds {desc}, not {}", what(), kind.plural())));
+            return Err(record(format!(
+                "{} holds {desc}, not {}",
+                what(),
+                kind.plural()
+            )));
         }
         if dtype.size() as u64 > self.file_bytes {
             return Err(record(format!(
@@ -342,7 +357,11 @@ impl TraceFile {
             return Ok(None);
         };
         read_string(&a, owner, name)?
-            .ok_or_else(|| record(format!("attribute {name} of {owner} is not a variable-length string")))
+            .ok_or_else(|| {
+                record(format!(
+                    "attribute {name} of {owner} is not a variable-length string"
+                ))
+            })
             .map(Some)
     }
 
@@ -374,7 +393,9 @@ impl TraceFile {
         let root: &Group = &self.file;
         let gradcode_version = self
             .string_attr(root, "/", "gradcode_version")?
-            .ok_or_else(|| record("not a gradcode trace (no root attribute gradcode_version)".into()))?;
+            .ok_or_else(|| {
+                record("not a gradcode trace (no root attribute gradcode_version)".into())
+            })?;
         let kind = if self.has_group(root, "/", "sim")? {
             TraceKind::Simulation
         } else if self.has_group(root, "/", "iteration")? {
@@ -398,7 +419,11 @@ impl TraceFile {
     /// read): the dimensions of its group, numbers, no more bytes than the
     /// file, `/worker/` datasets with one number of columns. `workers` (the
     /// root attribute) is K when no `/worker/` dataset says it.
-    pub(crate) fn schema_datasets(&self, group: &str, workers: Option<u64>) -> Result<SchemaDatasets> {
+    pub(crate) fn schema_datasets(
+        &self,
+        group: &str,
+        workers: Option<u64>,
+    ) -> Result<SchemaDatasets> {
         let g = self.group(group)?;
         let mut found = Vec::with_capacity(DATASETS.len());
         let mut k: Option<(usize, String)> = None;
@@ -561,7 +586,11 @@ impl TraceFile {
         let ds = g
             .dataset(&rel)
             .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
-        self.guard(&ds, &path, &Expect::vector::<f64>("[parameters]", Kind::Number))?;
+        self.guard(
+            &ds,
+            &path,
+            &Expect::vector::<f64>("[parameters]", Kind::Number),
+        )?;
         let values = ds
             .read_raw::<f64>()
             .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
@@ -744,7 +773,12 @@ impl TraceFile {
 
     /// A string attribute of a dataset outside the schema: `None` when
     /// absent or not a scalar variable-length string.
-    fn lenient_string_attr(&self, loc: &Location, owner: &str, name: &str) -> Result<Option<String>> {
+    fn lenient_string_attr(
+        &self,
+        loc: &Location,
+        owner: &str,
+        name: &str,
+    ) -> Result<Option<String>> {
         match self.attr(loc, owner, name, Kind::String) {
             Ok(Some(a)) => read_string(&a, owner, name),
             Ok(None) | Err(TraceError::Record(_)) => Ok(None),
@@ -754,7 +788,11 @@ impl TraceFile {
 
     /// The scalar numeric and variable-length string attributes of a group
     /// outside the schema (other attributes are left out, unread).
-    fn scalar_attrs(&self, loc: &Location, owner: &str) -> Result<BTreeMap<String, serde_json::Value>> {
+    fn scalar_attrs(
+        &self,
+        loc: &Location,
+        owner: &str,
+    ) -> Result<BTreeMap<String, serde_json::Value>> {
         let mut out = BTreeMap::new();
         let names = loc
             .attr_names()
@@ -793,7 +831,11 @@ fn in_schema(rel: &str) -> bool {
     DATASETS.iter().any(|d| d.path == rel)
         || matches!(
             rel,
-            "model/theta" | "model/previous_theta" | "timing/event" | "timing/total_s" | "timing/count"
+            "model/theta"
+                | "model/previous_theta"
+                | "timing/event"
+                | "timing/total_s"
+                | "timing/count"
         )
 }
 

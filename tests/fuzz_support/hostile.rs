@@ -92,7 +92,9 @@ pub fn hostile_trace(path: &Path, target: Option<&str>, rows: usize) {
             .unwrap();
     }
     let rows_of = |path: &str, valid: usize| {
-        if target == Some(path) || (target == Some(EVERY_ROW) && DATASETS.iter().any(|d| d.path == path)) {
+        if target == Some(path)
+            || (target == Some(EVERY_ROW) && DATASETS.iter().any(|d| d.path == path))
+        {
             rows
         } else {
             valid
@@ -132,7 +134,14 @@ pub fn hostile_trace(path: &Path, target: Option<&str>, rows: usize) {
         .with_data(&event)
         .create("event")
         .unwrap();
-    growing(&timing, "total_s", None, rows_of("timing/total_s", 1), 1, 0.25f64);
+    growing(
+        &timing,
+        "total_s",
+        None,
+        rows_of("timing/total_s", 1),
+        1,
+        0.25f64,
+    );
     growing(&timing, "count", None, rows_of("timing/count", 1), 1, 3u64);
     if target == Some("notes/big") {
         let notes = file.create_group("notes").unwrap();

@@ -351,8 +351,8 @@ pub fn trace_csv(text: &[u8], workers: usize, columns: Option<Vec<usize>>) {
 pub mod hdf5_trace {
     use super::*;
     use gradcode::trace::{
-        IterationRecord, Report, TimingEvent, TraceError, TraceMeta, TraceWriter,
-        read_attr_string, read_trace,
+        IterationRecord, Report, TimingEvent, TraceError, TraceMeta, TraceWriter, read_attr_string,
+        read_trace,
     };
 
     /// A small valid run trace written by `TraceWriter`: 5 iterations, 3
@@ -436,7 +436,11 @@ pub mod hdf5_trace {
                 assert_eq!(rec.workers(), t.workers);
             }
             if let Some(s) = &r.summary {
-                assert_eq!(s.iterations, t.records.len(), "inspect and read_trace agree");
+                assert_eq!(
+                    s.iterations,
+                    t.records.len(),
+                    "inspect and read_trace agree"
+                );
             }
         }
         for name in ["scheme", "config_toml", "gradcode_version"] {

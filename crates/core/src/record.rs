@@ -465,19 +465,23 @@ mod tests {
     impl ColumnVisitor for Seen {
         type Error = ();
         fn f64(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<f64>>) -> Result<(), ()> {
-            self.0.push((s.path, ElementType::F64, c.as_ref().map(Vec::len)));
+            self.0
+                .push((s.path, ElementType::F64, c.as_ref().map(Vec::len)));
             Ok(())
         }
         fn u64(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<u64>>) -> Result<(), ()> {
-            self.0.push((s.path, ElementType::U64, c.as_ref().map(Vec::len)));
+            self.0
+                .push((s.path, ElementType::U64, c.as_ref().map(Vec::len)));
             Ok(())
         }
         fn i64(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<i64>>) -> Result<(), ()> {
-            self.0.push((s.path, ElementType::I64, c.as_ref().map(Vec::len)));
+            self.0
+                .push((s.path, ElementType::I64, c.as_ref().map(Vec::len)));
             Ok(())
         }
         fn flag(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<bool>>) -> Result<(), ()> {
-            self.0.push((s.path, ElementType::Flag, c.as_ref().map(Vec::len)));
+            self.0
+                .push((s.path, ElementType::Flag, c.as_ref().map(Vec::len)));
             Ok(())
         }
     }
