@@ -1,4 +1,8 @@
-//! The HDF5 writer and reader of the trace schema (see the module above).
+//! The HDF5 writers of the trace schema (see the module above), and
+//! [`read_trace`], the records of a trace read back through the guarded
+//! reader ([`TraceFile`], read.rs). The per-iteration datasets are those of
+//! the table ([`DATASETS`]): `GroupWriter` creates one per line, and
+//! writes the rows through [`TraceColumns::visit`], so no dataset is named here.
 
 use std::path::Path;
 use std::str::FromStr;
