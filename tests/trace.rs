@@ -462,3 +462,107 @@ fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
     let want: Vec<IterationRecord> = records[..4].iter().chain(&records[6..]).cloned().collect();
     assert_eq!(format!("{back:?}"), format!("{want:?}"));
 }
+
+/// Every reader's error on `p`, which must refuse it: (read_trace, inspect, resume).
+fn every_reader_refuses(p: &std::path::Path) -> [String; 3] {
+    let t = read_trace(p, "/").expect_err("read_trace refuses it");
+    let r = Report::read(p).expect_err("inspect refuses it");
+    let w = TraceWriter::resume(p)
+        .map(|_| ())
+        .expect_err("resume refuses it");
+    [t.to_string(), r.to_string(), w.to_string()]
+}
+
+#[test]
+fn datasets_that_each_fit_but_together_exceed_the_file_are_refused() {
+    let control = path("together-control.h5");
+    hostile_trace(&control, None, 0);
+    let size = std::fs::metadata(&control).unwrap().len() as usize;
+    // The largest dataset, /worker/ f64 of 2 workers, claims 16 bytes a row.
+    let rows = size / 16 - 64;
+    let p = path("together.h5");
+    hostile_trace(&p, Some(EVERY_ROW), rows);
+    let file = std::fs::metadata(&p).unwrap().len() as usize;
+    let per_row: Vec<usize> = DATASETS
+        .iter()
+        .map(|d| {
+            let values = match d.group {
+                SchemaGroup::Iteration => 1,
+                SchemaGroup::Worker => hostile::WORKERS,
+            };
+            values * d.element.size()
+        })
+        .collect();
+    assert!(
+        per_row.iter().all(|b| b * rows <= file),
+        "each dataset alone fits"
+    );
+    assert!(
+        per_row.iter().sum::<usize>() * rows > file,
+        "together they do not"
+    );
+    for m in every_reader_refuses(&p) {
+        assert!(!m.contains('\n'), "{m}");
+        assert!(
+            m.contains("/{iteration,worker} up to /")
+                && m.contains("bytes together, more than the"),
+            "{m}"
+        );
+    }
+}
+
+#[test]
+fn datasets_of_the_wrong_dimensions_or_kind_are_refused_naming_them() {
+    type Damage = fn(&hdf5::File);
+    let cases: [(&str, Damage); 3] = [
+        (
+            "dataset /worker/cluster has shape [0], not [iterations, workers]",
+            |f| {
+                f.unlink("worker/cluster").unwrap();
+                f.group("worker")
+                    .unwrap()
+                    .new_dataset::<i64>()
+                    .shape(0)
+                    .create("cluster")
+                    .unwrap();
+            },
+        ),
+        ("dataset /iteration/decode_s holds", |f| {
+            f.unlink("iteration/decode_s").unwrap();
+            let v: Vec<hdf5::types::VarLenUnicode> = Vec::new();
+            f.group("iteration")
+                .unwrap()
+                .new_dataset_builder()
+                .with_data(&v)
+                .create("decode_s")
+                .unwrap();
+        }),
+        (
+            "dataset /model/theta has shape [1, 2], not [parameters]",
+            |f| {
+                f.unlink("model/theta").unwrap();
+                let ds = f
+                    .group("model")
+                    .unwrap()
+                    .new_dataset::<f64>()
+                    .shape((1, 2))
+                    .create("theta")
+                    .unwrap();
+                ds.new_attr::<u64>()
+                    .create("iteration")
+                    .unwrap()
+                    .write_scalar(&0)
+                    .unwrap();
+            },
+        ),
+    ];
+    for (i, (rule, damage)) in cases.into_iter().enumerate() {
+        let p = path(&format!("wrong-shape-{i}.h5"));
+        hostile_trace(&p, None, 0);
+        damage(&hdf5::File::open_rw(&p).unwrap());
+        for m in every_reader_refuses(&p) {
+            assert!(!m.contains('\n'), "{m}");
+            assert!(m.contains(rule), "does not say `{rule}`: {m}");
+        }
+    }
+}
