@@ -5,9 +5,10 @@
 //! [`read_trace`]) need the `hdf5` feature. The per-iteration datasets (the
 //! `/iteration/` and `/worker/` lines below) are one table,
 //! [`gradcode_core::record::DATASETS`], from which the record, the writer,
-//! the reader and the summary's columns are derived; a test checks that
-//! this list and the README name every dataset of the table, with its type
-//! and shape. The schema:
+//! the reader and the summary's columns are derived; tests check that this
+//! list names every dataset of the table with its type and shape, and that
+//! the README names them. A new dataset is one line of the table, marked
+//! `optional` so that older traces still give records. The schema:
 //!
 //! ```text
 //! /                       attributes scheme, workers, config_toml, gradcode_version, seed
