@@ -39,7 +39,12 @@ fn inspect_needs_hdf5() {
 }
 
 #[cfg(feature = "hdf5")]
+#[path = "fuzz_support/hostile.rs"]
+mod hostile;
+
+#[cfg(feature = "hdf5")]
 mod with_hdf5 {
+    use super::hostile::{EVERY_ROW, HOSTILE_ROWS, hostile_trace};
     use super::*;
     use gradcode::trace::{IterationRecord, TimingEvent, TraceMeta, TraceWriter, read_trace};
     use serde_json::Value;
@@ -587,5 +592,131 @@ mod with_hdf5 {
         w.close().unwrap();
         let v = json(&gradcode(&["inspect", path.to_str().unwrap(), "--json"]));
         assert_eq!(v["summary"]["iterations"], 13);
+    }
+
+    /// `gradcode inspect ARGS` with at most 4 GiB of address space, so that
+    /// reading a dataset of 2^31 f64 values (16 GiB) could not pass unseen.
+    fn inspect_limited(args: &[&str]) -> Output {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 4194304 && exec \"$0\" inspect \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_gradcode"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_dataset_claiming_more_than_the_file_holds_is_an_input_error_not_a_read() {
+        let _serial = serial();
+        // The control: the same file with no claim is a trace inspect reads
+        // under the same memory limit.
+        let control = dir().join("hostile-control.h5");
+        hostile_trace(&control, None, HOSTILE_ROWS);
+        let o = inspect_limited(&[control.to_str().unwrap(), "--json"]);
+        let v = json(&o);
+        assert_eq!(v["summary"]["iterations"], 0);
+        assert_eq!(v["model"]["parameters"], 2);
+        assert_eq!(v["timing"][0]["event"], "decode");
+        // (blown-up dataset, the dataset refused): with every dataset of the
+        // table blown up alike the shapes agree, only the size rule is broken.
+        for (target, refused) in [
+            ("iteration/duration_s", "iteration/duration_s"),
+            (EVERY_ROW, "iteration/duration_s"),
+            ("worker/finish_s", "worker/finish_s"),
+            ("model/theta", "model/theta"),
+            ("timing/total_s", "timing/total_s"),
+        ] {
+            let name = if target == EVERY_ROW { "every" } else { target };
+            let file = dir().join(format!("hostile-{}.h5", name.replace('/', "-")));
+            hostile_trace(&file, Some(target), HOSTILE_ROWS);
+            let bytes = std::fs::metadata(&file).unwrap().len();
+            assert!(bytes < 64 * 1024, "{target}: a small file, {bytes} bytes");
+            for json_flag in [false, true] {
+                let mut args = vec![file.to_str().unwrap()];
+                if json_flag {
+                    args.push("--json");
+                }
+                let start = std::time::Instant::now();
+                let o = inspect_limited(&args);
+                assert_rejected(&o, &file, &format!("dataset /{refused} claims shape"));
+                assert!(
+                    stderr(&o).contains("more than the"),
+                    "states the rule: {}",
+                    stderr(&o)
+                );
+                assert!(
+                    start.elapsed() < std::time::Duration::from_secs(20),
+                    "{target}: took {:?}",
+                    start.elapsed()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_huge_dataset_outside_the_schema_is_listed_with_its_shape_unread() {
+        let _serial = serial();
+        let file = dir().join("hostile-extra.h5");
+        hostile_trace(&file, Some("notes/big"), HOSTILE_ROWS);
+        let v = json(&inspect_limited(&[file.to_str().unwrap(), "--json"]));
+        assert_eq!(
+            v["extra_datasets"],
+            serde_json::json!([{
+                "path": "/notes/big",
+                "shape": [HOSTILE_ROWS],
+                "unit": null,
+                "description": null,
+                "values": null,
+            }])
+        );
+        let o = inspect_limited(&[file.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = stdout(&o);
+        assert!(
+            text.contains("other dataset         /notes/big [2147483648]"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn attributes_of_the_wrong_shape_or_kind_are_named() {
+        let _serial = serial();
+        type Damage = fn(&hdf5::File);
+        let cases: [(&str, &str, Damage); 2] = [
+            (
+                "workers",
+                "attribute workers of / has shape [3], not a scalar",
+                |f| {
+                    f.new_attr::<u64>()
+                        .shape(3)
+                        .create("workers")
+                        .unwrap()
+                        .write_raw(&[1u64, 2, 3])
+                        .unwrap();
+                },
+            ),
+            (
+                "scheme",
+                "attribute scheme of / holds float64, not strings",
+                |f| {
+                    f.new_attr::<f64>()
+                        .create("scheme")
+                        .unwrap()
+                        .write_scalar(&1.5)
+                        .unwrap();
+                },
+            ),
+        ];
+        for (name, rule, damage) in cases {
+            let file = dir().join(format!("bad-attribute-{name}.h5"));
+            hostile_trace(&file, None, 0);
+            {
+                let f = hdf5::File::open_rw(&file).unwrap();
+                f.delete_attr(name).unwrap();
+                damage(&f);
+            }
+            assert_rejected(&gradcode(&["inspect", file.to_str().unwrap()]), &file, rule);
+        }
     }
 }

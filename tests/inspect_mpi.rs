@@ -1,10 +1,23 @@
 //! `gradcode inspect` of a real training trace: `mpirun … gradcode train
 //! --out` with emulated Gilbert-Elliott stragglers under GC-DC, then inspect's
 //! JSON against train's own JSON summary and against the records read back.
+//! And `gradcode train --resume` of a hostile trace: refused through the
+//! guarded reader, as `inspect` refuses it.
 #![cfg(all(feature = "mpi", feature = "hdf5"))]
+
+#[path = "fuzz_support/hostile.rs"]
+mod hostile;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+/// One test at a time: a child process inherits the HDF5 files another
+/// test thread has open, and with them HDF5's lock on the file.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inspect-mpi");
@@ -32,6 +45,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn inspect_summarises_a_real_training_trace_as_train_does() {
+    let _serial = serial();
     let trace = scratch("gcdc.h5");
     let mut mpirun = Command::new("mpirun");
     mpirun
@@ -131,4 +145,50 @@ fn inspect_summarises_a_real_training_trace_as_train_does() {
         s["stragglers_per_cluster"]["series"],
         serde_json::json!(series)
     );
+}
+
+#[test]
+fn resuming_a_trace_whose_dataset_claims_more_than_the_file_is_an_input_error() {
+    let _serial = serial();
+    // A singleton MPI run: the trace is read before the world size is checked.
+    let limited = |file: &std::path::Path| {
+        Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 4194304 && exec \"$0\" train --resume \"$1\"")
+            .arg(env!("CARGO_BIN_EXE_gradcode"))
+            .arg(file)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap()
+    };
+    let file = scratch("hostile-resume.h5");
+    hostile::hostile_trace(&file, Some(hostile::EVERY_ROW), hostile::HOSTILE_ROWS);
+    let o = limited(&file);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("error: --resume: {}: ", file.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains("dataset /iteration/duration_s claims shape") && err.contains("more than the"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    // Refused before anything was cut.
+    let f = hdf5::File::open(&file).unwrap();
+    assert_eq!(
+        f.dataset("iteration/duration_s").unwrap().shape(),
+        [hostile::HOSTILE_ROWS]
+    );
+    drop(f);
+    // The control passes the reader and stops only at the world size.
+    let control = scratch("hostile-resume-control.h5");
+    hostile::hostile_trace(&control, None, 0);
+    let o = limited(&control);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs 3 MPI ranks"), "{err}");
 }

@@ -1,13 +1,20 @@
 //! HDF5 traces: what is written reads back identically, in the schema of
-//! DESIGN.md, and a killed writer leaves a readable file.
+//! the table (`gradcode::record::DATASETS`); every reader refuses a dataset
+//! that claims more than the file holds, before reading it.
 #![cfg(feature = "hdf5")]
 
-use std::path::PathBuf;
+#[path = "fuzz_support/hostile.rs"]
+mod hostile;
 
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use gradcode::record::{ColumnVisitor, DatasetSpec, TraceColumns};
 use gradcode::trace::{
-    IterationRecord, SimTraceWriter, TraceError, TraceMeta, TraceWriter, read_attr_string,
-    read_trace,
+    DATASETS, ElementType, IterationRecord, Report, SchemaGroup, SimTraceWriter, TraceError,
+    TraceMeta, TraceWriter, read_attr_string, read_trace,
 };
+use hostile::{EVERY_ROW, HOSTILE_ROWS, hostile_trace};
 
 fn path(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("traces");
@@ -173,4 +180,389 @@ fn a_simulation_trace_has_one_trace_per_scheme_and_trial() {
         .read_scalar()
         .unwrap();
     assert_eq!(unit, 0.1);
+}
+
+/// Every column of a trace as f64 (flags as 0 / 1), in table order.
+struct AsF64(Vec<(&'static DatasetSpec, Vec<f64>)>);
+
+impl ColumnVisitor for AsF64 {
+    type Error = ();
+    fn f64(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<f64>>) -> Result<(), ()> {
+        self.0.push((s, c.clone().unwrap()));
+        Ok(())
+    }
+    fn u64(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<u64>>) -> Result<(), ()> {
+        self.0
+            .push((s, c.as_ref().unwrap().iter().map(|&x| x as f64).collect()));
+        Ok(())
+    }
+    fn i64(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<i64>>) -> Result<(), ()> {
+        self.0
+            .push((s, c.as_ref().unwrap().iter().map(|&x| x as f64).collect()));
+        Ok(())
+    }
+    fn flag(&mut self, s: &'static DatasetSpec, c: &mut Option<Vec<bool>>) -> Result<(), ()> {
+        self.0.push((
+            s,
+            c.as_ref()
+                .unwrap()
+                .iter()
+                .map(|&x| f64::from(u8::from(x)))
+                .collect(),
+        ));
+        Ok(())
+    }
+}
+
+fn columns_f64(
+    workers: usize,
+    records: &[IterationRecord],
+) -> Vec<(&'static DatasetSpec, Vec<f64>)> {
+    let mut v = AsF64(Vec::new());
+    TraceColumns::from_records(workers, records)
+        .visit(&mut v)
+        .unwrap();
+    v.0
+}
+
+/// Records whose every field has values of its own (no two datasets hold
+/// the same column), so that a dataset written to or read from the place of
+/// another is seen.
+fn distinct_records(workers: usize, iterations: usize) -> Vec<IterationRecord> {
+    (0..iterations)
+        .map(|i| {
+            let x = i as f64;
+            let mut r = IterationRecord::new(workers);
+            r.duration_s = 1.0 + x;
+            r.decode_s = 2e-3 * (1.0 + x);
+            r.recovered_fraction = 1.0 / (2.0 + x);
+            r.messages_used = 3 + i as u64;
+            r.messages_received = 40 + 2 * i as u64;
+            r.stale_dropped = 500 + i as u64;
+            r.train_loss = if i == 1 { f64::NAN } else { 6.0 / (1.0 + x) };
+            r.test_loss = 7.0 / (1.0 + x) + 0.5;
+            for w in 0..workers {
+                let y = w as f64;
+                r.finish_s[w] = if (i + w) % 4 == 3 {
+                    f64::NAN
+                } else {
+                    8.0 + x + 0.1 * y
+                };
+                r.straggling[w] = (i + w) % 2 == 0;
+                r.cluster[w] = if i % 3 == 0 {
+                    -1
+                } else {
+                    1 + ((i + w) % 2) as i64
+                };
+                r.used[w] = (i * w) % 3 == 1;
+                r.overrun_s[w] = 0.01 * (1.0 + x) * (1.0 + y);
+            }
+            r
+        })
+        .collect()
+}
+
+/// Equal as bits (so NaN = NaN).
+fn same_column(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+#[test]
+fn every_dataset_of_the_table_is_written_and_read_back_equal() {
+    let (k, n) = (3, 7);
+    let records = distinct_records(k, n);
+    let want = columns_f64(k, &records);
+    assert_eq!(want.len(), DATASETS.len());
+    for (i, (a, ca)) in want.iter().enumerate() {
+        for (b, cb) in &want[i + 1..] {
+            assert!(
+                !same_column(ca, cb),
+                "the test records hold the same values in {} and {}: give the new field values of its own",
+                a.path,
+                b.path
+            );
+        }
+    }
+    let p = path("every-dataset.h5");
+    let mut w = TraceWriter::create(&p, &meta(k)).unwrap();
+    for r in &records {
+        w.append(r).unwrap();
+    }
+    w.close().unwrap();
+
+    // Read back through the trace reader: the same records.
+    let t = read_trace(&p, "/").unwrap();
+    assert_eq!(t.workers, k);
+    assert_eq!(format!("{:?}", t.records), format!("{records:?}"));
+
+    // And through the hdf5 crate alone: every dataset of the table, with the
+    // table's type, shape and attributes, holds its column.
+    let f = hdf5::File::open(&p).unwrap();
+    for (spec, column) in &want {
+        let ds = f.dataset(spec.path).unwrap();
+        let shape = match spec.group {
+            SchemaGroup::Iteration => vec![n],
+            SchemaGroup::Worker => vec![n, k],
+        };
+        assert_eq!(ds.shape(), shape, "{}", spec.path);
+        let stored = ds.dtype().unwrap();
+        let expected = match spec.element {
+            ElementType::F64 => hdf5::Datatype::from_type::<f64>(),
+            ElementType::U64 => hdf5::Datatype::from_type::<u64>(),
+            ElementType::I64 => hdf5::Datatype::from_type::<i64>(),
+            ElementType::Flag => hdf5::Datatype::from_type::<u8>(),
+        }
+        .unwrap();
+        assert_eq!(stored, expected, "{}", spec.path);
+        assert!(ds.is_chunked(), "{}", spec.path);
+        let got: Vec<f64> = ds.read_raw::<f64>().unwrap();
+        assert!(
+            same_column(&got, column),
+            "{}: {got:?} != {column:?}",
+            spec.path
+        );
+        for (attr, value) in [("unit", spec.unit), ("description", spec.description)] {
+            let v: hdf5::types::VarLenUnicode = ds.attr(attr).unwrap().read_scalar().unwrap();
+            assert_eq!(v.as_str(), value, "{}@{attr}", spec.path);
+        }
+    }
+}
+
+/// Where each reader stands on a dataset that claims 2^31 rows: `true` when
+/// it must refuse it (it reads it), `false` when it may ignore it.
+const HOSTILE_EXPECTATIONS: [(&str, bool, bool, bool); 3] = [
+    // (target, read_trace, inspect's Report::read, TraceWriter::resume)
+    ("model/theta", true, true, true),
+    // /timing/ is rewritten at the end of a resumed run, never read by resume.
+    ("timing/total_s", true, true, false),
+    // Outside the schema: inspect lists it without reading it.
+    ("notes/big", false, false, false),
+];
+
+/// `e` is one line naming `/target` and the size rule.
+fn names_the_size_rule(e: &TraceError, target: &str) {
+    // Every dataset of the table claims the rows: the first is refused.
+    let target = if target == EVERY_ROW {
+        DATASETS[0].path
+    } else {
+        target
+    };
+    let m = e.to_string();
+    assert!(!m.contains('\n'), "{m}");
+    assert!(
+        m.contains(&format!("/{target} ")),
+        "does not name /{target}: {m}"
+    );
+    assert!(m.contains("more than the"), "does not state the rule: {m}");
+}
+
+#[test]
+fn every_reader_refuses_a_dataset_claiming_more_than_the_file_holds() {
+    let table = DATASETS.iter().map(|d| (d.path, true, true, true));
+    let every = [(EVERY_ROW, true, true, true)];
+    for (target, by_trace, by_report, by_resume) in table.chain(every).chain(HOSTILE_EXPECTATIONS) {
+        let p = path(&format!("hostile-{}.h5", target.replace('/', "-")));
+        hostile_trace(&p, Some(target), HOSTILE_ROWS);
+        let bytes = std::fs::metadata(&p).unwrap().len();
+        assert!(
+            bytes < 64 * 1024,
+            "the hostile file is small: {bytes} bytes"
+        );
+        let start = Instant::now();
+        match read_trace(&p, "/") {
+            Err(e) if by_trace => names_the_size_rule(&e, target),
+            Ok(_) if !by_trace => {}
+            other => panic!("read_trace of hostile {target}: {other:?}"),
+        }
+        match Report::read(&p) {
+            Err(e) if by_report => names_the_size_rule(&e, target),
+            Ok(r) if !by_report => {
+                // Listed with its shape, not read.
+                let extra = r
+                    .extra_datasets
+                    .iter()
+                    .find(|d| d.path == format!("/{target}"))
+                    .unwrap_or_else(|| panic!("{target} not listed: {r:?}"));
+                assert_eq!(extra.shape, [HOSTILE_ROWS]);
+                assert_eq!(extra.values, None);
+            }
+            other => panic!("inspect of hostile {target}: {other:?}"),
+        }
+        match TraceWriter::resume(&p) {
+            Err(e) if by_resume => names_the_size_rule(&e, target),
+            Ok((w, s)) if !by_resume => {
+                assert_eq!(s.iteration, 0);
+                w.close().unwrap();
+            }
+            Err(e) => panic!("resume of hostile {target}: {e}"),
+            Ok(_) => panic!("resume of hostile {target} succeeded"),
+        }
+        if by_resume {
+            // Refused before anything was cut or written.
+            let f = hdf5::File::open(&p).unwrap();
+            let claimed = if target == EVERY_ROW {
+                DATASETS[0].path
+            } else {
+                target
+            };
+            assert_eq!(f.dataset(claimed).unwrap().shape()[0], HOSTILE_ROWS);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{target}: the readers took {:?}",
+            start.elapsed()
+        );
+    }
+}
+
+#[test]
+fn the_hostile_files_control_is_a_trace_every_reader_reads_and_resume_continues() {
+    let p = path("hostile-control.h5");
+    hostile_trace(&p, None, HOSTILE_ROWS);
+    let t = read_trace(&p, "/").unwrap();
+    assert_eq!((t.workers, t.records.len()), (hostile::WORKERS, 0));
+    assert_eq!(t.theta, Some(vec![0.5, 0.5]));
+    assert_eq!(t.timing.len(), 1);
+    let r = Report::read(&p).unwrap();
+    assert_eq!(r.summary.unwrap().iterations, 0);
+    assert!(r.extra_datasets.is_empty(), "{:?}", r.extra_datasets);
+    let (mut w, s) = TraceWriter::resume(&p).unwrap();
+    assert_eq!((s.iteration, s.seed), (0, 1));
+    w.append(&distinct_records(hostile::WORKERS, 1)[0]).unwrap();
+    w.close().unwrap();
+    assert_eq!(read_trace(&p, "/").unwrap().records.len(), 1);
+}
+
+#[test]
+fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
+    let p = path("resume.h5");
+    let records = distinct_records(3, 9);
+    let mut w = TraceWriter::create(&p, &meta(3)).unwrap();
+    for r in &records[..6] {
+        w.append(r).unwrap();
+    }
+    w.write_snapshot(4, &[1.0, 2.0], &[0.5, 1.5]).unwrap();
+    w.close().unwrap();
+    let (mut w, s) = TraceWriter::resume(&p).unwrap();
+    assert_eq!(s.iteration, 4);
+    assert_eq!(
+        (s.theta, s.previous_theta),
+        (vec![1.0, 2.0], vec![0.5, 1.5])
+    );
+    assert_eq!(
+        (s.seed, s.config_toml.as_str()),
+        (42, meta(3).config_toml.as_str())
+    );
+    assert_eq!(w.iterations(), 4);
+    for r in &records[6..] {
+        w.append(r).unwrap();
+    }
+    w.close().unwrap();
+    let back = read_trace(&p, "/").unwrap().records;
+    let want: Vec<IterationRecord> = records[..4].iter().chain(&records[6..]).cloned().collect();
+    assert_eq!(format!("{back:?}"), format!("{want:?}"));
+}
+
+/// Every reader's error on `p`, which must refuse it: (read_trace, inspect, resume).
+fn every_reader_refuses(p: &std::path::Path) -> [String; 3] {
+    let t = read_trace(p, "/").expect_err("read_trace refuses it");
+    let r = Report::read(p).expect_err("inspect refuses it");
+    let w = TraceWriter::resume(p)
+        .map(|_| ())
+        .expect_err("resume refuses it");
+    [t.to_string(), r.to_string(), w.to_string()]
+}
+
+#[test]
+fn datasets_that_each_fit_but_together_exceed_the_file_are_refused() {
+    let control = path("together-control.h5");
+    hostile_trace(&control, None, 0);
+    let size = std::fs::metadata(&control).unwrap().len() as usize;
+    // The largest dataset, /worker/ f64 of 2 workers, claims 16 bytes a row.
+    let rows = size / 16 - 64;
+    let p = path("together.h5");
+    hostile_trace(&p, Some(EVERY_ROW), rows);
+    let file = std::fs::metadata(&p).unwrap().len() as usize;
+    let per_row: Vec<usize> = DATASETS
+        .iter()
+        .map(|d| {
+            let values = match d.group {
+                SchemaGroup::Iteration => 1,
+                SchemaGroup::Worker => hostile::WORKERS,
+            };
+            values * d.element.size()
+        })
+        .collect();
+    assert!(
+        per_row.iter().all(|b| b * rows <= file),
+        "each dataset alone fits"
+    );
+    assert!(
+        per_row.iter().sum::<usize>() * rows > file,
+        "together they do not"
+    );
+    for m in every_reader_refuses(&p) {
+        assert!(!m.contains('\n'), "{m}");
+        assert!(
+            m.contains("/{iteration,worker} up to /")
+                && m.contains("bytes together, more than the"),
+            "{m}"
+        );
+    }
+}
+
+#[test]
+fn datasets_of_the_wrong_dimensions_or_kind_are_refused_naming_them() {
+    type Damage = fn(&hdf5::File);
+    let cases: [(&str, Damage); 3] = [
+        (
+            "dataset /worker/cluster has shape [0], not [iterations, workers]",
+            |f| {
+                f.unlink("worker/cluster").unwrap();
+                f.group("worker")
+                    .unwrap()
+                    .new_dataset::<i64>()
+                    .shape(0)
+                    .create("cluster")
+                    .unwrap();
+            },
+        ),
+        ("dataset /iteration/decode_s holds", |f| {
+            f.unlink("iteration/decode_s").unwrap();
+            let v: Vec<hdf5::types::VarLenUnicode> = Vec::new();
+            f.group("iteration")
+                .unwrap()
+                .new_dataset_builder()
+                .with_data(&v)
+                .create("decode_s")
+                .unwrap();
+        }),
+        (
+            "dataset /model/theta has shape [1, 2], not [parameters]",
+            |f| {
+                f.unlink("model/theta").unwrap();
+                let ds = f
+                    .group("model")
+                    .unwrap()
+                    .new_dataset::<f64>()
+                    .shape((1, 2))
+                    .create("theta")
+                    .unwrap();
+                ds.new_attr::<u64>()
+                    .create("iteration")
+                    .unwrap()
+                    .write_scalar(&0)
+                    .unwrap();
+            },
+        ),
+    ];
+    for (i, (rule, damage)) in cases.into_iter().enumerate() {
+        let p = path(&format!("wrong-shape-{i}.h5"));
+        hostile_trace(&p, None, 0);
+        damage(&hdf5::File::open_rw(&p).unwrap());
+        for m in every_reader_refuses(&p) {
+            assert!(!m.contains('\n'), "{m}");
+            assert!(m.contains(rule), "does not say `{rule}`: {m}");
+        }
+    }
 }

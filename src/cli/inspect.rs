@@ -67,67 +67,15 @@ fn check_file(path: &Path) -> Result<(), InputError> {
 mod imp {
     use std::path::Path;
 
-    use serde::Serialize;
-
     use super::check_file;
     use crate::error::InputError;
-    use crate::trace::summary::{Distribution, Summary, TraceColumns, summarize};
-    use crate::trace::{
-        ExtraDataset, ExtraGroup, ModelInfo, TimingEvent, TraceError, TraceFile, TraceKind,
-    };
+    use crate::trace::summary::{Distribution, Summary};
+    use crate::trace::{Report, TraceKind};
 
-    /// What `inspect --json` prints (keys documented in the README).
-    #[derive(Debug, Serialize)]
-    pub(super) struct Report {
-        file: String,
-        kind: TraceKind,
-        gradcode_version: String,
-        scheme: Option<String>,
-        workers: Option<u64>,
-        seed: Option<u64>,
-        /// Training trace: the run.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        summary: Option<Summary>,
-        /// Training trace: `/model/theta` (null when absent).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        model: Option<Option<ModelInfo>>,
-        /// Training trace: `/timing/` (null when absent).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        timing: Option<Option<Vec<TimingEvent>>>,
-        /// Simulation trace: per scheme.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        schemes: Option<Vec<SchemeReport>>,
-        extra_datasets: Vec<ExtraDataset>,
-        extra_groups: Vec<ExtraGroup>,
-    }
-
-    /// One simulated scheme.
-    #[derive(Debug, Serialize)]
-    pub(super) struct SchemeReport {
-        name: String,
-        /// Trials found in the file (`trials_planned`: the attribute).
-        trials: usize,
-        trials_planned: Option<u64>,
-        iterations_planned: Option<u64>,
-        model_time_unit_s: Option<f64>,
-        /// Pooled over every iteration of every trial.
-        summary: Summary,
-        per_trial: Vec<TrialReport>,
-    }
-
-    #[derive(Debug, Serialize)]
-    pub(super) struct TrialReport {
-        trial: usize,
-        summary: Summary,
-    }
-
-    fn bad(path: &Path, e: TraceError) -> InputError {
-        InputError::new(path.display().to_string(), e)
-    }
-
+    /// Read the trace through the guarded reader; every error names the file.
     pub(super) fn read(path: &Path) -> Result<Report, InputError> {
         check_file(path)?;
-        let file = TraceFile::open(path).map_err(|e| {
+        Report::read(path).map_err(|e| {
             if e.to_string().contains("unable to lock file") {
                 InputError::new(
                     path.display().to_string(),
@@ -136,62 +84,9 @@ mod imp {
                      in the environment",
                 )
             } else {
-                bad(path, e)
+                InputError::new(path.display().to_string(), e)
             }
-        })?;
-        let root = file.root().map_err(|e| bad(path, e))?;
-        let (extra_datasets, extra_groups) = file.extras("/").map_err(|e| bad(path, e))?;
-        let mut report = Report {
-            file: path.display().to_string(),
-            kind: root.kind,
-            gradcode_version: root.gradcode_version.clone(),
-            scheme: root.scheme.clone(),
-            workers: root.workers,
-            seed: root.seed,
-            summary: None,
-            model: None,
-            timing: None,
-            schemes: None,
-            extra_datasets,
-            extra_groups,
-        };
-        match root.kind {
-            TraceKind::Train => {
-                let columns = file.columns("/", root.workers).map_err(|e| bad(path, e))?;
-                report.summary = Some(summarize(&[&columns]));
-                report.model = Some(file.model("/").map_err(|e| bad(path, e))?);
-                report.timing = Some(file.timing("/").map_err(|e| bad(path, e))?);
-            }
-            TraceKind::Simulation => {
-                let mut schemes = Vec::new();
-                for s in file.sim_schemes().map_err(|e| bad(path, e))? {
-                    let trials: Vec<(usize, TraceColumns)> = s
-                        .trial_groups
-                        .iter()
-                        .map(|(k, g)| Ok((*k, file.columns(g, root.workers)?)))
-                        .collect::<Result<_, TraceError>>()
-                        .map_err(|e| bad(path, e))?;
-                    let parts: Vec<&TraceColumns> = trials.iter().map(|(_, c)| c).collect();
-                    schemes.push(SchemeReport {
-                        name: s.name.clone(),
-                        trials: trials.len(),
-                        trials_planned: s.trials,
-                        iterations_planned: s.iterations,
-                        model_time_unit_s: s.model_time_unit_s,
-                        summary: summarize(&parts),
-                        per_trial: trials
-                            .iter()
-                            .map(|(k, c)| TrialReport {
-                                trial: *k,
-                                summary: summarize(&[c]),
-                            })
-                            .collect(),
-                    });
-                }
-                report.schemes = Some(schemes);
-            }
-        }
-        Ok(report)
+        })
     }
 
     /// Seconds with a unit that fits.

@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use super::{ConfigArgs, load, print_warnings};
 use crate::config::StateInfo;
-use crate::engine::{IterationEvent, Observer, ObserverError};
 use crate::error::InputError;
 use crate::sim::{SimReport, Simulation};
 
@@ -104,18 +103,8 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     Ok(())
 }
 
-/// The simulation trace, as an observer of every iteration of every scheme and trial.
 #[cfg(feature = "hdf5")]
-struct Trace(crate::trace::SimTraceWriter);
-
-#[cfg(feature = "hdf5")]
-impl Observer for Trace {
-    fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
-        Ok(self
-            .0
-            .append(event.lane, event.trial as usize, event.record)?)
-    }
-}
+type Trace = crate::trace::SimTraceWriter;
 
 /// Create the trace file of `--out`; a path that cannot be created is bad input.
 #[cfg(feature = "hdf5")]
@@ -132,7 +121,7 @@ fn open_trace(
         config_toml: config.to_toml(),
         seed: config.seed,
     };
-    crate::trace::SimTraceWriter::create(
+    Trace::create(
         path,
         &meta,
         &names,
@@ -140,13 +129,12 @@ fn open_trace(
         config.simulate.iterations,
         config.straggler.time_unit_ms / 1000.0,
     )
-    .map(Trace)
     .map_err(|e| InputError::new("--out", e))
 }
 
 #[cfg(feature = "hdf5")]
 fn close_trace(writer: Trace) -> anyhow::Result<()> {
-    Ok(writer.0.close()?)
+    Ok(writer.close()?)
 }
 
 /// Without HDF5 there is no trace to write.
@@ -154,8 +142,11 @@ fn close_trace(writer: Trace) -> anyhow::Result<()> {
 enum Trace {}
 
 #[cfg(not(feature = "hdf5"))]
-impl Observer for Trace {
-    fn iteration(&mut self, _: &IterationEvent<'_>) -> Result<(), ObserverError> {
+impl crate::engine::Observer for Trace {
+    fn iteration(
+        &mut self,
+        _: &crate::engine::IterationEvent<'_>,
+    ) -> Result<(), crate::engine::ObserverError> {
         match *self {}
     }
 }

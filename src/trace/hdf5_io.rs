@@ -1,15 +1,23 @@
-//! The HDF5 writer and reader of the trace schema (see the module above).
+//! The HDF5 writers of the trace schema (see the module above), and
+//! [`read_trace`], the records of a trace read back through the guarded
+//! reader ([`TraceFile`], read.rs). The per-iteration datasets are those of
+//! the table ([`DATASETS`]): `GroupWriter` creates one per line, and
+//! writes the rows through [`TraceColumns::visit`], so no dataset is named here.
 
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Instant;
 
 use hdf5::types::VarLenUnicode;
-use hdf5::{Dataset, Extent, File, Group, H5Type, Location};
+use hdf5::{Dataset, Datatype, Extent, File, Group, H5Type, Location};
 use ndarray::ArrayView2;
 
-use super::{
-    FLUSH_INTERVAL, IterationRecord, RecordSink, Snapshot, TimingEvent, TraceError, TraceMeta,
+use super::read::TraceFile;
+use crate::engine::{IterationEvent, Observer, ObserverError};
+
+use super::{FLUSH_INTERVAL, IterationRecord, Snapshot, TimingEvent, TraceError, TraceMeta};
+use gradcode_core::record::{
+    ColumnVisitor, DATASETS, DatasetSpec, ElementType, SchemaGroup, TraceColumns,
 };
 
 type Result<T> = std::result::Result<T, TraceError>;
@@ -42,51 +50,66 @@ fn group(parent: &Group, name: &str) -> Result<Group> {
     .map_err(|e| TraceError::hdf5(format!("group {name}"), e))
 }
 
-/// A chunked, resizable dataset with its first dimension growing by iteration.
-/// When a run is resumed ([`TraceWriter::resume`]) the existing dataset is
-/// reopened and cut to the rows of the iterations before the snapshot.
-fn growing<T: H5Type>(
+/// A chunked, resizable dataset of the schema, its first dimension growing
+/// by iteration, with its `unit` and `description` attributes. When a run is
+/// resumed ([`TraceWriter::resume`]) the existing dataset is reopened and cut
+/// to the rows of the iterations before the snapshot.
+fn growing(
     keep: Option<usize>,
     parent: &Group,
-    name: &str,
-    workers: Option<usize>,
-    unit: &str,
-    description: &str,
+    spec: &DatasetSpec,
+    workers: usize,
 ) -> Result<Dataset> {
+    let name = spec.name;
+    let ctx = || format!("dataset {}", spec.path);
     if let (Some(keep), true) = (keep, parent.link_exists(name)) {
         let ds = parent
             .dataset(name)
-            .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
+            .map_err(|e| TraceError::hdf5(ctx(), e))?;
         let shape = ds.shape();
         if shape.first().is_none_or(|&rows| rows < keep)
-            || workers.is_some_and(|k| shape.get(1) != Some(&k))
+            || (spec.group == SchemaGroup::Worker && shape.get(1) != Some(&workers))
         {
             return Err(TraceError::Record(format!(
-                "dataset {name} has shape {shape:?}, cannot continue at row {keep}"
+                "dataset {} has shape {shape:?}, cannot continue at row {keep}",
+                spec.path
             )));
         }
-        let resized = match workers {
-            None => ds.resize((keep,)),
-            Some(k) => ds.resize((keep, k)),
+        let resized = match spec.group {
+            SchemaGroup::Iteration => ds.resize((keep,)),
+            SchemaGroup::Worker => ds.resize((keep, workers)),
         };
-        resized.map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
+        resized.map_err(|e| TraceError::hdf5(ctx(), e))?;
         return Ok(ds);
     }
-    let builder = parent.new_dataset::<T>();
-    let ds = match workers {
-        None => builder
+    let builder = parent
+        .new_dataset_builder()
+        .empty_as(&h5_type(spec.element)?);
+    let ds = match spec.group {
+        SchemaGroup::Iteration => builder
             .chunk((CHUNK_ROWS,))
             .shape((Extent::resizable(0),))
             .create(name),
-        Some(k) => builder
-            .chunk((CHUNK_ROWS.min(64), k))
-            .shape((Extent::resizable(0), Extent::fixed(k)))
+        SchemaGroup::Worker => builder
+            .chunk((CHUNK_ROWS.min(64), workers))
+            .shape((Extent::resizable(0), Extent::fixed(workers)))
             .create(name),
     }
-    .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
-    string_attr(&ds, "unit", unit)?;
-    string_attr(&ds, "description", description)?;
+    .map_err(|e| TraceError::hdf5(ctx(), e))?;
+    string_attr(&ds, "unit", spec.unit)?;
+    string_attr(&ds, "description", spec.description)?;
     Ok(ds)
+}
+
+/// The HDF5 type a dataset of the schema is stored as.
+fn h5_type(element: ElementType) -> Result<Datatype> {
+    match element {
+        ElementType::F64 => Datatype::from_type::<f64>(),
+        ElementType::U64 => Datatype::from_type::<u64>(),
+        ElementType::I64 => Datatype::from_type::<i64>(),
+        ElementType::Flag => Datatype::from_type::<u8>(),
+    }
+    .map_err(|e| TraceError::hdf5(format!("type {}", element.name()), e))
 }
 
 /// The `/iteration/` and `/worker/` datasets of one trace, with the rows not yet written.
@@ -94,19 +117,8 @@ struct GroupWriter {
     workers: usize,
     written: usize,
     pending: Vec<IterationRecord>,
-    duration_s: Dataset,
-    decode_s: Dataset,
-    recovered_fraction: Dataset,
-    messages_used: Dataset,
-    messages_received: Dataset,
-    stale_dropped: Dataset,
-    train_loss: Dataset,
-    test_loss: Dataset,
-    finish_s: Dataset,
-    straggling: Dataset,
-    cluster: Dataset,
-    used: Dataset,
-    overrun_s: Dataset,
+    /// The datasets of the schema, in table order ([`DATASETS`]).
+    datasets: Vec<Dataset>,
 }
 
 impl GroupWriter {
@@ -117,132 +129,34 @@ impl GroupWriter {
     /// The datasets of a new trace (`keep` = None), or of an existing one
     /// reopened with its first `keep` rows kept (resuming a run).
     fn open(root: &Group, workers: usize, keep: Option<usize>) -> Result<Self> {
-        let it = group(root, "iteration")?;
-        let wk = group(root, "worker")?;
-        let k = Some(workers);
+        let it = group(root, SchemaGroup::Iteration.name())?;
+        let wk = group(root, SchemaGroup::Worker.name())?;
+        let datasets = DATASETS
+            .iter()
+            .map(|spec| {
+                let parent = match spec.group {
+                    SchemaGroup::Iteration => &it,
+                    SchemaGroup::Worker => &wk,
+                };
+                growing(keep, parent, spec, workers)
+            })
+            .collect::<Result<_>>()?;
         Ok(Self {
             workers,
             written: keep.unwrap_or(0),
             pending: Vec::new(),
-            duration_s: growing::<f64>(
-                keep,
-                &it,
-                "duration_s",
-                None,
-                "s",
-                "time of the iteration",
-            )?,
-            decode_s: growing::<f64>(
-                keep,
-                &it,
-                "decode_s",
-                None,
-                "s",
-                "time spent decoding; NaN when not measured (simulation)",
-            )?,
-            recovered_fraction: growing::<f64>(
-                keep,
-                &it,
-                "recovered_fraction",
-                None,
-                "1",
-                "share of the partitions whose gradient sum was recovered",
-            )?,
-            messages_used: growing::<u64>(
-                keep,
-                &it,
-                "messages_used",
-                None,
-                "count",
-                "messages with a non-zero decoding weight",
-            )?,
-            messages_received: growing::<u64>(
-                keep,
-                &it,
-                "messages_received",
-                None,
-                "count",
-                "messages received by the end of the iteration",
-            )?,
-            stale_dropped: growing::<u64>(
-                keep,
-                &it,
-                "stale_dropped",
-                None,
-                "count",
-                "results of older iterations received and dropped",
-            )?,
-            train_loss: growing::<f64>(
-                keep,
-                &it,
-                "train_loss",
-                None,
-                "1",
-                "training loss; NaN when not evaluated",
-            )?,
-            test_loss: growing::<f64>(
-                keep,
-                &it,
-                "test_loss",
-                None,
-                "1",
-                "test loss; NaN when not evaluated",
-            )?,
-            finish_s: growing::<f64>(
-                keep,
-                &wk,
-                "finish_s",
-                k,
-                "s",
-                "column k = worker k+1: arrival of its last message received in time, NaN if none",
-            )?,
-            straggling: growing::<u8>(
-                keep,
-                &wk,
-                "straggling",
-                k,
-                "1",
-                "column k = worker k+1: 1 when straggling this iteration",
-            )?,
-            cluster: growing::<i64>(
-                keep,
-                &wk,
-                "cluster",
-                k,
-                "id",
-                "column k = worker k+1: 1-based cluster this iteration, -1 when unclustered",
-            )?,
-            used: growing::<u8>(
-                keep,
-                &wk,
-                "used",
-                k,
-                "1",
-                "column k = worker k+1: 1 when a message of it has a non-zero decoding weight",
-            )?,
-            overrun_s: growing::<f64>(
-                keep,
-                &wk,
-                "overrun_s",
-                k,
-                "s",
-                "column k = worker k+1: seconds its real work ran past the emulated due time (0 on time; 0 in simulation)",
-            )?,
+            datasets,
         })
     }
 
     fn push(&mut self, record: &IterationRecord) -> Result<()> {
         let k = self.workers;
-        let shapes = [
-            record.finish_s.len(),
-            record.straggling.len(),
-            record.cluster.len(),
-            record.used.len(),
-            record.overrun_s.len(),
-        ];
-        if shapes.iter().any(|&n| n != k) {
+        let columns = TraceColumns::from_records(k, std::slice::from_ref(record));
+        let bad: Vec<&str> = columns.misshapen().iter().map(|d| d.name).collect();
+        if !bad.is_empty() {
             return Err(TraceError::Record(format!(
-                "per-worker fields have lengths {shapes:?}, but the trace has {k} workers"
+                "record fields {} do not have one value per worker: the trace has {k} workers",
+                bad.join(", ")
             )));
         }
         self.pending.push(record.clone());
@@ -255,103 +169,72 @@ impl GroupWriter {
         if m == 0 {
             return Ok(());
         }
-        let (n, k) = (self.written, self.workers);
-        let rows = n..n + m;
-        let p = &self.pending;
-        fn column<T: H5Type>(ds: &Dataset, rows: std::ops::Range<usize>, v: Vec<T>) -> Result<()> {
-            ds.resize((rows.end,))
-                .and_then(|_| ds.write_slice(&v, rows))
-                .map_err(|e| TraceError::hdf5(format!("dataset {}", ds.name()), e))
-        }
-        fn matrix<T: H5Type>(
-            ds: &Dataset,
-            rows: std::ops::Range<usize>,
-            k: usize,
-            v: Vec<T>,
-        ) -> Result<()> {
-            let view = ArrayView2::from_shape((rows.len(), k), &v)
-                .map_err(|e| TraceError::Record(e.to_string()))?;
-            ds.resize((rows.end, k))
-                .and_then(|_| ds.write_slice(view, (rows, ..)))
-                .map_err(|e| TraceError::hdf5(format!("dataset {}", ds.name()), e))
-        }
-        column(
-            &self.duration_s,
-            rows.clone(),
-            p.iter().map(|r| r.duration_s).collect(),
-        )?;
-        column(
-            &self.decode_s,
-            rows.clone(),
-            p.iter().map(|r| r.decode_s).collect(),
-        )?;
-        column(
-            &self.recovered_fraction,
-            rows.clone(),
-            p.iter().map(|r| r.recovered_fraction).collect(),
-        )?;
-        column(
-            &self.messages_used,
-            rows.clone(),
-            p.iter().map(|r| r.messages_used).collect(),
-        )?;
-        column(
-            &self.messages_received,
-            rows.clone(),
-            p.iter().map(|r| r.messages_received).collect(),
-        )?;
-        column(
-            &self.stale_dropped,
-            rows.clone(),
-            p.iter().map(|r| r.stale_dropped).collect(),
-        )?;
-        column(
-            &self.train_loss,
-            rows.clone(),
-            p.iter().map(|r| r.train_loss).collect(),
-        )?;
-        column(
-            &self.test_loss,
-            rows.clone(),
-            p.iter().map(|r| r.test_loss).collect(),
-        )?;
-        matrix(
-            &self.finish_s,
-            rows.clone(),
-            k,
-            p.iter().flat_map(|r| r.finish_s.iter().copied()).collect(),
-        )?;
-        matrix(
-            &self.straggling,
-            rows.clone(),
-            k,
-            p.iter()
-                .flat_map(|r| r.straggling.iter().map(|&b| u8::from(b)))
-                .collect(),
-        )?;
-        matrix(
-            &self.cluster,
-            rows.clone(),
-            k,
-            p.iter().flat_map(|r| r.cluster.iter().copied()).collect(),
-        )?;
-        matrix(
-            &self.used,
-            rows.clone(),
-            k,
-            p.iter()
-                .flat_map(|r| r.used.iter().map(|&b| u8::from(b)))
-                .collect(),
-        )?;
-        matrix(
-            &self.overrun_s,
-            rows,
-            k,
-            p.iter().flat_map(|r| r.overrun_s.iter().copied()).collect(),
-        )?;
+        let mut columns = TraceColumns::from_records(self.workers, &self.pending);
+        columns.visit(&mut RowWriter {
+            datasets: &self.datasets,
+            rows: self.written..self.written + m,
+            workers: self.workers,
+        })?;
         self.written += m;
         self.pending.clear();
         Ok(())
+    }
+}
+
+/// Appends rows to the datasets of the schema, one column at a time.
+struct RowWriter<'a> {
+    datasets: &'a [Dataset],
+    rows: std::ops::Range<usize>,
+    workers: usize,
+}
+
+impl RowWriter<'_> {
+    fn put<T: H5Type>(&self, spec: &DatasetSpec, values: &[T]) -> Result<()> {
+        let ds = &self.datasets[spec.index];
+        let ctx = || format!("dataset {}", ds.name());
+        let rows = self.rows.clone();
+        match spec.group {
+            SchemaGroup::Iteration => ds
+                .resize((rows.end,))
+                .and_then(|_| ds.write_slice(values, rows))
+                .map_err(|e| TraceError::hdf5(ctx(), e)),
+            SchemaGroup::Worker => {
+                let k = self.workers;
+                let view = ArrayView2::from_shape((rows.len(), k), values)
+                    .map_err(|e| TraceError::Record(format!("{}: {e}", ctx())))?;
+                ds.resize((rows.end, k))
+                    .and_then(|_| ds.write_slice(view, (rows, ..)))
+                    .map_err(|e| TraceError::hdf5(ctx(), e))
+            }
+        }
+    }
+}
+
+/// The column of a record's dataset, which `TraceColumns::from_records` always fills.
+fn filled<'c, T>(spec: &DatasetSpec, column: &'c Option<Vec<T>>) -> Result<&'c [T]> {
+    column
+        .as_deref()
+        .ok_or_else(|| TraceError::Record(format!("no values for dataset {}", spec.path)))
+}
+
+impl ColumnVisitor for RowWriter<'_> {
+    type Error = TraceError;
+
+    fn f64(&mut self, spec: &'static DatasetSpec, column: &mut Option<Vec<f64>>) -> Result<()> {
+        self.put(spec, filled(spec, column)?)
+    }
+
+    fn u64(&mut self, spec: &'static DatasetSpec, column: &mut Option<Vec<u64>>) -> Result<()> {
+        self.put(spec, filled(spec, column)?)
+    }
+
+    fn i64(&mut self, spec: &'static DatasetSpec, column: &mut Option<Vec<i64>>) -> Result<()> {
+        self.put(spec, filled(spec, column)?)
+    }
+
+    fn flag(&mut self, spec: &'static DatasetSpec, column: &mut Option<Vec<bool>>) -> Result<()> {
+        let bytes: Vec<u8> = filled(spec, column)?.iter().map(|&b| u8::from(b)).collect();
+        self.put(spec, &bytes)
     }
 }
 
@@ -488,72 +371,76 @@ impl TraceWriter {
 
     /// Reopen the trace of an interrupted run to continue it from its last
     /// snapshot: the records after the snapshot are cut, the next `append`
-    /// writes the row of iteration `snapshot.iteration`.
+    /// writes the row of iteration `snapshot.iteration`. The file is read
+    /// through the guarded reader ([`TraceFile`]): every dataset of the
+    /// schema is checked (shape, type, size against the file) before the
+    /// records are cut, and a file that breaks a rule is an error naming the
+    /// dataset.
     pub fn resume(path: &Path) -> Result<(Self, Snapshot)> {
-        let file = File::open_rw(path).map_err(|e| {
-            TraceError::hdf5(format!("cannot open {} for writing", path.display()), e)
-        })?;
-        let attr = |name: &str| {
-            file.attr(name)
-                .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))
-        };
-        let workers: u64 = attr("workers")?
-            .read_scalar()
-            .map_err(|e| TraceError::hdf5("attribute workers", e))?;
-        let seed: u64 = attr("seed")?
-            .read_scalar()
-            .map_err(|e| TraceError::hdf5("attribute seed", e))?;
-        let config_toml: VarLenUnicode = attr("config_toml")?
-            .read_scalar()
-            .map_err(|e| TraceError::hdf5("attribute config_toml", e))?;
+        let reader = TraceFile::open_rw(path)?;
+        fn required<T>(path: &Path, value: Option<T>, name: &str) -> Result<T> {
+            value.ok_or_else(|| {
+                TraceError::Record(format!(
+                    "{} has no root attribute {name}: not a trace of a run",
+                    path.display()
+                ))
+            })
+        }
+        let workers: u64 = required(path, reader.group_number_attr("/", "workers")?, "workers")?;
+        let seed: u64 = required(path, reader.group_number_attr("/", "seed")?, "seed")?;
+        let config_toml = required(
+            path,
+            reader.group_string_attr("/", "config_toml")?,
+            "config_toml",
+        )?;
         let no_snapshot = || {
             TraceError::Record(format!(
                 "{} has no snapshot (/model/theta) to resume from",
                 path.display()
             ))
         };
-        if !file.link_exists("model") {
-            return Err(no_snapshot());
-        }
-        let model = file
-            .group("model")
-            .map_err(|e| TraceError::hdf5("group /model", e))?;
-        if !model.link_exists("theta") {
-            return Err(no_snapshot());
-        }
-        let read = |name: &str| -> Result<(Vec<f64>, u64)> {
-            let ds = model
-                .dataset(name)
-                .map_err(|e| TraceError::hdf5(format!("dataset /model/{name}"), e))?;
-            let v = ds
-                .read_raw::<f64>()
-                .map_err(|e| TraceError::hdf5(format!("dataset /model/{name}"), e))?;
-            let it: u64 = ds
-                .attr("iteration")
-                .and_then(|a| a.read_scalar())
-                .map_err(|e| TraceError::hdf5(format!("dataset /model/{name}"), e))?;
-            Ok((v, it))
-        };
-        let (theta, iteration) = read("theta")?;
-        let previous_theta = if model.link_exists("previous_theta") {
-            let (p, it) = read("previous_theta")?;
-            if it != iteration {
+        let (theta, iteration) = reader.model_vector("/", "theta")?.ok_or_else(no_snapshot)?;
+        let iteration = iteration.ok_or_else(|| {
+            TraceError::Record(format!(
+                "{}: /model/theta has no attribute iteration",
+                path.display()
+            ))
+        })?;
+        let previous_theta = match reader.model_vector("/", "previous_theta")? {
+            None => theta.clone(),
+            Some((p, it)) if it == Some(iteration) && p.len() == theta.len() => p,
+            Some((p, it)) => {
                 return Err(TraceError::Record(format!(
-                    "{}: /model/theta is of iteration {iteration}, /model/previous_theta of {it}",
-                    path.display()
+                    "{}: /model/theta is of iteration {iteration} with {} parameters, \
+                     /model/previous_theta of iteration {it:?} with {}",
+                    path.display(),
+                    theta.len(),
+                    p.len()
                 )));
             }
-            p
-        } else {
-            theta.clone()
         };
-        let root = GroupWriter::open(&file, workers as usize, Some(iteration as usize))?;
+        // The guard, on every dataset of the schema, before anything is cut.
+        reader.schema_datasets("/", Some(workers))?;
+        let keep = usize::try_from(iteration).map_err(|_| {
+            TraceError::Record(format!(
+                "{}: /model/theta is of iteration {iteration}, too large",
+                path.display()
+            ))
+        })?;
+        let workers = usize::try_from(workers).map_err(|_| {
+            TraceError::Record(format!(
+                "{}: attribute workers of / = {workers} is too large",
+                path.display()
+            ))
+        })?;
+        let file = reader.into_file();
+        let root = GroupWriter::open(&file, workers, Some(keep))?;
         flush_file(&file)?;
         let snapshot = Snapshot {
             iteration,
             theta,
             previous_theta,
-            config_toml: config_toml.as_str().to_string(),
+            config_toml,
             seed,
         };
         Ok((
@@ -724,14 +611,10 @@ impl SimTraceWriter {
     }
 }
 
-impl RecordSink for SimTraceWriter {
-    fn record(
-        &mut self,
-        scheme: usize,
-        trial: usize,
-        record: &IterationRecord,
-    ) -> std::result::Result<(), super::SinkError> {
-        Ok(self.append(scheme, trial, record)?)
+/// The simulation trace sees every iteration of every scheme (lane) and trial.
+impl Observer for SimTraceWriter {
+    fn iteration(&mut self, event: &IterationEvent<'_>) -> std::result::Result<(), ObserverError> {
+        Ok(self.append(event.lane, event.trial as usize, event.record)?)
     }
 }
 
@@ -755,185 +638,33 @@ pub struct TraceData {
     pub timing: Vec<TimingEvent>,
 }
 
-/// Read dataset `name` of `g`, which must have `ndim` dimensions and, as
-/// the traces are not compressed, no more bytes than the file (`file_bytes`):
-/// a corrupted header claiming more is refused before anything is allocated.
-fn read_vec<T: H5Type>(
-    g: &Group,
-    name: &str,
-    ndim: usize,
-    file_bytes: u64,
-) -> Result<(Vec<T>, Vec<usize>)> {
-    let ds = g
-        .dataset(name)
-        .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
-    let shape = ds.shape();
-    if shape.len() != ndim {
-        return Err(TraceError::Record(format!(
-            "dataset {} has shape {shape:?}, not {ndim} dimension(s)",
-            ds.name()
-        )));
-    }
-    let bytes = shape
-        .iter()
-        .try_fold(std::mem::size_of::<T>() as u128, |acc, &n| {
-            acc.checked_mul(n as u128)
-        });
-    if bytes.is_none_or(|b| b > u128::from(file_bytes)) {
-        return Err(TraceError::Record(format!(
-            "dataset {} claims shape {shape:?}, more data than the {file_bytes}-byte file holds (corrupt file?)",
-            ds.name()
-        )));
-    }
-    let v = ds
-        .read_raw::<T>()
-        .map_err(|e| TraceError::hdf5(format!("dataset {name}"), e))?;
-    if v.len() != shape.iter().product::<usize>() {
-        return Err(TraceError::Record(format!(
-            "dataset {} read {} values for shape {shape:?}",
-            ds.name(),
-            v.len()
-        )));
-    }
-    Ok((v, shape))
-}
-
 /// Read the trace whose `/iteration/` and `/worker/` groups are under
 /// `group_path` of `path` (`"/"` for a run, `"/sim/gc-sc/trial_0"` for a
-/// simulation trial). A file that is not such a trace (truncated, corrupted,
-/// of another schema) gives an error, never a panic or an allocation larger
-/// than the file.
+/// simulation trial), through the guarded reader ([`TraceFile`]). Every
+/// dataset of the schema but the optional ones (`/worker/overrun_s`) must be
+/// there. A file that is not such a trace (truncated, corrupted, of another
+/// schema) gives an error, never a panic or an allocation larger than the file.
 pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
-    let file_bytes = std::fs::metadata(path)
-        .map_err(|e| TraceError::hdf5(format!("cannot open {}", path.display()), e))?
-        .len();
-    let file = File::open(path)
-        .map_err(|e| TraceError::hdf5(format!("cannot open {}", path.display()), e))?;
-    let root = file
-        .group(group_path)
-        .map_err(|e| TraceError::hdf5(format!("group {group_path}"), e))?;
-    let it = root
-        .group("iteration")
-        .map_err(|e| TraceError::hdf5(format!("group {group_path}/iteration"), e))?;
-    let wk = root
-        .group("worker")
-        .map_err(|e| TraceError::hdf5(format!("group {group_path}/worker"), e))?;
-    let (duration, shape) = read_vec::<f64>(&it, "duration_s", 1, file_bytes)?;
-    let n = shape[0];
-    let (decode, _) = read_vec::<f64>(&it, "decode_s", 1, file_bytes)?;
-    let (recovered, _) = read_vec::<f64>(&it, "recovered_fraction", 1, file_bytes)?;
-    let (used_count, _) = read_vec::<u64>(&it, "messages_used", 1, file_bytes)?;
-    let (received, _) = read_vec::<u64>(&it, "messages_received", 1, file_bytes)?;
-    let (stale, _) = read_vec::<u64>(&it, "stale_dropped", 1, file_bytes)?;
-    let (train, _) = read_vec::<f64>(&it, "train_loss", 1, file_bytes)?;
-    let (test, _) = read_vec::<f64>(&it, "test_loss", 1, file_bytes)?;
-    let (finish, wshape) = read_vec::<f64>(&wk, "finish_s", 2, file_bytes)?;
-    let k = wshape[1];
-    if wshape[0] != n {
-        return Err(TraceError::Record(format!(
-            "{group_path}: /worker/finish_s has {} rows, /iteration/duration_s {n}",
-            wshape[0]
-        )));
-    }
-    let (straggling, _) = read_vec::<u8>(&wk, "straggling", 2, file_bytes)?;
-    let (cluster, _) = read_vec::<i64>(&wk, "cluster", 2, file_bytes)?;
-    let (used, _) = read_vec::<u8>(&wk, "used", 2, file_bytes)?;
-    // Optional: traces of simulations and of older versions have no overruns.
-    let overrun = if wk.link_exists("overrun_s") {
-        read_vec::<f64>(&wk, "overrun_s", 2, file_bytes)?.0
-    } else {
-        vec![0.0; n * k]
-    };
-    let lengths = [
-        decode.len(),
-        recovered.len(),
-        used_count.len(),
-        received.len(),
-        stale.len(),
-        train.len(),
-        test.len(),
-    ];
-    if lengths.iter().any(|&l| l != n)
-        || [
-            finish.len(),
-            straggling.len(),
-            cluster.len(),
-            used.len(),
-            overrun.len(),
-        ]
-        .iter()
-        .any(|&l| l != n * k)
-    {
-        return Err(TraceError::Record(format!(
-            "{group_path}: datasets of different lengths"
-        )));
-    }
-    let records = (0..n)
-        .map(|i| {
-            let row = i * k..(i + 1) * k;
-            IterationRecord {
-                duration_s: duration[i],
-                decode_s: decode[i],
-                recovered_fraction: recovered[i],
-                messages_used: used_count[i],
-                messages_received: received[i],
-                stale_dropped: stale[i],
-                train_loss: train[i],
-                test_loss: test[i],
-                finish_s: finish[row.clone()].to_vec(),
-                straggling: straggling[row.clone()].iter().map(|&b| b != 0).collect(),
-                cluster: cluster[row.clone()].to_vec(),
-                used: used[row.clone()].iter().map(|&b| b != 0).collect(),
-                overrun_s: overrun[row].to_vec(),
-            }
-        })
-        .collect();
-    let theta = if root.link_exists("model") {
-        let model = root
-            .group("model")
-            .map_err(|e| TraceError::hdf5("group model", e))?;
-        Some(read_vec::<f64>(&model, "theta", 1, file_bytes)?.0)
-    } else {
-        None
-    };
-    let timing = if root.link_exists("timing") {
-        let t = root
-            .group("timing")
-            .map_err(|e| TraceError::hdf5("group timing", e))?;
-        let (names, _) = read_vec::<VarLenUnicode>(&t, "event", 1, file_bytes)?;
-        let (totals, _) = read_vec::<f64>(&t, "total_s", 1, file_bytes)?;
-        let (counts, _) = read_vec::<u64>(&t, "count", 1, file_bytes)?;
-        names
-            .iter()
-            .zip(totals)
-            .zip(counts)
-            .map(|((name, total_s), count)| TimingEvent {
-                event: name.as_str().to_string(),
-                total_s,
-                count,
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let file = TraceFile::open(path)?;
+    let columns = file.columns(group_path, file.group_number_attr("/", "workers")?)?;
+    let workers = columns.workers;
+    let records = columns
+        .into_records()
+        .map_err(|e| TraceError::Record(format!("{}: {e}", group_path.trim_end_matches('/'))))?;
+    let theta = file.model_vector(group_path, "theta")?.map(|(v, _)| v);
+    let timing = file.timing(group_path)?.unwrap_or_default();
     Ok(TraceData {
-        workers: k,
+        workers,
         records,
         theta,
         timing,
     })
 }
 
-/// A string attribute of the object at `object` (`"/"` for the root).
+/// A string attribute of the object at `object` (`"/"` for the root), read
+/// through the guarded reader; an error when absent.
 pub fn read_attr_string(path: &Path, object: &str, name: &str) -> Result<String> {
-    let file = File::open(path)
-        .map_err(|e| TraceError::hdf5(format!("cannot open {}", path.display()), e))?;
-    let loc = file
-        .group(object)
-        .map_err(|e| TraceError::hdf5(format!("group {object}"), e))?;
-    let v: VarLenUnicode = loc
-        .attr(name)
-        .and_then(|a| a.read_scalar())
-        .map_err(|e| TraceError::hdf5(format!("attribute {object}@{name}"), e))?;
-    Ok(v.as_str().to_string())
+    TraceFile::open(path)?
+        .group_string_attr(object, name)?
+        .ok_or_else(|| TraceError::Record(format!("{object} has no attribute {name}")))
 }

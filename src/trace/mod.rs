@@ -1,8 +1,14 @@
 //! Traces: one record per iteration, written to HDF5 with a fixed schema.
 //!
 //! The record types here are plain data and build without HDF5; the writer
-//! and reader ([`TraceWriter`], [`SimTraceWriter`], [`read_trace`]) need the
-//! `hdf5` feature. The schema (DESIGN.md):
+//! and reader ([`TraceWriter`], [`SimTraceWriter`], [`TraceFile`],
+//! [`read_trace`]) need the `hdf5` feature. The per-iteration datasets (the
+//! `/iteration/` and `/worker/` lines below) are one table,
+//! [`gradcode_core::record::DATASETS`], from which the record, the writer,
+//! the reader and the summary's columns are derived; tests check that this
+//! list names every dataset of the table with its type and shape, and that
+//! the README names them. A new dataset is one line of the table, marked
+//! `optional` so that older traces still give records. The schema:
 //!
 //! ```text
 //! /                       attributes scheme, workers, config_toml, gradcode_version, seed
@@ -18,7 +24,7 @@
 //! /worker/straggling             u8  [iterations, workers]   1 = straggling this iteration
 //! /worker/cluster                i64 [iterations, workers]   1-based cluster this iteration, -1 when unclustered
 //! /worker/used                   u8  [iterations, workers]   1 = a message of the worker has a non-zero decoding weight
-//! /worker/overrun_s              f64 [iterations, workers]   emulation: how far the real work ran past the sampled time (0 on time)
+//! /worker/overrun_s              f64 [iterations, workers]   emulation: how far the real work ran past the sampled time (0 on time; optional)
 //! /model/theta                   f64 [d]                     parameters (attribute `iteration`: completed iterations)
 //! /model/previous_theta          f64 [d]                     train snapshots: the iterate before theta (Nesterov), for --resume
 //! /timing/{event,total_s,count}  [events]                    train: named timing events of the master (like PETSc's -log_view)
@@ -33,13 +39,20 @@
 //! `model_time_unit_s`: simulated model time is converted to seconds with
 //! `straggler.time_unit_ms`, as the MPI runtime's emulation does.
 //!
-//! Datasets are chunked and resizable. Records are buffered and written,
-//! then the file flushed, at the first append at least
+//! Datasets are chunked and resizable, and not compressed. Records are
+//! buffered and written, then the file flushed, at the first append at least
 //! [`FLUSH_INTERVAL`] after the previous flush (so at most once per
 //! iteration and at most once per second), and on `flush` and `close`: a
 //! killed job leaves a readable file with every iteration up to the last flush.
+//!
+//! Every read of a trace file (`inspect`, `train --resume`, [`read_trace`])
+//! goes through one guarded reader, [`TraceFile`]: a dataset's shape and
+//! type are checked against the schema and its claimed size against the
+//! file's size before it is read (see its module, `read.rs`).
 
-pub use gradcode_core::record::{IterationRecord, RecordSink, SinkError, TimingEvent};
+pub use gradcode_core::record::{
+    DATASETS, DatasetSpec, ElementType, IterationRecord, Presence, SchemaGroup, TimingEvent,
+};
 
 #[cfg(feature = "hdf5")]
 mod hdf5_io;
@@ -55,6 +68,12 @@ mod read;
 
 #[cfg(feature = "hdf5")]
 pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile, TraceKind};
+
+#[cfg(feature = "hdf5")]
+mod report;
+
+#[cfg(feature = "hdf5")]
+pub use report::{Report, SchemeReport, TrialReport};
 
 /// The trace path of a run (`train`) or simulation (`simulate --out`),
 /// checked before any work starts: `out` (the `--out` flag) or else
@@ -130,6 +149,78 @@ impl TraceError {
         TraceError::Hdf5 {
             context: context.into(),
             message: e.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DATASETS, SchemaGroup};
+
+    /// The lines of the schema block of this module's doc.
+    fn doc_schema_lines() -> Vec<String> {
+        let source = include_str!("mod.rs");
+        source
+            .lines()
+            .filter_map(|l| l.strip_prefix("//! "))
+            .skip_while(|l| *l != "```text")
+            .skip(1)
+            .take_while(|l| *l != "```")
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_module_doc_lists_every_dataset_of_the_table_with_its_type_and_shape() {
+        let lines = doc_schema_lines();
+        assert!(lines.len() > DATASETS.len(), "{lines:?}");
+        for d in DATASETS {
+            let path = format!("/{}", d.path);
+            let line = lines
+                .iter()
+                .find(|l| l.split_whitespace().next() == Some(path.as_str()))
+                .unwrap_or_else(|| panic!("the schema doc does not list {path}"));
+            let rest: Vec<&str> = line.split_whitespace().skip(1).collect();
+            let shape = d.group.shape_name();
+            let shape_words = shape.split_whitespace().count();
+            assert_eq!(rest[0], d.element.name(), "type of {path}: {line}");
+            assert_eq!(
+                rest[1..=shape_words].join(" "),
+                shape,
+                "shape of {path}: {line}"
+            );
+        }
+        // And nothing else under /iteration/ and /worker/.
+        for l in &lines {
+            let first = l.split_whitespace().next().unwrap_or("");
+            if first.starts_with("/iteration/") || first.starts_with("/worker/") {
+                assert!(
+                    DATASETS.iter().any(|d| first == format!("/{}", d.path)),
+                    "the schema doc lists {first}, which is not in the table"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_readme_lists_every_dataset_of_the_table() {
+        let readme = include_str!("../../README.md");
+        for group in [SchemaGroup::Iteration, SchemaGroup::Worker] {
+            let open = format!("/{}/{{", group.name());
+            let start = readme
+                .find(&open)
+                .unwrap_or_else(|| panic!("README has no {open}...}}"))
+                + open.len();
+            let end = start + readme[start..].find('}').expect("closing brace");
+            let mut listed: Vec<&str> = readme[start..end].split(',').map(str::trim).collect();
+            let mut table: Vec<&str> = DATASETS
+                .iter()
+                .filter(|d| d.group == group)
+                .map(|d| d.name)
+                .collect();
+            listed.sort_unstable();
+            table.sort_unstable();
+            assert_eq!(listed, table, "README's /{}/ datasets", group.name());
         }
     }
 }

@@ -1,17 +1,33 @@
-//! Reading traces for inspection: the root attributes, which kind of trace a
-//! file is, the datasets of the schema (each optional but
-//! `/iteration/duration_s`), the simulated schemes and trials, and whatever
-//! else a writer added (datasets and attributes outside the schema).
+//! The one reader of trace files, guarded: `gradcode inspect`, `train
+//! --resume` ([`super::TraceWriter::resume`]) and [`super::read_trace`] all
+//! read through [`TraceFile`].
+//!
+//! **The guard.** Nothing is read from a file before its shape is checked:
+//! a dataset must have the dimensions the schema gives it (`[iterations]`,
+//! `[iterations, workers]`, `[parameters]`, `[events]`), values of the kind
+//! it should hold (numbers or strings), and claim no more bytes (the product
+//! of its dimensions × the larger of the stored and the read element size)
+//! than the file has on disk, as traces are not compressed; the schema's
+//! datasets of one trace group together claim no more than the file either.
+//! An attribute must be a scalar of the kind it should hold. A file that
+//! breaks a rule gives a [`TraceError`] naming the dataset (or attribute)
+//! and the rule, on one line, before anything is allocated for it: a
+//! corrupted or hostile header claiming 2^31 rows is refused, not read.
+//! Datasets outside the schema (the `extras` of `inspect`) are summarised
+//! only when they pass the same size rule, else listed with their shape.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hdf5::types::VarLenUnicode;
-use hdf5::{File, Group, H5Type, LocationType};
+use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
+use hdf5::{Attribute, Dataset, File, Group, H5Type, Location, LocationType};
 use serde::Serialize;
 
-use super::summary::{Distribution, TraceColumns};
+use super::summary::Distribution;
 use super::{TimingEvent, TraceError};
+use gradcode_core::record::{
+    ColumnVisitor, DATASETS, DatasetSpec, SchemaGroup, TraceColumns, rows_dataset,
+};
 
 type Result<T> = std::result::Result<T, TraceError>;
 
@@ -60,7 +76,7 @@ pub struct ModelInfo {
     pub non_finite: usize,
 }
 
-/// A dataset outside the schema (`/worker/overrun_s`, `/timing/...`).
+/// A dataset outside the schema (`/worker/queue_s`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExtraDataset {
     /// Path in the file.
@@ -68,55 +84,155 @@ pub struct ExtraDataset {
     pub shape: Vec<usize>,
     pub unit: Option<String>,
     pub description: Option<String>,
-    /// Over every finite entry; `None` when not numeric or none is finite.
+    /// Over every finite entry; `None` when not numeric, when none is
+    /// finite, or when it claims more bytes than the file has (compressed,
+    /// or corrupt): then it is not read.
     pub values: Option<Distribution>,
 }
 
-/// Scalar attributes of a group outside the schema (`/timing`).
+/// Scalar attributes of a group outside the schema.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExtraGroup {
     pub path: String,
-    /// Numbers as numbers, strings as strings; other types left out.
+    /// Numbers as numbers, variable-length strings as strings; other types left out.
     pub attributes: BTreeMap<String, serde_json::Value>,
 }
 
-/// The datasets of the schema under a trace group, by path relative to it.
-const SCHEMA: [&str; 16] = [
-    "iteration/duration_s",
-    "iteration/decode_s",
-    "iteration/recovered_fraction",
-    "iteration/messages_used",
-    "iteration/messages_received",
-    "iteration/stale_dropped",
-    "iteration/train_loss",
-    "iteration/test_loss",
-    "worker/finish_s",
-    "worker/straggling",
-    "worker/cluster",
-    "worker/used",
-    "worker/overrun_s",
-    "timing/event",
-    "timing/total_s",
-    "timing/count",
-];
+/// What the values of a dataset or attribute must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Integers or floats (read with HDF5's conversion to the type asked for).
+    Number,
+    /// Strings.
+    String,
+}
 
-/// A trace file open for reading.
-pub struct TraceFile {
-    file: File,
-    path: PathBuf,
+impl Kind {
+    fn of(desc: &TypeDescriptor) -> Option<Kind> {
+        use TypeDescriptor as T;
+        match desc {
+            T::Integer(_) | T::Unsigned(_) | T::Float(_) => Some(Kind::Number),
+            T::VarLenUnicode | T::VarLenAscii | T::FixedAscii(_) | T::FixedUnicode(_) => {
+                Some(Kind::String)
+            }
+            _ => None,
+        }
+    }
+
+    fn plural(self) -> &'static str {
+        match self {
+            Kind::Number => "numbers",
+            Kind::String => "strings",
+        }
+    }
+}
+
+/// What a dataset must be before it is read.
+struct Expect {
+    /// Its dimensions, as the schema names them (`[iterations, workers]`).
+    dims: &'static str,
+    ndim: usize,
+    kind: Kind,
+    /// Bytes per value of the type it is read as.
+    read_size: usize,
+}
+
+impl Expect {
+    fn schema(spec: &DatasetSpec) -> Self {
+        Expect {
+            dims: spec.group.shape_name(),
+            ndim: spec.group.ndim(),
+            kind: Kind::Number,
+            read_size: spec.element.size(),
+        }
+    }
+
+    fn vector<T>(dims: &'static str, kind: Kind) -> Self {
+        Expect {
+            dims,
+            ndim: 1,
+            kind,
+            read_size: std::mem::size_of::<T>(),
+        }
+    }
+}
+
+/// `group` + `/` + `rel`: the full path of a dataset of a trace group.
+fn full(group: &str, rel: &str) -> String {
+    format!("{}/{rel}", group.trim_end_matches('/'))
+}
+
+/// Bytes of `shape` values of `size` bytes, `None` beyond 2^128.
+fn claimed_bytes(shape: &[usize], size: usize) -> Option<u128> {
+    shape
+        .iter()
+        .try_fold(size as u128, |acc, &n| acc.checked_mul(n as u128))
 }
 
 fn record(message: String) -> TraceError {
     TraceError::Record(message)
 }
 
+/// The datasets of the schema present under one trace group, guarded, in
+/// table order ([`DATASETS`]): `None` where absent.
+pub(crate) struct SchemaDatasets {
+    /// The trace group (`/`, `/sim/gc/trial_0`).
+    pub group: String,
+    /// K: the columns of the `/worker/` datasets, else the root attribute, else 0.
+    pub workers: usize,
+    /// Per dataset of the table: the dataset and its shape.
+    pub found: Vec<Option<(Dataset, Vec<usize>)>>,
+}
+
+impl SchemaDatasets {
+    /// The shape of a dataset of the table, `None` when absent.
+    pub fn shape(&self, spec: &DatasetSpec) -> Option<&[usize]> {
+        self.found[spec.index].as_ref().map(|(_, s)| s.as_slice())
+    }
+}
+
+/// A trace file open for reading, through the guard (see the module doc).
+pub struct TraceFile {
+    file: File,
+    path: PathBuf,
+    /// The file's size on disk, which no dataset may claim to exceed.
+    file_bytes: u64,
+}
+
 impl TraceFile {
     /// Open `path` (read only).
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| TraceError::hdf5("open", e))?;
+        Self::open_as(path, false)
+    }
+
+    /// Open `path` for reading and writing (resuming a run).
+    pub(crate) fn open_rw(path: &Path) -> Result<Self> {
+        Self::open_as(path, true)
+    }
+
+    fn open_as(path: &Path, write: bool) -> Result<Self> {
+        let file_bytes = std::fs::metadata(path)
+            .map_err(|e| record(format!("cannot read {}: {e}", path.display())))?
+            .len();
+        let file = if write {
+            File::open_rw(path)
+        } else {
+            File::open(path)
+        }
+        .map_err(|e| {
+            TraceError::hdf5(
+                format!(
+                    "cannot open {}{}",
+                    path.display(),
+                    if write { " for writing" } else { "" }
+                ),
+                e,
+            )
+        })?;
         Ok(Self {
             file,
             path: path.to_path_buf(),
+            file_bytes,
         })
     }
 
@@ -124,20 +240,165 @@ impl TraceFile {
         &self.path
     }
 
-    fn has_group(&self, group: &Group, name: &str) -> bool {
-        group.link_exists(name) && matches!(group.loc_type_by_name(name), Ok(LocationType::Group))
+    /// The file's size on disk when opened: the bound of every dataset.
+    pub fn file_bytes(&self) -> u64 {
+        self.file_bytes
+    }
+
+    /// The open file, for the writer that resumes it.
+    pub(crate) fn into_file(self) -> File {
+        self.file
+    }
+
+    fn group(&self, path: &str) -> Result<Group> {
+        self.file
+            .group(path)
+            .map_err(|e| TraceError::hdf5(format!("group {path}"), e))
+    }
+
+    /// `name` is a group in `group` (`false` when there is no such link).
+    fn has_group(&self, group: &Group, owner: &str, name: &str) -> Result<bool> {
+        if !group.link_exists(name) {
+            return Ok(false);
+        }
+        group
+            .loc_type_by_name(name)
+            .map(|t| t == LocationType::Group)
+            .map_err(|e| TraceError::hdf5(format!("object {}", full(owner, name)), e))
+    }
+
+    /// Check `ds` (at `path`) against what it must be and against the file
+    /// size (see the module doc); its shape.
+    fn guard(&self, ds: &Dataset, path: &str, expect: &Expect) -> Result<Vec<usize>> {
+        let hdf5 = |e| TraceError::hdf5(format!("dataset {path}"), e);
+        let shape = ds.get_shape().map_err(hdf5)?;
+        if shape.len() != expect.ndim {
+            return Err(record(format!(
+                "dataset {path} has shape {shape:?}, not {}",
+                expect.dims
+            )));
+        }
+        let dtype = ds.dtype().map_err(hdf5)?;
+        let desc = dtype.to_descriptor().map_err(hdf5)?;
+        if Kind::of(&desc) != Some(expect.kind) {
+            return Err(record(format!(
+                "dataset {path} holds {desc}, not {}",
+                expect.kind.plural()
+            )));
+        }
+        self.fits(path, &shape, dtype.size().max(expect.read_size))?;
+        Ok(shape)
+    }
+
+    /// The size rule: `shape` values of `size` bytes fit in the file.
+    fn fits(&self, path: &str, shape: &[usize], size: usize) -> Result<()> {
+        let bytes = claimed_bytes(shape, size);
+        if bytes.is_none_or(|b| b > u128::from(self.file_bytes)) {
+            return Err(record(format!(
+                "dataset {path} claims shape {shape:?} of {size}-byte values, {} bytes, \
+                 more than the {}-byte file holds (traces are not compressed: the file is corrupt)",
+                bytes.map_or("over 2^128".to_string(), |b| b.to_string()),
+                self.file_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Attribute `name` of `loc` (at `owner`), when present, checked: a
+    /// scalar of `kind` whose value fits in the file.
+    fn attr(
+        &self,
+        loc: &Location,
+        owner: &str,
+        name: &str,
+        kind: Kind,
+    ) -> Result<Option<Attribute>> {
+        let what = || format!("attribute {name} of {owner}");
+        let names = loc
+            .attr_names()
+            .map_err(|e| TraceError::hdf5(format!("attributes of {owner}"), e))?;
+        if !names.iter().any(|n| n == name) {
+            return Ok(None);
+        }
+        let a = loc.attr(name).map_err(|e| TraceError::hdf5(what(), e))?;
+        let shape = a.get_shape().map_err(|e| TraceError::hdf5(what(), e))?;
+        if !shape.is_empty() {
+            return Err(record(format!(
+                "{} has shape {shape:?}, not a scalar",
+                what()
+            )));
+        }
+        let dtype = a.dtype().map_err(|e| TraceError::hdf5(what(), e))?;
+        let desc = dtype
+            .to_descriptor()
+            .map_err(|e| TraceError::hdf5(what(), e))?;
+        if Kind::of(&desc) != Some(kind) {
+            return Err(record(format!(
+                "{} holds {desc}, not {}",
+                what(),
+                kind.plural()
+            )));
+        }
+        if dtype.size() as u64 > self.file_bytes {
+            return Err(record(format!(
+                "{} claims {}-byte values, more than the {}-byte file holds",
+                what(),
+                dtype.size(),
+                self.file_bytes
+            )));
+        }
+        Ok(Some(a))
+    }
+
+    /// A string attribute, `None` when absent; an error when it is not a
+    /// scalar variable-length string.
+    fn string_attr(&self, loc: &Location, owner: &str, name: &str) -> Result<Option<String>> {
+        let Some(a) = self.attr(loc, owner, name, Kind::String)? else {
+            return Ok(None);
+        };
+        read_string(&a, owner, name)?
+            .ok_or_else(|| {
+                record(format!(
+                    "attribute {name} of {owner} is not a variable-length string"
+                ))
+            })
+            .map(Some)
+    }
+
+    /// A numeric scalar attribute, `None` when absent.
+    fn number_attr<T: H5Type>(&self, loc: &Location, owner: &str, name: &str) -> Result<Option<T>> {
+        let Some(a) = self.attr(loc, owner, name, Kind::Number)? else {
+            return Ok(None);
+        };
+        a.read_scalar::<T>()
+            .map(Some)
+            .map_err(|e| TraceError::hdf5(format!("attribute {name} of {owner}"), e))
+    }
+
+    /// A string attribute of the group at `object` (`"/"` for the root), `None` when absent.
+    pub fn group_string_attr(&self, object: &str, name: &str) -> Result<Option<String>> {
+        let g = self.group(object)?;
+        self.string_attr(&g, object, name)
+    }
+
+    /// A numeric attribute of the group at `object`, `None` when absent.
+    pub fn group_number_attr<T: H5Type>(&self, object: &str, name: &str) -> Result<Option<T>> {
+        let g = self.group(object)?;
+        self.number_attr(&g, object, name)
     }
 
     /// The root attributes; an error when the file is not a gradcode trace
     /// (no `gradcode_version`, or neither `/iteration` nor `/sim`).
     pub fn root(&self) -> Result<RootInfo> {
         let root: &Group = &self.file;
-        let gradcode_version = string_attr(root, "gradcode_version")?.ok_or_else(|| {
-            record("not a gradcode trace (no root attribute gradcode_version)".into())
-        })?;
-        let kind = if self.has_group(root, "sim") {
+        let gradcode_version = self
+            .string_attr(root, "/", "gradcode_version")?
+            .ok_or_else(|| {
+                record("not a gradcode trace (no root attribute gradcode_version)".into())
+            })?;
+        let kind = if self.has_group(root, "/", "sim")? {
             TraceKind::Simulation
-        } else if self.has_group(root, "iteration") {
+        } else if self.has_group(root, "/", "iteration")? {
             TraceKind::Train
         } else {
             return Err(record(
@@ -147,92 +408,114 @@ impl TraceFile {
         Ok(RootInfo {
             kind,
             gradcode_version,
-            scheme: string_attr(root, "scheme")?,
-            workers: number_attr::<u64>(root, "workers")?,
-            seed: number_attr::<u64>(root, "seed")?,
-            config_toml: string_attr(root, "config_toml")?,
+            scheme: self.string_attr(root, "/", "scheme")?,
+            workers: self.number_attr::<u64>(root, "/", "workers")?,
+            seed: self.number_attr::<u64>(root, "/", "seed")?,
+            config_toml: self.string_attr(root, "/", "config_toml")?,
         })
     }
 
-    fn group(&self, path: &str) -> Result<Group> {
-        self.file
-            .group(path)
-            .map_err(|e| TraceError::hdf5(format!("group {path}"), e))
-    }
-
-    /// The schema's datasets under `group` (`"/"` for a run): every one but
-    /// `iteration/duration_s` may be missing. `workers` is used when no
-    /// `/worker/` dataset says it. Errors name a dataset that cannot be read
-    /// or whose shape does not fit.
-    pub fn columns(&self, group: &str, workers: Option<u64>) -> Result<TraceColumns> {
+    /// The schema's datasets present under `group`, each guarded (nothing
+    /// read): the dimensions of its group, numbers, no more bytes than the
+    /// file, `/worker/` datasets with one number of columns. `workers` (the
+    /// root attribute) is K when no `/worker/` dataset says it.
+    pub(crate) fn schema_datasets(
+        &self,
+        group: &str,
+        workers: Option<u64>,
+    ) -> Result<SchemaDatasets> {
         let g = self.group(group)?;
-        let full = |rel: &str| format!("{}/{rel}", group.trim_end_matches('/'));
-        let duration_s = read_1d::<f64>(&g, "iteration/duration_s", &full)?.ok_or_else(|| {
-            record(format!(
-                "not a gradcode trace (no dataset {})",
-                full("iteration/duration_s")
-            ))
-        })?;
-        // K from the first /worker/ dataset present, else the root attribute.
-        let mut k = None;
-        for name in &SCHEMA[8..13] {
-            if g.link_exists(name) {
-                let ds = g
-                    .dataset(name)
-                    .map_err(|e| TraceError::hdf5(format!("dataset {}", full(name)), e))?;
-                let shape = ds.shape();
-                if shape.len() != 2 {
-                    return Err(record(format!(
-                        "dataset {} has shape {shape:?}, not [iterations, workers]",
-                        full(name)
-                    )));
-                }
-                match k {
-                    None => k = Some(shape[1]),
-                    Some(k) if k != shape[1] => {
+        let mut found = Vec::with_capacity(DATASETS.len());
+        let mut k: Option<(usize, String)> = None;
+        let mut total = 0u128;
+        for spec in DATASETS {
+            let path = full(group, spec.path);
+            if !g.link_exists(spec.path) {
+                found.push(None);
+                continue;
+            }
+            let ds = g
+                .dataset(spec.path)
+                .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
+            let expect = Expect::schema(spec);
+            let shape = self.guard(&ds, &path, &expect)?;
+            if spec.group == SchemaGroup::Worker {
+                match &k {
+                    None => k = Some((shape[1], path.clone())),
+                    Some((k, first)) if *k != shape[1] => {
                         return Err(record(format!(
-                            "dataset {} has {} columns, other /worker/ datasets {k}",
-                            full(name),
+                            "dataset {path} has {} columns, {first} {k}: one per worker",
                             shape[1]
                         )));
                     }
                     Some(_) => {}
                 }
             }
+            total += claimed_bytes(&shape, expect.read_size).unwrap_or(u128::MAX);
+            if total > u128::from(self.file_bytes) {
+                return Err(record(format!(
+                    "the datasets of {} up to {path} claim {total} bytes together, more than the \
+                     {}-byte file holds (traces are not compressed: the file is corrupt)",
+                    full(group, "{iteration,worker}"),
+                    self.file_bytes
+                )));
+            }
+            found.push(Some((ds, shape)));
         }
-        let workers = k.or(workers.map(|w| w as usize)).unwrap_or(0);
-        let flags = |name: &str| -> Result<Option<Vec<bool>>> {
-            Ok(read_raw::<u8>(&g, name, &full)?.map(|v| v.into_iter().map(|b| b != 0).collect()))
+        let workers = match k {
+            Some((k, _)) => k,
+            None => match workers {
+                Some(w) => usize::try_from(w)
+                    .map_err(|_| record(format!("attribute workers of / = {w} is too large")))?,
+                None => 0,
+            },
         };
-        let columns = TraceColumns {
+        Ok(SchemaDatasets {
+            group: group.to_string(),
             workers,
-            duration_s,
-            decode_s: read_1d(&g, "iteration/decode_s", &full)?,
-            recovered_fraction: read_1d(&g, "iteration/recovered_fraction", &full)?,
-            messages_used: read_1d(&g, "iteration/messages_used", &full)?,
-            messages_received: read_1d(&g, "iteration/messages_received", &full)?,
-            stale_dropped: read_1d(&g, "iteration/stale_dropped", &full)?,
-            train_loss: read_1d(&g, "iteration/train_loss", &full)?,
-            test_loss: read_1d(&g, "iteration/test_loss", &full)?,
-            finish_s: read_raw(&g, "worker/finish_s", &full)?,
-            straggling: flags("worker/straggling")?,
-            cluster: read_raw(&g, "worker/cluster", &full)?,
-            used: flags("worker/used")?,
-            overrun_s: read_raw(&g, "worker/overrun_s", &full)?,
-        };
-        let bad = columns.misshapen();
-        if let Some(name) = bad.first() {
-            return Err(record(format!(
-                "dataset {} does not have one entry per iteration ({} iterations in {}){}",
-                full(name),
-                columns.iterations(),
-                full("iteration/duration_s"),
-                if name.starts_with("worker/") {
-                    format!(" and worker ({workers} workers)")
+            found,
+        })
+    }
+
+    /// The schema's datasets under `group` (`"/"` for a run), guarded, then
+    /// read: every one but the rows dataset (`iteration/duration_s`) may be
+    /// missing, every one present has one value per iteration (and worker).
+    /// `workers` is used when no `/worker/` dataset says K. Errors name the
+    /// dataset and the rule.
+    pub fn columns(&self, group: &str, workers: Option<u64>) -> Result<TraceColumns> {
+        let datasets = self.schema_datasets(group, workers)?;
+        let rows = rows_dataset();
+        let rows_path = full(group, rows.path);
+        let n = datasets
+            .shape(rows)
+            .map(|s| s[0])
+            .ok_or_else(|| record(format!("not a gradcode trace (no dataset {rows_path})")))?;
+        let k = datasets.workers;
+        let misshapen = |spec: &DatasetSpec| {
+            record(format!(
+                "dataset {} does not have one entry per iteration ({n} iterations in {rows_path}){}",
+                full(group, spec.path),
+                if spec.group == SchemaGroup::Worker {
+                    format!(" and worker ({k} workers)")
                 } else {
                     String::new()
                 }
-            )));
+            ))
+        };
+        for spec in DATASETS {
+            if datasets
+                .shape(spec)
+                .is_some_and(|s| s != spec.group.shape(n, k))
+            {
+                return Err(misshapen(spec));
+            }
+        }
+        let mut columns = TraceColumns::empty(k, n);
+        columns.visit(&mut ColumnReader {
+            datasets: &datasets,
+        })?;
+        if let Some(spec) = columns.misshapen().first() {
+            return Err(misshapen(spec));
         }
         Ok(columns)
     }
@@ -244,7 +527,8 @@ impl TraceFile {
         let mut names = sim
             .member_names()
             .map_err(|e| TraceError::hdf5("group /sim", e))?;
-        let order: Vec<String> = string_attr(&self.file, "scheme")?
+        let order: Vec<String> = self
+            .string_attr(&self.file, "/", "scheme")?
             .map(|s| s.split(',').map(|n| n.trim().to_string()).collect())
             .unwrap_or_default();
         names.sort_by_key(|n| {
@@ -255,50 +539,70 @@ impl TraceFile {
         });
         let mut out = Vec::new();
         for name in names {
-            if !self.has_group(&sim, &name) {
+            if !self.has_group(&sim, "/sim", &name)? {
                 continue;
             }
             let path = format!("/sim/{name}");
             let g = self.group(&path)?;
-            let mut trial_groups: Vec<(usize, String)> = g
+            let mut trial_groups = Vec::new();
+            for m in g
                 .member_names()
                 .map_err(|e| TraceError::hdf5(format!("group {path}"), e))?
-                .into_iter()
-                .filter(|m| self.has_group(&g, m))
-                .filter_map(|m| {
-                    let k = m.strip_prefix("trial_")?.parse::<usize>().ok()?;
-                    Some((k, format!("{path}/{m}")))
-                })
-                .collect();
+            {
+                let Some(k) = m
+                    .strip_prefix("trial_")
+                    .and_then(|k| k.parse::<usize>().ok())
+                else {
+                    continue;
+                };
+                if self.has_group(&g, &path, &m)? {
+                    trial_groups.push((k, format!("{path}/{m}")));
+                }
+            }
             trial_groups.sort();
             out.push(SimScheme {
                 name,
-                trials: number_attr::<u64>(&g, "trials")?,
-                iterations: number_attr::<u64>(&g, "iterations")?,
-                model_time_unit_s: number_attr::<f64>(&g, "model_time_unit_s")?,
+                trials: self.number_attr::<u64>(&g, &path, "trials")?,
+                iterations: self.number_attr::<u64>(&g, &path, "iterations")?,
+                model_time_unit_s: self.number_attr::<f64>(&g, &path, "model_time_unit_s")?,
                 trial_groups,
             });
         }
         Ok(out)
     }
 
-    /// `<group>/model/theta`, when present.
-    pub fn model(&self, group: &str) -> Result<Option<ModelInfo>> {
+    /// `<group>/model/<name>` (`theta`, `previous_theta`), guarded, and its
+    /// `iteration` attribute; `None` when absent.
+    pub fn model_vector(&self, group: &str, name: &str) -> Result<Option<(Vec<f64>, Option<u64>)>> {
         let g = self.group(group)?;
-        if !g.link_exists("model") || !self.has_group(&g, "model") {
+        if !self.has_group(&g, group, "model")? {
             return Ok(None);
         }
-        let model = g
-            .group("model")
-            .map_err(|e| TraceError::hdf5("group model", e))?;
-        let full = |rel: &str| format!("{}/model/{rel}", group.trim_end_matches('/'));
-        let Some(theta) = read_raw::<f64>(&model, "theta", &full)? else {
+        let rel = format!("model/{name}");
+        if !g.link_exists(&rel) {
+            return Ok(None);
+        }
+        let path = full(group, &rel);
+        let ds = g
+            .dataset(&rel)
+            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
+        self.guard(
+            &ds,
+            &path,
+            &Expect::vector::<f64>("[parameters]", Kind::Number),
+        )?;
+        let values = ds
+            .read_raw::<f64>()
+            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
+        let iteration = self.number_attr::<u64>(&ds, &path, "iteration")?;
+        Ok(Some((values, iteration)))
+    }
+
+    /// `<group>/model/theta`, when present.
+    pub fn model(&self, group: &str) -> Result<Option<ModelInfo>> {
+        let Some((theta, iteration)) = self.model_vector(group, "theta")? else {
             return Ok(None);
         };
-        let ds = model
-            .dataset("theta")
-            .map_err(|e| TraceError::hdf5(format!("dataset {}", full("theta")), e))?;
-        let iteration = number_attr::<u64>(&ds, "iteration")?;
         Ok(Some(ModelInfo {
             parameters: theta.len(),
             iteration,
@@ -312,35 +616,59 @@ impl TraceFile {
         }))
     }
 
-    /// `<group>/timing/` (event names, total seconds, counts), when present.
+    /// `<group>/timing/` (event names, total seconds, counts), guarded; `None`
+    /// when the group or one of its datasets is absent.
     pub fn timing(&self, group: &str) -> Result<Option<Vec<TimingEvent>>> {
         let g = self.group(group)?;
-        if !self.has_group(&g, "timing") {
+        if !self.has_group(&g, group, "timing")? {
             return Ok(None);
         }
-        let full = |rel: &str| format!("{}/{rel}", group.trim_end_matches('/'));
-        let names = match read_raw::<VarLenUnicode>(&g, "timing/event", &full)? {
-            Some(n) => n,
-            None => return Ok(None),
-        };
-        let totals = read_raw::<f64>(&g, "timing/total_s", &full)?;
-        let counts = read_raw::<u64>(&g, "timing/count", &full)?;
-        let (Some(totals), Some(counts)) = (totals, counts) else {
-            return Ok(None);
-        };
-        if totals.len() != names.len() || counts.len() != names.len() {
+        let mut found = Vec::new();
+        for (name, kind, size) in [
+            ("event", Kind::String, std::mem::size_of::<VarLenUnicode>()),
+            ("total_s", Kind::Number, 8),
+            ("count", Kind::Number, 8),
+        ] {
+            let rel = format!("timing/{name}");
+            if !g.link_exists(&rel) {
+                return Ok(None);
+            }
+            let path = full(group, &rel);
+            let ds = g
+                .dataset(&rel)
+                .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
+            let expect = Expect {
+                dims: "[events]",
+                ndim: 1,
+                kind,
+                read_size: size,
+            };
+            let shape = self.guard(&ds, &path, &expect)?;
+            found.push((ds, shape, path));
+        }
+        if found.iter().any(|(_, shape, _)| *shape != found[0].1) {
             return Err(record(format!(
                 "datasets {} have different lengths",
-                full("timing/{event,total_s,count}")
+                full(group, "timing/{event,total_s,count}")
             )));
         }
+        let hdf5 = |path: &str, e| TraceError::hdf5(format!("dataset {path}"), e);
+        let names = read_strings(&found[0].0, &found[0].2)?;
+        let totals = found[1]
+            .0
+            .read_raw::<f64>()
+            .map_err(|e| hdf5(&found[1].2, e))?;
+        let counts = found[2]
+            .0
+            .read_raw::<u64>()
+            .map_err(|e| hdf5(&found[2].2, e))?;
         Ok(Some(
             names
-                .iter()
+                .into_iter()
                 .zip(totals)
                 .zip(counts)
-                .map(|((n, total_s), count)| TimingEvent {
-                    event: n.as_str().to_string(),
+                .map(|((event, total_s), count)| TimingEvent {
+                    event,
                     total_s,
                     count,
                 })
@@ -378,8 +706,11 @@ impl TraceFile {
                 format!("{rel}/{name}")
             };
             let child_path = format!("{base}/{child_rel}");
-            match g.loc_type_by_name(&name) {
-                Ok(LocationType::Group) => {
+            let kind = g
+                .loc_type_by_name(&name)
+                .map_err(|e| TraceError::hdf5(format!("object {child_path}"), e))?;
+            match kind {
+                LocationType::Group => {
                     if child_rel == "sim" {
                         continue;
                     }
@@ -390,7 +721,7 @@ impl TraceFile {
                         child_rel.as_str(),
                         "iteration" | "worker" | "model" | "timing"
                     ) {
-                        let attributes = scalar_attrs(&sub)?;
+                        let attributes = self.scalar_attrs(&sub, &child_path)?;
                         if !attributes.is_empty() {
                             groups.push(ExtraGroup {
                                 path: child_path.clone(),
@@ -400,112 +731,199 @@ impl TraceFile {
                     }
                     self.walk(&sub, base, &child_rel, datasets, groups)?;
                 }
-                Ok(LocationType::Dataset) => {
-                    if SCHEMA.contains(&child_rel.as_str())
-                        || child_rel == "model/theta"
-                        || child_rel == "model/previous_theta"
-                    {
+                LocationType::Dataset => {
+                    if in_schema(&child_rel) {
                         continue;
                     }
                     let ds = g
                         .dataset(&name)
                         .map_err(|e| TraceError::hdf5(format!("dataset {child_path}"), e))?;
-                    let values = ds.read_raw::<f64>().ok().and_then(Distribution::of);
-                    datasets.push(ExtraDataset {
-                        path: child_path,
-                        shape: ds.shape(),
-                        unit: string_attr(&ds, "unit").ok().flatten(),
-                        description: string_attr(&ds, "description").ok().flatten(),
-                        values,
-                    });
+                    datasets.push(self.extra_dataset(&ds, child_path)?);
                 }
+                // Named datatypes: nothing to summarise.
                 _ => {}
             }
         }
         Ok(())
     }
-}
 
-/// A string attribute, `None` when absent; an error when it is not a string.
-fn string_attr(loc: &hdf5::Location, name: &str) -> Result<Option<String>> {
-    if !loc.attr_names().is_ok_and(|n| n.iter().any(|a| a == name)) {
-        return Ok(None);
-    }
-    let v: VarLenUnicode = loc
-        .attr(name)
-        .and_then(|a| a.read_scalar())
-        .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
-    Ok(Some(v.as_str().to_string()))
-}
-
-/// A numeric scalar attribute, `None` when absent.
-fn number_attr<T: H5Type>(loc: &hdf5::Location, name: &str) -> Result<Option<T>> {
-    if !loc.attr_names().is_ok_and(|n| n.iter().any(|a| a == name)) {
-        return Ok(None);
-    }
-    loc.attr(name)
-        .and_then(|a| a.read_scalar::<T>())
-        .map(Some)
-        .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))
-}
-
-/// The scalar numeric and string attributes of a group.
-fn scalar_attrs(loc: &hdf5::Location) -> Result<BTreeMap<String, serde_json::Value>> {
-    let mut out = BTreeMap::new();
-    let names = loc
-        .attr_names()
-        .map_err(|e| TraceError::hdf5(format!("attributes of {}", loc.name()), e))?;
-    for name in names {
-        let Ok(a) = loc.attr(&name) else { continue };
-        if a.ndim() != 0 {
-            continue;
-        }
-        let value = if let Ok(x) = a.read_scalar::<f64>() {
-            serde_json::Number::from_f64(x).map(serde_json::Value::Number)
-        } else if let Ok(s) = a.read_scalar::<VarLenUnicode>() {
-            Some(serde_json::Value::String(s.as_str().to_string()))
+    /// A dataset outside the schema: its shape and attributes; its values
+    /// summarised when numeric and within the file's size, else not read.
+    fn extra_dataset(&self, ds: &Dataset, path: String) -> Result<ExtraDataset> {
+        let hdf5 = |e| TraceError::hdf5(format!("dataset {path}"), e);
+        let shape = ds.get_shape().map_err(hdf5)?;
+        let dtype = ds.dtype().map_err(hdf5)?;
+        let desc = dtype.to_descriptor().ok();
+        let numeric = desc.as_ref().and_then(Kind::of) == Some(Kind::Number);
+        let fits = claimed_bytes(&shape, dtype.size().max(8))
+            .is_some_and(|b| b <= u128::from(self.file_bytes));
+        let values = if numeric && fits {
+            Distribution::of(ds.read_raw::<f64>().map_err(hdf5)?)
         } else {
             None
         };
-        if let Some(v) = value {
-            out.insert(name, v);
+        Ok(ExtraDataset {
+            unit: self.lenient_string_attr(ds, &path, "unit")?,
+            description: self.lenient_string_attr(ds, &path, "description")?,
+            path,
+            shape,
+            values,
+        })
+    }
+
+    /// A string attribute of a dataset outside the schema: `None` when
+    /// absent or not a scalar variable-length string.
+    fn lenient_string_attr(
+        &self,
+        loc: &Location,
+        owner: &str,
+        name: &str,
+    ) -> Result<Option<String>> {
+        match self.attr(loc, owner, name, Kind::String) {
+            Ok(Some(a)) => read_string(&a, owner, name),
+            Ok(None) | Err(TraceError::Record(_)) => Ok(None),
+            Err(e) => Err(e),
         }
     }
-    Ok(out)
-}
 
-/// A dataset's values (any shape, row-major), `None` when absent.
-fn read_raw<T: H5Type>(
-    g: &Group,
-    rel: &str,
-    full: &dyn Fn(&str) -> String,
-) -> Result<Option<Vec<T>>> {
-    if !g.link_exists(rel) {
-        return Ok(None);
-    }
-    g.dataset(rel)
-        .and_then(|ds| ds.read_raw::<T>())
-        .map(Some)
-        .map_err(|e| TraceError::hdf5(format!("dataset {}", full(rel)), e))
-}
-
-/// A one-dimensional dataset, `None` when absent.
-fn read_1d<T: H5Type>(
-    g: &Group,
-    rel: &str,
-    full: &dyn Fn(&str) -> String,
-) -> Result<Option<Vec<T>>> {
-    if g.link_exists(rel) {
-        let ds = g
-            .dataset(rel)
-            .map_err(|e| TraceError::hdf5(format!("dataset {}", full(rel)), e))?;
-        if ds.ndim() != 1 {
-            return Err(record(format!(
-                "dataset {} has shape {:?}, not [iterations]",
-                full(rel),
-                ds.shape()
-            )));
+    /// The scalar numeric and variable-length string attributes of a group
+    /// outside the schema (other attributes are left out, unread).
+    fn scalar_attrs(
+        &self,
+        loc: &Location,
+        owner: &str,
+    ) -> Result<BTreeMap<String, serde_json::Value>> {
+        let mut out = BTreeMap::new();
+        let names = loc
+            .attr_names()
+            .map_err(|e| TraceError::hdf5(format!("attributes of {owner}"), e))?;
+        for name in names {
+            let what = || format!("attribute {name} of {owner}");
+            let a = loc.attr(&name).map_err(|e| TraceError::hdf5(what(), e))?;
+            let shape = a.get_shape().map_err(|e| TraceError::hdf5(what(), e))?;
+            if !shape.is_empty() {
+                continue;
+            }
+            let dtype = a.dtype().map_err(|e| TraceError::hdf5(what(), e))?;
+            let Ok(desc) = dtype.to_descriptor() else {
+                continue;
+            };
+            let value = match Kind::of(&desc) {
+                Some(Kind::Number) => {
+                    let x = a
+                        .read_scalar::<f64>()
+                        .map_err(|e| TraceError::hdf5(what(), e))?;
+                    serde_json::Number::from_f64(x).map(serde_json::Value::Number)
+                }
+                Some(Kind::String) => read_string(&a, owner, &name)?.map(serde_json::Value::String),
+                None => None,
+            };
+            if let Some(v) = value {
+                out.insert(name, v);
+            }
         }
+        Ok(out)
     }
-    read_raw(g, rel, full)
+}
+
+/// A path (relative to a trace group) the schema reads: not an extra.
+fn in_schema(rel: &str) -> bool {
+    DATASETS.iter().any(|d| d.path == rel)
+        || matches!(
+            rel,
+            "model/theta"
+                | "model/previous_theta"
+                | "timing/event"
+                | "timing/total_s"
+                | "timing/count"
+        )
+}
+
+/// A scalar string attribute already checked to hold a string: its value,
+/// `None` for fixed-length strings (not read).
+fn read_string(a: &Attribute, owner: &str, name: &str) -> Result<Option<String>> {
+    let what = || format!("attribute {name} of {owner}");
+    let desc = a
+        .dtype()
+        .and_then(|t| t.to_descriptor())
+        .map_err(|e| TraceError::hdf5(what(), e))?;
+    match desc {
+        TypeDescriptor::VarLenUnicode => a
+            .read_scalar::<VarLenUnicode>()
+            .map(|s| Some(s.as_str().to_string()))
+            .map_err(|e| TraceError::hdf5(what(), e)),
+        TypeDescriptor::VarLenAscii => a
+            .read_scalar::<VarLenAscii>()
+            .map(|s| Some(s.as_str().to_string()))
+            .map_err(|e| TraceError::hdf5(what(), e)),
+        _ => Ok(None),
+    }
+}
+
+/// The values of a guarded one-dimensional string dataset.
+fn read_strings(ds: &Dataset, path: &str) -> Result<Vec<String>> {
+    let hdf5 = |e| TraceError::hdf5(format!("dataset {path}"), e);
+    let desc = ds.dtype().and_then(|t| t.to_descriptor()).map_err(hdf5)?;
+    match desc {
+        TypeDescriptor::VarLenUnicode => Ok(ds
+            .read_raw::<VarLenUnicode>()
+            .map_err(hdf5)?
+            .iter()
+            .map(|s| s.as_str().to_string())
+            .collect()),
+        TypeDescriptor::VarLenAscii => Ok(ds
+            .read_raw::<VarLenAscii>()
+            .map_err(hdf5)?
+            .iter()
+            .map(|s| s.as_str().to_string())
+            .collect()),
+        other => Err(record(format!(
+            "dataset {path} holds {other}, not variable-length strings"
+        ))),
+    }
+}
+
+/// Reads the guarded datasets of the schema into [`TraceColumns`].
+struct ColumnReader<'a> {
+    datasets: &'a SchemaDatasets,
+}
+
+impl ColumnReader<'_> {
+    fn read<T: H5Type>(&self, spec: &DatasetSpec) -> Result<Option<Vec<T>>> {
+        let Some((ds, _)) = &self.datasets.found[spec.index] else {
+            return Ok(None);
+        };
+        ds.read_raw::<T>().map(Some).map_err(|e| {
+            TraceError::hdf5(
+                format!("dataset {}", full(&self.datasets.group, spec.path)),
+                e,
+            )
+        })
+    }
+}
+
+impl ColumnVisitor for ColumnReader<'_> {
+    type Error = TraceError;
+
+    fn f64(&mut self, spec: &'static DatasetSpec, column: &mut Option<Vec<f64>>) -> Result<()> {
+        *column = self.read(spec)?;
+        Ok(())
+    }
+
+    fn u64(&mut self, spec: &'static DatasetSpec, column: &mut Option<Vec<u64>>) -> Result<()> {
+        *column = self.read(spec)?;
+        Ok(())
+    }
+
+    fn i64(&mut self, spec: &'static DatasetSpec, column: &mut Option<Vec<i64>>) -> Result<()> {
+        *column = self.read(spec)?;
+        Ok(())
+    }
+
+    fn flag(&mut self, spec: &'static DatasetSpec, column: &mut Option<Vec<bool>>) -> Result<()> {
+        *column = self
+            .read::<u8>(spec)?
+            .map(|v| v.into_iter().map(|b| b != 0).collect());
+        Ok(())
+    }
 }

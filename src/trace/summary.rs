@@ -7,120 +7,13 @@
 
 use serde::Serialize;
 
-use super::IterationRecord;
 use crate::stats::percentile;
 
 /// The `/iteration/` and `/worker/` datasets of one trace, each `None` when
-/// the file does not have it. Per-worker columns are row-major, iterations ×
-/// workers (entry `i * workers + k` is worker k + 1 in iteration i + 1).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TraceColumns {
-    pub workers: usize,
-    pub duration_s: Vec<f64>,
-    pub decode_s: Option<Vec<f64>>,
-    pub recovered_fraction: Option<Vec<f64>>,
-    pub messages_used: Option<Vec<u64>>,
-    pub messages_received: Option<Vec<u64>>,
-    pub stale_dropped: Option<Vec<u64>>,
-    pub train_loss: Option<Vec<f64>>,
-    pub test_loss: Option<Vec<f64>>,
-    pub finish_s: Option<Vec<f64>>,
-    pub straggling: Option<Vec<bool>>,
-    pub cluster: Option<Vec<i64>>,
-    pub used: Option<Vec<bool>>,
-    pub overrun_s: Option<Vec<f64>>,
-}
-
-impl TraceColumns {
-    /// Every dataset, from records (all of `workers` workers).
-    pub fn from_records(workers: usize, records: &[IterationRecord]) -> Self {
-        let col = |f: &dyn Fn(&IterationRecord) -> f64| records.iter().map(f).collect::<Vec<_>>();
-        let count = |f: &dyn Fn(&IterationRecord) -> u64| records.iter().map(f).collect::<Vec<_>>();
-        Self {
-            workers,
-            duration_s: col(&|r| r.duration_s),
-            decode_s: Some(col(&|r| r.decode_s)),
-            recovered_fraction: Some(col(&|r| r.recovered_fraction)),
-            messages_used: Some(count(&|r| r.messages_used)),
-            messages_received: Some(count(&|r| r.messages_received)),
-            stale_dropped: Some(count(&|r| r.stale_dropped)),
-            train_loss: Some(col(&|r| r.train_loss)),
-            test_loss: Some(col(&|r| r.test_loss)),
-            finish_s: Some(records.iter().flat_map(|r| r.finish_s.clone()).collect()),
-            straggling: Some(records.iter().flat_map(|r| r.straggling.clone()).collect()),
-            cluster: Some(records.iter().flat_map(|r| r.cluster.clone()).collect()),
-            used: Some(records.iter().flat_map(|r| r.used.clone()).collect()),
-            overrun_s: Some(records.iter().flat_map(|r| r.overrun_s.clone()).collect()),
-        }
-    }
-
-    /// Iterations: the length of `/iteration/duration_s`.
-    pub fn iterations(&self) -> usize {
-        self.duration_s.len()
-    }
-
-    /// The datasets whose length does not fit `iterations()` (and `workers`
-    /// for `/worker/`), by their path in the schema.
-    pub fn misshapen(&self) -> Vec<&'static str> {
-        let n = self.iterations();
-        let nk = n * self.workers;
-        let mut bad = Vec::new();
-        let mut check = |name: &'static str, len: Option<usize>, want: usize| {
-            if len.is_some_and(|l| l != want) {
-                bad.push(name);
-            }
-        };
-        check(
-            "iteration/decode_s",
-            self.decode_s.as_ref().map(Vec::len),
-            n,
-        );
-        check(
-            "iteration/recovered_fraction",
-            self.recovered_fraction.as_ref().map(Vec::len),
-            n,
-        );
-        check(
-            "iteration/messages_used",
-            self.messages_used.as_ref().map(Vec::len),
-            n,
-        );
-        check(
-            "iteration/messages_received",
-            self.messages_received.as_ref().map(Vec::len),
-            n,
-        );
-        check(
-            "iteration/stale_dropped",
-            self.stale_dropped.as_ref().map(Vec::len),
-            n,
-        );
-        check(
-            "iteration/train_loss",
-            self.train_loss.as_ref().map(Vec::len),
-            n,
-        );
-        check(
-            "iteration/test_loss",
-            self.test_loss.as_ref().map(Vec::len),
-            n,
-        );
-        check("worker/finish_s", self.finish_s.as_ref().map(Vec::len), nk);
-        check(
-            "worker/straggling",
-            self.straggling.as_ref().map(Vec::len),
-            nk,
-        );
-        check("worker/cluster", self.cluster.as_ref().map(Vec::len), nk);
-        check("worker/used", self.used.as_ref().map(Vec::len), nk);
-        check(
-            "worker/overrun_s",
-            self.overrun_s.as_ref().map(Vec::len),
-            nk,
-        );
-        bad
-    }
-}
+/// the file does not have it: generated from the schema's table (see
+/// [`gradcode_core::record`]), with its per-column length check
+/// [`TraceColumns::misshapen`].
+pub use gradcode_core::record::TraceColumns;
 
 /// Mean and percentiles of the finite values of a series.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -330,7 +223,7 @@ fn rows<'a, T: 'a>(
         .map(|p| {
             let v = get(p)?;
             Some(if p.workers == 0 {
-                vec![&v[..0]; p.iterations()]
+                vec![&v[..0]; p.iterations]
             } else {
                 v.chunks(p.workers).collect()
             })
@@ -344,8 +237,8 @@ fn rows<'a, T: 'a>(
 /// Every part must have [`TraceColumns::misshapen`] empty.
 pub fn summarize(parts: &[&TraceColumns]) -> Summary {
     let single = parts.len() == 1;
-    let iterations: usize = parts.iter().map(|p| p.iterations()).sum();
-    let durations = pooled(parts, |p| Some(&p.duration_s)).unwrap_or_default();
+    let iterations: usize = parts.iter().map(|p| p.iterations).sum();
+    let durations = pooled(parts, |p| p.duration_s.as_ref()).unwrap_or_default();
     let recovered_fraction = pooled(parts, |p| p.recovered_fraction.as_ref()).and_then(|v| {
         let finite: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
         let n = finite.len();
@@ -525,6 +418,7 @@ fn cluster_stragglers(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::IterationRecord;
 
     /// Three workers, four iterations, clusters {1, 2} and {3} then re-formed.
     fn columns() -> TraceColumns {
@@ -660,7 +554,8 @@ mod tests {
         let mut c = columns();
         c.test_loss = Some(vec![1.0]);
         c.cluster = Some(vec![1; 5]);
-        assert_eq!(c.misshapen(), vec!["iteration/test_loss", "worker/cluster"]);
+        let bad: Vec<&str> = c.misshapen().iter().map(|d| d.path).collect();
+        assert_eq!(bad, ["iteration/test_loss", "worker/cluster"]);
     }
 
     #[test]

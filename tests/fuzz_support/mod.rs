@@ -359,11 +359,12 @@ pub fn trace_csv(text: &[u8], workers: usize, columns: Option<Vec<usize>>) {
 pub mod hdf5_trace {
     use super::*;
     use gradcode::trace::{
-        IterationRecord, TimingEvent, TraceError, TraceMeta, TraceWriter, read_attr_string,
+        IterationRecord, Report, TimingEvent, TraceError, TraceMeta, TraceWriter, read_attr_string,
         read_trace,
     };
 
-    /// A small valid run trace written by `TraceWriter`: 5 iterations, 3 workers, theta, timing.
+    /// A small valid run trace written by `TraceWriter`: 5 iterations, 3
+    /// workers, a snapshot after iteration 5 (theta and the previous theta), timing.
     pub fn valid_trace() -> &'static [u8] {
         static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
         BYTES.get_or_init(|| {
@@ -384,7 +385,8 @@ pub mod hdf5_trace {
                 r.used = vec![true, true, false];
                 w.append(&r).expect("append");
             }
-            w.write_theta(5, &[1.0, -2.0, 3.5]).expect("theta");
+            w.write_snapshot(5, &[1.0, -2.0, 3.5], &[1.0, -2.0, 3.0])
+                .expect("snapshot");
             w.write_timing(&[TimingEvent {
                 event: "decode".into(),
                 total_s: 0.25,
@@ -420,23 +422,51 @@ pub mod hdf5_trace {
         hdf5_file(&file);
     }
 
-    /// Read a (corrupted) trace file back: `read_trace` and the root attributes.
+    /// Read a (corrupted) trace file back with every reader of traces: see [`read_all`].
     pub fn hdf5_file(bytes: &[u8]) {
         let path = scratch_file("corrupt.h5");
         std::fs::write(&path, bytes).expect("write the trace file");
+        read_all(&path);
+    }
+
+    /// Every reader of traces on the file at `path`, all of them the one
+    /// guarded reader (`TraceFile`): `read_trace`, what `gradcode inspect`
+    /// reads (`Report::read`), the root attributes, and `train --resume`
+    /// (`TraceWriter::resume`, on a copy: it cuts the file). Each ends in
+    /// `Ok` or a one-line `TraceError`; what they read agrees. The errors,
+    /// in that order (`None` for a reader that succeeded).
+    pub fn read_all(path: &Path) -> [Option<TraceError>; 3] {
         let check = |e: &TraceError| one_line(&e.to_string());
-        match read_trace(&path, "/") {
-            Err(e) => check(&e),
-            Ok(t) => {
-                for r in &t.records {
-                    assert_eq!(r.workers(), t.workers);
-                }
+        let trace = read_trace(path, "/");
+        let report = Report::read(path);
+        if let (Ok(t), Ok(r)) = (&trace, &report) {
+            for rec in &t.records {
+                assert_eq!(rec.workers(), t.workers);
+            }
+            if let Some(s) = &r.summary {
+                assert_eq!(
+                    s.iterations,
+                    t.records.len(),
+                    "inspect and read_trace agree"
+                );
             }
         }
         for name in ["scheme", "config_toml", "gradcode_version"] {
-            if let Err(e) = read_attr_string(&path, "/", name) {
+            if let Err(e) = read_attr_string(path, "/", name) {
                 check(&e);
             }
         }
+        let copy = scratch_file("resume.h5");
+        std::fs::copy(path, &copy).expect("copy the trace file");
+        let resumed = TraceWriter::resume(&copy).and_then(|(w, snapshot)| {
+            assert_eq!(w.iterations() as u64, snapshot.iteration);
+            assert_eq!(snapshot.theta.len(), snapshot.previous_theta.len());
+            w.close()
+        });
+        let errors = [trace.err(), report.err(), resumed.err()];
+        for e in errors.iter().flatten() {
+            check(e);
+        }
+        errors
     }
 }

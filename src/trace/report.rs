@@ -1,0 +1,119 @@
+//! What `gradcode inspect` reports about a trace file, read through the
+//! guarded reader ([`TraceFile`]): the root attributes, the summary of a
+//! run (or per simulated scheme, pooled over its trials, and per trial),
+//! `/model/theta`, `/timing/`, and whatever lies outside the schema.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::read::{ExtraDataset, ExtraGroup, ModelInfo, TraceFile, TraceKind};
+use super::summary::{Summary, TraceColumns, summarize};
+use super::{TimingEvent, TraceError};
+
+/// What `inspect --json` prints (keys documented in the README).
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub file: String,
+    pub kind: TraceKind,
+    pub gradcode_version: String,
+    pub scheme: Option<String>,
+    pub workers: Option<u64>,
+    pub seed: Option<u64>,
+    /// Training trace: the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+    /// Training trace: `/model/theta` (null when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<Option<ModelInfo>>,
+    /// Training trace: `/timing/` (null when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Option<Vec<TimingEvent>>>,
+    /// Simulation trace: per scheme.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schemes: Option<Vec<SchemeReport>>,
+    pub extra_datasets: Vec<ExtraDataset>,
+    pub extra_groups: Vec<ExtraGroup>,
+}
+
+/// One simulated scheme.
+#[derive(Debug, Serialize)]
+pub struct SchemeReport {
+    pub name: String,
+    /// Trials found in the file (`trials_planned`: the attribute).
+    pub trials: usize,
+    pub trials_planned: Option<u64>,
+    pub iterations_planned: Option<u64>,
+    pub model_time_unit_s: Option<f64>,
+    /// Pooled over every iteration of every trial.
+    pub summary: Summary,
+    pub per_trial: Vec<TrialReport>,
+}
+
+/// One trial of a simulated scheme.
+#[derive(Debug, Serialize)]
+pub struct TrialReport {
+    pub trial: usize,
+    pub summary: Summary,
+}
+
+impl Report {
+    /// Read and summarise the trace at `path`: every read goes through the
+    /// guard of [`TraceFile`], so a corrupt file is an error naming the
+    /// dataset or attribute and the rule it breaks.
+    pub fn read(path: &Path) -> Result<Report, TraceError> {
+        let file = TraceFile::open(path)?;
+        let root = file.root()?;
+        let (extra_datasets, extra_groups) = file.extras("/")?;
+        let mut report = Report {
+            file: path.display().to_string(),
+            kind: root.kind,
+            gradcode_version: root.gradcode_version.clone(),
+            scheme: root.scheme.clone(),
+            workers: root.workers,
+            seed: root.seed,
+            summary: None,
+            model: None,
+            timing: None,
+            schemes: None,
+            extra_datasets,
+            extra_groups,
+        };
+        match root.kind {
+            TraceKind::Train => {
+                let columns = file.columns("/", root.workers)?;
+                report.summary = Some(summarize(&[&columns]));
+                report.model = Some(file.model("/")?);
+                report.timing = Some(file.timing("/")?);
+            }
+            TraceKind::Simulation => {
+                let mut schemes = Vec::new();
+                for s in file.sim_schemes()? {
+                    let trials: Vec<(usize, TraceColumns)> = s
+                        .trial_groups
+                        .iter()
+                        .map(|(k, g)| Ok((*k, file.columns(g, root.workers)?)))
+                        .collect::<Result<_, TraceError>>()?;
+                    let parts: Vec<&TraceColumns> = trials.iter().map(|(_, c)| c).collect();
+                    schemes.push(SchemeReport {
+                        name: s.name.clone(),
+                        trials: trials.len(),
+                        trials_planned: s.trials,
+                        iterations_planned: s.iterations,
+                        model_time_unit_s: s.model_time_unit_s,
+                        summary: summarize(&parts),
+                        per_trial: trials
+                            .iter()
+                            .map(|(k, c)| TrialReport {
+                                trial: *k,
+                                summary: summarize(&[c]),
+                            })
+                            .collect(),
+                    });
+                }
+                report.schemes = Some(schemes);
+            }
+        }
+        Ok(report)
+    }
+}
