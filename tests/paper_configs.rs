@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use gradcode::coding::registry::param;
+use gradcode::coding::SCHEMES;
 use gradcode::config::{CompareEntry, LoadedConfig, StateInfo, StragglerModel};
 use gradcode::sim::build_entry;
 
@@ -63,7 +63,7 @@ fn gcdc_figures_compare_gc_gc_sc_and_gc_dc_with_the_papers_settings() {
         } else {
             (20, 5, 3, 3)
         };
-        let key = |key: &str| param::<Option<usize>>(c, key).unwrap();
+        let key = |key: &str| SCHEMES.param::<Option<usize>>(c, key).unwrap();
         assert_eq!(
             (
                 c.workers,
@@ -82,7 +82,7 @@ fn gcdc_figures_compare_gc_gc_sc_and_gc_dc_with_the_papers_settings() {
         };
         assert_eq!(c.straggler.state_info, info, "{name}");
         let st = &c.straggler;
-        let tau: f64 = param(c, "straggler_threshold").unwrap();
+        let tau: f64 = SCHEMES.param(c, "straggler_threshold").unwrap();
         match st.model {
             // Homogeneous: GC-DC gets the rates mu_f / mu_s and must call
             // exactly the slow state a straggler.

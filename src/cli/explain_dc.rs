@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use super::explain::{ExplainFlags, ExplainReport, decode_report, print_text as print_decoding};
-use super::{ConfigArgs, one_based, parse_rates, parse_workers};
+use super::decoding::{ExplainReport, decode_report, print_text as print_decoding};
+use super::{ConfigArgs, ExplainFlags, one_based, parse_rates, parse_workers};
 use crate::cluster::spread::min_max_stragglers;
 use crate::cluster::{Clustering, How, Resolution};
 use crate::coding::{RoundContext, Scheme};

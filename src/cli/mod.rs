@@ -5,6 +5,7 @@
 //! [`InputError`]s: one line on stderr, exit status 2, nothing written.
 
 mod check;
+mod decoding;
 mod explain;
 mod explain_dc;
 mod inspect;
@@ -39,6 +40,14 @@ pub struct ConfigArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The flags of `explain` besides the config.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ExplainFlags<'a> {
+    pub received: Option<&'a str>,
+    pub stragglers: Option<&'a str>,
+    pub rates: Option<&'a str>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -161,7 +170,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             rates,
         } => explain::run(
             &args,
-            explain::ExplainFlags {
+            ExplainFlags {
                 received: received.as_deref(),
                 stragglers: stragglers.as_deref(),
                 rates: rates.as_deref(),

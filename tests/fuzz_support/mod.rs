@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use gradcode::coding::registry::param;
+use gradcode::coding::SCHEMES;
 use gradcode::coding::{self, Arrival, CodingError, RoundContext};
 use gradcode::config::{self, Config, DataKind, Loss, StragglerModel};
 use gradcode::error::InputError;
@@ -102,7 +102,9 @@ pub fn config_text(toml: &str, overrides: &[String]) {
 
 fn cheap_to_build(c: &Config) -> bool {
     let at_most = |key: &str, max: usize| {
-        param::<Option<usize>>(c, key).is_ok_and(|v| v.is_none_or(|v| v <= max))
+        SCHEMES
+            .param::<Option<usize>>(c, key)
+            .is_ok_and(|v| v.is_none_or(|v| v <= max))
     };
     c.workers <= BUILD_MAX_WORKERS
         && at_most("load", BUILD_MAX_LOAD)

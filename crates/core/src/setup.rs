@@ -23,7 +23,8 @@
 
 use std::path::Path;
 
-use crate::coding::registry::{Registry, SCHEMES, SchemeEntry, quoted};
+use crate::coding::SCHEMES;
+use crate::coding::registry::{Registry, SchemeEntry, quoted};
 use crate::coding::{CodingError, Scheme};
 use crate::config::{self, CompareEntry, Config, GC_SCHEME, LoadedConfig};
 use crate::error::InputError;

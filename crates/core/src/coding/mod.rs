@@ -1,7 +1,7 @@
 //! Gradient codes: placement, per-iteration assignment and decoding.
 //!
 //! A scheme is one implementation of [`Scheme`], picked by name at run time
-//! through the registry ([`registry::SCHEMES`], the one place that maps
+//! through the registry ([`SCHEMES`], in `schemes.rs`: the one place that maps
 //! `scheme.kind` to a type; each scheme's file declares its parameters and
 //! its entry there). A
 //! scheme is pure: it plans what every worker computes in an iteration
@@ -21,6 +21,7 @@ mod mds;
 mod mmc;
 mod partial;
 pub mod registry;
+mod schemes;
 mod static_code;
 
 pub use dynamic::{
@@ -36,7 +37,8 @@ pub use mmc::{
     UncorrelatedCode,
 };
 pub use partial::{GC_PARTIAL, GcPartialParams, PartialStragglerCode};
-pub use registry::{BuildArgs, Registry, SCHEMES, SchemeEntry, SchemeParams};
+pub use registry::{BuildArgs, Registry, SchemeEntry, SchemeParams};
+pub use schemes::SCHEMES;
 pub use static_code::{
     GC_CYCLIC, GC_FRAC, GC_SC, GcCyclicParams, GcFracParams, GcScParams, IGNORE_STRAGGLERS,
     IgnoreStragglersParams, StaticCode, UNCODED,

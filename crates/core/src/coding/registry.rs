@@ -1,5 +1,7 @@
-//! The scheme registry: every scheme this build knows, one line each in
-//! [`SCHEMES`].
+//! The scheme registry: what a scheme declares to be known by name
+//! ([`SchemeEntry`], its typed parameters), and lists of entries
+//! ([`Registry`]); the list this build uses is `coding::SCHEMES`, one line
+//! per scheme.
 //!
 //! A scheme declares, in its own file, its typed parameters and an entry:
 //!
@@ -25,21 +27,6 @@ use serde::{Deserialize, Serialize};
 use super::{CodingError, Scheme};
 use crate::config::Config;
 use crate::error::InputError;
-
-/// Every scheme this build knows, in the order errors and the reference
-/// config list them. Adding a scheme is one line here.
-pub static SCHEMES: Registry = Registry::new(&[
-    &super::static_code::UNCODED,
-    &super::static_code::IGNORE_STRAGGLERS,
-    &super::static_code::GC_FRAC,
-    &super::static_code::GC_CYCLIC,
-    &super::static_code::GC_SC,
-    &super::dynamic::GC_DC,
-    &super::isgc::IS_GC,
-    &super::mmc::GC_MMC,
-    &super::mmc::UC_MMC,
-    &super::partial::GC_PARTIAL,
-]);
 
 /// The typed `[scheme]` parameters of a scheme: a struct with one field per
 /// key, deserialised with `#[serde(default)]` (see the module docs).
@@ -220,7 +207,7 @@ impl std::fmt::Display for SchemeEntry {
     }
 }
 
-/// A list of scheme entries; [`SCHEMES`] is the one this build uses.
+/// A list of scheme entries; [`SCHEMES`](super::SCHEMES) is the one this build uses.
 #[derive(Debug, Clone, Copy)]
 pub struct Registry {
     entries: &'static [&'static SchemeEntry],
@@ -295,6 +282,27 @@ impl Registry {
             &config.scheme.params,
         ))
     }
+
+    /// The value of the `[scheme]` key `key` in `config`, or when it is not set
+    /// the registry's default for it; `T = Option<_>` for a key without a
+    /// default. For code that needs a key whatever the scheme (the simulator's
+    /// lower bound reads `load` and `clusters`).
+    pub fn param<T: DeserializeOwned>(&self, config: &Config, key: &str) -> Result<T, InputError> {
+        let field = format!("scheme.{key}");
+        let value = config
+            .scheme
+            .params
+            .get(key)
+            .cloned()
+            .or_else(|| self.default_of(key));
+        match value {
+            Some(v) => {
+                T::deserialize(v).map_err(|e| crate::config::serde_error(&field, &e.to_string()))
+            }
+            None => T::deserialize(de::value::UnitDeserializer::<de::value::Error>::new())
+                .map_err(|_| InputError::new(field, "is not set and has no default")),
+        }
+    }
 }
 
 /// `` `a`, `b`, `c` ``.
@@ -304,27 +312,6 @@ pub(crate) fn quoted(names: &[&str]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The value of the `[scheme]` key `key` in `config`, or when it is not set
-/// the registry's default for it; `T = Option<_>` for a key without a
-/// default. For code that needs a key whatever the scheme (the simulator's
-/// lower bound reads `load` and `clusters`).
-pub fn param<T: DeserializeOwned>(config: &Config, key: &str) -> Result<T, InputError> {
-    let field = format!("scheme.{key}");
-    let value = config
-        .scheme
-        .params
-        .get(key)
-        .cloned()
-        .or_else(|| SCHEMES.default_of(key));
-    match value {
-        Some(v) => {
-            T::deserialize(v).map_err(|e| crate::config::serde_error(&field, &e.to_string()))
-        }
-        None => T::deserialize(de::value::UnitDeserializer::<de::value::Error>::new())
-            .map_err(|_| InputError::new(field, "is not set and has no default")),
-    }
 }
 
 fn defaults_of<P: SchemeParams>() -> toml::Table {
@@ -443,45 +430,5 @@ mod tests {
                 .starts_with("scheme.load = \"two\" has the wrong type"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn names_are_unique_and_lookups_find_them() {
-        let names = SCHEMES.names();
-        for (i, name) in names.iter().enumerate() {
-            assert!(!names[..i].contains(name), "{name} registered twice");
-            assert_eq!(SCHEMES.get(name).unwrap().name(), *name);
-        }
-        assert!(SCHEMES.get("gc-magic").is_none());
-        assert!(SCHEMES.get(crate::config::DEFAULT_SCHEME).is_some());
-        assert!(SCHEMES.get(crate::config::GC_SCHEME).is_some());
-    }
-
-    #[test]
-    fn param_reads_the_config_or_the_shared_default() {
-        let mut config = Config::default();
-        assert_eq!(param::<usize>(&config, "load").unwrap(), 2);
-        assert_eq!(param::<Option<usize>>(&config, "wait_for").unwrap(), None);
-        config
-            .scheme
-            .params
-            .insert("load".into(), toml::Value::Integer(5));
-        assert_eq!(param::<usize>(&config, "load").unwrap(), 5);
-        assert_eq!(
-            param::<usize>(&config, "wait_for").unwrap_err().field,
-            "scheme.wait_for"
-        );
-    }
-
-    #[test]
-    fn an_unknown_kind_is_an_error_listing_the_names() {
-        let Err(e) = SCHEMES.build_kind("gc-magic", &Config::default()) else {
-            panic!("an unknown kind was built");
-        };
-        let message = e.to_string();
-        assert!(message.starts_with("scheme.kind = \"gc-magic\" is not known"));
-        for name in SCHEMES.names() {
-            assert!(message.contains(&format!("`{name}`")), "{message}");
-        }
     }
 }

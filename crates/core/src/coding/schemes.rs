@@ -1,0 +1,71 @@
+//! The schemes this build knows: one line each. Adding a scheme is its file
+//! (its parameters and `static` entry, see `registry`) and one line here.
+
+use super::registry::Registry;
+
+/// Every scheme this build knows, in the order errors and the reference
+/// config list them. Adding a scheme is one line here.
+pub static SCHEMES: Registry = Registry::new(&[
+    &super::static_code::UNCODED,
+    &super::static_code::IGNORE_STRAGGLERS,
+    &super::static_code::GC_FRAC,
+    &super::static_code::GC_CYCLIC,
+    &super::static_code::GC_SC,
+    &super::dynamic::GC_DC,
+    &super::isgc::IS_GC,
+    &super::mmc::GC_MMC,
+    &super::mmc::UC_MMC,
+    &super::partial::GC_PARTIAL,
+]);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn names_are_unique_and_lookups_find_them() {
+        let names = SCHEMES.names();
+        for (i, name) in names.iter().enumerate() {
+            assert!(!names[..i].contains(name), "{name} registered twice");
+            assert_eq!(SCHEMES.get(name).unwrap().name(), *name);
+        }
+        assert!(SCHEMES.get("gc-magic").is_none());
+        assert!(SCHEMES.get(crate::config::DEFAULT_SCHEME).is_some());
+        assert!(SCHEMES.get(crate::config::GC_SCHEME).is_some());
+    }
+
+    #[test]
+    fn param_reads_the_config_or_the_shared_default() {
+        let mut config = Config::default();
+        assert_eq!(SCHEMES.param::<usize>(&config, "load").unwrap(), 2);
+        assert_eq!(
+            SCHEMES.param::<Option<usize>>(&config, "wait_for").unwrap(),
+            None
+        );
+        config
+            .scheme
+            .params
+            .insert("load".into(), toml::Value::Integer(5));
+        assert_eq!(SCHEMES.param::<usize>(&config, "load").unwrap(), 5);
+        assert_eq!(
+            SCHEMES
+                .param::<usize>(&config, "wait_for")
+                .unwrap_err()
+                .field,
+            "scheme.wait_for"
+        );
+    }
+
+    #[test]
+    fn an_unknown_kind_is_an_error_listing_the_names() {
+        let Err(e) = SCHEMES.build_kind("gc-magic", &Config::default()) else {
+            panic!("an unknown kind was built");
+        };
+        let message = e.to_string();
+        assert!(message.starts_with("scheme.kind = \"gc-magic\" is not known"));
+        for name in SCHEMES.names() {
+            assert!(message.contains(&format!("`{name}`")), "{message}");
+        }
+    }
+}

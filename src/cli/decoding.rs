@@ -1,0 +1,216 @@
+//! The decoding report of `explain`: which prefix of the arrivals the
+//! master decodes (the engine's stop rule), with which coefficients, what it
+//! recovers; shared by every scheme's explain view.
+
+use serde::Serialize;
+
+use super::one_based;
+use crate::coding::{Arrival, RoundPlan, Scheme};
+use crate::engine::decode_prefix;
+
+#[derive(Debug, Serialize)]
+struct Coefficient {
+    worker: usize,
+    coefficient: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct ClusterReport {
+    cluster: usize,
+    /// Workers of this cluster among the arrivals used, 1-based.
+    received: Vec<usize>,
+    needed: usize,
+    decodable: bool,
+    coefficients: Vec<Coefficient>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    residual: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amplification: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct ExplainReport {
+    scheme: String,
+    /// As given, 1-based, in arrival order.
+    received: Vec<usize>,
+    /// The prefix of `received` the master decodes: it stops as soon as it can.
+    used: Vec<usize>,
+    decodable: bool,
+    /// Decoding coefficient of every used worker whose result enters the sum (when decodable).
+    coefficients: Vec<Coefficient>,
+    /// 1-based partitions whose gradient sum the coefficients give.
+    recovered_partitions: Vec<usize>,
+    /// The same as `recovered_partitions` (the name is-gc's reports use).
+    partitions_recovered: Vec<usize>,
+    /// 1-based workers whose messages enter the sum (is-gc: the maximum
+    /// independent set of the conflict graph among the used arrivals).
+    workers_used: Vec<usize>,
+    recovered_fraction: f64,
+    /// Communication load: messages the master received (the used prefix)
+    /// and messages that enter the sum.
+    messages_received: usize,
+    messages_used: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    residual: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amplification: Option<f64>,
+    /// Per cluster of clustered codes (gc-sc, gc-frac blocks); gc-cyclic has one
+    /// cluster of all workers; uncoded placements list none.
+    clusters: Vec<ClusterReport>,
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// Decode `arrivals` (in arrival order) as the master would under `plan`.
+pub(super) fn decode_report(
+    scheme: &mut dyn Scheme,
+    plan: &RoundPlan,
+    arrivals: &[Arrival],
+) -> ExplainReport {
+    let received: Vec<usize> = arrivals.iter().map(|a| a.worker).collect();
+    let (decoding, used) = decode_prefix(scheme, plan, arrivals);
+    let mut workers_used: Vec<usize> = received[..used]
+        .iter()
+        .zip(&decoding.weights)
+        .filter(|&(_, &w)| w != 0.0)
+        .map(|(&worker, _)| worker + 1)
+        .collect();
+    workers_used.sort_unstable();
+    workers_used.dedup();
+    let used_workers = &received[..used];
+    let mut coefficients: Vec<Coefficient> = Vec::new();
+    if decoding.decodable {
+        coefficients = used_workers
+            .iter()
+            .zip(&decoding.weights)
+            .filter(|&(_, &w)| w != 0.0)
+            .map(|(&worker, &coefficient)| Coefficient {
+                worker: worker + 1,
+                coefficient,
+            })
+            .collect();
+        coefficients.sort_by_key(|c| c.worker);
+    }
+    // Clusters of clustered codes and the one group of gc-cyclic; the
+    // singleton groups of uncoded placements say nothing the top level does not.
+    let show_groups = !plan.clusters.is_empty() || decoding.groups.len() == 1;
+    let clusters = decoding
+        .groups
+        .iter()
+        .filter(|_| show_groups)
+        .map(|g| ClusterReport {
+            cluster: g.group + 1,
+            received: one_based(&g.workers),
+            needed: g.needed,
+            decodable: g.decodable,
+            coefficients: g
+                .workers
+                .iter()
+                .zip(&g.coefficients)
+                .map(|(&w, &c)| Coefficient {
+                    worker: w + 1,
+                    coefficient: c,
+                })
+                .collect(),
+            residual: finite(g.residual),
+            amplification: finite(g.amplification),
+        })
+        .collect();
+    let any_decoded = !decoding.recovered.is_empty();
+    ExplainReport {
+        scheme: scheme.kind().name().to_string(),
+        received: one_based(&received),
+        used: one_based(used_workers),
+        decodable: decoding.decodable,
+        coefficients,
+        recovered_partitions: one_based(&decoding.recovered),
+        partitions_recovered: one_based(&decoding.recovered),
+        workers_used,
+        messages_received: used,
+        messages_used: decoding.messages_used(),
+        recovered_fraction: decoding.recovered_fraction(scheme.partitions()),
+        residual: any_decoded.then_some(decoding.residual),
+        amplification: any_decoded.then_some(decoding.amplification),
+        clusters,
+    }
+}
+
+pub(super) fn print_text(r: &ExplainReport) {
+    let list = |ids: &[usize]| {
+        ids.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("scheme      {}", r.scheme);
+    println!(
+        "received    {} ({} workers)",
+        list(&r.received),
+        r.received.len()
+    );
+    if r.used.len() < r.received.len() {
+        println!(
+            "used        {} (the master stops as soon as it can decode)",
+            list(&r.used)
+        );
+    }
+    let short: Vec<String> = r
+        .clusters
+        .iter()
+        .filter(|c| !c.decodable)
+        .map(|c| c.cluster.to_string())
+        .collect();
+    match (r.decodable, short.is_empty()) {
+        (true, _) => println!(
+            "decodable   yes, recovering {:.1}% of the partitions",
+            100.0 * r.recovered_fraction
+        ),
+        (false, false) => println!(
+            "decodable   no: cluster {} short; the clusters that decode cover {:.1}% of the partitions",
+            short.join(", "),
+            100.0 * r.recovered_fraction
+        ),
+        (false, true) => println!(
+            "decodable   no: too few arrivals; they cover {:.1}% of the partitions",
+            100.0 * r.recovered_fraction
+        ),
+    }
+    println!(
+        "workers     {} enter the sum; messages received {}, used {}",
+        if r.workers_used.is_empty() {
+            "none".to_string()
+        } else {
+            list(&r.workers_used)
+        },
+        r.messages_received,
+        r.messages_used
+    );
+    if let (Some(res), Some(amp)) = (r.residual, r.amplification) {
+        println!(
+            "numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}"
+        );
+    }
+    for c in &r.clusters {
+        if r.clusters.len() > 1 || !c.decodable {
+            let state = if c.decodable {
+                "decodes".to_string()
+            } else {
+                format!("short: {} of {} needed", c.received.len(), c.needed)
+            };
+            println!(
+                "cluster {:<3} received [{}], {}",
+                c.cluster,
+                list(&c.received),
+                state
+            );
+        }
+        for k in &c.coefficients {
+            println!(
+                "    worker {:>4}  coefficient {:+.9}",
+                k.worker, k.coefficient
+            );
+        }
+    }
+}
