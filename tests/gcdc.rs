@@ -266,6 +266,27 @@ fn default_n_is_the_lemma_1_minimum() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
+    /// Planning into a reused plan (the engine's way) gives exactly the plan
+    /// of `plan_round`, whatever the previous iteration's plan held.
+    #[test]
+    fn planning_into_a_reused_plan_equals_a_fresh_plan(
+        (p, l) in (1usize..=6).prop_flat_map(|p| (Just(p), 1usize..=6)),
+        seed in 0u64..100_000,
+        straggle in 0.0f64..=1.0,
+    ) {
+        let k = p * l;
+        let r = 1 + (seed as usize) % l;
+        let (mut fresh, mut reused) = (gc_dc(k, p, r, None, None, seed), gc_dc(k, p, r, None, None, seed));
+        let mut rng = stream(seed, Stream::CheckSampling);
+        let mut plan = RoundPlan::default();
+        for t in 0..6u64 {
+            let s: Vec<bool> = (0..k).map(|_| rng.random_bool(straggle)).collect();
+            let ctx = RoundContext { iteration: t, straggling: (t > 0).then_some(s.as_slice()), rates: None };
+            reused.plan_round_into(&ctx, &mut plan);
+            prop_assert_eq!(&plan, &fresh.plan_round(&ctx), "iteration {}", t);
+        }
+    }
+
     /// On random sizes and straggler sets: the plan is consistent with the
     /// clustering and the stored data, the tracker stops at the first prefix
     /// that decodes, and l − r + 1 arrivals per cluster decode exactly.

@@ -371,6 +371,12 @@ impl Scheme for DynamicClustering {
     }
 
     fn plan_round(&mut self, ctx: &RoundContext<'_>) -> RoundPlan {
+        let mut plan = RoundPlan::default();
+        self.plan_round_into(ctx, &mut plan);
+        plan
+    }
+
+    fn plan_round_into(&mut self, ctx: &RoundContext<'_>, plan: &mut RoundPlan) {
         if ctx.straggling.is_none() && ctx.rates.is_none() {
             self.last.clone_from(&self.initial);
         } else {
@@ -388,20 +394,25 @@ impl Scheme for DynamicClustering {
             self.totals.repairs += self.last.conflicts.len() as u64 - swaps;
         }
         self.totals.rounds += 1;
-        let mut slot = vec![(0, 0); self.workers];
+        // Worker w takes the task of its position in its cluster.
+        plan.tasks.truncate(self.workers);
         for (p, members) in self.last.members.iter().enumerate() {
             for (i, &w) in members.iter().enumerate() {
-                slot[w] = (p, i);
+                let task = &self.slot_tasks[p][i];
+                match plan.tasks.get_mut(w) {
+                    Some(t) => t.clone_from(task),
+                    None => {
+                        // Only while the plan grows to K tasks: in worker order.
+                        plan.tasks.resize_with(w + 1, || WorkerTask {
+                            compute: Vec::new(),
+                            messages: Vec::new(),
+                        });
+                        plan.tasks[w].clone_from(task);
+                    }
+                }
             }
         }
-        let tasks = slot
-            .iter()
-            .map(|&(p, i)| self.slot_tasks[p][i].clone())
-            .collect();
-        RoundPlan {
-            tasks,
-            clusters: self.last.members.clone(),
-        }
+        plan.clusters.clone_from(&self.last.members);
     }
 
     fn tracker<'a>(&'a self, plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {

@@ -166,7 +166,7 @@ pub struct CodewordId {
 }
 
 /// A linear combination of partition gradients.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, PartialEq, Serialize)]
 pub struct Codeword {
     pub id: CodewordId,
     /// (partition, coefficient), in the order the worker computes them.
@@ -188,7 +188,7 @@ impl Codeword {
 }
 
 /// One message a worker sends in an iteration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, PartialEq, Serialize)]
 pub struct Message {
     /// Partition computations the worker completes before sending it.
     pub after: usize,
@@ -196,7 +196,7 @@ pub struct Message {
 }
 
 /// What one worker does in one iteration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, PartialEq, Serialize)]
 pub struct WorkerTask {
     /// Partitions in computation order.
     pub compute: Vec<usize>,
@@ -205,12 +205,71 @@ pub struct WorkerTask {
 }
 
 /// What every worker does in one iteration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Default, PartialEq, Serialize)]
 pub struct RoundPlan {
     /// Indexed by worker.
     pub tasks: Vec<WorkerTask>,
     /// Cluster membership this iteration (cluster → workers), empty when unclustered.
     pub clusters: Vec<Vec<usize>>,
+}
+
+// Clone with `clone_from` that reuses every nested buffer: an engine that
+// plans every iteration into the same plan (`Scheme::plan_round_into`)
+// allocates nothing once the buffers have grown.
+impl Clone for Codeword {
+    fn clone(&self) -> Self {
+        Self {
+            id: self.id,
+            terms: self.terms.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.id = source.id;
+        self.terms.clone_from(&source.terms);
+    }
+}
+
+impl Clone for Message {
+    fn clone(&self) -> Self {
+        Self {
+            after: self.after,
+            codeword: self.codeword.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.after = source.after;
+        self.codeword.clone_from(&source.codeword);
+    }
+}
+
+impl Clone for WorkerTask {
+    fn clone(&self) -> Self {
+        Self {
+            compute: self.compute.clone(),
+            messages: self.messages.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.compute.clone_from(&source.compute);
+        self.messages.clone_from(&source.messages);
+    }
+}
+
+impl Clone for RoundPlan {
+    fn clone(&self) -> Self {
+        Self {
+            tasks: self.tasks.clone(),
+            clusters: self.clusters.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.tasks.clone_from(&source.tasks);
+        self.clusters.clone_from(&source.clusters);
+    }
 }
 
 /// The straggler information the master has when it plans an iteration.
@@ -381,6 +440,12 @@ pub trait Scheme: Send {
     fn stored(&self, worker: usize) -> &[usize];
     /// Plan an iteration.
     fn plan_round(&mut self, ctx: &RoundContext<'_>) -> RoundPlan;
+    /// Plan an iteration into `plan`, reusing its buffers (the engine's
+    /// driver plans every iteration this way). The default replaces `plan`
+    /// with [`plan_round`](Scheme::plan_round)'s.
+    fn plan_round_into(&mut self, ctx: &RoundContext<'_>, plan: &mut RoundPlan) {
+        *plan = self.plan_round(ctx);
+    }
     /// A fresh tracker for an iteration planned as `plan`.
     fn tracker<'a>(&'a self, plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a>;
     /// Decode exactly the given arrivals of an iteration planned as `plan`.

@@ -51,8 +51,10 @@ pub enum Straggling {
 /// One scheme the driver runs, with what belongs to it.
 pub struct Lane {
     scheme: Box<dyn Scheme>,
-    /// The plan of a scheme whose plan never changes, made once.
-    fixed_plan: Option<RoundPlan>,
+    /// The iteration's plan, planned into in place; made once for a scheme
+    /// whose plan never changes (`fixed`).
+    plan: RoundPlan,
+    fixed: bool,
     learner: Option<Learner>,
     record: IterationRecord,
     totals: Totals,
@@ -71,13 +73,17 @@ struct Totals {
 impl Lane {
     /// A lane of `scheme`, with a learner for a training run.
     pub fn new(mut scheme: Box<dyn Scheme>, learner: Option<Learner>) -> Self {
-        let fixed_plan = scheme
-            .static_plan()
-            .then(|| scheme.plan_round(&RoundContext::default()));
+        let fixed = scheme.static_plan();
+        let plan = if fixed {
+            scheme.plan_round(&RoundContext::default())
+        } else {
+            RoundPlan::default()
+        };
         let record = IterationRecord::new(scheme.workers());
         Self {
             scheme,
-            fixed_plan,
+            plan,
+            fixed,
             learner,
             record,
             totals: Totals::default(),
@@ -352,16 +358,11 @@ impl Driver {
             ..
         } = self;
         let lane = &mut lanes[index];
-        let planned;
-        let plan = match &lane.fixed_plan {
-            Some(plan) => plan,
-            None => {
-                let ctx =
-                    state_context(*state_info, t, current, have_previous.then_some(&*previous));
-                planned = timing.time("plan", || lane.scheme.plan_round(&ctx));
-                &planned
-            }
-        };
+        if !lane.fixed {
+            let ctx = state_context(*state_info, t, current, have_previous.then_some(&*previous));
+            timing.time("plan", || lane.scheme.plan_round_into(&ctx, &mut lane.plan));
+        }
+        let plan = &lane.plan;
         report.clear();
         let (status, stop) = {
             let task = RoundTask {
