@@ -411,7 +411,8 @@ impl Driver {
         record.train_loss = f64::NAN;
         record.test_loss = f64::NAN;
         if let Some(learner) = &mut lane.learner {
-            if !decoding.decodable || decoding.recovered.is_empty() || !has_vectors {
+            assert!(has_vectors, "a training lane runs on a round with vectors");
+            if !decoding.decodable || decoding.recovered.is_empty() {
                 return Err(EngineError::NotDecodable {
                     iteration: t,
                     residual: decoding.residual,
