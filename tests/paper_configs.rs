@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use gradcode::coding::SCHEMES;
 use gradcode::config::{CompareEntry, LoadedConfig, StateInfo, StragglerModel};
-use gradcode::sim::build_entry;
 
 fn paper_configs() -> Vec<(String, LoadedConfig)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs/paper");
@@ -36,7 +35,8 @@ fn every_paper_config_loads_without_warnings_and_builds_its_schemes() {
     for (name, loaded) in &configs {
         assert_eq!(loaded.unused_keys(), Vec::<String>::new(), "{name}");
         for entry in loaded.config.compared() {
-            build_entry(&entry, &loaded.config).unwrap_or_else(|e| panic!("{name}: {entry}: {e}"));
+            gradcode::setup::build_entry(&SCHEMES, &entry, &loaded.config)
+                .unwrap_or_else(|e| panic!("{name}: {entry}: {e}"));
         }
     }
 }

@@ -13,7 +13,7 @@
 
 pub mod run;
 
-pub use run::{BoundSummary, SchemeSummary, SimReport, Simulation, build_entry};
+pub use run::{BoundSummary, SchemeSummary, SimReport, Simulation};
 
 use crate::straggler::RoundSample;
 

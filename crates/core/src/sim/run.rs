@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::lower_bound;
 use crate::coding::{self, LowerBound, Scheme};
-use crate::config::{CompareEntry, Config, StragglerModel};
+use crate::config::{Config, StragglerModel};
 use crate::engine::{
     Driver, EngineError, IterationEvent, Lane, Observer, ObserverError, SimulatedRound, Straggling,
 };
@@ -104,7 +104,10 @@ impl Simulation {
         let mut names = Vec::with_capacity(compared.len());
         for entry in &compared {
             names.push(entry.name().to_string());
-            lanes.push(Lane::new(build_entry(entry, config)?, None));
+            lanes.push(Lane::new(
+                crate::setup::build_entry(&coding::SCHEMES, entry, config)?,
+                None,
+            ));
         }
         let baseline_name = config.baseline();
         let baseline = names
@@ -181,12 +184,6 @@ impl Simulation {
         }
         Ok(tallies.report(self, &lane_bound, top_bound))
     }
-}
-
-/// Build the scheme of one `simulate.compare` entry; the errors of a variant
-/// name it (`simulate.compare.<name>: scheme.clusters = 5 does not divide ...`).
-pub fn build_entry(entry: &CompareEntry, config: &Config) -> Result<Box<dyn Scheme>, InputError> {
-    crate::setup::build_entry(&coding::SCHEMES, entry, config)
 }
 
 /// Accumulators of one scheme or bound.
