@@ -475,3 +475,48 @@ fn deadlines_agree_with_closed_forms() {
         }
     }
 }
+
+/// 000 Algorithm 1 gives the master the state S⁰ before iteration 1: under
+/// imperfect state information the first iteration of every trial is
+/// clustered with S⁰ (the model's initial state), not with nothing.
+#[test]
+fn the_first_iteration_under_imperfect_information_uses_the_initial_state() {
+    let text = "workers = 12\nseed = 9\n[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 4\nclusters_per_worker = 2\n[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 5\nstate_info = \"imperfect\"\n[simulate]\ntrials = 3\niterations = 2\n";
+    let c = config(text);
+    let mut sim = Simulation::from_config(&c).unwrap();
+    let mut records = Collect::default();
+    sim.run(&mut [&mut records]).unwrap();
+    let spec = gradcode::straggler::DelaySpec::from_config(&c).unwrap();
+    for trial in 0..3usize {
+        let mut s0 = RoundSample::new(12);
+        assert!(spec.model(trial as u64).initial_state(&mut s0));
+        assert_eq!(s0.straggling.iter().filter(|&&s| s).count(), 5);
+        // A fresh gc-dc told S⁰ forms the clusters the simulator's first iteration used.
+        let mut fresh = coding::build(&c).unwrap();
+        let plan = fresh.plan_round(&RoundContext {
+            iteration: 0,
+            straggling: Some(&s0.straggling),
+            rates: s0.rates(),
+        });
+        let mut expected = vec![-1i64; 12];
+        for (p, members) in plan.clusters.iter().enumerate() {
+            for &w in members {
+                expected[w] = p as i64 + 1;
+            }
+        }
+        let first = records
+            .0
+            .iter()
+            .find(|r| r.1 == trial)
+            .expect("a record of the trial");
+        assert_eq!(first.2.cluster, expected, "trial {trial}");
+        // And not the initial clustering a master without S⁰ would use.
+        let blind = coding::build(&c)
+            .unwrap()
+            .plan_round(&RoundContext::default());
+        assert_ne!(
+            plan.clusters, blind.clusters,
+            "trial {trial}: S⁰ changes the clusters"
+        );
+    }
+}

@@ -377,3 +377,57 @@ fn trace_columns_are_checked_against_the_file() {
     let e = DelaySpec::from_config(&c).unwrap_err();
     assert_eq!(e.field, "straggler.trace_file");
 }
+
+/// S⁰, the state before the first iteration (000 Algorithm 1): the models
+/// whose state persists report it, and their first iteration runs in it
+/// (same flags and rates); the others have none.
+#[test]
+fn the_initial_state_is_the_first_iterations_state() {
+    for (text, has) in [
+        (
+            "[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 4\n",
+            true,
+        ),
+        (
+            "[straggler]\nmodel = \"gilbert-elliott-heterogeneous\"\ninitial_stragglers = 3\n",
+            true,
+        ),
+        (
+            "[straggler]\nmodel = \"time-varying\"\ninitial_stragglers = 5\n",
+            true,
+        ),
+        (
+            "[straggler]\nmodel = \"extra-delay\"\ndelayed_workers = [2, 7]\n",
+            true,
+        ),
+        (
+            "[straggler]\nmodel = \"extra-delay\"\ndelayed_count = 2\n",
+            false,
+        ),
+        ("[straggler]\nmodel = \"shifted-exponential\"\n", false),
+    ] {
+        let c = config(&format!("workers = 12\nseed = 4\n{text}"));
+        for trial in 0..3 {
+            let model = DelaySpec::from_config(&c).unwrap().model(trial);
+            let mut s0 = RoundSample::new(12);
+            assert_eq!(model.initial_state(&mut s0), has, "{text}");
+            if has {
+                let first = &samples(&c, trial, 1)[0];
+                assert_eq!(s0.straggling, first.straggling, "{text}");
+                assert_eq!(s0.rate, first.rate, "{text}");
+                assert!(
+                    s0.straggling.iter().any(|&s| s),
+                    "{text}: someone straggles"
+                );
+            } else {
+                let blank = RoundSample::new(12);
+                assert_eq!(
+                    (&s0.unit_time, &s0.extra_time, &s0.straggling),
+                    (&blank.unit_time, &blank.extra_time, &blank.straggling),
+                    "{text}: untouched"
+                );
+                assert!(s0.rate.iter().all(|r| r.is_nan()), "{text}: untouched");
+            }
+        }
+    }
+}

@@ -42,7 +42,8 @@ use super::{
     LowerBound, Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
 };
 use crate::cluster::{
-    Assignment, ClusterError, Clustering, ClusteringPolicy, GreedyClustering, WorkerStates,
+    Assignment, AssignmentSource, ClusterError, Clustering, ClusteringPolicy, GreedyClustering,
+    WorkerStates,
 };
 use crate::rng::Stream;
 use serde::{Deserialize, Serialize};
@@ -79,9 +80,14 @@ pub struct GcDcParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters_per_worker: Option<usize>,
     /// n·l rows × P of 1-based worker ids, column p = the workers that may
-    /// join cluster p; default: circular shifts (000 §IV-B) drawn from the seed.
+    /// join cluster p; default: 000 eq. (13) for K = 12, P = 4, n = 2, else
+    /// the best of `assignment_draws` circular-shift matrices (§IV-B).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignment: Option<Vec<Vec<usize>>>,
+    /// Circular-shift matrices drawn for the default A_cluster; the one with
+    /// the most distinct columns, then the most worker pairs a cluster can
+    /// hold, is kept (1 = a single draw, as §IV-B describes).
+    pub assignment_draws: usize,
     /// tau: with estimated rates, a worker with rate < tau straggles (1 / model time).
     pub straggler_threshold: f64,
     pub clustering: ClusteringKind,
@@ -101,6 +107,7 @@ impl Default for GcDcParams {
             clusters: DEFAULT_CLUSTERS,
             clusters_per_worker: None,
             assignment: None,
+            assignment_draws: 8,
             straggler_threshold: 0.5,
             clustering: ClusteringKind::Greedy,
             code_draws: code.draws(),
@@ -119,6 +126,7 @@ fn build_gc_dc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
         p.load,
         p.clusters_per_worker,
         p.assignment.as_deref(),
+        p.assignment_draws,
         p.straggler_threshold,
         clustering_policy(p.clustering),
         options,
@@ -162,6 +170,7 @@ pub struct ClusteringTotals {
 pub struct DynamicClustering {
     workers: usize,
     assignment: Assignment,
+    source: AssignmentSource,
     policy: Box<dyn ClusteringPolicy>,
     threshold: f64,
     decoder: GroupDecoder,
@@ -187,6 +196,7 @@ impl DynamicClustering {
         load: usize,
         per_worker: Option<usize>,
         assignment: Option<&[Vec<usize>]>,
+        assignment_draws: usize,
         threshold: f64,
         policy: Box<dyn ClusteringPolicy>,
         options: CodeOptions,
@@ -211,12 +221,16 @@ impl DynamicClustering {
                 "must be a finite number > 0",
             ));
         }
-        let assignment = match assignment {
-            Some(rows) => Assignment::from_rows(workers, clusters, per_worker, rows)?,
+        let (assignment, source) = match assignment {
+            Some(rows) => {
+                let a = Assignment::from_rows(workers, clusters, per_worker, rows)?;
+                let distinct_columns = a.distinct_columns();
+                (a, AssignmentSource::Given { distinct_columns })
+            }
             None => {
                 let n = per_worker
                     .unwrap_or_else(|| Assignment::lemma1_min_per_worker(workers, clusters));
-                Assignment::circular_shifts(workers, clusters, n, shift_rng)?
+                Assignment::default_matrix(workers, clusters, n, assignment_draws, shift_rng)?
             }
         };
         let code = CyclicMds::best_of(size, load, options.draws(), code_rng)?;
@@ -265,6 +279,7 @@ impl DynamicClustering {
             last: initial.clone(),
             initial,
             assignment,
+            source,
             policy,
             threshold,
             decoder: GroupDecoder::cyclic(code, options),
@@ -278,6 +293,11 @@ impl DynamicClustering {
     /// The worker cluster assignment matrix.
     pub fn assignment(&self) -> &Assignment {
         &self.assignment
+    }
+
+    /// Where the assignment matrix came from (given, the paper's, or drawn).
+    pub fn assignment_source(&self) -> AssignmentSource {
+        self.source
     }
 
     /// The clustering of the last planned iteration (the initial one before any).
