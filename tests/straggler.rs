@@ -265,6 +265,33 @@ fn trace_replay_uses_the_chosen_columns_and_wraps() {
     assert_eq!(samples(&c, 0, 1)[0].straggling, [false, false, false, true]);
 }
 
+/// With `trace_compute_share = s` a value v is s·v of computation per
+/// partition and (1 − s)·v fixed per message: a message after c
+/// computations arrives at c·s·v + (1 − s)·v, so redundancy costs only
+/// computation; straggling still compares whole values.
+#[test]
+fn a_trace_value_splits_into_computation_and_a_fixed_cost() {
+    let path = write("split.csv", "w0,w1,w2,w3\n1,2,3,40\n");
+    let c = config(&format!(
+        "workers = 4\n[straggler]\nmodel = \"trace\"\ntrace_file = \"{path}\"\ntrace_compute_share = 0.25\n"
+    ));
+    let s = &samples(&c, 0, 1)[0];
+    for (w, v) in [1.0, 2.0, 3.0, 40.0].into_iter().enumerate() {
+        assert_eq!(s.message_time(w, 1), 0.25 * v + 0.75 * v);
+        assert_eq!(s.message_time(w, 3), 3.0 * 0.25 * v + 0.75 * v);
+    }
+    assert_eq!(s.straggling, [false, false, false, true]);
+    for bad in ["0.0", "1.5", "-0.1"] {
+        let e = config::parse(
+            &format!("[straggler]\ntrace_compute_share = {bad}\n"),
+            "t",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "straggler.trace_compute_share", "{bad}");
+    }
+}
+
 #[test]
 fn the_real_aws_traces_load_as_their_manifest_says() {
     // The traces shipped in data/traces/aws-lambda/ (see its README for the

@@ -285,6 +285,13 @@ fn validate_straggler_models(s: &StragglerConfig, workers: usize) -> Result {
     )?;
     positive("straggler.delay_mean", s.delay_mean)?;
     positive("straggler.trace_threshold", s.trace_threshold)?;
+    if !(s.trace_compute_share > 0.0 && s.trace_compute_share <= 1.0) {
+        return Err(InputError::value(
+            "straggler.trace_compute_share",
+            s.trace_compute_share,
+            "must be in (0, 1]",
+        ));
+    }
     if let Some(columns) = &s.trace_columns {
         if columns.len() != workers {
             return Err(InputError::value(

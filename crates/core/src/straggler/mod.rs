@@ -249,6 +249,7 @@ impl DelaySpec {
                 self.columns.clone(),
                 trial,
                 s.trace_threshold,
+                s.trace_compute_share,
             )),
         }
     }
