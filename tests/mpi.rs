@@ -435,7 +435,8 @@ fn simulate_trial_0(
 
 /// The engine makes `train` (emulated stragglers) and `simulate` the same
 /// iteration loop: for the same seed they see the same straggler samples,
-/// form the same clusters and, wherever the wall clock cannot reorder what
+/// form the same clusters (gc-dc, with and without a deadline) and, wherever
+/// the wall clock cannot reorder what
 /// the model says (no message within `margin` of the deadline or of the
 /// iteration's end), accept, use and recover the same.
 #[test]
@@ -458,6 +459,11 @@ fn train_agrees_with_simulate_iteration_by_iteration() {
         (
             "agree-gc-dc",
             "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\n",
+            "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
+        ),
+        (
+            "agree-gc-dc-deadline",
+            "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\ndeadline = 1.0\n",
             "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
         ),
     ];
