@@ -172,6 +172,16 @@ impl<'a> Comm<'a> {
     }
 }
 
+/// `start + seconds`, or `None` when that is beyond any clock: a time too
+/// large for a `Duration` or an `Instant` (such as `train.result_timeout_s =
+/// 1e30`, or an emulated delay of 10^300 model time units) means "never".
+/// Negative seconds and NaN mean `start`.
+pub fn instant_after(start: Instant, seconds: f64) -> Option<Instant> {
+    Duration::try_from_secs_f64(seconds.max(0.0))
+        .ok()
+        .and_then(|d| start.checked_add(d))
+}
+
 /// Bytes of buffered-send buffer for `messages` messages of `len` f64 each
 /// (with the per-message bookkeeping MPI adds, bounded generously).
 pub fn buffer_bytes(messages: usize, len: usize) -> usize {
