@@ -96,6 +96,7 @@ pub const TEST_PANIC_VAR: &str = "GRADCODE_TEST_PANIC_RANK";
 /// `GRADCODE_TEST_PANIC_RANK=R` in the environment rank R panics here (a
 /// worker when it takes its first task, the master before the first
 /// iteration), so that a test can show a panic ends the job. Nothing else reads it.
+#[track_caller]
 pub fn panic_if_asked(rank: i32, place: &str) {
     let asked = std::env::var(TEST_PANIC_VAR)
         .ok()

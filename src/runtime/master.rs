@@ -137,7 +137,10 @@ impl Master<'_> {
             Ok(x) => x,
             Err(e) => {
                 let clean = self.shutdown().is_some();
-                return RunEnd { result: Err(e), clean };
+                return RunEnd {
+                    result: Err(e),
+                    clean,
+                };
             }
         };
         let trained = self.train(&data, test, observers);
@@ -239,7 +242,8 @@ impl Master<'_> {
                     let now = Instant::now();
                     let silent: Vec<String> = (0..k)
                         .filter(|&w| {
-                            !ready[w] && instant_after(heard[w], timeout_s).is_some_and(|g| now >= g)
+                            !ready[w]
+                                && instant_after(heard[w], timeout_s).is_some_and(|g| now >= g)
                         })
                         .map(|w| (w + 1).to_string())
                         .collect();

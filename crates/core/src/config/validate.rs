@@ -79,7 +79,7 @@ fn validate_straggler(s: &StragglerConfig) -> Result {
     if s.time_unit_ms > MAX_TIME_UNIT_MS {
         return Err(InputError::value(
             "straggler.time_unit_ms",
-            s.time_unit_ms,
+            format!("{:e}", s.time_unit_ms),
             format!(
                 "must be at most {MAX_TIME_UNIT_MS} (one day of wall time per model time unit)"
             ),
