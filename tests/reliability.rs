@@ -145,33 +145,60 @@ impl Drop for Job {
     }
 }
 
-/// The pid of MPI rank `rank` among the gradcode processes (OpenMPI sets
-/// OMPI_COMM_WORLD_RANK in each rank's environment).
-fn rank_pid(rank: usize) -> u32 {
-    let deadline = Instant::now() + STARTUP;
-    loop {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            if !String::from_utf8_lossy(&cmdline).contains("gradcode\0train") {
-                continue;
-            }
-            let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-                continue;
-            };
-            if env
-                .split(|&b| b == 0)
-                .any(|v| v == format!("OMPI_COMM_WORLD_RANK={rank}").as_bytes())
-            {
-                return pid;
-            }
+/// The parent of process `pid`, if it is still there.
+fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces, so read after its ')'.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether process `pid` descends from process `ancestor`.
+fn descends_from(mut pid: u32, ancestor: u32) -> bool {
+    while pid > 1 {
+        match parent_pid(pid) {
+            Some(p) if p == ancestor => return true,
+            Some(p) => pid = p,
+            None => return false,
         }
-        assert!(Instant::now() < deadline, "no rank {rank} found");
-        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+impl Job {
+    /// The pid of MPI rank `rank` of this job (OpenMPI sets
+    /// OMPI_COMM_WORLD_RANK in each rank's environment): only the job's own
+    /// processes, never a gradcode of another test or user on the machine.
+    fn rank_pid(&self, rank: usize) -> u32 {
+        let deadline = Instant::now() + STARTUP;
+        let wanted = format!("OMPI_COMM_WORLD_RANK={rank}");
+        loop {
+            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                    continue;
+                };
+                if !String::from_utf8_lossy(&cmdline).contains("gradcode\0train") {
+                    continue;
+                }
+                let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+                    continue;
+                };
+                if env.split(|&b| b == 0).any(|v| v == wanted.as_bytes())
+                    && descends_from(pid, self.pid())
+                {
+                    return pid;
+                }
+            }
+            assert!(Instant::now() < deadline, "no rank {rank} found");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -305,7 +332,7 @@ fn sigint_on_one_worker_stops_the_whole_job_gracefully() {
         ],
     );
     job.wait_for("iteration 10/", STARTUP);
-    signal(rank_pid(3), "INT");
+    signal(job.rank_pid(3), "INT");
     let (code, _, err) = job.wait_exit(Duration::from_secs(10));
     // mpirun was not signalled: it returns the ranks' first non-zero status,
     // rank 0's 128 + SIGINT.
@@ -335,7 +362,7 @@ fn sigkill_leaves_a_readable_trace_that_resumes() {
         ],
     );
     job.wait_for("iteration 80/", STARTUP);
-    signal(rank_pid(0), "KILL");
+    signal(job.rank_pid(0), "KILL");
     let (code, _, _) = job.wait_exit(Duration::from_secs(20));
     assert_ne!(code, Some(0));
     let data = read_trace(&trace, "/").expect("a killed run leaves a readable trace");
@@ -396,7 +423,7 @@ fn a_killed_worker_ends_the_job_and_the_trace_survives() {
         ],
     );
     job.wait_for("iteration 80/", STARTUP);
-    signal(rank_pid(4), "KILL");
+    signal(job.rank_pid(4), "KILL");
     let (code, _, _) = job.wait_exit(Duration::from_secs(20));
     assert_ne!(code, Some(0), "OpenMPI ends the job when a rank dies");
     let data = read_trace(&trace, "/").expect("the trace survives a dead worker");
@@ -434,7 +461,7 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
     );
     // Stop it once training runs (stopped during MPI_Init, everyone would wait in MPI_Init).
     job.wait_for("iteration 10/", STARTUP);
-    let worker = rank_pid(2);
+    let worker = job.rank_pid(2);
     signal(worker, "STOP");
     let (code, _, err) = job.wait_exit(Duration::from_secs(30));
     signal(worker, "CONT");
@@ -475,7 +502,7 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
         ],
     );
     job.wait_for("iteration 10/", STARTUP);
-    let worker = rank_pid(2);
+    let worker = job.rank_pid(2);
     signal(worker, "STOP");
     let (_, _, err) = job.wait_exit(Duration::from_secs(40));
     signal(worker, "CONT");
@@ -705,7 +732,7 @@ fn with_worker_2_stopped_while_loading(
         cmd.env("GRADCODE_LOG", "info");
         let mut job = Job::spawn(cmd);
         // Found before the setup starts, so that the stop follows the master's line at once.
-        let worker = rank_pid(2);
+        let worker = job.rank_pid(2);
         job.wait_for("master: uncoded on 2 workers", STARTUP);
         signal(worker, "STOP");
         let from = act(&mut job);
@@ -732,7 +759,7 @@ fn a_worker_stuck_in_setup_ends_the_job_on_sigterm() {
         // The master now waits for worker 2 alone (default result timeout: 300 s).
         job.wait_for("master: worker 1 ready", STARTUP);
         let signalled = Instant::now();
-        signal(rank_pid(0), "TERM");
+        signal(job.rank_pid(0), "TERM");
         signalled
     });
     assert!(

@@ -154,7 +154,7 @@ enum Loaded {
 
 /// Load the stored partitions on a second thread while this one tells the
 /// master the worker is alive ([`protocol::TAG_LOADING`], four times per
-/// `train.result_timeout_s`, at most once a second), watches for signals and
+/// `train.result_timeout_s`, at least once a second), watches for signals and
 /// takes the master's stop at once. A large data set takes as long as it
 /// takes; a worker stopped or hung while loading falls silent, and the
 /// master names it after `train.result_timeout_s`.
