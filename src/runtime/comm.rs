@@ -188,3 +188,24 @@ pub fn buffer_bytes(messages: usize, len: usize) -> usize {
     const PER_MESSAGE_OVERHEAD: usize = 1024;
     messages * (len * std::mem::size_of::<f64>() + PER_MESSAGE_OVERHEAD)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_beyond_any_clock_are_never() {
+        let now = Instant::now();
+        assert_eq!(
+            instant_after(now, 1.5),
+            Some(now + Duration::from_millis(1500))
+        );
+        for never in [1e19, 1e30, 1e300, f64::MAX, f64::INFINITY] {
+            assert_eq!(instant_after(now, never), None, "{never}");
+        }
+        // Negative and NaN: at once.
+        for at_once in [0.0, -1.0, -1e300, f64::NAN] {
+            assert_eq!(instant_after(now, at_once), Some(now), "{at_once}");
+        }
+    }
+}

@@ -105,3 +105,15 @@ pub fn panic_if_asked(rank: i32, place: &str) {
         panic!("{TEST_PANIC_VAR}={rank}: panic {place}, on purpose");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_is_128_plus_the_signal() {
+        assert_eq!(exit_status(SIGTERM), 143);
+        assert_eq!(exit_status(SIGINT), 130);
+        assert_eq!(name(SIGTERM), "SIGTERM");
+    }
+}
