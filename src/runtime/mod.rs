@@ -65,9 +65,33 @@ pub fn check_trainable(config: &Config, scheme: &dyn Scheme) -> Result<(), Input
         ));
     }
     if s.mode == StragglerMode::Emulate {
+        // Every computation takes at least alpha model time units: beyond the
+        // result timeout no result could ever arrive in time.
+        let floor_s = s.alpha * s.time_unit_ms / 1000.0;
+        let timeout_s = config.train.result_timeout_s;
+        if s.model.keys().contains(&"alpha") && floor_s > timeout_s {
+            return Err(InputError::value(
+                "straggler.alpha",
+                short(s.alpha),
+                format!(
+                    "makes every emulated computation take at least {floor_s:.3e} s (alpha x straggler.time_unit_ms), more than train.result_timeout_s = {}: no result would arrive in time",
+                    short(timeout_s)
+                ),
+            ));
+        }
         crate::straggler::DelaySpec::from_config(config)?;
     }
     Ok(())
+}
+
+/// A number for a message: plain when short, in exponent form when plain
+/// would print hundreds of digits.
+fn short(x: f64) -> String {
+    if x == 0.0 || (1e-4..1e15).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -179,11 +203,15 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 
     use crate::error::QuietExit;
 
-    let mut universe =
-        mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+    // Funneled: a worker loads its partitions on a second thread while the
+    // main thread, the only one that calls MPI, keeps talking to the master.
+    let (mut universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+        .ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
     let world = universe.world();
     let root = world.process_at_rank(0);
     let comm = comm::Comm::new(&world);
+    // A panic on any rank ends the job at once, with its message.
+    interrupt::abort_on_panic(comm.rank());
     // From here on SIGTERM and SIGINT only raise a flag (see `interrupt`).
     interrupt::install()?;
     crate::logging::set_rank(comm.rank());
