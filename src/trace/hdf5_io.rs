@@ -241,6 +241,21 @@ impl ColumnVisitor for RowWriter<'_> {
     }
 }
 
+/// Fault injection for tests: `GRADCODE_TEST_SNAPSHOT_PAUSE_MS` (read once)
+/// makes every snapshot pause that long between writing a slot's values
+/// and its attribute, so that a test's SIGKILL lands inside a snapshot
+/// often (tests/snapshot_kill.rs). Unset: no pause.
+fn snapshot_pause() -> Option<std::time::Duration> {
+    static PAUSE: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *PAUSE.get_or_init(|| {
+        std::env::var("GRADCODE_TEST_SNAPSHOT_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|ms| ms.is_finite() && *ms > 0.0 && *ms <= 10_000.0)
+            .map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0))
+    })
+}
+
 /// The root attributes of a new trace; its status `running`.
 fn write_meta(file: &File, meta: &TraceMeta) -> Result<()> {
     string_attr(file, "scheme", &meta.scheme)?;
@@ -490,6 +505,9 @@ impl TraceWriter {
         let view = ArrayView2::from_shape((2, d), &rows)
             .map_err(|e| TraceError::Record(format!("{}: {e}", ctx())))?;
         ds.write(view).map_err(|e| TraceError::hdf5(ctx(), e))?;
+        if let Some(pause) = snapshot_pause() {
+            std::thread::sleep(pause);
+        }
         ds.attr("iteration")
             .and_then(|a| a.write_scalar(&iteration))
             .map_err(|e| TraceError::hdf5(ctx(), e))?;
