@@ -229,7 +229,11 @@ pub(crate) enum Existing {
 /// is a folder, or when another process holds its lock.
 pub(crate) fn claim(path: &Path, overwrite: bool) -> Result<Existing, String> {
     match std::fs::metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Existing::Nothing),
+        // Nothing there (a missing folder, or a file where a folder should
+        // be: `check_writable` names that).
+        Err(e) if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::NotADirectory => {
+            Ok(Existing::Nothing)
+        }
         Err(e) => Err(format!("cannot check {}: {e}", path.display())),
         Ok(m) if m.is_dir() => Err(format!("{} is a folder, not a trace file", path.display())),
         Ok(_) if !overwrite => Err(format!(
