@@ -104,7 +104,10 @@ fn whole_or_refused(p: &Path) -> Option<u64> {
     let records = read_trace(p, "/").unwrap().records;
     let durations: Vec<f64> = records.iter().map(|r| r.duration_s).collect();
     let want: Vec<f64> = (1..=i).map(|t| t as f64).collect();
-    assert_eq!(durations, want, "the records up to the snapshot, cut after it");
+    assert_eq!(
+        durations, want,
+        "the records up to the snapshot, cut after it"
+    );
     Some(i)
 }
 
@@ -118,7 +121,12 @@ fn kill_writers(kills: usize, seed: u64) {
         let p = scratch(&format!("killed-{k}.h5"));
         let _ = std::fs::remove_file(&p);
         let mut child = Command::new(&exe)
-            .args(["--exact", "snapshot_writer_child", "--ignored", "--nocapture"])
+            .args([
+                "--exact",
+                "snapshot_writer_child",
+                "--ignored",
+                "--nocapture",
+            ])
             .args(["--test-threads", "1"])
             .env(CHILD_ENV, &p)
             .stdout(Stdio::null())

@@ -513,7 +513,10 @@ mod under_mpi {
     #[test]
     fn a_refused_resume_leaves_the_trace_unchanged() {
         let _one = common::one_at_a_time();
-        let cfg = config("refused-resume", &SLOW.replace("time_unit_ms = 20.0", "time_unit_ms = 0.5"));
+        let cfg = config(
+            "refused-resume",
+            &SLOW.replace("time_unit_ms = 20.0", "time_unit_ms = 0.5"),
+        );
         let trace = scratch("refused-resume.h5");
         let o = train(&[
             "--config",
@@ -545,12 +548,19 @@ mod under_mpi {
         );
         let o = train(&["--resume", t, "--config", &cfg]);
         assert_refused("resume with --config", &o, "--config");
-        assert_eq!(std::fs::read(&trace).unwrap(), before, "a refused resume changed the trace");
+        assert_eq!(
+            std::fs::read(&trace).unwrap(),
+            before,
+            "a refused resume changed the trace"
+        );
         // The resumed run then continues from iteration 42.
         let o = train(&["--resume", t, "--set", "train.iterations=50", "--quiet"]);
         assert!(o.status.success(), "{}", stderr(&o));
         let r = inspect_json(&trace);
-        assert_eq!((&r["status"], &r["summary"]["iterations"]), (&"completed".into(), &50.into()));
+        assert_eq!(
+            (&r["status"], &r["summary"]["iterations"]),
+            (&"completed".into(), &50.into())
+        );
     }
 
     /// The status of a run in its trace: completed, interrupted (SIGTERM),
@@ -571,7 +581,10 @@ mod under_mpi {
         let r = inspect_json(&interrupted);
         assert_eq!(r["status"], "interrupted", "{err}");
         let reason = r["status_reason"].as_str().unwrap();
-        assert!(reason.contains("SIGTERM") && reason.contains("--resume"), "{reason}");
+        assert!(
+            reason.contains("SIGTERM") && reason.contains("--resume"),
+            "{reason}"
+        );
 
         let died = scratch("status-died.h5");
         let mut job = start_training(&cfg, &died, &["--force"]);
@@ -581,7 +594,10 @@ mod under_mpi {
         let (code, _) = wait_exit(job, Duration::from_secs(30));
         assert_ne!(code, Some(0));
         let r = inspect_json(&died);
-        assert_eq!((&r["status"], &r["writer_open"]), (&"running".into(), &false.into()));
+        assert_eq!(
+            (&r["status"], &r["writer_open"]),
+            (&"running".into(), &false.into())
+        );
         let text = common::stdout(&gradcode(&["inspect", died.to_str().unwrap()]));
         assert!(text.contains("the run died"), "{text}");
 
@@ -603,7 +619,10 @@ mod under_mpi {
         assert_eq!(r["status"], "failed");
         let reason = r["status_reason"].as_str().unwrap();
         assert!(reason.contains("iteration"), "{reason}");
-        assert!(stderr(&o).contains(reason.split(':').next().unwrap()), "{reason}");
+        assert!(
+            stderr(&o).contains(reason.split(':').next().unwrap()),
+            "{reason}"
+        );
 
         let done = scratch("status-completed.h5");
         let o = train(&[
@@ -619,8 +638,18 @@ mod under_mpi {
         assert!(o.status.success(), "{}", stderr(&o));
         let r = inspect_json(&done);
         assert_eq!(
-            (&r["status"], &r["status_reason"], &r["writer_open"], &r["snapshot_iteration"]),
-            (&"completed".into(), &serde_json::Value::Null, &false.into(), &150.into())
+            (
+                &r["status"],
+                &r["status_reason"],
+                &r["writer_open"],
+                &r["snapshot_iteration"]
+            ),
+            (
+                &"completed".into(),
+                &serde_json::Value::Null,
+                &false.into(),
+                &150.into()
+            )
         );
     }
 }

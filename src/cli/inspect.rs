@@ -317,9 +317,9 @@ mod imp {
                     line(
                         "snapshot",
                         match snapshot {
-                            Some(i) => format!(
-                                "after iteration {i} (train --resume continues from it)"
-                            ),
+                            Some(i) => {
+                                format!("after iteration {i} (train --resume continues from it)")
+                            }
                             None => "none".to_string(),
                         },
                     );

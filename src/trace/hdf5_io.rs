@@ -490,11 +490,17 @@ impl TraceWriter {
                     scalar_attr(&ds, "iteration", 0u64)?;
                 }
             }
-            set_scalar_attr(&model, SNAPSHOT_COMMITTED, self.committed.map_or(NO_SNAPSHOT, |c| c as u64))?;
+            set_scalar_attr(
+                &model,
+                SNAPSHOT_COMMITTED,
+                self.committed.map_or(NO_SNAPSHOT, |c| c as u64),
+            )?;
         }
         let name = SNAPSHOT_SLOTS[next];
         let ctx = || format!("dataset /model/{name}");
-        let ds = model.dataset(name).map_err(|e| TraceError::hdf5(ctx(), e))?;
+        let ds = model
+            .dataset(name)
+            .map_err(|e| TraceError::hdf5(ctx(), e))?;
         if ds.shape() != [2, d] {
             return Err(TraceError::Record(format!(
                 "a snapshot of {d} parameters does not fit /model/{name} of shape {:?}",
@@ -659,7 +665,11 @@ impl TraceWriter {
     /// and close the file.
     pub fn finish(mut self, status: RunStatus, reason: &str) -> Result<()> {
         let written = self.flush().and_then(|()| {
-            write_status(self.file.as_ref().expect("open until close"), status, reason)
+            write_status(
+                self.file.as_ref().expect("open until close"),
+                status,
+                reason,
+            )
         });
         let file = self.file.take().expect("open until close");
         written?;
@@ -799,7 +809,11 @@ impl SimTraceWriter {
     /// flush and close the file.
     pub fn finish(mut self, status: RunStatus, reason: &str) -> Result<()> {
         let written = self.flush().and_then(|()| {
-            write_status(self.file.as_ref().expect("open until close"), status, reason)
+            write_status(
+                self.file.as_ref().expect("open until close"),
+                status,
+                reason,
+            )
         });
         let file = self.file.take().expect("open until close");
         written?;
@@ -827,9 +841,9 @@ impl Drop for SimTraceWriter {
                     "the simulation stopped with an error before closing its trace",
                 )
             });
-            if let Err(e) = written.and_then(|()| {
-                flush_file(self.file.as_ref().expect("checked"), &self.path)
-            }) {
+            if let Err(e) =
+                written.and_then(|()| flush_file(self.file.as_ref().expect("checked"), &self.path))
+            {
                 eprintln!("warning: simulation trace not fully written: {e}");
             }
         }

@@ -172,6 +172,8 @@ pub(crate) fn check_writable(path: &Path) -> Result<(), String> {
     }
 }
 
+// Without HDF5 no trace is written: only the checks of its path are used.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 /// Rename `from` to `to` unless `to` exists (then `AlreadyExists`),
 /// atomically where the file system can.
 pub(crate) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
@@ -215,6 +217,8 @@ pub(crate) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+// Without HDF5 no trace is written: only the checks of its path are used.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 /// How a new trace at `path` replaces what is there.
 #[derive(Debug)]
 pub(crate) enum Existing {
@@ -231,7 +235,9 @@ pub(crate) fn claim(path: &Path, overwrite: bool) -> Result<Existing, String> {
     match std::fs::metadata(path) {
         // Nothing there (a missing folder, or a file where a folder should
         // be: `check_writable` names that).
-        Err(e) if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::NotADirectory => {
+        Err(e)
+            if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::NotADirectory =>
+        {
             Ok(Existing::Nothing)
         }
         Err(e) => Err(format!("cannot check {}: {e}", path.display())),
@@ -254,6 +260,8 @@ pub(crate) fn claim(path: &Path, overwrite: bool) -> Result<Existing, String> {
     }
 }
 
+// Without HDF5 no trace is written: only the checks of its path are used.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 /// Put the complete temporary file `temp` at `path`: over the file `claim`
 /// locked, or where nothing is (a file that appeared meanwhile is replaced
 /// only with `overwrite`, and only when nobody holds its lock).
@@ -278,12 +286,10 @@ pub(crate) fn install(
         }
         Existing::Nothing => match rename_new(temp, path) {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                match claim(path, overwrite)? {
-                    Existing::Nothing => rename_new(temp, path).map_err(failed),
-                    locked => install(temp, path, locked, overwrite),
-                }
-            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match claim(path, overwrite)? {
+                Existing::Nothing => rename_new(temp, path).map_err(failed),
+                locked => install(temp, path, locked, overwrite),
+            },
             Err(e) => Err(failed(e)),
         },
     }
