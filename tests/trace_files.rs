@@ -651,5 +651,8 @@ mod under_mpi {
                 &150.into()
             )
         );
+        // The snapshot slots and the status are the schema's, not foreign.
+        assert_eq!(r["extra_datasets"], serde_json::json!([]));
+        assert_eq!(r["extra_groups"], serde_json::json!([]));
     }
 }
