@@ -1015,4 +1015,56 @@ mod tests {
         assert_eq!(plan.rows(3).end, usize::MAX / 2);
         assert_eq!(plan.rows(1).start, plan.rows(0).end);
     }
+
+    #[test]
+    fn the_cheap_data_check_reads_the_first_rows_and_the_plan_the_rest() {
+        let dir = std::env::temp_dir().join(format!("gradcode-check-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = |path: &Path| {
+            config(&format!(
+                "workers = 2\n[data]\nkind = \"libsvm\"\npath = \"{}\"\n",
+                path.display()
+            ))
+        };
+        let missing = dir.join("missing.libsvm");
+        let e = check_data_files(&cfg(&missing)).unwrap_err().to_string();
+        assert!(
+            e.starts_with("data.path = ") && e.contains("missing.libsvm"),
+            "{e}"
+        );
+        let e = check_data_files(&cfg(&dir)).unwrap_err().to_string();
+        assert!(e.contains("is a folder"), "{e}");
+        let rows: Vec<String> = (0..2 * CHECK_ROWS)
+            .map(|i| format!("{} 1:{i}", i % 3))
+            .collect();
+        let write = |name: &str, bad_line: usize, bad: &str| {
+            let mut lines = rows.clone();
+            lines[bad_line - 1] = bad.to_string();
+            let p = dir.join(name);
+            std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+            p
+        };
+        let early = write("early.libsvm", 2, "yes 1:1");
+        let e = check_data_files(&cfg(&early)).unwrap_err().to_string();
+        assert!(
+            e.contains("early.libsvm:2: label `yes` is not a number"),
+            "{e}"
+        );
+        let late = write("late.libsvm", CHECK_ROWS + 500, "1 1:zero");
+        check_data_files(&cfg(&late)).unwrap();
+        let e = DataPlan::new(&cfg(&late), 2).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("late.libsvm:{}", CHECK_ROWS + 500)),
+            "{e}"
+        );
+        // Sparse rows without features at the head are not refused for it.
+        let mut sparse: Vec<String> = (0..CHECK_ROWS).map(|_| "1".to_string()).collect();
+        sparse.push("1 3:1".to_string());
+        let p = dir.join("sparse.libsvm");
+        std::fs::write(&p, sparse.join("\n") + "\n").unwrap();
+        check_data_files(&cfg(&p)).unwrap();
+        // Synthetic data has nothing to check.
+        check_data_files(&config("workers = 2\n")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
