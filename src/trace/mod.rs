@@ -142,8 +142,7 @@ pub fn trace_path(
 /// run resumed) until the writer ends it. A trace whose writer died (SIGKILL,
 /// a crash, a full disk) keeps `running` after no process has it open, which
 /// `inspect` reports as such.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {
     Running,
     Completed,
@@ -154,13 +153,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 4] = [
-        RunStatus::Running,
-        RunStatus::Completed,
-        RunStatus::Interrupted,
-        RunStatus::Failed,
-    ];
-
+    /// The value of the attribute `status`.
     pub fn name(self) -> &'static str {
         match self {
             RunStatus::Running => "running",
@@ -168,10 +161,6 @@ impl RunStatus {
             RunStatus::Interrupted => "interrupted",
             RunStatus::Failed => "failed",
         }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == text)
     }
 }
 
