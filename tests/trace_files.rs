@@ -420,6 +420,7 @@ mod under_mpi {
             trace.to_str().unwrap(),
             "--force",
         ]);
+        let resume = train(&["--resume", trace.to_str().unwrap()]);
         // Read while the job is still stopped: it writes nothing meanwhile.
         let seen = HDF5Free::read(&trace);
         let after = std::fs::read(&trace).unwrap();
@@ -427,6 +428,7 @@ mod under_mpi {
         let (code, err) = wait_exit(job, Duration::from_secs(60));
         refused_naming("simulate --force, a training job", &sim, &trace);
         refused_naming("train --force, a training job", &rival, &trace);
+        refused_naming("train --resume, a training job", &resume, &trace);
         assert!(after == before, "the running job's trace changed");
         assert_eq!(seen["status"], "running");
         assert_eq!(seen["writer_open"], true);
