@@ -336,6 +336,7 @@ fn data_errors_on_workers_stop_the_run_cleanly() {
     let text = "workers = 2\n[scheme]\nkind = \"uncoded\"\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"csv\"\npath = \"/nonexistent/data.csv\"\n";
     let path = write_config("missing-data", text);
     let trace = scratch("missing-data.h5");
+    let _ = std::fs::remove_file(&trace);
     let out = mpirun(
         3,
         &[
@@ -353,9 +354,14 @@ fn data_errors_on_workers_stop_the_run_cleanly() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Rank 0 checks the data files before any MPI work: nothing is written.
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("error: /nonexistent/data.csv: cannot open")
+        String::from_utf8_lossy(&out.stderr)
+            .contains("error: data.path = \"/nonexistent/data.csv\" cannot be read"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    assert!(!trace.exists(), "a run refused for its data wrote a trace");
 }
 
 #[test]

@@ -176,6 +176,8 @@ fn sample_amplification(
 
 pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let setup = load(args)?;
+    // The data files train would read: they exist, and their first rows parse.
+    crate::learn::data::check_data_files(&setup.loaded.config)?;
     print_warnings(&setup.loaded);
     let parameters = match serde_json::to_value(setup.parameters())? {
         serde_json::Value::Object(map) => map,
