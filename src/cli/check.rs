@@ -10,6 +10,7 @@ use crate::coding::{
 use crate::config::Config;
 use crate::engine::decode_prefix;
 use crate::rng::{Stream, stream};
+use crate::straggler::TraceSummary;
 
 #[derive(Debug, Serialize)]
 struct CodewordReport {
@@ -109,6 +110,9 @@ struct CheckReport {
     /// gc-dc only.
     #[serde(skip_serializing_if = "Option::is_none")]
     dynamic_clustering: Option<DynamicPlan>,
+    /// The replayed trace file (straggler.model = trace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    straggler_trace: Option<TraceSummary>,
     warnings: Vec<String>,
     config: Config,
 }
@@ -178,7 +182,13 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let setup = load(args)?;
     // The data files train would read: they exist, and their first rows parse.
     crate::learn::data::check_data_files(&setup.loaded.config)?;
+    // The straggler model train and simulate would build: a trace file is read and checked.
+    let straggler_trace =
+        crate::straggler::DelaySpec::from_config(&setup.loaded.config)?.trace_summary();
     print_warnings(&setup.loaded);
+    if let Some(warning) = straggler_trace.as_ref().and_then(clock_warnings) {
+        eprintln!("warning: {warning}");
+    }
     let parameters = match serde_json::to_value(setup.parameters())? {
         serde_json::Value::Object(map) => map,
         other => unreachable!("a TOML table converts to a JSON object, not {other}"),
@@ -244,7 +254,12 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             .unwrap_or(0),
         workers,
         dynamic_clustering: dynamic_plan(scheme.as_ref()),
-        warnings: loaded.unused_keys(),
+        warnings: loaded
+            .unused_keys()
+            .into_iter()
+            .chain(straggler_trace.iter().flat_map(clock_warnings))
+            .collect(),
+        straggler_trace,
         config: config.clone(),
     };
     if args.json {
@@ -253,6 +268,51 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         print_text(&report);
     }
     Ok(())
+}
+
+/// The warning for the replayed trace columns that look like clock readings.
+fn clock_warnings(t: &TraceSummary) -> Option<String> {
+    (!t.clock_like.is_empty()).then(|| {
+        format!(
+            "{}: {} look like clock readings, not durations (they never fall from row to row, or vary by less than 0.1% of their median); straggler.model = trace replays each value as a completion time",
+            t.file,
+            column_list(&t.clock_like)
+        )
+    })
+}
+
+/// Four decimals, or four significant digits beyond a million.
+fn short(value: f64) -> String {
+    if value.abs() < 1e6 {
+        format!("{value:.4}")
+    } else {
+        format!("{value:.4e}")
+    }
+}
+
+/// 1-based columns as ranges: `1-4, 7`.
+fn column_list(columns: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < columns.len() {
+        let mut j = i;
+        while j + 1 < columns.len() && columns[j + 1] == columns[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", columns[i], columns[j])
+        } else if j == i + 1 {
+            format!("{}, {}", columns[i], columns[j])
+        } else {
+            columns[i].to_string()
+        });
+        i = j + 1;
+    }
+    format!(
+        "column{} {}",
+        if columns.len() == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
 }
 
 fn print_text(r: &CheckReport) {
@@ -300,6 +360,18 @@ fn print_text(r: &CheckReport) {
             String::new()
         }
     );
+    if let Some(t) = &r.straggler_trace {
+        println!(
+            "trace         {}: {} rows x {} columns, replaying {}; median {}, range [{}, {}] (model time units)",
+            t.file,
+            t.rows,
+            t.columns,
+            column_list(&t.replayed),
+            short(t.median),
+            short(t.min),
+            short(t.max)
+        );
+    }
     if let Some(d) = &r.dynamic_clustering {
         println!(
             "memory        every worker stores n·l = {} partitions (n = {} clusters per worker); computes {} per iteration",

@@ -35,7 +35,7 @@
 mod models;
 mod replay;
 
-pub use replay::TraceTable;
+pub use replay::{TraceSummary, TraceTable, looks_like_clock_readings};
 
 use std::sync::Arc;
 
@@ -185,6 +185,12 @@ impl DelaySpec {
     /// K.
     pub fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// Rows, median and range of the replayed trace columns, and those that
+    /// look like clock readings (the `trace` model only).
+    pub fn trace_summary(&self) -> Option<TraceSummary> {
+        Some(self.trace.as_ref()?.summary(&self.columns))
     }
 
     /// The delay model of trial `trial`, on its own random stream
