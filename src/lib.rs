@@ -14,5 +14,6 @@ pub use gradcode_core::{
 
 pub mod cli;
 pub mod logging;
+pub mod output;
 pub mod runtime;
 pub mod trace;

@@ -27,23 +27,30 @@ fn main() -> ExitCode {
                 .map(str::trim)
                 .take_while(|l| !l.is_empty())
                 .collect();
-            eprintln!("{}", first.join(" "));
+            gradcode::errln!("{}", first.join(" "));
             return ExitCode::from(2);
         }
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => match gradcode::output::stdout_failure() {
+            // A closed pipe is not a failure (see gradcode::output); anything else is.
+            Some(failure) => {
+                gradcode::errln!("error: writing to stdout: {failure}; the output is incomplete");
+                ExitCode::from(1)
+            }
+            None => ExitCode::SUCCESS,
+        },
         Err(e) => {
             if let Some(QuietExit(code)) = e.downcast_ref::<QuietExit>() {
                 return ExitCode::from(*code);
             }
             match e.downcast_ref::<InputError>() {
                 Some(input) => {
-                    eprintln!("error: {input}");
+                    gradcode::errln!("error: {input}");
                     ExitCode::from(2)
                 }
                 None => {
-                    eprintln!("error: {e:#}");
+                    gradcode::errln!("error: {e:#}");
                     ExitCode::from(1)
                 }
             }

@@ -20,7 +20,7 @@ pub(super) fn run(path: &Path, _json: bool) -> anyhow::Result<()> {
 pub(super) fn run(path: &Path, json: bool) -> anyhow::Result<()> {
     let report = imp::read(path)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         imp::print_text(&report);
     }
@@ -127,7 +127,7 @@ mod imp {
     }
 
     fn line(label: &str, text: impl AsRef<str>) {
-        println!("{label:<22}{}", text.as_ref());
+        crate::outln!("{label:<22}{}", text.as_ref());
     }
 
     /// The lines of a summary (one run, or one scheme pooled over trials).
@@ -226,12 +226,12 @@ mod imp {
             ),
         }
         if let Some(spc) = &s.stragglers_per_cluster {
-            println!("stragglers per cluster (per clustered iteration):");
-            println!("  {:<10}{:>8}{:>6}", "cluster", "mean", "max");
+            crate::outln!("stragglers per cluster (per clustered iteration):");
+            crate::outln!("  {:<10}{:>8}{:>6}", "cluster", "mean", "max");
             for c in &spc.per_cluster {
-                println!("  {:<10}{:>8.2}{:>6}", c.cluster, c.mean, c.max);
+                crate::outln!("  {:<10}{:>8.2}{:>6}", c.cluster, c.mean, c.max);
             }
-            println!(
+            crate::outln!(
                 "  spread as even as possible (most in one cluster = ceil(stragglers / P)) in {} of clustered iterations",
                 pct(spc.even_fraction)
             );
@@ -300,12 +300,12 @@ mod imp {
     }
 
     pub(super) fn print_text(r: &Report) {
-        println!("gradcode inspect: {}", r.file);
+        crate::outln!("gradcode inspect: {}", r.file);
         let or = |x: &Option<String>| x.clone().unwrap_or_else(|| "?".to_string());
         let num = |x: Option<u64>| x.map_or("?".to_string(), |x| x.to_string());
         match r.kind {
             TraceKind::Train => {
-                println!(
+                crate::outln!(
                     "training trace (gradcode {}): scheme {}, K = {} workers, seed {}",
                     r.gradcode_version,
                     or(&r.scheme),
@@ -324,7 +324,7 @@ mod imp {
                         },
                     );
                 }
-                println!();
+                crate::outln!();
                 if let Some(s) = &r.summary {
                     print_summary(s);
                 }
@@ -347,10 +347,13 @@ mod imp {
                     _ => line("model", "no /model/theta"),
                 }
                 if let Some(Some(events)) = &r.timing {
-                    println!("timing of the master (/timing):");
-                    println!(
+                    crate::outln!("timing of the master (/timing):");
+                    crate::outln!(
                         "  {:<28}{:>12}{:>10}{:>12}",
-                        "event", "total", "count", "mean"
+                        "event",
+                        "total",
+                        "count",
+                        "mean"
                     );
                     for e in events {
                         let mean = if e.count > 0 {
@@ -358,7 +361,7 @@ mod imp {
                         } else {
                             "-".to_string()
                         };
-                        println!(
+                        crate::outln!(
                             "  {:<28}{:>12}{:>10}{:>12}",
                             e.event,
                             secs(e.total_s),
@@ -371,7 +374,7 @@ mod imp {
             }
             TraceKind::Simulation => {
                 let schemes = r.schemes.as_deref().unwrap_or_default();
-                println!(
+                crate::outln!(
                     "simulation trace (gradcode {}): {} scheme(s), K = {} workers, seed {}",
                     r.gradcode_version,
                     schemes.len(),
@@ -380,13 +383,13 @@ mod imp {
                 );
                 line("status", status_text(r));
                 if let Some(unit) = schemes.iter().find_map(|s| s.model_time_unit_s) {
-                    println!(
+                    crate::outln!(
                         "times in seconds: one model time unit = {} (straggler.time_unit_ms); pooled over trials",
                         secs(unit)
                     );
                 }
-                println!();
-                println!(
+                crate::outln!();
+                crate::outln!(
                     "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
                     "scheme",
                     "trials x it",
@@ -411,7 +414,7 @@ mod imp {
                         }
                         _ => format!("{}: {} it", s.trials, s.summary.iterations),
                     };
-                    println!(
+                    crate::outln!(
                         "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
                         s.name,
                         shape,
@@ -435,11 +438,11 @@ mod imp {
                             .map_or("-".into(), |c| pct(c.even_fraction)),
                     );
                 }
-                println!(
+                crate::outln!(
                     "\n`stragglers`: mean per iteration; `even`: share of clustered iterations whose most stragglers in one cluster is ceil(stragglers / P)."
                 );
                 for s in schemes {
-                    println!("\n== {}", s.name);
+                    crate::outln!("\n== {}", s.name);
                     print_summary(&s.summary);
                 }
                 print_extras(r);

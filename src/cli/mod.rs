@@ -147,7 +147,7 @@ pub(crate) fn load(args: &ConfigArgs) -> Result<Setup, InputError> {
 /// Print the keys that are set but unused, one `warning:` line each.
 pub(crate) fn print_warnings(loaded: &LoadedConfig) {
     for warning in loaded.unused_keys() {
-        eprintln!("warning: {warning}");
+        crate::errln!("warning: {warning}");
     }
 }
 
@@ -159,7 +159,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let setup = load(&args)?;
             print_warnings(&setup.loaded);
-            println!("{}", setup.loaded.config.workers + 1);
+            crate::outln!("{}", setup.loaded.config.workers + 1);
             Ok(())
         }
         Command::Check { args, samples, .. } => check::run(&args, samples),

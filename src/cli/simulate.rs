@@ -86,7 +86,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
             trace: out_path.as_ref().map(|p| p.display().to_string()),
             report: &report,
         };
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_text(
             &loaded.origin,
@@ -95,9 +95,9 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
             &report,
         );
         if let Some(p) = &out_path {
-            println!("\ntrace written to {}", p.display());
+            crate::outln!("\ntrace written to {}", p.display());
         }
-        eprintln!(
+        crate::errln!(
             "simulated {worker_iterations:.0} worker-iterations in {elapsed:.3} s ({:.2e} per second)",
             worker_iterations / elapsed.max(1e-9)
         );
@@ -180,8 +180,8 @@ fn close_trace(writer: Trace, _error: Option<&crate::engine::EngineError>) -> an
 }
 
 fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
-    println!("gradcode simulate: {origin}");
-    println!(
+    crate::outln!("gradcode simulate: {origin}");
+    crate::outln!(
         "K = {} workers, straggler model {}, state information {}",
         r.workers,
         r.straggler_model,
@@ -190,15 +190,23 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
             StateInfo::Imperfect => "imperfect",
         }
     );
-    println!(
+    crate::outln!(
         "{} trials x {} iterations, seed {seed}; model time units; 95% CI over trials; common random numbers",
-        r.trials, r.iterations
+        r.trials,
+        r.iterations
     );
-    println!();
+    crate::outln!();
     let vs = format!("vs {}", r.baseline);
-    println!(
+    crate::outln!(
         "{:<18} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}",
-        "scheme", "mean", "± ci95", "p50", "p99", "messages", "recovered", vs
+        "scheme",
+        "mean",
+        "± ci95",
+        "p50",
+        "p99",
+        "messages",
+        "recovered",
+        vs
     );
     let ci = |x: f64| {
         if x.is_finite() {
@@ -208,7 +216,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
         }
     };
     for s in &r.schemes {
-        println!(
+        crate::outln!(
             "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4} {:>9.2} {:>8.1}% {:>+8.1}%",
             s.name,
             s.mean_iteration_time,
@@ -221,7 +229,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
         )
     }
     if let Some(lb) = &r.lower_bound {
-        println!(
+        crate::outln!(
             "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4}",
             format!("LB ({} fastest)", lb.workers),
             lb.mean_iteration_time,
@@ -230,7 +238,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
             lb.p99
         );
     }
-    println!(
+    crate::outln!(
         "\n`vs {}`: reduction of the mean iteration time (positive = faster).",
         r.baseline
     );

@@ -74,10 +74,10 @@ pub fn abort_on_panic(rank: i32) {
         };
         // One line, even when the message has several.
         let message = message.lines().collect::<Vec<_>>().join(" ");
-        eprintln!("error: {who} panicked{location}: {message}; ending the job (MPI_Abort)");
+        crate::errln!("error: {who} panicked{location}: {message}; ending the job (MPI_Abort)");
         let backtrace = std::backtrace::Backtrace::capture();
         if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
-            eprintln!("{backtrace}");
+            crate::errln!("{backtrace}");
         }
         if mpi::is_initialized() && !mpi::is_finalized() {
             // SAFETY: MPI is initialised and not finalised; MPI_Abort may be

@@ -108,7 +108,7 @@ impl Master<'_> {
         let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
         while remaining > 0 {
             let Some(m) = self.comm.receive(&mut backoff, Some(deadline)) else {
-                eprintln!(
+                crate::errln!(
                     "error: {remaining} worker(s) did not acknowledge the stop within {} s",
                     SHUTDOWN_TIMEOUT.as_secs()
                 );

@@ -182,7 +182,7 @@ fn prepare_resume(
 #[cfg(feature = "mpi")]
 fn warn_unused(loaded: &crate::config::LoadedConfig) {
     for warning in loaded.unused_keys() {
-        eprintln!("warning: {warning}");
+        crate::errln!("warning: {warning}");
     }
 }
 
@@ -234,7 +234,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             }
             // Print before the broadcast: the workers exit as soon as they hear,
             // and mpirun may kill rank 0 before it gets to print afterwards.
-            Err(e) => eprintln!("error: {e}"),
+            Err(e) => crate::errln!("error: {e}"),
         }
         status = [u64::from(prepared.is_none()), text.len() as u64];
     }
@@ -283,7 +283,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
         });
         if let Err(e) = &outcome {
             if let Some(stop) = e.downcast_ref::<master::Interrupted>() {
-                eprintln!("gradcode: {stop}");
+                crate::errln!("gradcode: {stop}");
                 if !clean {
                     comm.abort(interrupt::exit_status(stop.signal));
                 }
@@ -294,13 +294,13 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             // A worker is gone or hangs: MPI cannot shut down cleanly. The trace is closed.
             match &outcome {
                 Ok(()) => {
-                    eprintln!(
+                    crate::errln!(
                         "warning: training completed and the trace is closed; ending the job with MPI_Abort"
                     );
                     comm.abort(0);
                 }
                 Err(e) => {
-                    eprintln!("error: {e:#}");
+                    crate::errln!("error: {e:#}");
                     comm.abort(1);
                 }
             }
@@ -318,11 +318,11 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 #[cfg(feature = "mpi")]
 fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(summary)?);
+        crate::outln!("{}", serde_json::to_string_pretty(summary)?);
         return Ok(());
     }
     print_timing(summary);
-    println!(
+    crate::outln!(
         "trained {} on {} workers for {} iterations: mean iteration {:.4} s, final train loss {:.6e}, test loss {:.6e}",
         summary.scheme,
         summary.workers,
@@ -331,7 +331,7 @@ fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
         summary.final_train_loss,
         summary.final_test_loss
     );
-    println!(
+    crate::outln!(
         "mean recovered fraction {:.3}, stale results dropped {}, emulation overruns {}, tasks abandoned by workers {}",
         summary.mean_recovered_fraction,
         summary.stale_dropped,
@@ -339,7 +339,7 @@ fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
         summary.tasks_abandoned
     );
     if let Some(trace) = &summary.trace {
-        println!("trace: {trace}");
+        crate::outln!("trace: {trace}");
     }
     Ok(())
 }
@@ -350,9 +350,13 @@ fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
 #[cfg(feature = "mpi")]
 fn print_timing(summary: &TrainSummary) {
     let wall = summary.wall_s;
-    println!(
+    crate::outln!(
         "{:<28} {:>12} {:>9} {:>12} {:>8}",
-        "event", "total s", "count", "mean s", "% wall"
+        "event",
+        "total s",
+        "count",
+        "mean s",
+        "% wall"
     );
     for e in &summary.timing {
         let capacity = if e.event.starts_with("compute") {
@@ -360,7 +364,7 @@ fn print_timing(summary: &TrainSummary) {
         } else {
             wall
         };
-        println!(
+        crate::outln!(
             "{:<28} {:>12.6} {:>9} {:>12.3e} {:>7.2}%",
             e.event,
             e.total_s,

@@ -62,9 +62,12 @@ impl Observer for Progress {
                 r.train_loss, mean
             ));
         } else if !self.quiet && (done % self.every == 0 || done == self.total) {
-            eprintln!(
+            crate::errln!(
                 "iteration {done}/{}: train loss {:.6e}, mean iteration {:.4} s, recovered {:.3}",
-                self.total, r.train_loss, mean, r.recovered_fraction
+                self.total,
+                r.train_loss,
+                mean,
+                r.recovered_fraction
             );
         }
         Ok(())

@@ -56,7 +56,7 @@ impl TraceOut {
                     "this gradcode was built without the `hdf5` feature",
                 ));
             }
-            eprintln!(
+            crate::errln!(
                 "warning: this gradcode was built without the `hdf5` feature: no trace is written"
             );
             Ok(None)
@@ -167,7 +167,7 @@ impl TraceOut {
                 },
             };
             if let Err(e) = w.finish(status, &reason) {
-                eprintln!(
+                crate::errln!(
                     "warning: the trace {} was not closed properly: {e}",
                     self.path.display()
                 );

@@ -68,7 +68,7 @@ impl Link<'_> {
             }
             Some((signal, at)) => {
                 if at.elapsed() >= interrupt::WORKER_GRACE {
-                    eprintln!(
+                    crate::errln!(
                         "error: worker {}: no stop from the master {} s after {}; aborting",
                         self.comm.rank(),
                         interrupt::WORKER_GRACE.as_secs(),

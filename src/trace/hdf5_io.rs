@@ -691,7 +691,7 @@ impl Drop for TraceWriter {
                 )
             });
             if let Err(e) = written.and_then(|()| flush_file(file, &self.path)) {
-                eprintln!("warning: trace not fully written: {e}");
+                crate::errln!("warning: trace not fully written: {e}");
             }
         }
     }
@@ -844,7 +844,7 @@ impl Drop for SimTraceWriter {
             if let Err(e) =
                 written.and_then(|()| flush_file(self.file.as_ref().expect("checked"), &self.path))
             {
-                eprintln!("warning: simulation trace not fully written: {e}");
+                crate::errln!("warning: simulation trace not fully written: {e}");
             }
         }
     }
