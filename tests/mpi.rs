@@ -379,10 +379,20 @@ fn divergence_stops_the_run_naming_the_iteration_and_keeps_the_trace() {
             "--out",
             trace.to_str().unwrap(),
             "--force",
+            "--json",
         ],
     );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
+    // The summary `--json` writes says the run failed, and why.
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(summary["status"], "failed", "{summary}");
+    assert!(
+        summary["error"].as_str().unwrap().contains("not finite")
+            || summary["error"].as_str().unwrap().contains("non-finite"),
+        "{summary}"
+    );
     let line = err
         .lines()
         .find(|l| l.starts_with("error: iteration"))

@@ -255,7 +255,7 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
     job.wait_for("iteration 10/", STARTUP);
     let signalled = Instant::now();
     signal(job.pid(), "TERM");
-    let (code, _, err) = job.wait_exit(Duration::from_secs(20));
+    let (code, summary, err) = job.wait_exit(Duration::from_secs(20));
     assert!(
         signalled.elapsed() < Duration::from_secs(5),
         "the job exits within 5 s of SIGTERM"
@@ -278,6 +278,13 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         .parse()
         .unwrap();
     assert!(done > 0 && done < 160, "{line}");
+    // `--json` still writes a summary: the status, the iterations done, the trace.
+    let summary: serde_json::Value =
+        serde_json::from_str(&summary).unwrap_or_else(|e| panic!("{e}: {summary}"));
+    assert_eq!(summary["status"], "interrupted", "{summary}");
+    assert_eq!(summary["iterations"], done, "{summary}");
+    assert_eq!(summary["signal"], 15, "{summary}");
+    assert_eq!(summary["trace"], cut.to_str().unwrap(), "{summary}");
     let records = read_trace(&cut, "/")
         .expect("the interrupted trace is readable")
         .records
@@ -299,6 +306,8 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         .unwrap(),
     );
     assert_eq!(code, Some(0), "{err}");
+    let completed: serde_json::Value = serde_json::from_str(&resumed).unwrap();
+    assert_eq!(completed["status"], "completed");
     let err = common::relative_error(&theta_of(&resumed), &theta_of(&uninterrupted));
     assert!(
         err <= 1e-9,
@@ -310,6 +319,23 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         160,
         "the resumed trace continues where the snapshot left it"
     );
+    // The summary, the trace and its /timing/ count the whole run, the
+    // resumed part marked.
+    assert_eq!(completed["iterations"], 160);
+    assert_eq!(completed["resumed_at"], done, "{completed}");
+    let traced_mean =
+        data.records.iter().map(|r| r.duration_s).sum::<f64>() / data.records.len() as f64;
+    let summary_mean = completed["mean_iteration_s"].as_f64().unwrap();
+    assert!(
+        (summary_mean - traced_mean).abs() <= 1e-9 * traced_mean,
+        "summary mean {summary_mean} s, trace mean {traced_mean} s"
+    );
+    let decode = data
+        .timing
+        .iter()
+        .find(|e| e.event == "decode")
+        .expect("a decode timing event");
+    assert_eq!(decode.count, 160, "/timing/ counts every iteration");
 }
 
 #[test]

@@ -17,7 +17,7 @@ use super::protocol::{self, Setup};
 use super::round::MpiRound;
 use crate::coding::Scheme;
 use crate::config::{Config, StragglerMode};
-use crate::engine::{Driver, Lane, Learner, Observer, RunSummary, Straggling};
+use crate::engine::{Carried, Driver, Lane, Learner, Observer, RunSummary, Straggling};
 use crate::error::InputError;
 use crate::learn::{DataPlan, Partition};
 use crate::straggler::DelaySpec;
@@ -87,6 +87,8 @@ pub(super) struct Master<'a> {
     pub workers: usize,
     /// Continue from this snapshot of an interrupted run.
     pub resume: Option<Snapshot>,
+    /// The totals of the iterations before the snapshot.
+    pub carried: &'a Carried,
 }
 
 impl Master<'_> {
@@ -327,6 +329,7 @@ impl Master<'_> {
             Some(config.output.snapshot_every as u64),
             true,
         );
+        driver.carry_over(0, self.carried);
         let mut round = MpiRound::new(
             self.comm,
             k,

@@ -109,6 +109,8 @@ struct Prepared {
     scheme: Box<dyn Scheme>,
     trace: Option<trace_out::TraceOut>,
     resume: Option<crate::trace::Snapshot>,
+    /// What the iterations before the snapshot add to the run's totals.
+    carried: crate::engine::Carried,
 }
 
 #[cfg(feature = "mpi")]
@@ -129,6 +131,7 @@ fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputE
         scheme,
         trace,
         resume: None,
+        carried: Default::default(),
     })
 }
 
@@ -152,7 +155,7 @@ fn prepare_resume(
         }
     }
     // Read only: a refused resume leaves the file as it was.
-    let (trace, snapshot) = trace_out::TraceOut::check_resume(path)?;
+    let (trace, snapshot, carried) = trace_out::TraceOut::check_resume(path)?;
     let origin = format!("{} (config_toml)", path.display());
     let setup = crate::setup::parse(&snapshot.config_toml, &origin, &options.overrides)?;
     warn_unused(&setup.loaded);
@@ -175,6 +178,7 @@ fn prepare_resume(
         scheme,
         trace: Some(trace),
         resume: Some(snapshot),
+        carried,
     })
 }
 
@@ -252,6 +256,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
         scheme,
         trace,
         resume,
+        carried,
     }) = prepared
     {
         let config = &loaded.config;
@@ -262,8 +267,9 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             workers: scheme.workers(),
             scheme: Some(scheme),
             resume,
+            carried: &carried,
         };
-        let mut progress = progress::Progress::new(config, options.quiet);
+        let mut progress = progress::Progress::new(config, options.quiet, &carried);
         let mut trace = trace;
         let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
         let end = match trace.as_mut() {
@@ -278,10 +284,17 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
         }
         drop(trace);
         let outcome = result.and_then(|mut summary| {
-            summary.trace = trace_file;
+            summary.trace = trace_file.clone();
             report(&summary, options.json)
         });
         if let Err(e) = &outcome {
+            if options.json {
+                // The job's summary file says how the run ended, not only the trace.
+                crate::outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&ended_early(e, trace_file.as_deref()))?
+                );
+            }
             if let Some(stop) = e.downcast_ref::<master::Interrupted>() {
                 crate::errln!("gradcode: {stop}");
                 if !clean {
@@ -315,10 +328,31 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `train --json` of a run that did not complete: its status
+/// (`interrupted` or `failed`), the error, the iterations done and the trace.
+#[cfg(feature = "mpi")]
+fn ended_early(error: &anyhow::Error, trace: Option<&str>) -> serde_json::Value {
+    let (status, iterations, signal) = match error.downcast_ref::<master::Interrupted>() {
+        Some(stop) => ("interrupted", Some(stop.iterations), Some(stop.signal)),
+        None => ("failed", None, None),
+    };
+    serde_json::json!({
+        "status": status,
+        "error": format!("{error:#}"),
+        "iterations": iterations,
+        "signal": signal,
+        "trace": trace,
+    })
+}
+
 #[cfg(feature = "mpi")]
 fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
     if json {
-        crate::outln!("{}", serde_json::to_string_pretty(summary)?);
+        let mut value = serde_json::to_value(summary)?;
+        if let serde_json::Value::Object(map) = &mut value {
+            map.insert("status".to_string(), "completed".into());
+        }
+        crate::outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
     print_timing(summary);

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use super::TrainOptions;
 use crate::coding::Scheme;
 use crate::config::Config;
-use crate::engine::{IterationEvent, Observer, ObserverError, RunSummary, SnapshotEvent};
+use crate::engine::{Carried, IterationEvent, Observer, ObserverError, RunSummary, SnapshotEvent};
 use crate::error::InputError;
 
 /// What opens the file at the start of training.
@@ -83,7 +83,11 @@ impl TraceOut {
 
     /// The trace of an interrupted run and its last snapshot, read without
     /// changing the file; it is reopened when training starts.
-    pub fn check_resume(path: &Path) -> Result<(Self, crate::trace::Snapshot), InputError> {
+    /// Also the totals of the iterations before the snapshot, which the
+    /// resumed run carries over.
+    pub fn check_resume(
+        path: &Path,
+    ) -> Result<(Self, crate::trace::Snapshot, Carried), InputError> {
         #[cfg(not(feature = "hdf5"))]
         {
             let _ = path;
@@ -108,6 +112,8 @@ impl TraceOut {
                     InputError::new("--resume", format!("{}: {text}", path.display()))
                 }
             })?;
+            let carried = carried_totals(path, snapshot.iteration)
+                .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
             Ok((
                 Self {
                     path: path.to_path_buf(),
@@ -117,6 +123,7 @@ impl TraceOut {
                     writer: None,
                 },
                 snapshot,
+                carried,
             ))
         }
     }
@@ -176,6 +183,34 @@ impl TraceOut {
         #[cfg(not(feature = "hdf5"))]
         let _ = outcome;
     }
+}
+
+/// The totals of the first `upto` iterations of the trace at `path` (those
+/// a resume keeps; records after its snapshot are cut) and its saved timing
+/// events. A run killed before it saved its timing (SIGKILL) has none: the
+/// resumed run's `/timing/` then counts from the resume on.
+#[cfg(feature = "hdf5")]
+fn carried_totals(path: &Path, upto: u64) -> Result<Carried, crate::trace::TraceError> {
+    let file = crate::trace::TraceFile::open(path)?;
+    let columns = file.columns("/", None)?;
+    let n = (upto as usize).min(columns.iterations);
+    let sum = |c: &Option<Vec<f64>>| c.as_ref().map_or(0.0, |v| v[..n].iter().sum());
+    Ok(Carried {
+        iterations: n as u64,
+        duration_s: sum(&columns.duration_s),
+        recovered: sum(&columns.recovered_fraction),
+        stale_dropped: columns
+            .stale_dropped
+            .as_ref()
+            .map_or(0, |v| v[..n].iter().sum()),
+        overruns: columns.overrun_s.as_ref().map_or(0, |v| {
+            v[..n * columns.workers]
+                .iter()
+                .filter(|&&o| o > 0.0)
+                .count() as u64
+        }),
+        timing: file.timing("/")?.unwrap_or_default(),
+    })
 }
 
 /// The same snapshot, bit for bit (NaN included).

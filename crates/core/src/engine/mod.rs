@@ -31,7 +31,7 @@ mod simulated;
 mod stop;
 mod timing;
 
-pub use driver::{Driver, Lane, RunEnd, RunSummary, Straggling, state_context};
+pub use driver::{Carried, Driver, Lane, RunEnd, RunSummary, Straggling, state_context};
 pub use learner::{Learner, StepLosses};
 pub use simulated::SimulatedRound;
 pub use stop::{Decision, Stop, StopCause, StopRule, decode_prefix};
