@@ -84,7 +84,7 @@ launch() {
   if [ -n "${GRADCODE_SITE_SETUP:-}" ]; then
     echo "launch: sourcing the site setup $GRADCODE_SITE_SETUP" >&2
     # shellcheck disable=SC1090
-    source "$GRADCODE_SITE_SETUP"
+    source "$GRADCODE_SITE_SETUP" >&2 # its output belongs in the job log, not in what the launcher prints
   fi
   local choice how
   choice=$(choose_launcher)

@@ -104,11 +104,15 @@ outside=$(mktemp -d)
 made+=("$outside")
 cp "$work/train.toml" "$outside/mine.toml"
 printf '%s\n' "mine.toml --set 'scheme.kind = \"uncoded\"' --set train.iterations=12" > "$outside/runs.txt"
-id=$(cd "$outside" && timeout 300 "$repo/jobs/submit.sh" "$repo/jobs/train.sbatch" mine.toml --set train.iterations=20 -- --wait) \
+# The site hook: what `module load` would set up (here OpenMPI's root permission, lost under --export=NONE).
+printf 'echo "site setup: ran in $PWD"\nexport OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n' > "$outside/site.sh"
+id=$(cd "$outside" && GRADCODE_SITE_SETUP=site.sh timeout 300 "$repo/jobs/submit.sh" "$repo/jobs/train.sbatch" mine.toml --set train.iterations=20 -- --wait --export=NONE) \
   || { cat "$outside"/results/slurm-*.out >&2 || true; fail "train job submitted from $outside failed"; }
 out="$outside/results/gradcode-train-$id"
 [ "$(field "$out/summary.json" status)" = completed ] || fail "$out/summary.json: not completed"
 [ "$(field "$out/summary.json" iterations)" = 20 ] || fail "$out/summary.json: not 20 iterations"
+grep -q "^site setup: ran in $outside" "$outside/results/slurm-gradcode-train-$id.out" \
+  || fail "the site hook did not run (under --export=NONE)"
 grep -q "^iteration 10/20" "$outside/results/slurm-gradcode-train-$id.out" \
   || fail "the job log has no progress lines"
 grep -q "^launch: \(srun-pmix\|mpirun\) " "$outside/results/slurm-gradcode-train-$id.out" \
@@ -200,6 +204,26 @@ print(f"slurm test: resumed θ vs uninterrupted: relative difference {err:.1e}")
 sys.exit(0 if len(a) == len(b) and err <= 1e-9 else 1)
 PY
 echo "slurm test: a job stopped by its time limit after $done_iterations iterations resumed to the uninterrupted θ"
+
+# Requeued (as after preemption): the job finds its own trace and continues it.
+id=$(jobs/submit.sh jobs/train.sbatch "$work/limit.toml" --set train.iterations=300 -- --requeue --open-mode=append)
+out="results/gradcode-train-$id"
+log="results/slurm-gradcode-train-$id.out"
+made+=("$out" "$log")
+for _ in $(seq 600); do
+  grep -q "^iteration 100/300" "$log" 2>/dev/null && break
+  sleep 0.2
+done
+scontrol requeue "$id"
+for _ in $(seq 1500); do
+  scontrol show job "$id" 2>/dev/null | grep -q "JobState=COMPLETED" && break
+  scontrol show job "$id" 2>/dev/null | grep -q "JobState=FAILED" && break
+  sleep 0.2
+done
+grep -q "requeued (restart 1): continuing" "$log" || { cat "$log" >&2; fail "the requeued job did not continue its trace"; }
+[ "$(field "$out/summary.json" status)" = completed ] || { cat "$log" >&2; fail "the requeued job did not complete"; }
+[ "$(field "$out/summary.json" iterations)" = 300 ] || fail "the requeued job did not reach 300 iterations"
+echo "slurm test: requeued job $id continued its trace from iteration $(field "$out/summary.json" resumed_at)"
 
 # A cancelled job (Slurm sends SIGTERM to every process, as at the time
 # limit) stops gracefully and exits 143 with either launcher: srun returns its
