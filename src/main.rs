@@ -5,14 +5,21 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches};
 use gradcode::cli::{Cli, run};
 use gradcode::error::{InputError, QuietExit};
 
 fn main() -> ExitCode {
     gradcode::logging::init();
-    let cli = match Cli::try_parse() {
+    // `--version` prints the build too (commit, features, MPI and HDF5 libraries).
+    let long_version: &'static str =
+        Box::leak(gradcode::provenance::long_version().into_boxed_str());
+    let parsed = Cli::command()
+        .long_version(long_version)
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             // Help and version go to stdout with status 0.

@@ -672,3 +672,44 @@ fn a_closed_pipe_ends_quietly_and_a_full_stdout_is_an_error() {
         "{err}"
     );
 }
+
+/// `--version` names the build: commit, features, the MPI and HDF5 libraries.
+#[test]
+fn version_names_the_build() {
+    let out = gradcode(&["--version"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        concat!("gradcode ", env!("CARGO_PKG_VERSION")),
+        "{text}"
+    );
+    let commit = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".to_string(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        });
+    assert_eq!(lines[1], format!("commit {commit}"), "{text}");
+    let features = match (cfg!(feature = "mpi"), cfg!(feature = "hdf5")) {
+        (true, true) => "mpi,hdf5",
+        (true, false) => "mpi",
+        (false, true) => "hdf5",
+        (false, false) => "none",
+    };
+    assert_eq!(lines[2], format!("features {features}"), "{text}");
+    if cfg!(feature = "mpi") {
+        assert!(lines[3].starts_with("MPI ") && lines[3].len() > 8, "{text}");
+    } else {
+        assert_eq!(lines[3], "MPI none", "{text}");
+    }
+    if cfg!(feature = "hdf5") {
+        assert!(lines[4].starts_with("HDF5 1."), "{text}");
+    } else {
+        assert_eq!(lines[4], "none", "{text}");
+    }
+}

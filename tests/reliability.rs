@@ -336,6 +336,49 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         .find(|e| e.event == "decode")
         .expect("a decode timing event");
     assert_eq!(decode.count, 160, "/timing/ counts every iteration");
+    // Provenance: what ran, where and when, and the resume.
+    let inspected = common::json(&common::gradcode(&[
+        "inspect",
+        cut.to_str().unwrap(),
+        "--json",
+    ]));
+    let p = &inspected["provenance"];
+    assert_eq!(p["build_features"], "mpi,hdf5", "{p}");
+    assert!(p["mpi_library"].as_str().unwrap().contains("MPI"), "{p}");
+    assert!(
+        p["hdf5_library"].as_str().unwrap().starts_with("HDF5 1."),
+        "{p}"
+    );
+    assert!(
+        p["command_line"]
+            .as_str()
+            .unwrap()
+            .contains(" train --config "),
+        "{p}"
+    );
+    assert!(p["hosts"].as_str().unwrap().ends_with("(ranks 0-6)"), "{p}");
+    let (started, ended) = (
+        p["started_at"].as_str().unwrap(),
+        p["ended_at"].as_str().unwrap(),
+    );
+    assert!(started.ends_with('Z') && started <= ended, "{p}");
+    assert!(
+        p["resumed"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("from iteration {done}: ")),
+        "{p}"
+    );
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".to_string(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        });
+    assert_eq!(p["git_commit"], commit.as_str(), "{p}");
 }
 
 #[test]

@@ -299,8 +299,26 @@ mod imp {
         }
     }
 
+    /// What ran, where and when, in the order of `provenance::TRACE_KEYS`.
+    fn print_provenance(r: &Report) {
+        for key in crate::provenance::TRACE_KEYS {
+            let Some(value) = r.provenance.get(key).filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            let mut lines = value.lines();
+            line(key, lines.next().unwrap_or(""));
+            for more in lines {
+                line("", more);
+            }
+        }
+    }
+
     pub(super) fn print_text(r: &Report) {
-        crate::outln!("gradcode inspect: {}", r.file);
+        crate::outln!(
+            "gradcode inspect: {}: {}",
+            r.file,
+            r.status.as_deref().unwrap_or("status not recorded")
+        );
         let or = |x: &Option<String>| x.clone().unwrap_or_else(|| "?".to_string());
         let num = |x: Option<u64>| x.map_or("?".to_string(), |x| x.to_string());
         match r.kind {
@@ -313,6 +331,7 @@ mod imp {
                     num(r.seed)
                 );
                 line("status", status_text(r));
+                print_provenance(r);
                 if let Some(snapshot) = r.snapshot_iteration {
                     line(
                         "snapshot",
@@ -382,6 +401,7 @@ mod imp {
                     num(r.seed)
                 );
                 line("status", status_text(r));
+                print_provenance(r);
                 if let Some(unit) = schemes.iter().find_map(|s| s.model_time_unit_s) {
                     crate::outln!(
                         "times in seconds: one model time unit = {} (straggler.time_unit_ms); pooled over trials",

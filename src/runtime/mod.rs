@@ -226,6 +226,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     interrupt::install()?;
     crate::logging::set_rank(comm.rank());
     log::info!("MPI world of {} ranks", comm.size());
+    gather_hosts(&world);
     // Rank 0 prepares, then broadcasts [status, length] and the resolved TOML.
     let mut prepared = None;
     let mut status = [0u64; 2];
@@ -343,6 +344,34 @@ fn ended_early(error: &anyhow::Error, trace: Option<&str>) -> serde_json::Value 
         "signal": signal,
         "trace": trace,
     })
+}
+
+/// Rank 0 learns every rank's host (MPI_Get_processor_name, at most 255
+/// bytes each) for the trace's provenance.
+#[cfg(feature = "mpi")]
+fn gather_hosts(world: &mpi::topology::SimpleCommunicator) {
+    use mpi::traits::*;
+    const WIDTH: usize = 256;
+    let name =
+        mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
+    let mut mine = [0u8; WIDTH];
+    let n = name.len().min(WIDTH - 1);
+    mine[..n].copy_from_slice(&name.as_bytes()[..n]);
+    let root = world.process_at_rank(0);
+    if world.rank() == 0 {
+        let mut all = vec![0u8; WIDTH * world.size() as usize];
+        root.gather_into_root(&mine[..], &mut all[..]);
+        let hosts: Vec<String> = all
+            .chunks(WIDTH)
+            .map(|c| {
+                let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+                String::from_utf8_lossy(&c[..end]).into_owned()
+            })
+            .collect();
+        crate::provenance::set_hosts(&hosts);
+    } else {
+        root.gather_into(&mine[..]);
+    }
 }
 
 #[cfg(feature = "mpi")]

@@ -263,6 +263,9 @@ fn write_meta(file: &File, meta: &TraceMeta) -> Result<()> {
     string_attr(file, "config_toml", &meta.config_toml)?;
     string_attr(file, "gradcode_version", env!("CARGO_PKG_VERSION"))?;
     scalar_attr(file, "seed", meta.seed)?;
+    for (name, value) in crate::provenance::trace_attributes() {
+        string_attr(file, name, &value)?;
+    }
     string_attr(file, "status", RunStatus::Running.name())?;
     string_attr(file, "status_reason", "")
 }
@@ -314,6 +317,9 @@ fn set_scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> Result<()
 
 /// Record the run's status and its one-line reason in the root attributes.
 fn write_status(file: &File, status: RunStatus, reason: &str) -> Result<()> {
+    if status != RunStatus::Running {
+        set_string_attr(file, "ended_at", &crate::provenance::now_utc())?;
+    }
     set_string_attr(file, "status", status.name())?;
     set_string_attr(file, "status_reason", &status_reason(reason))
 }
@@ -588,6 +594,19 @@ impl TraceWriter {
         })?;
         let file = reader.into_file();
         let root = GroupWriter::open(&file, workers, Some(keep))?;
+        // Provenance of this part: a line per resume (the creation's stays).
+        let earlier = file
+            .attr("resumed")
+            .and_then(|a| a.read_scalar::<VarLenUnicode>())
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
+        let line = crate::provenance::resume_line(snapshot.iteration);
+        let resumed = if earlier.is_empty() {
+            line
+        } else {
+            format!("{earlier}\n{line}")
+        };
+        set_string_attr(&file, "resumed", &resumed)?;
         write_status(&file, RunStatus::Running, "")?;
         flush_file(&file, path)?;
         Ok((

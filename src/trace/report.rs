@@ -30,6 +30,9 @@ pub struct Report {
     /// `status` is `running` with `writer_open` false is the trace of a run
     /// that died (killed, crashed, disk full).
     pub writer_open: Option<bool>,
+    /// What ran, where and when (root attributes, see
+    /// [`crate::provenance::TRACE_KEYS`]); the ones present.
+    pub provenance: std::collections::BTreeMap<String, String>,
     /// Training trace: the iteration of the committed snapshot `train
     /// --resume` continues from (null when there is none).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,6 +95,14 @@ impl Report {
                 Ok(holder) => Some(holder == super::place::Holder::Writer),
                 Err(_) => None,
             },
+            provenance: crate::provenance::TRACE_KEYS
+                .iter()
+                .filter_map(|&key| match file.group_string_attr("/", key) {
+                    Ok(Some(value)) => Some(Ok((key.to_string(), value))),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect::<Result<_, _>>()?,
             snapshot_iteration: None,
             summary: None,
             model: None,
