@@ -613,3 +613,67 @@ fn the_shipped_traces_hold_durations() {
     }
     assert!(files >= 40, "{files} trace files in {}", dir.display());
 }
+
+/// Trial k replays rows k·iterations onward: with trials × iterations = rows
+/// every row is replayed exactly once; more rounds than rows are reported.
+#[test]
+fn replay_trials_read_disjoint_rows_and_reuse_is_reported() {
+    // Row r holds r + 1 for every worker: an uncoded iteration of row r takes r + 1.
+    let mut text = String::from("w0,w1,w2\n");
+    for r in 0..10 {
+        let v = (r + 1) as f64;
+        text.push_str(&format!("{v},{v},{v}\n"));
+    }
+    let csv = write("rows.csv", &text);
+    let base = [
+        "simulate",
+        "--json",
+        "--set",
+        "workers=3",
+        "--set",
+        "scheme.kind=\"uncoded\"",
+        "--set",
+        "straggler.model=trace",
+        "--set",
+        "straggler.initial_stragglers=0",
+    ];
+    let file = format!("straggler.trace_file=\"{csv}\"");
+    let run = |trials: &str, iterations: &str| {
+        let mut args = base.to_vec();
+        args.extend([
+            "--set",
+            &file,
+            "--trials",
+            trials,
+            "--iterations",
+            iterations,
+        ]);
+        gradcode(&args)
+    };
+    let out = run("5", "2");
+    let v = json(&out);
+    let mean = v["schemes"][0]["mean_iteration_time"].as_f64().unwrap();
+    assert!(
+        (mean - 5.5).abs() < 1e-12,
+        "every row once: mean of 1..10 is 5.5, not {mean}"
+    );
+    assert_eq!(v["replay"]["independent_rows"], 10);
+    assert_eq!(v["replay"]["rows_reused"], false);
+    assert!(
+        !stderr(&out).contains("note: trace replay"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = run("5", "4");
+    let v = json(&out);
+    assert_eq!(v["replay"]["rounds"], 20);
+    assert_eq!(v["replay"]["independent_rows"], 10);
+    assert_eq!(v["replay"]["rows_reused"], true);
+    let note = stderr(&out);
+    assert!(
+        note.contains("20 rounds replay the 10 rows")
+            && note.contains("only 10 rounds are independent"),
+        "{note}"
+    );
+}

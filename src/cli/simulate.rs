@@ -77,6 +77,21 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     let elapsed = started.elapsed().as_secs_f64();
     let worker_iterations =
         (report.trials * report.iterations * report.workers * report.schemes.len()) as f64;
+    if let Some(c) = report.replay.filter(|c| c.rows_reused) {
+        crate::errln!(
+            "note: trace replay: {} trials x {} iterations = {} rounds replay the {} rows of {}: only {} rounds are independent, so the trials share rows and their ci95 understates the uncertainty (nothing is widened)",
+            report.trials,
+            report.iterations,
+            c.rounds,
+            c.rows,
+            config
+                .straggler
+                .trace_file
+                .as_deref()
+                .unwrap_or("the trace"),
+            c.independent_rows
+        );
+    }
     if args.json {
         let json = JsonReport {
             origin: &loaded.origin,

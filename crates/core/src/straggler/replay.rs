@@ -14,8 +14,9 @@
 //! replays them in real time in the MPI runtime.
 //!
 //! Workers 1..K replay the columns `straggler.trace_columns` (1-based data
-//! columns) or the first K. Trial k starts at row k (mod the rows) and the
-//! rows wrap around. A worker straggles in a round when its value exceeds
+//! columns) or the first K. A model starts at the row it is given (trial k
+//! of a simulation at row k · `simulate.iterations`, see
+//! `DelaySpec::model`) and the rows wrap around. A worker straggles in a round when its value exceeds
 //! `straggler.trace_threshold` times the median of the K replayed values.
 
 use std::path::Path;
@@ -366,14 +367,15 @@ pub(super) struct TraceReplay {
 }
 
 impl TraceReplay {
+    /// Replay from row `first_row` (mod the rows) on.
     pub fn new(
         table: Arc<TraceTable>,
         columns: Vec<usize>,
-        trial: u64,
+        first_row: u64,
         threshold: f64,
         compute_share: f64,
     ) -> Self {
-        let row = (trial % table.rows() as u64) as usize;
+        let row = (first_row % table.rows() as u64) as usize;
         let (values, scratch) = (
             Vec::with_capacity(columns.len()),
             Vec::with_capacity(columns.len()),
@@ -548,7 +550,7 @@ mod tests {
     }
 
     #[test]
-    fn replay_wraps_and_starts_at_the_trial_row() {
+    fn replay_wraps_and_starts_at_the_given_row() {
         let t = Arc::new(TraceTable::parse("a,b\n1,10\n2,20\n3,30\n", "t.csv").unwrap());
         let mut m = TraceReplay::new(t, vec![1, 0], 2, 2.0, 1.0);
         let mut s = RoundSample::new(2);
