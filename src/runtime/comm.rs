@@ -495,8 +495,7 @@ impl<'a> Comm<'a> {
             if left == 0 || Instant::now() >= deadline {
                 let (posted, completed) = self.sends.borrow().counts();
                 log::info!(
-                    "rank {}: {posted} sends posted, {completed} completed, {left} requests pending at shutdown",
-                    self.rank()
+                    "{posted} sends posted, {completed} completed, {left} requests pending at shutdown"
                 );
                 return left;
             }
