@@ -60,10 +60,7 @@ fn assert_no_request_left(name: &str, out: &Output, ranks: usize) {
         .collect();
     clean.sort_unstable();
     let want: Vec<i64> = (0..ranks as i64).collect();
-    assert_eq!(
-        clean, want,
-        "{name}: every rank completes its sends\n{err}"
-    );
+    assert_eq!(clean, want, "{name}: every rank completes its sends\n{err}");
     // The posted and completed counts agree on every rank.
     for line in err.lines().filter(|l| l.contains("sends posted")) {
         let message = line.split("] ").nth(1).unwrap_or("");
@@ -129,7 +126,9 @@ fn auto_spins_when_every_rank_has_a_core_and_the_choice_is_recorded() {
         );
         let err = common::stderr(&out);
         assert!(
-            err.contains(&format!("runtime.wait = {requested}: {chosen} (2 ranks on this node")),
+            err.contains(&format!(
+                "runtime.wait = {requested}: {chosen} (2 ranks on this node"
+            )),
             "{name}: the choice is logged: {err}"
         );
         assert_no_request_left(&name, &out, 2);
