@@ -140,3 +140,108 @@ fn an_unknown_wait_is_refused_naming_the_key() {
     let out = common::gradcode(&["check", "--set", "runtime.wait=\"poll\""]);
     common::assert_rejected("runtime.wait", &out, "runtime.wait");
 }
+
+/// The ranks of a running job: (MPI rank, pid) of every `gradcode` process
+/// whose environment names `job` (a marker variable set for this run).
+fn ranks_of(job: &str) -> Vec<(u32, u32)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let vars: Vec<String> = environ
+            .split(|&b| b == 0)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect();
+        if !vars
+            .iter()
+            .any(|v| v == &format!("GRADCODE_SCALE_JOB={job}"))
+        {
+            continue;
+        }
+        if let Some(rank) = vars
+            .iter()
+            .find_map(|v| v.strip_prefix("OMPI_COMM_WORLD_RANK="))
+        {
+            found.push((rank.parse().unwrap(), pid));
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+#[test]
+fn three_stopped_workers_exhaust_the_models_in_flight_and_end_the_run_naming_them() {
+    // gc-cyclic with load 4 tolerates 3 stragglers, so the run goes on while
+    // they are stopped; but each holds the models of the 2 tasks it has not
+    // taken (d = 20000: 160 KB, above the eager limit, so the sends stay
+    // pending), and 3 stopped at different iterations hold all 6 buffers.
+    let text = "workers = 6\nseed = 2\n[scheme]\nkind = \"gc-cyclic\"\nload = 4\n[straggler]\nmode = \"measured\"\n[data]\ntrain_samples = 60\ntest_samples = 6\nfeatures = 20000\n[train]\niterations = 1000000\nlearning_rate = 0.001\neval_every = 1000000\nresult_timeout_s = 4.0\n";
+    let config = scratch("stopped.toml");
+    std::fs::write(&config, text).unwrap();
+    let trace = scratch("stopped.h5");
+    let _ = std::fs::remove_file(&trace);
+    let _one = common::one_at_a_time();
+    let job = format!("stopped-{}", std::process::id());
+    let child = common::mpirun_command(
+        7,
+        &[
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
+            "--quiet",
+        ],
+    )
+    .env("GRADCODE_SCALE_JOB", &job)
+    .env("GRADCODE_LOG", "gradcode::runtime::round=warn")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let started = std::time::Instant::now();
+    let mut ranks = Vec::new();
+    while ranks.len() < 7 && started.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        ranks = ranks_of(&job);
+    }
+    assert_eq!(ranks.len(), 7, "all ranks started: {ranks:?}");
+    // Training has started once the trace exists (created at the first iteration).
+    while !trace.exists() && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for &(rank, pid) in &ranks[2..5] {
+        assert!((2..=4).contains(&rank));
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        std::thread::sleep(std::time::Duration::from_millis(700));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = common::stderr(&out);
+    // Leave no stopped process behind whatever happened.
+    for &(_, pid) in &ranks {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    assert!(!out.status.success(), "the run cannot go on: {err}");
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "it ends within seconds of train.result_timeout_s"
+    );
+    assert!(
+        err.contains("all 6 model buffers are held by sends to workers"),
+        "the master waited at the bound: {err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.contains("models in flight are held by sends that workers"))
+        .unwrap_or_else(|| panic!("the error names the workers: {err}"));
+    assert!(
+        line.contains("2, 3, 4") && line.contains("train.result_timeout_s"),
+        "{line}"
+    );
+}
