@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm, Wait, instant_after};
+use super::comm::{Backoff, Comm, Wait, WaitMode, instant_after};
 use super::interrupt;
 use super::protocol::{self, Setup};
 use super::round::MpiRound;
@@ -79,8 +79,9 @@ pub type TrainSummary = RunSummary;
 
 pub(super) struct Master<'a> {
     pub comm: &'a Comm<'a>,
-    pub universe: &'a mut mpi::environment::Universe,
     pub config: &'a Config,
+    /// How this rank waits for results (`runtime.wait` resolved on this node).
+    pub wait: WaitMode,
     /// The scheme, until the training loop takes it.
     pub scheme: Option<Box<dyn Scheme>>,
     /// K.
@@ -181,11 +182,6 @@ impl Master<'_> {
         let scheme = self.scheme.as_deref().expect("prepared before training");
         let data = DataPlan::new(self.config, scheme.partitions())?;
         let test = data.load_test()?;
-        // Buffered sends: a backlog of 4 tasks per worker, plus setup and stop.
-        let stored = (0..k).map(|w| scheme.stored(w).len()).max().unwrap_or(1);
-        let task_len = 16 + stored * (6 + 2 * stored) + data.features();
-        self.universe
-            .set_buffer_size(super::comm::buffer_bytes(6 * k + 8, task_len));
         for w in 0..k {
             let setup = Setup {
                 partitions: scheme.partitions(),
@@ -337,6 +333,7 @@ impl Master<'_> {
             s.mode == StragglerMode::Emulate,
             s.time_unit_ms,
             config.train.result_timeout_s,
+            self.wait,
         );
         interrupt::panic_if_asked(0, "before the first iteration");
         let end = driver.run(

@@ -215,7 +215,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 
     // Funneled: a worker loads its partitions on a second thread while the
     // main thread, the only one that calls MPI, keeps talking to the master.
-    let (mut universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+    let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
         .ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
     let world = universe.world();
     let root = world.process_at_rank(0);
@@ -250,8 +250,48 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     text.resize(status[1] as usize, 0);
     root.broadcast_into(&mut text[..]);
 
-    // Room for the small messages before the data is planned (setup, ready, error, bye).
-    universe.set_buffer_size(comm::buffer_bytes(2 * comm.size() as usize + 8, 64));
+    // Collective: how many ranks share this node and how many cores they have.
+    let node = comm::Node::probe(&world);
+    let outcome = run_rank(&comm, prepared, &text, node, options);
+    // Every send completes before MPI finalises (the destinations have
+    // received them all by the end of the stop/bye handshake).
+    comm.drain(std::time::Instant::now() + SHUTDOWN_DRAIN);
+    outcome
+}
+
+/// How long a rank tests its sends in flight at the end of a clean run.
+#[cfg(feature = "mpi")]
+const SHUTDOWN_DRAIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `runtime.wait` resolved on this node, logged by rank 0.
+#[cfg(feature = "mpi")]
+fn wait_mode(config: &Config, node: comm::Node, rank: i32) -> comm::WaitMode {
+    let mode = comm::WaitMode::resolve(config.runtime.wait, node.ranks, node.cores);
+    let text = format!(
+        "runtime.wait = {}: {} ({} ranks on this node, {} cores)",
+        config.runtime.wait.name(),
+        mode.name(),
+        node.ranks,
+        node.cores
+    );
+    if rank == 0 {
+        log::info!("{text}");
+    } else {
+        log::debug!("{text}");
+    }
+    mode
+}
+
+/// The master's or a worker's part of the run.
+#[cfg(feature = "mpi")]
+fn run_rank(
+    comm: &comm::Comm<'_>,
+    prepared: Option<Prepared>,
+    text: &[u8],
+    node: comm::Node,
+    options: &TrainOptions,
+) -> anyhow::Result<()> {
+    use crate::error::QuietExit;
     if let Some(Prepared {
         loaded,
         scheme,
@@ -261,10 +301,11 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     }) = prepared
     {
         let config = &loaded.config;
+        let wait = wait_mode(config, node, comm.rank());
         let mut master = master::Master {
-            comm: &comm,
-            universe: &mut universe,
+            comm,
             config,
+            wait,
             workers: scheme.workers(),
             scheme: Some(scheme),
             resume,
@@ -272,6 +313,17 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
         };
         let mut progress = progress::Progress::new(config, options.quiet, &carried);
         let mut trace = trace;
+        if let Some(trace) = trace.as_mut() {
+            trace.set_wait(
+                wait.name(),
+                &format!(
+                    "runtime.wait = {}; {} ranks on the master's node, {} cores",
+                    config.runtime.wait.name(),
+                    node.ranks,
+                    node.cores
+                ),
+            );
+        }
         let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
         let end = match trace.as_mut() {
             Some(trace) => master.run(&mut [&mut progress, trace]),
@@ -321,10 +373,11 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
         }
         outcome?;
     } else {
-        let text = std::str::from_utf8(&text)
+        let text = std::str::from_utf8(text)
             .map_err(|_| anyhow::anyhow!("broadcast config is not UTF-8"))?;
         let config = crate::config::parse(text, "<broadcast config>", &[])?.config;
-        worker::run(&comm, &mut universe, &config)?;
+        let wait = wait_mode(&config, node, comm.rank());
+        worker::run(comm, &config, wait)?;
     }
     Ok(())
 }

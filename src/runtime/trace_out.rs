@@ -38,6 +38,8 @@ pub struct TraceOut {
     plan: Option<Plan>,
     #[cfg(feature = "hdf5")]
     writer: Option<crate::trace::TraceWriter>,
+    /// `runtime.wait` as resolved, and why: root attributes written with the file.
+    wait: Option<(String, String)>,
 }
 
 impl TraceOut {
@@ -77,6 +79,7 @@ impl TraceOut {
                     force: target.force,
                 }),
                 writer: None,
+                wait: None,
             }))
         }
     }
@@ -121,6 +124,7 @@ impl TraceOut {
                         snapshot: snapshot.clone(),
                     }),
                     writer: None,
+                    wait: None,
                 },
                 snapshot,
                 carried,
@@ -130,6 +134,12 @@ impl TraceOut {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Record how the ranks wait (`runtime_wait`: spin or backoff) and why
+    /// (`runtime_wait_reason`), as root attributes, when the file is opened.
+    pub fn set_wait(&mut self, mode: &str, reason: &str) {
+        self.wait = Some((mode.to_string(), reason.to_string()));
     }
 
     /// The writer, the file created or reopened at the first call.
@@ -151,6 +161,11 @@ impl TraceOut {
                     writer
                 }
             };
+            let mut writer = writer;
+            if let Some((mode, reason)) = &self.wait {
+                writer.set_root_attr("runtime_wait", mode)?;
+                writer.set_root_attr("runtime_wait_reason", reason)?;
+            }
             self.writer = Some(writer);
         }
         self.writer

@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm, Received, Wait, instant_after};
+use super::comm::{Backoff, Comm, Received, Wait, WaitMode, instant_after, receive_into};
 use super::interrupt;
 use super::protocol::{self, ResultHeader, Setup, Task};
 use crate::config::Config;
@@ -32,6 +32,9 @@ const HEARTBEAT_MAX: Duration = Duration::from_secs(1);
 const LOADING_CAP: Duration = Duration::from_millis(5);
 /// Rows per block between probes: about 512 KiB of samples.
 const BLOCK_VALUES: usize = 1 << 16;
+/// How long a worker waits for the model that follows a task (the master
+/// posts both sends together) before it reports a protocol error.
+const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What interrupted a task.
 enum Control {
@@ -52,6 +55,9 @@ struct Link<'a> {
     dim: usize,
     /// When the worker caught a signal (and told the master).
     signalled: Option<(i32, Instant)>,
+    /// The model of the newest task received (swapped in when the task starts).
+    incoming: Vec<f64>,
+    wait: WaitMode,
 }
 
 impl Link<'_> {
@@ -95,13 +101,35 @@ impl Link<'_> {
     }
 
     /// Interpret a message from the master.
-    fn control(&self, m: Received) -> anyhow::Result<Control> {
+    fn control(&mut self, m: Received) -> anyhow::Result<Control> {
         match m.tag {
             protocol::TAG_STOP => Ok(Control::Stop),
             tag if protocol::is_iteration_tag(tag) => {
+                let task = Task::decode(&m.data)?;
+                // The model follows the task at once.
+                let mut backoff = Backoff::for_mode(self.wait, IDLE_CAP, SPIN);
+                let by = Instant::now() + MODEL_TIMEOUT;
+                let (model, len) = self
+                    .comm
+                    .probe_from(0, protocol::TAG_MODEL, &mut backoff, Some(by))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "worker {}: no model after the task of iteration {} within {} s",
+                            self.comm.rank(),
+                            task.iteration,
+                            MODEL_TIMEOUT.as_secs()
+                        )
+                    })?;
+                receive_into(model, len, &mut self.incoming);
+                if len != self.dim {
+                    anyhow::bail!(
+                        "worker {}: a model of {len} values, expected {}",
+                        self.comm.rank(),
+                        self.dim
+                    );
+                }
                 // Acknowledged at once: the master bounds what it sends to a worker
                 // that does not take its tasks (stopped, hung).
-                let task = Task::decode(&m.data, self.dim)?;
                 self.comm
                     .send(0, protocol::TAG_ACK, &[task.iteration as f64]);
                 Ok(Control::Task(Box::new(task)))
@@ -209,26 +237,25 @@ struct Worker<'a> {
     /// Stored partitions and, per partition id, its index in `data`.
     data: Vec<Partition>,
     index: Vec<usize>,
+    /// The model of the current task.
+    theta: Vec<f64>,
     /// Per computation slot of a task: gradient sum and loss sum (dim + 1).
     slots: Vec<Vec<f64>>,
     /// Partition id → slot of the current task.
     slot_of: Vec<usize>,
-    vector: Vec<f64>,
-    out: Vec<f64>,
+    header: Vec<f64>,
     counts: Counts,
 }
 
 /// Run worker rank `comm.rank()` with the broadcast `config`.
-pub(super) fn run(
-    comm: &Comm<'_>,
-    universe: &mut mpi::environment::Universe,
-    config: &Config,
-) -> anyhow::Result<()> {
-    let mut backoff = Backoff::spinning(IDLE_CAP, SPIN);
+pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::Result<()> {
+    let mut backoff = Backoff::for_mode(wait, IDLE_CAP, SPIN);
     let mut link = Link {
         comm,
         dim: 0,
         signalled: None,
+        incoming: Vec::new(),
+        wait,
     };
     let m = link.next(&mut backoff);
     let setup = match m.tag {
@@ -261,13 +288,6 @@ pub(super) fn run(
     for (i, p) in data.iter().enumerate() {
         index[p.id] = i;
     }
-    // Buffered sends: up to one message per stored partition per task, four
-    // tasks deep, and acks, a signal and a goodbye.
-    let per_task = setup.stored.len().max(1);
-    universe.set_buffer_size(super::comm::buffer_bytes(
-        4 * per_task + 16,
-        protocol::RESULT_HEADER + dim + 1,
-    ));
     let samples: usize = data.iter().map(Partition::len).sum();
     log::info!(
         "worker {}: {} partitions stored, {samples} samples x {dim} features",
@@ -280,10 +300,10 @@ pub(super) fn run(
         loss: config.model.loss,
         data,
         index,
+        theta: vec![0.0; dim],
         slots: Vec::new(),
         slot_of: vec![usize::MAX; setup.partitions],
-        vector: vec![0.0; dim + 1],
-        out: Vec::new(),
+        header: Vec::new(),
         counts: Counts::default(),
     };
     let mut next: Option<Control> = None;
@@ -302,6 +322,7 @@ pub(super) fn run(
                     interrupt::panic_if_asked(comm.rank(), "at the first task");
                 }
                 worker.counts.tasks += 1;
+                std::mem::swap(&mut worker.theta, &mut worker.link.incoming);
                 log::debug!(
                     "worker {}: task of iteration {}",
                     comm.rank(),
@@ -350,7 +371,7 @@ impl Worker<'_> {
                     part.x.view(),
                     &part.y,
                     row..end,
-                    &task.theta,
+                    &self.theta,
                     grad,
                 );
                 row = end;
@@ -381,9 +402,12 @@ impl Worker<'_> {
         compute_s: f64,
     ) -> anyhow::Result<Option<Control>> {
         let message = &task.work.messages[m];
-        self.vector.iter_mut().for_each(|v| *v = 0.0);
+        let dim = self.link.dim;
+        // The send owns the vector until the master receives it.
+        let mut vector = self.link.comm.buffer(dim + 1);
+        vector.resize(dim + 1, 0.0);
         for &(p, c) in &message.codeword.terms {
-            kernel::axpy(c, &self.slots[self.slot_of[p]], &mut self.vector);
+            kernel::axpy(c, &self.slots[self.slot_of[p]], &mut vector);
         }
         let mut overrun_s = 0.0;
         if task.pace.emulate {
@@ -403,7 +427,7 @@ impl Worker<'_> {
                             task.iteration
                         );
                     }
-                    let mut backoff = Backoff::new(IDLE_CAP);
+                    let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, Duration::ZERO);
                     while due.is_none_or(|due| Instant::now() < due) {
                         if let Some(c) = self.link.poll()? {
                             return Ok(Some(c));
@@ -421,10 +445,10 @@ impl Worker<'_> {
             compute_s,
             overrun_s,
         };
-        header.encode_into(&self.vector, &mut self.out);
-        self.link
-            .comm
-            .send(0, protocol::iteration_tag(task.iteration), &self.out);
+        header.encode_into(&mut self.header);
+        let comm = self.link.comm;
+        comm.send(0, protocol::iteration_tag(task.iteration), &self.header);
+        comm.send_owned(0, protocol::TAG_VECTOR, vector);
         Ok(None)
     }
 }

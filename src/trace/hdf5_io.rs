@@ -667,6 +667,11 @@ impl TraceWriter {
         self.flush()
     }
 
+    /// Set the root string attribute `name` (created or replaced).
+    pub fn set_root_attr(&mut self, name: &str, value: &str) -> Result<()> {
+        set_string_attr(self.file.as_ref().expect("open until close"), name, value)
+    }
+
     /// Write every pending record and flush the file.
     pub fn flush(&mut self) -> Result<()> {
         self.root.write()?;
