@@ -13,6 +13,11 @@ use faer::Mat;
 use super::mds::solve_ones;
 use super::{Arrival, CodeOptions, CyclicMds, Decoding, GroupDecoding, Solution};
 
+/// The most memory one decoder's cache of coefficients takes (256 MiB), in
+/// whatever `scheme.decode_cache_entries` says: 4096 entries at K = 4096
+/// would take 130 MiB, 2^20 of them 34 GiB.
+pub const MAX_CACHE_BYTES: usize = 256 << 20;
+
 #[derive(Debug, Clone)]
 enum GroupCode {
     /// Tandon's cyclic repetition code (exact answers for r = l and r = 1).
@@ -113,7 +118,13 @@ impl GroupDecoder {
             } => solve_ones(b, *max_abs_b, positions, *unique_at, tolerance),
         }
         .map(Arc::new);
-        if self.cache.len() >= self.options.cache_entries() {
+        // An entry: the key (rows bits), up to `rows` coefficients, the map's overhead.
+        let entry_bytes = self.rows.div_ceil(8) + 8 * self.rows + 64;
+        let entries = self
+            .options
+            .cache_entries()
+            .min((MAX_CACHE_BYTES / entry_bytes).max(1));
+        if self.cache.len() >= entries {
             // Bounded memory: start over rather than track recency.
             self.cache.clear();
         }
