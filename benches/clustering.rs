@@ -67,6 +67,7 @@ fn clustering(c: &mut Criterion) {
             3,
             Some(n),
             None,
+            8,
             0.5,
             clustering_policy(ClusteringKind::Greedy),
             CodeOptions::default(),

@@ -95,4 +95,34 @@ fi
 made+=("results/slurm-gradcode-train-$id.out")
 grep -q "needs --ntasks=5" "results/slurm-gradcode-train-$id.out" || fail "wrong --ntasks not reported"
 echo "slurm test: wrong --ntasks rejected"
+# A cancelled job (Slurm sends SIGTERM to every process, as at the time
+# limit) stops gracefully and exits 143 with either launcher: srun returns its
+# tasks' 143 itself, mpirun returns 1 and jobs/launch.sh maps it (README,
+# "Exit status under a launcher").
+sed -e 's/^iterations = 25$/iterations = 1000000/' "$work/train.toml" > "$work/long.toml"
+for launcher in srun-pmix mpirun; do
+  id=$(GRADCODE_LAUNCHER=$launcher jobs/submit.sh jobs/train.sbatch "$work/long.toml")
+  out="results/gradcode-train-$id"
+  log="results/slurm-gradcode-train-$id.out"
+  made+=("$out" "$log")
+  for _ in $(seq 600); do
+    [ "$(squeue -h -j "$id" -o %T 2>/dev/null)" = RUNNING ] && [ -s "$out/trace.h5" ] && break
+    sleep 0.2
+  done
+  sleep 3 # some iterations
+  scancel "$id"
+  for _ in $(seq 300); do
+    squeue -h -j "$id" 2>/dev/null | grep -q . || break
+    sleep 0.2
+  done
+  code=$(scontrol show job "$id" | grep -o 'ExitCode=[0-9]*:[0-9]*' || true)
+  [ "$code" = "ExitCode=143:0" ] || { cat "$log" >&2; fail "cancelled $launcher job $id: $code, not ExitCode=143:0"; }
+  case $launcher in
+    srun-pmix) returned=143 ;;
+    mpirun) returned=1 ;;
+  esac
+  grep -q "launch: stopped by SIGTERM (the launcher returned $returned): exit 143" "$log" \
+    || { cat "$log" >&2; fail "cancelled $launcher job $id: no launch line with the launcher's $returned"; }
+  echo "slurm test: cancelled $launcher job $id exits 143 (the launcher returned $returned)"
+done
 echo "slurm test: passed"

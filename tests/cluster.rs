@@ -372,3 +372,25 @@ fn greedy_never_beats_the_optimum_and_the_two_measures_agree() {
         assert_eq!(mine.iter().sum::<usize>(), best.iter().sum::<usize>());
     }
 }
+
+/// One state, one clustering: for every straggler set of eq. (13) (all
+/// 4095 but the empty one), the flags and the rates of the same state
+/// (10 for a non-straggler, 0.1 for a straggler, tau = 0.5) give the same
+/// clustering, and 000 §V's example (`explain --stragglers 6,7,11,12`) gets
+/// the most even spread, one straggler per cluster.
+#[test]
+fn flags_and_rates_of_one_state_give_one_clustering() {
+    let a = eq13();
+    let mut greedy = GreedyClustering::new();
+    for set in 1u32..1 << 12 {
+        let flags: Vec<bool> = (0..12).map(|w| set >> w & 1 == 1).collect();
+        let rates: Vec<f64> = flags.iter().map(|&s| if s { 0.1 } else { 10.0 }).collect();
+        let by_flags = run(&mut greedy, &a, &WorkerStates::flags(&flags));
+        let by_rates = run(&mut greedy, &a, &WorkerStates::rates(&rates, 0.5));
+        assert_eq!(by_flags.members, by_rates.members, "stragglers {flags:?}");
+    }
+    let example: Vec<bool> = (1..=12).map(|w| [6, 7, 11, 12].contains(&w)).collect();
+    let c = run(&mut greedy, &a, &WorkerStates::flags(&example));
+    assert_eq!(c.straggler_counts(), vec![1, 1, 1, 1]);
+    assert_eq!(min_max_stragglers(&a, &example), 1);
+}

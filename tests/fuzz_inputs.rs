@@ -32,6 +32,7 @@ const KEYS: &[&str] = &[
     "scheme.load",
     "scheme.clusters",
     "scheme.assignment",
+    "scheme.assignment_draws",
     "scheme.wait_for",
     "scheme.deadline",
     "scheme.placement",

@@ -297,3 +297,122 @@ fn bad_gc_dc_input_names_the_key_or_flag() {
         assert_rejected(name, &gradcode(&args), flag);
     }
 }
+
+/// The paper's size uses the paper's A_cluster (000 eq. (13)), and `check`
+/// says so; `explain` with flags and with the rates of the same state forms
+/// the same clusters (the example that used to differ: 6, 7, 11, 12).
+#[test]
+fn fig3_uses_eq13_and_one_state_gives_one_clustering() {
+    let fig3 = format!(
+        "{}/configs/paper/gcdc-fig3.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let v = json(&gradcode(&[
+        "check",
+        "--config",
+        &fig3,
+        "--set",
+        "scheme.kind=gc-dc",
+        "--json",
+    ]));
+    let d = &v["dynamic_clustering"];
+    assert_eq!(
+        d["assignment"],
+        serde_json::json!([
+            [1, 2, 3, 4],
+            [6, 7, 8, 5],
+            [9, 10, 11, 12],
+            [4, 1, 2, 3],
+            [7, 8, 5, 6],
+            [10, 11, 12, 9]
+        ])
+    );
+    assert!(
+        d["assignment_source"]
+            .as_str()
+            .unwrap()
+            .contains("eq. (13)"),
+        "{d}"
+    );
+    assert_eq!(d["distinct_columns"], 4);
+    let ex = example();
+    let by = |flag: &str, value: &str| {
+        json(&gradcode(&[
+            "explain", "--config", &ex, flag, value, "--json",
+        ]))["clusters"]
+            .clone()
+    };
+    assert_eq!(
+        by("--stragglers", "6,7,11,12"),
+        by("--rates", "10,10,10,10,10,0.1,0.1,10,10,10,0.1,0.1")
+    );
+}
+
+/// A drawn A_cluster with a repeated column is never used silently: with a
+/// single draw some seeds give one (K = 8, P = 4, n = 2: every group shifted
+/// by {0, 2} or {1, 3}), and `check` warns; the default best of 8 draws
+/// avoids it for the same seed.
+#[test]
+fn a_repeated_column_is_avoided_or_reported() {
+    let base = [
+        "--set",
+        "workers=8",
+        "--set",
+        "scheme.kind=gc-dc",
+        "--set",
+        "scheme.clusters=4",
+        "--set",
+        "scheme.load=1",
+        "--set",
+        "scheme.clusters_per_worker=2",
+        "--set",
+        "data.train_samples=800",
+    ];
+    let mut degenerate = 0;
+    for seed in 1..=40 {
+        let seed = format!("seed={seed}");
+        let one = [
+            &base[..],
+            &[
+                "--set",
+                &seed,
+                "--set",
+                "scheme.assignment_draws=1",
+                "--json",
+            ],
+        ]
+        .concat();
+        let v = json(&gradcode(&[&["check"][..], &one].concat()));
+        if v["dynamic_clustering"]["distinct_columns"] == 4 {
+            continue;
+        }
+        degenerate += 1;
+        let text = gradcode(&[&["check"][..], &one[..one.len() - 1]].concat());
+        assert!(
+            common::stdout(&text).contains("warning: only 2 of 4 columns differ"),
+            "{}",
+            common::stdout(&text)
+        );
+        let best = [&base[..], &["--set", &seed, "--json"]].concat();
+        let v = json(&gradcode(&[&["check"][..], &best].concat()));
+        assert_eq!(v["dynamic_clustering"]["distinct_columns"], 4, "{seed}");
+    }
+    assert!(
+        degenerate > 0,
+        "some single draw of 40 repeats a column (each does with chance 1/9)"
+    );
+}
+
+#[test]
+fn assignment_draws_are_bounded() {
+    for bad in ["0", "1025", "100000000"] {
+        let out = gradcode(&[
+            "check",
+            "--set",
+            "scheme.kind=gc-dc",
+            "--set",
+            &format!("scheme.assignment_draws={bad}"),
+        ]);
+        assert_rejected(bad, &out, "scheme.assignment_draws");
+    }
+}

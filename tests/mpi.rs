@@ -336,6 +336,7 @@ fn data_errors_on_workers_stop_the_run_cleanly() {
     let text = "workers = 2\n[scheme]\nkind = \"uncoded\"\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"csv\"\npath = \"/nonexistent/data.csv\"\n";
     let path = write_config("missing-data", text);
     let trace = scratch("missing-data.h5");
+    let _ = std::fs::remove_file(&trace);
     let out = mpirun(
         3,
         &[
@@ -353,9 +354,14 @@ fn data_errors_on_workers_stop_the_run_cleanly() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Rank 0 checks the data files before any MPI work: nothing is written.
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("error: /nonexistent/data.csv: cannot open")
+        String::from_utf8_lossy(&out.stderr)
+            .contains("error: data.path = \"/nonexistent/data.csv\" cannot be read"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    assert!(!trace.exists(), "a run refused for its data wrote a trace");
 }
 
 #[test]
@@ -435,7 +441,8 @@ fn simulate_trial_0(
 
 /// The engine makes `train` (emulated stragglers) and `simulate` the same
 /// iteration loop: for the same seed they see the same straggler samples,
-/// form the same clusters and, wherever the wall clock cannot reorder what
+/// form the same clusters (gc-dc, with and without a deadline) and, wherever
+/// the wall clock cannot reorder what
 /// the model says (no message within `margin` of the deadline or of the
 /// iteration's end), accept, use and recover the same.
 #[test]
@@ -458,6 +465,11 @@ fn train_agrees_with_simulate_iteration_by_iteration() {
         (
             "agree-gc-dc",
             "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\n",
+            "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
+        ),
+        (
+            "agree-gc-dc-deadline",
+            "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\ndeadline = 1.0\n",
             "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
         ),
     ];

@@ -265,6 +265,33 @@ fn trace_replay_uses_the_chosen_columns_and_wraps() {
     assert_eq!(samples(&c, 0, 1)[0].straggling, [false, false, false, true]);
 }
 
+/// With `trace_compute_share = s` a value v is s·v of computation per
+/// partition and (1 − s)·v fixed per message: a message after c
+/// computations arrives at c·s·v + (1 − s)·v, so redundancy costs only
+/// computation; straggling still compares whole values.
+#[test]
+fn a_trace_value_splits_into_computation_and_a_fixed_cost() {
+    let path = write("split.csv", "w0,w1,w2,w3\n1,2,3,40\n");
+    let c = config(&format!(
+        "workers = 4\n[straggler]\nmodel = \"trace\"\ntrace_file = \"{path}\"\ntrace_compute_share = 0.25\n"
+    ));
+    let s = &samples(&c, 0, 1)[0];
+    for (w, v) in [1.0, 2.0, 3.0, 40.0].into_iter().enumerate() {
+        assert_eq!(s.message_time(w, 1), 0.25 * v + 0.75 * v);
+        assert_eq!(s.message_time(w, 3), 3.0 * 0.25 * v + 0.75 * v);
+    }
+    assert_eq!(s.straggling, [false, false, false, true]);
+    for bad in ["0.0", "1.5", "-0.1"] {
+        let e = config::parse(
+            &format!("[straggler]\ntrace_compute_share = {bad}\n"),
+            "t",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "straggler.trace_compute_share", "{bad}");
+    }
+}
+
 #[test]
 fn the_real_aws_traces_load_as_their_manifest_says() {
     // The traces shipped in data/traces/aws-lambda/ (see its README for the
@@ -376,4 +403,58 @@ fn trace_columns_are_checked_against_the_file() {
     );
     let e = DelaySpec::from_config(&c).unwrap_err();
     assert_eq!(e.field, "straggler.trace_file");
+}
+
+/// S⁰, the state before the first iteration (000 Algorithm 1): the models
+/// whose state persists report it, and their first iteration runs in it
+/// (same flags and rates); the others have none.
+#[test]
+fn the_initial_state_is_the_first_iterations_state() {
+    for (text, has) in [
+        (
+            "[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 4\n",
+            true,
+        ),
+        (
+            "[straggler]\nmodel = \"gilbert-elliott-heterogeneous\"\ninitial_stragglers = 3\n",
+            true,
+        ),
+        (
+            "[straggler]\nmodel = \"time-varying\"\ninitial_stragglers = 5\n",
+            true,
+        ),
+        (
+            "[straggler]\nmodel = \"extra-delay\"\ndelayed_workers = [2, 7]\n",
+            true,
+        ),
+        (
+            "[straggler]\nmodel = \"extra-delay\"\ndelayed_count = 2\n",
+            false,
+        ),
+        ("[straggler]\nmodel = \"shifted-exponential\"\n", false),
+    ] {
+        let c = config(&format!("workers = 12\nseed = 4\n{text}"));
+        for trial in 0..3 {
+            let model = DelaySpec::from_config(&c).unwrap().model(trial);
+            let mut s0 = RoundSample::new(12);
+            assert_eq!(model.initial_state(&mut s0), has, "{text}");
+            if has {
+                let first = &samples(&c, trial, 1)[0];
+                assert_eq!(s0.straggling, first.straggling, "{text}");
+                assert_eq!(s0.rate, first.rate, "{text}");
+                assert!(
+                    s0.straggling.iter().any(|&s| s),
+                    "{text}: someone straggles"
+                );
+            } else {
+                let blank = RoundSample::new(12);
+                assert_eq!(
+                    (&s0.unit_time, &s0.extra_time, &s0.straggling),
+                    (&blank.unit_time, &blank.extra_time, &blank.straggling),
+                    "{text}: untouched"
+                );
+                assert!(s0.rate.iter().all(|r| r.is_nan()), "{text}: untouched");
+            }
+        }
+    }
 }

@@ -65,6 +65,10 @@ struct DynamicPlan {
     /// The n·l × P worker cluster assignment matrix, 1-based; column p = the
     /// workers that may join cluster p.
     assignment: Vec<Vec<usize>>,
+    /// Where the matrix came from: given, 000 eq. (13), or drawn (which draw).
+    assignment_source: String,
+    /// Columns that differ as sets (P unless two clusters take the same workers).
+    distinct_columns: usize,
     lemma1: Lemma1,
     clustering: &'static str,
     straggler_threshold: f64,
@@ -116,6 +120,8 @@ fn dynamic_plan(scheme: &dyn Scheme) -> Option<DynamicPlan> {
         clusters_per_worker: a.per_worker(),
         memory_partitions: a.memory(),
         assignment: a.rows().iter().map(|r| one_based(r)).collect(),
+        assignment_source: dc.assignment_source().to_string(),
+        distinct_columns: a.distinct_columns(),
         lemma1: Lemma1 {
             holds: a.lemma1_holds(),
             bound: a.lemma1_bound(),
@@ -170,6 +176,8 @@ fn sample_amplification(
 
 pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let setup = load(args)?;
+    // The data files train would read: they exist, and their first rows parse.
+    crate::learn::data::check_data_files(&setup.loaded.config)?;
     print_warnings(&setup.loaded);
     let parameters = match serde_json::to_value(setup.parameters())? {
         serde_json::Value::Object(map) => map,
@@ -318,10 +326,18 @@ fn print_text(r: &CheckReport) {
             d.clustering, d.straggler_threshold
         );
         println!(
-            "\nassignment matrix A_cluster ({} x {}, column p = workers that may join cluster p):",
+            "\nassignment matrix A_cluster ({} x {}, column p = workers that may join cluster p): {}",
             d.assignment.len(),
-            r.clusters.len()
+            r.clusters.len(),
+            d.assignment_source
         );
+        if d.distinct_columns < r.clusters.len() && d.clusters_per_worker < r.clusters.len() {
+            println!(
+                "  warning: only {} of {} columns differ: clusters with the same column share their candidates, so those workers can be spread over fewer clusters",
+                d.distinct_columns,
+                r.clusters.len()
+            );
+        }
         for row in &d.assignment {
             let row: Vec<String> = row.iter().map(|w| format!("{w:>4}")).collect();
             println!("  {}", row.join(""));

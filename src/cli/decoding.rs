@@ -10,8 +10,23 @@ use crate::engine::decode_prefix;
 
 #[derive(Debug, Serialize)]
 struct Coefficient {
+    /// 1-based worker.
     worker: usize,
+    /// 1-based index of the worker's message the coefficient applies to (its
+    /// messages in send order; always 1 for single-message schemes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<usize>,
+    /// That message's codeword: 1-based cluster (group) and position, as in
+    /// `check --json`'s `workers[].codewords[]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    codeword: Option<CodewordRef>,
     coefficient: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct CodewordRef {
+    cluster: usize,
+    index: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -79,19 +94,26 @@ pub(super) fn decode_report(
         .collect();
     workers_used.sort_unstable();
     workers_used.dedup();
-    let used_workers = &received[..used];
     let mut coefficients: Vec<Coefficient> = Vec::new();
     if decoding.decodable {
-        coefficients = used_workers
+        coefficients = arrivals[..used]
             .iter()
             .zip(&decoding.weights)
             .filter(|&(_, &w)| w != 0.0)
-            .map(|(&worker, &coefficient)| Coefficient {
-                worker: worker + 1,
-                coefficient,
+            .map(|(a, &coefficient)| {
+                let id = plan.tasks[a.worker].messages[a.message].codeword.id;
+                Coefficient {
+                    worker: a.worker + 1,
+                    message: Some(a.message + 1),
+                    codeword: Some(CodewordRef {
+                        cluster: id.group + 1,
+                        index: id.index + 1,
+                    }),
+                    coefficient,
+                }
             })
             .collect();
-        coefficients.sort_by_key(|c| c.worker);
+        coefficients.sort_by_key(|c| (c.worker, c.message));
     }
     // Clusters of clustered codes and the one group of gc-cyclic; the
     // singleton groups of uncoded placements say nothing the top level does not.
@@ -111,6 +133,8 @@ pub(super) fn decode_report(
                 .zip(&g.coefficients)
                 .map(|(&w, &c)| Coefficient {
                     worker: w + 1,
+                    message: None,
+                    codeword: None,
                     coefficient: c,
                 })
                 .collect(),
@@ -122,7 +146,7 @@ pub(super) fn decode_report(
     ExplainReport {
         scheme: scheme.kind().name().to_string(),
         received: one_based(&received),
-        used: one_based(used_workers),
+        used: one_based(&received[..used]),
         decodable: decoding.decodable,
         coefficients,
         recovered_partitions: one_based(&decoding.recovered),

@@ -281,6 +281,24 @@ mod imp {
         }
     }
 
+    /// The run's status, in words: as recorded, and whether the writer is gone.
+    pub(super) fn status_text(r: &Report) -> String {
+        let reason = r
+            .status_reason
+            .as_deref()
+            .map_or(String::new(), |why| format!(": {why}"));
+        match (r.status.as_deref(), r.writer_open) {
+            (None, _) => "not recorded (a trace of an older gradcode)".to_string(),
+            (Some("running"), Some(false)) => format!(
+                "running, but no process has the file open: the run died without closing its trace (killed, crashed, or out of disk){reason}; it holds the iterations flushed before"
+            ),
+            (Some("running"), Some(true)) => {
+                format!("running (a process has the file open for writing){reason}")
+            }
+            (Some(status), _) => format!("{status}{reason}"),
+        }
+    }
+
     pub(super) fn print_text(r: &Report) {
         println!("gradcode inspect: {}", r.file);
         let or = |x: &Option<String>| x.clone().unwrap_or_else(|| "?".to_string());
@@ -294,6 +312,18 @@ mod imp {
                     num(r.workers),
                     num(r.seed)
                 );
+                line("status", status_text(r));
+                if let Some(snapshot) = r.snapshot_iteration {
+                    line(
+                        "snapshot",
+                        match snapshot {
+                            Some(i) => {
+                                format!("after iteration {i} (train --resume continues from it)")
+                            }
+                            None => "none".to_string(),
+                        },
+                    );
+                }
                 println!();
                 if let Some(s) = &r.summary {
                     print_summary(s);
@@ -348,6 +378,7 @@ mod imp {
                     num(r.workers),
                     num(r.seed)
                 );
+                line("status", status_text(r));
                 if let Some(unit) = schemes.iter().find_map(|s| s.model_time_unit_s) {
                     println!(
                         "times in seconds: one model time unit = {} (straggler.time_unit_ms); pooled over trials",

@@ -54,24 +54,26 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     let loaded = load(&args)?.loaded;
     let config = &loaded.config;
     let mut sim = Simulation::from_config(config)?;
-    let out_path: Option<PathBuf> = flags
+    let target = flags
         .out
         .as_ref()
         .map(|p| crate::trace::trace_path(config, p.as_deref(), flags.force))
         .transpose()?;
-    let mut trace = match &out_path {
-        Some(path) => Some(open_trace(&sim, config, path)?),
+    let out_path: Option<PathBuf> = target.as_ref().map(|t| t.path.clone());
+    let mut trace = match &target {
+        Some(target) => Some(open_trace(&sim, config, target)?),
         None => None,
     };
     print_warnings(&loaded);
     let started = Instant::now();
-    let report = match trace.as_mut() {
-        None => sim.run(&mut [])?,
-        Some(writer) => sim.run(&mut [writer])?,
+    let result = match trace.as_mut() {
+        None => sim.run(&mut []),
+        Some(writer) => sim.run(&mut [writer]),
     };
     if let Some(writer) = trace {
-        close_trace(writer)?;
+        close_trace(writer, result.as_ref().err())?;
     }
+    let report = result?;
     let elapsed = started.elapsed().as_secs_f64();
     let worker_iterations =
         (report.trials * report.iterations * report.workers * report.schemes.len()) as f64;
@@ -106,12 +108,14 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
 #[cfg(feature = "hdf5")]
 type Trace = crate::trace::SimTraceWriter;
 
-/// Create the trace file of `--out`; a path that cannot be created is bad input.
+/// Create the trace file of `--out`; a path that cannot be created, or a
+/// file there that may not be replaced (no `--force`, or a process has it
+/// open), is bad input, and the file there is left untouched.
 #[cfg(feature = "hdf5")]
 fn open_trace(
     sim: &Simulation,
     config: &crate::config::Config,
-    path: &std::path::Path,
+    target: &crate::trace::TracePath,
 ) -> Result<Trace, InputError> {
     use crate::trace::TraceMeta;
     let names = sim.names();
@@ -121,20 +125,26 @@ fn open_trace(
         config_toml: config.to_toml(),
         seed: config.seed,
     };
-    Trace::create(
-        path,
+    Trace::create_with(
+        &target.path,
         &meta,
         &names,
         config.simulate.trials,
         config.simulate.iterations,
         config.straggler.time_unit_ms / 1000.0,
+        target.force,
     )
-    .map_err(|e| InputError::new("--out", e))
+    .map_err(|e| InputError::new(target.field, e))
 }
 
+/// Close the trace, its status `completed`, or `failed` with the error.
 #[cfg(feature = "hdf5")]
-fn close_trace(writer: Trace) -> anyhow::Result<()> {
-    Ok(writer.close()?)
+fn close_trace(writer: Trace, error: Option<&crate::engine::EngineError>) -> anyhow::Result<()> {
+    use crate::trace::RunStatus;
+    match error {
+        None => Ok(writer.close()?),
+        Some(e) => Ok(writer.finish(RunStatus::Failed, &e.to_string())?),
+    }
 }
 
 /// Without HDF5 there is no trace to write.
@@ -155,17 +165,17 @@ impl crate::engine::Observer for Trace {
 fn open_trace(
     _sim: &Simulation,
     _config: &crate::config::Config,
-    path: &std::path::Path,
+    target: &crate::trace::TracePath,
 ) -> Result<Trace, InputError> {
     Err(InputError::value(
-        "--out",
-        path.display(),
+        target.field,
+        target.path.display(),
         "needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
     ))
 }
 
 #[cfg(not(feature = "hdf5"))]
-fn close_trace(writer: Trace) -> anyhow::Result<()> {
+fn close_trace(writer: Trace, _error: Option<&crate::engine::EngineError>) -> anyhow::Result<()> {
     match writer {}
 }
 

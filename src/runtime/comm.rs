@@ -172,9 +172,40 @@ impl<'a> Comm<'a> {
     }
 }
 
+/// `start + seconds`, or `None` when that is beyond any clock: a time too
+/// large for a `Duration` or an `Instant` (such as `train.result_timeout_s =
+/// 1e30`, or an emulated delay of 10^300 model time units) means "never".
+/// Negative seconds and NaN mean `start`.
+pub fn instant_after(start: Instant, seconds: f64) -> Option<Instant> {
+    Duration::try_from_secs_f64(seconds.max(0.0))
+        .ok()
+        .and_then(|d| start.checked_add(d))
+}
+
 /// Bytes of buffered-send buffer for `messages` messages of `len` f64 each
 /// (with the per-message bookkeeping MPI adds, bounded generously).
 pub fn buffer_bytes(messages: usize, len: usize) -> usize {
     const PER_MESSAGE_OVERHEAD: usize = 1024;
     messages * (len * std::mem::size_of::<f64>() + PER_MESSAGE_OVERHEAD)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_beyond_any_clock_are_never() {
+        let now = Instant::now();
+        assert_eq!(
+            instant_after(now, 1.5),
+            Some(now + Duration::from_millis(1500))
+        );
+        for never in [1e19, 1e30, 1e300, f64::MAX, f64::INFINITY] {
+            assert_eq!(instant_after(now, never), None, "{never}");
+        }
+        // Negative and NaN: at once.
+        for at_once in [0.0, -1.0, -1e300, f64::NAN] {
+            assert_eq!(instant_after(now, at_once), Some(now), "{at_once}");
+        }
+    }
 }

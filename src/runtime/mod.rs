@@ -65,9 +65,33 @@ pub fn check_trainable(config: &Config, scheme: &dyn Scheme) -> Result<(), Input
         ));
     }
     if s.mode == StragglerMode::Emulate {
+        // Every computation takes at least alpha model time units: beyond the
+        // result timeout no result could ever arrive in time.
+        let floor_s = s.alpha * s.time_unit_ms / 1000.0;
+        let timeout_s = config.train.result_timeout_s;
+        if s.model.keys().contains(&"alpha") && floor_s > timeout_s {
+            return Err(InputError::value(
+                "straggler.alpha",
+                short(s.alpha),
+                format!(
+                    "makes every emulated computation take at least {floor_s:.3e} s (alpha x straggler.time_unit_ms), more than train.result_timeout_s = {}: no result would arrive in time",
+                    short(timeout_s)
+                ),
+            ));
+        }
         crate::straggler::DelaySpec::from_config(config)?;
     }
     Ok(())
+}
+
+/// A number for a message: plain when short, in exponent form when plain
+/// would print hundreds of digits.
+fn short(x: f64) -> String {
+    if x == 0.0 || (1e-4..1e15).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -75,8 +99,10 @@ pub fn train(_options: &TrainOptions) -> anyhow::Result<()> {
     Err(InputError::new("train", "this gradcode was built without the `mpi` feature").into())
 }
 
-/// Rank 0's preparation: config, scheme, world size, trainability, trace
-/// file, and the snapshot a resumed run continues from.
+/// Rank 0's preparation, before any MPI work and without creating or
+/// changing a file: config, scheme, world size, trainability, data files
+/// (cheap checks; the workers load them later), the trace's path, and the
+/// snapshot a resumed run continues from (read only).
 #[cfg(feature = "mpi")]
 struct Prepared {
     loaded: crate::config::LoadedConfig,
@@ -95,7 +121,9 @@ fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputE
     let crate::setup::Setup { loaded, scheme, .. } = setup;
     check_world(&loaded.config, world_size)?;
     check_trainable(&loaded.config, scheme.as_ref())?;
-    let trace = trace_out::TraceOut::open(&loaded.config, scheme.as_ref(), options)?;
+    crate::learn::data::check_data_files(&loaded.config)?;
+    // Last: the path is checked, the file created when training starts.
+    let trace = trace_out::TraceOut::check(&loaded.config, scheme.as_ref(), options)?;
     Ok(Prepared {
         loaded,
         scheme,
@@ -123,7 +151,8 @@ fn prepare_resume(
             ));
         }
     }
-    let (trace, snapshot) = trace_out::TraceOut::resume(path)?;
+    // Read only: a refused resume leaves the file as it was.
+    let (trace, snapshot) = trace_out::TraceOut::check_resume(path)?;
     let origin = format!("{} (config_toml)", path.display());
     let setup = crate::setup::parse(&snapshot.config_toml, &origin, &options.overrides)?;
     warn_unused(&setup.loaded);
@@ -140,6 +169,7 @@ fn prepare_resume(
             ),
         ));
     }
+    crate::learn::data::check_data_files(&loaded.config)?;
     Ok(Prepared {
         loaded,
         scheme,
@@ -179,11 +209,15 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 
     use crate::error::QuietExit;
 
-    let mut universe =
-        mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+    // Funneled: a worker loads its partitions on a second thread while the
+    // main thread, the only one that calls MPI, keeps talking to the master.
+    let (mut universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+        .ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
     let world = universe.world();
     let root = world.process_at_rank(0);
     let comm = comm::Comm::new(&world);
+    // A panic on any rank ends the job at once, with its message.
+    interrupt::abort_on_panic(comm.rank());
     // From here on SIGTERM and SIGINT only raise a flag (see `interrupt`).
     interrupt::install()?;
     crate::logging::set_rank(comm.rank());
@@ -230,14 +264,19 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             resume,
         };
         let mut progress = progress::Progress::new(config, options.quiet);
+        let mut trace = trace;
         let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
-        // The trace is closed when this match ends, before any abort below.
-        let end = match trace {
-            Some(mut trace) => master.run(&mut [&mut progress, &mut trace]),
+        let end = match trace.as_mut() {
+            Some(trace) => master.run(&mut [&mut progress, trace]),
             None => master.run(&mut [&mut progress]),
         };
         progress.clear();
         let master::RunEnd { result, clean } = end;
+        // The trace records how the run ended and is closed, before any abort below.
+        if let Some(trace) = trace.as_mut() {
+            trace.end(&result);
+        }
+        drop(trace);
         let outcome = result.and_then(|mut summary| {
             summary.trace = trace_file;
             report(&summary, options.json)

@@ -16,6 +16,7 @@
 //! | bye | worker → master | tasks received, tasks abandoned |
 //! | signal | worker → master | the signal the worker caught (SIGTERM, SIGINT) |
 //! | ack | worker → master | the iteration of the newest task the worker took |
+//! | loading | worker → master | nothing: still loading its partitions (a heartbeat during setup) |
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
 
@@ -28,6 +29,9 @@ pub const TAG_BYE: i32 = 5;
 pub const TAG_SIGNAL: i32 = 6;
 /// Worker → master: the newest task this worker has taken (payload: its iteration).
 pub const TAG_ACK: i32 = 7;
+/// Worker → master, during setup: still loading (sent a few times per
+/// `train.result_timeout_s`, so that only a silent worker times out).
+pub const TAG_LOADING: i32 = 8;
 /// Tasks a worker may have sent to it and not yet taken; past this the master
 /// skips it (it is stopped, hung or gone), which bounds the send buffer.
 pub const MAX_UNTAKEN_TASKS: u64 = 3;
@@ -420,7 +424,14 @@ mod tests {
         assert_eq!(iteration_tag(16_001), TAG_ITERATION_BASE + 1);
         assert!(is_iteration_tag(iteration_tag(123_456)));
         for t in [
-            TAG_SETUP, TAG_READY, TAG_ERROR, TAG_STOP, TAG_BYE, TAG_SIGNAL,
+            TAG_SETUP,
+            TAG_READY,
+            TAG_ERROR,
+            TAG_STOP,
+            TAG_BYE,
+            TAG_SIGNAL,
+            TAG_ACK,
+            TAG_LOADING,
         ] {
             assert!(!is_iteration_tag(t));
         }

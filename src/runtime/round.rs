@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm, Wait};
+use super::comm::{Backoff, Comm, Wait, instant_after};
 use super::interrupt;
 use super::protocol::{self, Pace, ResultHeader, Task};
 use crate::coding::Arrival;
@@ -28,13 +28,6 @@ const WAIT_CAP: Duration = Duration::from_micros(100);
 /// How long the master spins (yielding the core) after each message before
 /// it sleeps between probes (see [`Backoff`]).
 const SPIN: Duration = Duration::from_micros(200);
-
-/// `start + seconds`, or `None` when that is beyond any clock (never).
-pub(super) fn instant_after(start: Instant, seconds: f64) -> Option<Instant> {
-    Duration::try_from_secs_f64(seconds.max(0.0))
-        .ok()
-        .and_then(|d| start.checked_add(d))
-}
 
 /// The master's side of the iterations.
 pub(super) struct MpiRound<'c> {
@@ -158,15 +151,35 @@ impl Round for MpiRound<'_> {
                     if give_up.is_some_and(|g| Instant::now() < g) {
                         continue;
                     }
-                    let silent: Vec<String> = (0..k)
+                    let silent: Vec<usize> = (0..k)
                         .filter(|&w| !report.arrivals.iter().any(|a| a.worker == w))
-                        .map(|w| (w + 1).to_string())
                         .collect();
+                    // In emulation a silent worker may simply be due later than the timeout.
+                    let late: Vec<String> = silent
+                        .iter()
+                        .filter_map(|&w| {
+                            let first = task.plan.tasks[w].messages.first()?;
+                            let due_s = (first.after as f64 * task.sample.unit_time[w]
+                                + task.sample.extra_time[w])
+                                * time_unit_s;
+                            (self.emulate && due_s > self.result_timeout_s)
+                                .then(|| format!("{} at {due_s:.3e} s", w + 1))
+                        })
+                        .collect();
+                    let names: Vec<String> = silent.iter().map(|w| (w + 1).to_string()).collect();
+                    let why = if late.is_empty() {
+                        "a worker died or hangs".to_string()
+                    } else {
+                        format!(
+                            "a worker died or hangs, or its emulated time is beyond the timeout (workers {})",
+                            late.join(", ")
+                        )
+                    };
                     return Err(format!(
                         "iteration {t}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
-                         no answer from workers {}: a worker died or hangs",
+                         no answer from workers {}: {why}",
                         self.result_timeout_s,
-                        silent.join(", ")
+                        names.join(", ")
                     )
                     .into());
                 }

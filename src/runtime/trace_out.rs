@@ -1,7 +1,16 @@
-//! The run's HDF5 trace as an observer: a row per iteration, the final model
-//! and the timing summary at the end. The file is created (and so checked)
-//! before any MPI work starts. Without the `hdf5` feature there is no trace,
-//! and an explicit `--out` is refused.
+//! The run's HDF5 trace as an observer: a row per iteration, snapshots, the
+//! timing summary, and the run's status at the end.
+//!
+//! Before any MPI work starts rank 0 only checks the trace's path (an
+//! existing file only with `--force` and when no process has it open, a
+//! folder it can write in) or, for `--resume`, reads the snapshot without
+//! changing the file. The file itself is created, or the resumed trace
+//! reopened and its records after the snapshot cut, when training has
+//! started: at the first iteration, snapshot or end of a run whose workers
+//! all set up. An input error found on the way (a data file, a worker that
+//! cannot load its partitions) leaves no file behind and changes none.
+//! Without the `hdf5` feature there is no trace, and an explicit `--out` is
+//! refused.
 
 use std::path::{Path, PathBuf};
 
@@ -11,14 +20,29 @@ use crate::config::Config;
 use crate::engine::{IterationEvent, Observer, ObserverError, RunSummary, SnapshotEvent};
 use crate::error::InputError;
 
+/// What opens the file at the start of training.
+#[cfg(feature = "hdf5")]
+enum Plan {
+    /// A new trace.
+    Create {
+        meta: crate::trace::TraceMeta,
+        force: bool,
+    },
+    /// The trace of the run resumed, at the snapshot read when it was checked.
+    Resume { snapshot: crate::trace::Snapshot },
+}
+
 pub struct TraceOut {
     path: PathBuf,
+    #[cfg(feature = "hdf5")]
+    plan: Option<Plan>,
     #[cfg(feature = "hdf5")]
     writer: Option<crate::trace::TraceWriter>,
 }
 
 impl TraceOut {
-    pub fn open(
+    /// The trace of a new run: its path checked, nothing created.
+    pub fn check(
         config: &Config,
         scheme: &dyn Scheme,
         options: &TrainOptions,
@@ -39,30 +63,27 @@ impl TraceOut {
         }
         #[cfg(feature = "hdf5")]
         {
-            let path = crate::trace::trace_path(config, options.out.as_deref(), options.force)?;
+            let target = crate::trace::trace_path(config, options.out.as_deref(), options.force)?;
             let meta = crate::trace::TraceMeta {
                 scheme: scheme.kind().name().to_string(),
                 workers: scheme.workers(),
                 config_toml: config.to_toml(),
                 seed: config.seed,
             };
-            let field = if options.out.is_some() {
-                "--out"
-            } else {
-                "output.trace"
-            };
-            let writer = crate::trace::TraceWriter::create(&path, &meta).map_err(|e| {
-                InputError::new(field, format!("cannot write {}: {e}", path.display()))
-            })?;
             Ok(Some(Self {
-                path,
-                writer: Some(writer),
+                path: target.path,
+                plan: Some(Plan::Create {
+                    meta,
+                    force: target.force,
+                }),
+                writer: None,
             }))
         }
     }
 
-    /// Reopen the trace of an interrupted run at its last snapshot.
-    pub fn resume(path: &Path) -> Result<(Self, crate::trace::Snapshot), InputError> {
+    /// The trace of an interrupted run and its last snapshot, read without
+    /// changing the file; it is reopened when training starts.
+    pub fn check_resume(path: &Path) -> Result<(Self, crate::trace::Snapshot), InputError> {
         #[cfg(not(feature = "hdf5"))]
         {
             let _ = path;
@@ -73,12 +94,27 @@ impl TraceOut {
         }
         #[cfg(feature = "hdf5")]
         {
-            let (writer, snapshot) = crate::trace::TraceWriter::resume(path)
-                .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
+            let snapshot = crate::trace::read_snapshot(path).map_err(|e| {
+                let text = e.to_string();
+                if text.contains("unable to lock file") {
+                    InputError::new(
+                        "--resume",
+                        format!(
+                            "{} is open in another process (it holds the file's HDF5 lock: is the run still going?)",
+                            path.display()
+                        ),
+                    )
+                } else {
+                    InputError::new("--resume", format!("{}: {text}", path.display()))
+                }
+            })?;
             Ok((
                 Self {
                     path: path.to_path_buf(),
-                    writer: Some(writer),
+                    plan: Some(Plan::Resume {
+                        snapshot: snapshot.clone(),
+                    }),
+                    writer: None,
                 },
                 snapshot,
             ))
@@ -88,14 +124,73 @@ impl TraceOut {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The writer, the file created or reopened at the first call.
+    #[cfg(feature = "hdf5")]
+    fn writer(&mut self) -> Result<&mut crate::trace::TraceWriter, ObserverError> {
+        use crate::trace::TraceWriter;
+        if let Some(plan) = self.plan.take() {
+            let writer = match plan {
+                Plan::Create { meta, force } => TraceWriter::create_with(&self.path, &meta, force)?,
+                Plan::Resume { snapshot } => {
+                    let (writer, now) = TraceWriter::resume(&self.path)?;
+                    if !same_snapshot(&now, &snapshot) {
+                        return Err(format!(
+                            "{}: its snapshot changed after the run was checked (another process wrote it?); nothing was cut",
+                            self.path.display()
+                        )
+                        .into());
+                    }
+                    writer
+                }
+            };
+            self.writer = Some(writer);
+        }
+        self.writer
+            .as_mut()
+            .ok_or_else(|| format!("the trace {} is closed", self.path.display()).into())
+    }
+
+    /// Record how the run ended (`Ok`: completed; interrupted by a signal;
+    /// failed with the error) and close the file. A trace never created (the
+    /// run failed before training) stays uncreated. Failures to write are
+    /// warnings: the run's own outcome is what the job reports.
+    pub fn end(&mut self, outcome: &anyhow::Result<super::TrainSummary>) {
+        #[cfg(feature = "hdf5")]
+        if let Some(w) = self.writer.take() {
+            use crate::trace::RunStatus;
+            let (status, reason) = match outcome {
+                Ok(_) => (RunStatus::Completed, String::new()),
+                Err(e) => match e.downcast_ref::<super::master::Interrupted>() {
+                    Some(stop) => (RunStatus::Interrupted, stop.to_string()),
+                    None => (RunStatus::Failed, format!("{e:#}")),
+                },
+            };
+            if let Err(e) = w.finish(status, &reason) {
+                eprintln!(
+                    "warning: the trace {} was not closed properly: {e}",
+                    self.path.display()
+                );
+            }
+        }
+        #[cfg(not(feature = "hdf5"))]
+        let _ = outcome;
+    }
+}
+
+/// The same snapshot, bit for bit (NaN included).
+#[cfg(feature = "hdf5")]
+fn same_snapshot(a: &crate::trace::Snapshot, b: &crate::trace::Snapshot) -> bool {
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    (a.iteration, a.seed, &a.config_toml) == (b.iteration, b.seed, &b.config_toml)
+        && bits(&a.theta) == bits(&b.theta)
+        && bits(&a.previous_theta) == bits(&b.previous_theta)
 }
 
 impl Observer for TraceOut {
     fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
-        if let Some(w) = &mut self.writer {
-            w.append(event.record)?;
-        }
+        self.writer()?.append(event.record)?;
         #[cfg(not(feature = "hdf5"))]
         let _ = event;
         Ok(())
@@ -103,21 +198,18 @@ impl Observer for TraceOut {
 
     fn snapshot(&mut self, snapshot: &SnapshotEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
-        if let Some(w) = &mut self.writer {
-            w.write_snapshot(snapshot.iteration, snapshot.theta, snapshot.previous)?;
-        }
+        self.writer()?
+            .write_snapshot(snapshot.iteration, snapshot.theta, snapshot.previous)?;
         #[cfg(not(feature = "hdf5"))]
         let _ = snapshot;
         Ok(())
     }
 
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ObserverError> {
-        // The model itself went in with the last snapshot.
+        // The model itself went in with the last snapshot; the status and
+        // the closing come with `end`, once the run's outcome is known.
         #[cfg(feature = "hdf5")]
-        if let Some(mut w) = self.writer.take() {
-            w.write_timing(&summary.timing)?;
-            w.close()?;
-        }
+        self.writer()?.write_timing(&summary.timing)?;
         #[cfg(not(feature = "hdf5"))]
         let _ = summary;
         Ok(())

@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm, Received, Wait};
+use super::comm::{Backoff, Comm, Received, Wait, instant_after};
 use super::interrupt;
 use super::protocol::{self, ResultHeader, Setup, Task};
 use crate::config::Config;
@@ -25,6 +25,11 @@ const IDLE_CAP: Duration = Duration::from_micros(500);
 /// How long a worker that waits for its next task spins (yielding the core)
 /// before it sleeps: the master usually answers a result within this.
 const SPIN: Duration = Duration::from_micros(200);
+/// Bounds of the interval between "still loading" messages during setup.
+const HEARTBEAT_MIN: Duration = Duration::from_millis(10);
+const HEARTBEAT_MAX: Duration = Duration::from_secs(1);
+/// Longest sleep between probes while the data loads.
+const LOADING_CAP: Duration = Duration::from_millis(5);
 /// Rows per block between probes: about 512 KiB of samples.
 const BLOCK_VALUES: usize = 1 << 16;
 
@@ -137,6 +142,67 @@ impl Link<'_> {
     }
 }
 
+/// How loading the stored partitions ended.
+enum Loaded {
+    /// Features and the partitions.
+    Data(usize, Vec<Partition>),
+    /// A data error, for the master to report.
+    Failed(String),
+    /// The master's stop came first.
+    Stopped,
+}
+
+/// Load the stored partitions on a second thread while this one tells the
+/// master the worker is alive ([`protocol::TAG_LOADING`], four times per
+/// `train.result_timeout_s`, at least once a second), watches for signals and
+/// takes the master's stop at once. A large data set takes as long as it
+/// takes; a worker stopped or hung while loading falls silent, and the
+/// master names it after `train.result_timeout_s`.
+fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
+    let (own, partitions, stored) = (config.clone(), setup.partitions, setup.stored.clone());
+    let spawned = std::thread::Builder::new()
+        .name("load".to_string())
+        .spawn(move || {
+            DataPlan::new(&own, partitions)
+                .and_then(|plan| Ok((plan.features(), plan.load(&stored)?)))
+        });
+    let loader = match spawned {
+        Ok(handle) => handle,
+        Err(e) => return Loaded::Failed(format!("cannot start a thread to load the data: {e}")),
+    };
+    let every = Duration::try_from_secs_f64(config.train.result_timeout_s / 4.0)
+        .unwrap_or(HEARTBEAT_MAX)
+        .clamp(HEARTBEAT_MIN, HEARTBEAT_MAX);
+    let mut next_beat = Instant::now() + every;
+    let mut backoff = Backoff::new(LOADING_CAP);
+    while !loader.is_finished() {
+        link.watch_signal();
+        if let Some(m) = link.comm.try_receive() {
+            if m.tag == protocol::TAG_STOP {
+                return Loaded::Stopped;
+            }
+            log::warn!(
+                "worker {}: tag {} while loading, ignored",
+                link.comm.rank(),
+                m.tag
+            );
+            continue;
+        }
+        let now = Instant::now();
+        if now >= next_beat {
+            link.comm.send(0, protocol::TAG_LOADING, &[]);
+            next_beat = now + every;
+        }
+        backoff.pause(Some(next_beat));
+    }
+    match loader.join() {
+        Ok(Ok((dim, data))) => Loaded::Data(dim, data),
+        Ok(Err(e)) => Loaded::Failed(e.to_string()),
+        // The panic hook has ended the job already (see `interrupt::abort_on_panic`).
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
 struct Worker<'a> {
     link: Link<'a>,
     loss: crate::config::Loss,
@@ -176,18 +242,17 @@ pub(super) fn run(
             comm.rank()
         ),
     };
-    let loaded = DataPlan::new(config, setup.partitions)
-        .and_then(|plan| Ok((plan.features(), plan.load(&setup.stored)?)));
-    let (dim, data) = match loaded {
-        Ok(x) => x,
-        Err(e) => {
+    let (dim, data) = match load(&mut link, config, &setup) {
+        Loaded::Data(dim, data) => (dim, data),
+        Loaded::Failed(e) => {
             // The master prints it and stops everyone.
-            comm.send(
-                0,
-                protocol::TAG_ERROR,
-                &protocol::encode_text(&e.to_string()),
-            );
+            comm.send(0, protocol::TAG_ERROR, &protocol::encode_text(&e));
             link.wait_for_stop();
+            return Ok(());
+        }
+        Loaded::Stopped => {
+            // The master gave up on the setup (another worker failed, a signal).
+            link.goodbye(&Counts::default());
             return Ok(());
         }
     };
@@ -233,6 +298,9 @@ pub(super) fn run(
         match control {
             Control::Stop => break,
             Control::Task(task) => {
+                if worker.counts.tasks == 0 {
+                    interrupt::panic_if_asked(comm.rank(), "at the first task");
+                }
                 worker.counts.tasks += 1;
                 log::debug!(
                     "worker {}: task of iteration {}",
@@ -319,17 +387,29 @@ impl Worker<'_> {
         }
         let mut overrun_s = 0.0;
         if task.pace.emulate {
-            let due = start + Duration::from_secs_f64(task.pace.due_s(message.after));
+            // A due time beyond any clock (an emulated delay of 1e300 model
+            // time units) is never: the message is held until a newer task or
+            // the stop replaces it, as from a worker that straggles forever.
+            let due = instant_after(start, task.pace.due_s(message.after));
             let now = Instant::now();
-            if now > due {
-                overrun_s = (now - due).as_secs_f64();
-            } else {
-                let mut backoff = Backoff::new(IDLE_CAP);
-                while Instant::now() < due {
-                    if let Some(c) = self.link.poll()? {
-                        return Ok(Some(c));
+            match due {
+                Some(due) if now > due => overrun_s = (now - due).as_secs_f64(),
+                _ => {
+                    if due.is_none() {
+                        log::debug!(
+                            "worker {}: message {} of iteration {} is due beyond any clock; held until replaced",
+                            self.link.comm.rank(),
+                            m + 1,
+                            task.iteration
+                        );
                     }
-                    backoff.pause(Some(due));
+                    let mut backoff = Backoff::new(IDLE_CAP);
+                    while due.is_none_or(|due| Instant::now() < due) {
+                        if let Some(c) = self.link.poll()? {
+                            return Ok(Some(c));
+                        }
+                        backoff.pause(due);
+                    }
                 }
             }
         }

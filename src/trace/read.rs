@@ -61,6 +61,26 @@ pub struct RootInfo {
     pub workers: Option<u64>,
     pub seed: Option<u64>,
     pub config_toml: Option<String>,
+    /// `status` (running, completed, interrupted, failed) and `status_reason`.
+    pub status: Option<String>,
+    pub status_reason: Option<String>,
+}
+
+/// The snapshot slots of a training trace (`/model/snapshot_0`, `_1` and
+/// the attribute `snapshot` of `/model` naming the committed one).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SlotState {
+    /// No slot: no snapshot, or a trace written before the slots.
+    NoSlots,
+    /// Slots, none committed yet (killed while writing the first).
+    Uncommitted,
+    /// The committed slot: θ and the iterate before it after `iteration`.
+    Committed {
+        slot: usize,
+        iteration: u64,
+        theta: Vec<f64>,
+        previous: Vec<f64>,
+    },
 }
 
 /// One simulated scheme: `/sim/<name>` and its trial groups.
@@ -460,6 +480,8 @@ impl TraceFile {
             workers: self.number_attr::<u64>(root, "/", "workers")?,
             seed: self.number_attr::<u64>(root, "/", "seed")?,
             config_toml: self.string_attr(root, "/", "config_toml")?,
+            status: self.string_attr(root, "/", "status")?,
+            status_reason: self.string_attr(root, "/", "status_reason")?,
         })
     }
 
@@ -647,6 +669,79 @@ impl TraceFile {
             .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
         let iteration = self.number_attr::<u64>(&ds, &path, "iteration")?;
         Ok(Some((values, iteration)))
+    }
+
+    /// The snapshot slots under `<group>/model`, the committed one read
+    /// (guarded: `[2, parameters]` numbers within the file's size, with its
+    /// attribute `iteration`).
+    pub(crate) fn snapshot_slot(&self, group: &str) -> Result<SlotState> {
+        use super::{NO_SNAPSHOT, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS};
+        let g = self.group(group)?;
+        if !self.has_group(&g, group, "model")? {
+            return Ok(SlotState::NoSlots);
+        }
+        let model_path = full(group, "model");
+        let model = self.group(&model_path)?;
+        let present: Vec<bool> = SNAPSHOT_SLOTS
+            .iter()
+            .map(|s| model.link_exists(s))
+            .collect();
+        if !present.iter().any(|&p| p) {
+            return Ok(SlotState::NoSlots);
+        }
+        let committed = match self.number_attr::<u64>(&model, &model_path, SNAPSHOT_COMMITTED)? {
+            None | Some(NO_SNAPSHOT) => return Ok(SlotState::Uncommitted),
+            Some(c) => c,
+        };
+        let slot = usize::try_from(committed)
+            .ok()
+            .filter(|&c| c < SNAPSHOT_SLOTS.len() && present[c])
+            .ok_or_else(|| {
+                record(format!(
+                    "attribute {SNAPSHOT_COMMITTED} of {model_path} = {committed} names no snapshot slot ({})",
+                    SNAPSHOT_SLOTS.join(", ")
+                ))
+            })?;
+        let path = full(&model_path, SNAPSHOT_SLOTS[slot]);
+        let ds = model
+            .dataset(SNAPSHOT_SLOTS[slot])
+            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
+        let expect = Expect {
+            dims: "[2, parameters]",
+            ndim: 2,
+            kind: Kind::Number,
+            read_size: 8,
+        };
+        let shape = self.guard(&ds, &path, &expect)?;
+        if shape[0] != 2 {
+            return Err(record(format!(
+                "dataset {path} has shape {shape:?}, not [2, parameters]"
+            )));
+        }
+        let iteration = self
+            .number_attr::<u64>(&ds, &path, "iteration")?
+            .ok_or_else(|| record(format!("dataset {path} has no attribute iteration")))?;
+        let mut theta = ds
+            .read_raw::<f64>()
+            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
+        let previous = theta.split_off(shape[1]);
+        Ok(SlotState::Committed {
+            slot,
+            iteration,
+            theta,
+            previous,
+        })
+    }
+
+    /// The iteration of the committed snapshot under `<group>/model`, the
+    /// one `train --resume` continues from: the committed slot's, or in a
+    /// trace without slots `/model/theta`'s; `None` when there is none.
+    pub fn snapshot_iteration(&self, group: &str) -> Result<Option<u64>> {
+        match self.snapshot_slot(group)? {
+            SlotState::Committed { iteration, .. } => Ok(Some(iteration)),
+            SlotState::Uncommitted => Ok(None),
+            SlotState::NoSlots => Ok(self.model_vector(group, "theta")?.and_then(|(_, it)| it)),
+        }
     }
 
     /// `<group>/model/theta`, when present.
@@ -932,6 +1027,8 @@ fn in_schema(rel: &str) -> bool {
             rel,
             "model/theta"
                 | "model/previous_theta"
+                | "model/snapshot_0"
+                | "model/snapshot_1"
                 | "timing/event"
                 | "timing/total_s"
                 | "timing/count"

@@ -20,6 +20,20 @@ pub struct Report {
     pub scheme: Option<String>,
     pub workers: Option<u64>,
     pub seed: Option<u64>,
+    /// Root attribute `status`: `running`, `completed`, `interrupted` or
+    /// `failed` (null in a trace written before gradcode recorded it).
+    pub status: Option<String>,
+    /// Root attribute `status_reason`: one line (null when absent or empty).
+    pub status_reason: Option<String>,
+    /// Whether a process has the file open for writing now (holds its HDF5
+    /// lock exclusively); null when that cannot be found out. A trace whose
+    /// `status` is `running` with `writer_open` false is the trace of a run
+    /// that died (killed, crashed, disk full).
+    pub writer_open: Option<bool>,
+    /// Training trace: the iteration of the committed snapshot `train
+    /// --resume` continues from (null when there is none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_iteration: Option<Option<u64>>,
     /// Training trace: the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
@@ -71,6 +85,13 @@ impl Report {
             scheme: root.scheme.clone(),
             workers: root.workers,
             seed: root.seed,
+            status: root.status.clone(),
+            status_reason: root.status_reason.clone().filter(|r| !r.is_empty()),
+            writer_open: match super::place::holder(path) {
+                Ok(holder) => Some(holder == super::place::Holder::Writer),
+                Err(_) => None,
+            },
+            snapshot_iteration: None,
             summary: None,
             model: None,
             timing: None,
@@ -83,6 +104,7 @@ impl Report {
                 let columns = file.columns("/", root.workers)?;
                 report.summary = Some(summarize(&[&columns]));
                 report.model = Some(file.model("/")?);
+                report.snapshot_iteration = Some(file.snapshot_iteration("/")?);
                 report.timing = Some(file.timing("/")?);
             }
             TraceKind::Simulation => {

@@ -2,6 +2,8 @@
 
 use rand::{Rng, RngExt};
 
+use std::fmt;
+
 use super::{ClusterError, Clustering, How, Placement, augment};
 
 /// The n·l × P worker cluster assignment matrix: column p lists the workers
@@ -64,6 +66,56 @@ fn check_per_worker(per_worker: usize, clusters: usize) -> Result<(), ClusterErr
     Ok(())
 }
 
+/// The most circular-shift matrices `scheme.assignment_draws` may ask for.
+pub const MAX_ASSIGNMENT_DRAWS: usize = 1024;
+
+/// The circular shifts of 000 eq. (13) (§IV-B): group {1..4} shifted by 0
+/// and 1, {5..8} by 3 and 2, {9..12} by 0 and 3 (K = 12, P = 4, n = 2).
+pub const EQ13_SHIFTS: [[usize; 2]; 3] = [[0, 1], [3, 2], [0, 3]];
+
+/// Where the A_cluster of a gc-dc scheme came from, for `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssignmentSource {
+    /// `scheme.assignment`, as given.
+    Given { distinct_columns: usize },
+    /// 000 eq. (13), the paper's matrix for K = 12, P = 4, n = 2.
+    Paper { distinct_columns: usize },
+    /// Draw `chosen` (1-based) of `draws` circular-shift matrices, the best
+    /// by distinct columns, then shared pairs ([`Assignment::default_matrix`]).
+    Drawn {
+        draws: usize,
+        chosen: usize,
+        distinct_columns: usize,
+        shared_pairs: usize,
+    },
+}
+
+impl fmt::Display for AssignmentSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AssignmentSource::Given { distinct_columns } => {
+                write!(
+                    f,
+                    "scheme.assignment as given ({distinct_columns} distinct columns)"
+                )
+            }
+            AssignmentSource::Paper { distinct_columns } => write!(
+                f,
+                "000 eq. (13), the paper's own matrix ({distinct_columns} distinct columns)"
+            ),
+            AssignmentSource::Drawn {
+                draws,
+                chosen,
+                distinct_columns,
+                shared_pairs,
+            } => write!(
+                f,
+                "circular shifts (000 §IV-B), draw {chosen} of {draws} (scheme.assignment_draws): {distinct_columns} distinct columns, {shared_pairs} worker pairs a cluster can hold"
+            ),
+        }
+    }
+}
+
 impl Assignment {
     /// The smallest n that satisfies Lemma 1, n > P(K−1)/(2K): floor(P(K−1)/(2K)) + 1.
     /// It is at most P. (K = 12, P = 4 → 2 and K = 20, P = 5 → 3: the paper's settings.)
@@ -98,6 +150,90 @@ impl Assignment {
             })
             .collect();
         Self::from_shifts(workers, clusters, &shifts)
+    }
+
+    /// The default A_cluster of gc-dc. For the paper's size (K = 12, P = 4,
+    /// n = 2) the matrix 000 itself uses, eq. (13). Otherwise the best of
+    /// `draws` circular-shift matrices ([`Self::circular_shifts`], drawn in
+    /// turn from `rng`): the most distinct columns (two clusters with the same
+    /// column can never separate the workers they share), then the most
+    /// pairs of workers that some cluster can hold together (more ways to
+    /// spread stragglers); the earliest draw on a tie. A draw with a repeated
+    /// column is kept only when no draw has none (n = P, every column the
+    /// whole set, is one such case), and [`AssignmentSource`] says so.
+    ///
+    /// Limits: those of [`Self::circular_shifts`], and `1 <= draws <=`
+    /// [`MAX_ASSIGNMENT_DRAWS`].
+    pub fn default_matrix(
+        workers: usize,
+        clusters: usize,
+        per_worker: usize,
+        draws: usize,
+        rng: &mut impl Rng,
+    ) -> Result<(Self, AssignmentSource), ClusterError> {
+        if !(1..=MAX_ASSIGNMENT_DRAWS).contains(&draws) {
+            return Err(ClusterError::new(
+                "scheme.assignment_draws",
+                draws,
+                format!(
+                    "must be in 1..={MAX_ASSIGNMENT_DRAWS} (each draw is a whole A_cluster, scored over every pair of workers)"
+                ),
+            ));
+        }
+        if (workers, clusters, per_worker) == (12, 4, 2) {
+            let a = Self::from_shifts(workers, clusters, &EQ13_SHIFTS.map(|s| s.to_vec()))?;
+            let source = AssignmentSource::Paper {
+                distinct_columns: a.distinct_columns(),
+            };
+            return Ok((a, source));
+        }
+        let mut best: Option<(Self, (usize, usize), usize)> = None;
+        for draw in 1..=draws {
+            let a = Self::circular_shifts(workers, clusters, per_worker, rng)?;
+            let score = (a.distinct_columns(), a.shared_pairs());
+            if best.as_ref().is_none_or(|(_, s, _)| score > *s) {
+                best = Some((a, score, draw));
+            }
+        }
+        let (a, (distinct_columns, shared_pairs), chosen) = best.expect("draws >= 1");
+        Ok((
+            a,
+            AssignmentSource::Drawn {
+                draws,
+                chosen,
+                distinct_columns,
+                shared_pairs,
+            },
+        ))
+    }
+
+    /// Columns that differ as sets: P when no two clusters take the same workers.
+    pub fn distinct_columns(&self) -> usize {
+        let mut columns: Vec<&[usize]> = self.columns.iter().map(Vec::as_slice).collect();
+        columns.sort_unstable();
+        columns.dedup();
+        columns.len()
+    }
+
+    /// Unordered pairs of workers that appear together in some column (that
+    /// some cluster can hold together).
+    pub fn shared_pairs(&self) -> usize {
+        let k = self.workers;
+        let mut together = vec![0u64; (k * k).div_ceil(64)];
+        let mut pairs = 0;
+        for column in &self.columns {
+            for (i, &a) in column.iter().enumerate() {
+                for &b in &column[i + 1..] {
+                    let bit = a.min(b) * k + a.max(b);
+                    let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+                    if together[word] & mask == 0 {
+                        together[word] |= mask;
+                        pairs += 1;
+                    }
+                }
+            }
+        }
+        pairs
     }
 
     /// The matrix of given shifts: `shifts[g]` are the n distinct shifts of

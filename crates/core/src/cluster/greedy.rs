@@ -5,8 +5,11 @@
 //! 1. **Classes.** Stragglers and non-stragglers come from [`WorkerStates`]
 //!    (flags, or rate < tau). The larger class is placed first; the
 //!    non-stragglers on a tie (`|K_f| >= |K_s|`, §V-A).
-//! 2. **Candidate order.** Each column of A_cluster is ordered by worker index
-//!    (eq. 16) or, with rates, fastest first (ties by index) (§VI-B).
+//! 2. **Candidate order.** With rates, fastest first (ties by index)
+//!    (§VI-B); with straggler flags, non-stragglers before stragglers, each
+//!    by worker index (eq. 16 within a class). The two agree on one state:
+//!    flags and the rates of a two-rate model of the same flags give the
+//!    same order, hence the same clustering.
 //! 3. **Turn order per class** (eq. 17, line 13): clusters by ascending
 //!    availability |K_x^p|, the number of the class's workers in column p of
 //!    the whole matrix; lower cluster index first on ties.
@@ -19,7 +22,9 @@
 //!    ones first, each in candidate order: if one of its own clusters is open
 //!    it joins the first such (by index). Otherwise it is conflicted: for the
 //!    open clusters p by index, for its own clusters p̄ in P_k by index, the
-//!    first member k̄ of p̄ (candidate order) that may join p moves to p and
+//!    first member k̄ of p̄ in candidate order (a non-straggler before a
+//!    straggler, the fastest first with rates; "the first such worker" of
+//!    §V-B, with the order of step 2) that may join p moves to p and
 //!    the worker takes its place in p̄ (a swap). When no single swap exists
 //!    (possible when Lemma 1 fails), the augmenting-path repair
 //!    ([`crate::cluster::augment`]) places it and the conflict is counted as a
@@ -133,8 +138,16 @@ impl GreedyClustering {
                 }
             }
         } else {
-            for (w, r) in self.rank.iter_mut().enumerate() {
-                *r = w;
+            // Non-stragglers before stragglers, each by index: the order that
+            // fastest-first gives for the same state as two rates, so that
+            // flags and rates of one state give one clustering. Within a
+            // class (all Phase I looks at) it is the index order of eq. 16.
+            self.by_rank.clear();
+            self.by_rank.extend(0..k);
+            let straggler = &self.straggler;
+            self.by_rank.sort_unstable_by_key(|&w| (straggler[w], w));
+            for (i, &w) in self.by_rank.iter().enumerate() {
+                self.rank[w] = i;
             }
             for (c, column) in self.columns.iter_mut().enumerate() {
                 column.clear();

@@ -26,7 +26,7 @@ mod greedy;
 mod repair;
 pub mod spread;
 
-pub use assignment::{Assignment, cluster_size};
+pub use assignment::{Assignment, AssignmentSource, EQ13_SHIFTS, cluster_size};
 pub use greedy::{GreedyClustering, PhaseOneRule};
 pub use repair::augment;
 

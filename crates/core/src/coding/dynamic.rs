@@ -42,7 +42,8 @@ use super::{
     LowerBound, Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
 };
 use crate::cluster::{
-    Assignment, ClusterError, Clustering, ClusteringPolicy, GreedyClustering, WorkerStates,
+    Assignment, AssignmentSource, ClusterError, Clustering, ClusteringPolicy, GreedyClustering,
+    WorkerStates,
 };
 use crate::rng::Stream;
 use serde::{Deserialize, Serialize};
@@ -79,9 +80,14 @@ pub struct GcDcParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters_per_worker: Option<usize>,
     /// n·l rows × P of 1-based worker ids, column p = the workers that may
-    /// join cluster p; default: circular shifts (000 §IV-B) drawn from the seed.
+    /// join cluster p; default: 000 eq. (13) for K = 12, P = 4, n = 2, else
+    /// the best of `assignment_draws` circular-shift matrices (§IV-B).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignment: Option<Vec<Vec<usize>>>,
+    /// Circular-shift matrices drawn for the default A_cluster; the one with
+    /// the most distinct columns, then the most worker pairs a cluster can
+    /// hold, is kept (1 = a single draw, as §IV-B describes).
+    pub assignment_draws: usize,
     /// tau: with estimated rates, a worker with rate < tau straggles (1 / model time).
     pub straggler_threshold: f64,
     pub clustering: ClusteringKind,
@@ -91,6 +97,11 @@ pub struct GcDcParams {
     pub decode_tolerance: f64,
     /// Arrival sets whose coefficients are cached.
     pub decode_cache_entries: usize,
+    /// Model time after which the master decodes the clusters that have
+    /// l − r + 1 codewords and updates with the mean over their partitions
+    /// (partial recovery); none: wait for every cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<f64>,
 }
 
 impl Default for GcDcParams {
@@ -101,11 +112,13 @@ impl Default for GcDcParams {
             clusters: DEFAULT_CLUSTERS,
             clusters_per_worker: None,
             assignment: None,
+            assignment_draws: 8,
             straggler_threshold: 0.5,
             clustering: ClusteringKind::Greedy,
             code_draws: code.draws(),
             decode_tolerance: code.tolerance(),
             decode_cache_entries: code.cache_entries(),
+            deadline: None,
         }
     }
 }
@@ -113,18 +126,22 @@ impl Default for GcDcParams {
 fn build_gc_dc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     let p: GcDcParams = args.params()?;
     let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
-    Ok(Box::new(DynamicClustering::new(
-        args.workers,
-        p.clusters,
-        p.load,
-        p.clusters_per_worker,
-        p.assignment.as_deref(),
-        p.straggler_threshold,
-        clustering_policy(p.clustering),
-        options,
-        &mut args.rng(Stream::Code),
-        &mut args.rng(Stream::ClusterShifts),
-    )?))
+    Ok(Box::new(
+        DynamicClustering::new(
+            args.workers,
+            p.clusters,
+            p.load,
+            p.clusters_per_worker,
+            p.assignment.as_deref(),
+            p.assignment_draws,
+            p.straggler_threshold,
+            clustering_policy(p.clustering),
+            options,
+            &mut args.rng(Stream::Code),
+            &mut args.rng(Stream::ClusterShifts),
+        )?
+        .with_deadline(p.deadline)?,
+    ))
 }
 
 impl From<ClusterError> for CodingError {
@@ -162,6 +179,9 @@ pub struct ClusteringTotals {
 pub struct DynamicClustering {
     workers: usize,
     assignment: Assignment,
+    source: AssignmentSource,
+    /// Partial recovery: model time after which the master decodes what arrived.
+    deadline: Option<f64>,
     policy: Box<dyn ClusteringPolicy>,
     threshold: f64,
     decoder: GroupDecoder,
@@ -187,6 +207,7 @@ impl DynamicClustering {
         load: usize,
         per_worker: Option<usize>,
         assignment: Option<&[Vec<usize>]>,
+        assignment_draws: usize,
         threshold: f64,
         policy: Box<dyn ClusteringPolicy>,
         options: CodeOptions,
@@ -211,12 +232,16 @@ impl DynamicClustering {
                 "must be a finite number > 0",
             ));
         }
-        let assignment = match assignment {
-            Some(rows) => Assignment::from_rows(workers, clusters, per_worker, rows)?,
+        let (assignment, source) = match assignment {
+            Some(rows) => {
+                let a = Assignment::from_rows(workers, clusters, per_worker, rows)?;
+                let distinct_columns = a.distinct_columns();
+                (a, AssignmentSource::Given { distinct_columns })
+            }
             None => {
                 let n = per_worker
                     .unwrap_or_else(|| Assignment::lemma1_min_per_worker(workers, clusters));
-                Assignment::circular_shifts(workers, clusters, n, shift_rng)?
+                Assignment::default_matrix(workers, clusters, n, assignment_draws, shift_rng)?
             }
         };
         let code = CyclicMds::best_of(size, load, options.draws(), code_rng)?;
@@ -265,6 +290,8 @@ impl DynamicClustering {
             last: initial.clone(),
             initial,
             assignment,
+            source,
+            deadline: None,
             policy,
             threshold,
             decoder: GroupDecoder::cyclic(code, options),
@@ -278,6 +305,23 @@ impl DynamicClustering {
     /// The worker cluster assignment matrix.
     pub fn assignment(&self) -> &Assignment {
         &self.assignment
+    }
+
+    /// GC-DC with a deadline (model time, finite and > 0): at the deadline the
+    /// master decodes the clusters that have l − r + 1 codewords and updates
+    /// with the mean over their partitions (partial recovery). `None` leaves
+    /// it as it is.
+    pub fn with_deadline(mut self, deadline: Option<f64>) -> Result<Self, CodingError> {
+        super::check_deadline(deadline)?;
+        if deadline.is_some() {
+            self.deadline = deadline;
+        }
+        Ok(self)
+    }
+
+    /// Where the assignment matrix came from (given, the paper's, or drawn).
+    pub fn assignment_source(&self) -> AssignmentSource {
+        self.source
     }
 
     /// The clustering of the last planned iteration (the initial one before any).
@@ -350,6 +394,10 @@ impl ArrivalTracker for DynamicTracker<'_> {
             plan.tasks[arrival.worker].messages[0].codeword.id.group
         });
         self.counter.all_groups_done()
+    }
+
+    fn recoverable(&self) -> bool {
+        self.counter.any_group_done()
     }
 }
 
@@ -434,7 +482,20 @@ impl Scheme for DynamicClustering {
             plan,
             partitions: &self.partitions,
         };
-        self.decoder.decode_groups(&layout, self.workers, received)
+        let mut decoding = self.decoder.decode_groups(&layout, self.workers, received);
+        if self.deadline.is_some() {
+            // Partial recovery: the clusters that decoded are enough.
+            decoding.decodable = !decoding.recovered.is_empty();
+        }
+        decoding
+    }
+
+    fn deadline(&self) -> Option<f64> {
+        self.deadline
+    }
+
+    fn partial_recovery(&self) -> bool {
+        self.deadline.is_some()
     }
 
     /// As GC-SC in any one clustering: r − 1 stragglers whatever they are (the
@@ -456,8 +517,12 @@ impl Scheme for DynamicClustering {
         Some(self)
     }
 
-    /// P(l − r + 1) workers of load r (000 §VI), as for GC-SC.
+    /// P(l − r + 1) workers of load r (000 §VI), as for GC-SC; none with a
+    /// deadline (partial recovery can end an iteration earlier).
     fn lower_bound(&self) -> Option<LowerBound> {
+        if self.deadline.is_some() {
+            return None;
+        }
         let code = self
             .decoder
             .cyclic_code()

@@ -258,6 +258,11 @@ impl GroupCounter {
         self.groups_done == self.per_group.len()
     }
 
+    /// Some group has `needed` distinct arrivals.
+    pub(crate) fn any_group_done(&self) -> bool {
+        self.groups_done > 0
+    }
+
     /// Distinct workers heard from.
     pub(crate) fn distinct(&self) -> usize {
         self.distinct

@@ -454,6 +454,26 @@ impl Accuracy {
 pub trait ArrivalTracker {
     /// Record an arrival; returns whether the arrivals so far suffice.
     fn arrive(&mut self, arrival: Arrival) -> bool;
+    /// Whether the arrivals so far recover at least one partition: what a
+    /// partial-recovery scheme needs to decode at its deadline. True for
+    /// schemes where every message recovers its own partitions (the
+    /// default); a clustered code recovers a cluster only with l − r + 1 of
+    /// its codewords.
+    fn recoverable(&self) -> bool {
+        true
+    }
+}
+
+/// `scheme.deadline`'s limits: a finite model time > 0.
+pub(crate) fn check_deadline(deadline: Option<f64>) -> Result<(), CodingError> {
+    match deadline {
+        Some(d) if !(d.is_finite() && d > 0.0) => Err(CodingError::invalid(
+            "scheme.deadline",
+            d,
+            "must be a finite model time > 0",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The parameters of the lower bound of 000 §VI: the iteration cannot end

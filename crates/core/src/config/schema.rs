@@ -186,7 +186,12 @@ impl StragglerModel {
                 "delayed_count",
                 "delay_mean",
             ],
-            StragglerModel::Trace => &["trace_file", "trace_columns", "trace_threshold"],
+            StragglerModel::Trace => &[
+                "trace_file",
+                "trace_columns",
+                "trace_threshold",
+                "trace_compute_share",
+            ],
         }
     }
 }
@@ -252,6 +257,11 @@ pub struct StragglerConfig {
     pub trace_columns: Option<Vec<usize>>,
     /// trace: a worker straggles in a round when its time exceeds this multiple of the round's median.
     pub trace_threshold: f64,
+    /// trace: share of a measured value that is one partition's computation;
+    /// the rest is a fixed cost per message (invocation, transfer). A message
+    /// after c computations takes c·share·v + (1 − share)·v; 1 = the whole
+    /// value scales with the load.
+    pub trace_compute_share: f64,
 }
 
 impl Default for StragglerConfig {
@@ -276,6 +286,7 @@ impl Default for StragglerConfig {
             trace_file: None,
             trace_columns: None,
             trace_threshold: 2.0,
+            trace_compute_share: 1.0,
         }
     }
 }

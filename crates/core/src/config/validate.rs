@@ -67,10 +67,24 @@ pub fn validate(config: &Config) -> Result {
     Ok(())
 }
 
+/// The largest `straggler.time_unit_ms`: one day of wall time per model time
+/// unit. Beyond it every emulated time is days long, and around 10^16 ms even
+/// one model time unit no longer fits a clock.
+pub const MAX_TIME_UNIT_MS: f64 = 86_400_000.0;
+
 fn validate_straggler(s: &StragglerConfig) -> Result {
     non_negative("straggler.alpha", s.alpha)?;
     positive("straggler.mu", s.mu)?;
     positive("straggler.time_unit_ms", s.time_unit_ms)?;
+    if s.time_unit_ms > MAX_TIME_UNIT_MS {
+        return Err(InputError::value(
+            "straggler.time_unit_ms",
+            format!("{:e}", s.time_unit_ms),
+            format!(
+                "must be at most {MAX_TIME_UNIT_MS} (one day of wall time per model time unit)"
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -285,6 +299,13 @@ fn validate_straggler_models(s: &StragglerConfig, workers: usize) -> Result {
     )?;
     positive("straggler.delay_mean", s.delay_mean)?;
     positive("straggler.trace_threshold", s.trace_threshold)?;
+    if !(s.trace_compute_share > 0.0 && s.trace_compute_share <= 1.0) {
+        return Err(InputError::value(
+            "straggler.trace_compute_share",
+            s.trace_compute_share,
+            "must be in (0, 1]",
+        ));
+    }
     if let Some(columns) = &s.trace_columns {
         if columns.len() != workers {
             return Err(InputError::value(

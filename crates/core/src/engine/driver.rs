@@ -17,7 +17,8 @@ use crate::straggler::{DelayModel, RoundSample, infer_from_compute};
 /// What the master knows when it plans iteration `iteration` (000 §V, §VI):
 /// with `perfect` state information the state of this iteration (`current`),
 /// with `imperfect` the state of the previous one (`previous`), learned from
-/// the workers' feedback; at the first iteration of a run nothing (`None`
+/// the workers' feedback; at the first iteration the state S⁰ before it when
+/// the straggler model has one (000 Algorithm 1), else nothing (`None`
 /// fields). Rates are given only when the state has one for every worker.
 pub fn state_context<'a>(
     info: StateInfo,
@@ -229,6 +230,9 @@ impl Driver {
         }
         let mut have_previous = false;
         if let Straggling::Model(model) = straggling {
+            // The state before the first iteration (000 Algorithm 1's S⁰),
+            // when the model has one; a resumed run replays to its start.
+            have_previous = model.initial_state(&mut self.previous);
             for _ in 0..first {
                 model.sample(&mut self.current);
                 std::mem::swap(&mut self.current, &mut self.previous);

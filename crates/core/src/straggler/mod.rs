@@ -100,6 +100,16 @@ pub trait DelayModel: Send {
     fn workers(&self) -> usize;
     /// The next iteration's sample.
     fn sample(&mut self, out: &mut RoundSample);
+    /// The state S⁰ the master knows before the first iteration (000
+    /// Algorithm 1: the clustering of iteration 1 under imperfect state
+    /// information uses S⁰): the workers' straggling flags and rates, when
+    /// the model has a state that persists from one iteration to the next
+    /// (Gilbert-Elliott, time-varying, chosen delayed workers); `false`, and
+    /// `out` untouched, for a model without one. Called before the first
+    /// `sample`.
+    fn initial_state(&self, _out: &mut RoundSample) -> bool {
+        false
+    }
 }
 
 /// Measured straggling: from each worker's measured seconds per partition
@@ -239,6 +249,7 @@ impl DelaySpec {
                 self.columns.clone(),
                 trial,
                 s.trace_threshold,
+                s.trace_compute_share,
             )),
         }
     }

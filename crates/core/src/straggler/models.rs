@@ -169,6 +169,26 @@ impl DelayModel for GilbertElliott {
         self.fast.len()
     }
 
+    /// The initial states: `initial_stragglers` workers slow (the state of
+    /// the first iteration too, which runs in it).
+    fn initial_state(&self, out: &mut RoundSample) -> bool {
+        for w in 0..self.fast.len() {
+            let rate = if self.slow_now[w] {
+                self.slow[w]
+            } else {
+                self.fast[w]
+            };
+            out.unit_time[w] = 0.0;
+            out.extra_time[w] = 0.0;
+            out.rate[w] = rate;
+            out.straggling[w] = match self.rule {
+                StragglerRule::SlowState => self.slow_now[w],
+                StragglerRule::RateBelow(tau) => rate < tau,
+            };
+        }
+        true
+    }
+
     fn sample(&mut self, out: &mut RoundSample) {
         // Transitions happen at the start of every iteration but the first,
         // which runs in the initial state.
@@ -246,6 +266,17 @@ impl DelayModel for TimeVarying {
         self.rates.len()
     }
 
+    /// The initial rates (`initial_stragglers` of them below tau).
+    fn initial_state(&self, out: &mut RoundSample) -> bool {
+        for (w, &rate) in self.rates.iter().enumerate() {
+            out.unit_time[w] = 0.0;
+            out.extra_time[w] = 0.0;
+            out.rate[w] = rate;
+            out.straggling[w] = rate < self.tau;
+        }
+        true
+    }
+
     fn sample(&mut self, out: &mut RoundSample) {
         let resampling = std::mem::replace(&mut self.started, true);
         for w in 0..self.rates.len() {
@@ -307,6 +338,22 @@ impl ExtraDelay {
 impl DelayModel for ExtraDelay {
     fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// Chosen delayed workers are delayed in every iteration, so known
+    /// before the first; randomly drawn ones are not.
+    fn initial_state(&self, out: &mut RoundSample) -> bool {
+        let Delayed::Chosen(list) = &self.delayed else {
+            return false;
+        };
+        out.unit_time.fill(0.0);
+        out.extra_time.fill(0.0);
+        out.straggling.fill(false);
+        for &w in list {
+            out.straggling[w] = true;
+        }
+        out.rate.fill(self.mu);
+        true
     }
 
     fn sample(&mut self, out: &mut RoundSample) {

@@ -265,23 +265,41 @@ fn cells(line: &str) -> Vec<&str> {
 }
 
 /// `trace`: replays the rows of a [`TraceTable`] in order, wrapping around.
+/// A value v splits into a per-partition computation `compute_share · v`
+/// (the unit time) and a fixed cost `(1 − compute_share) · v` per message
+/// (the extra time), so that a message after c computations arrives at
+/// c·share·v + (1 − share)·v; straggling compares whole values.
 pub(super) struct TraceReplay {
     table: Arc<TraceTable>,
     columns: Vec<usize>,
     row: usize,
     threshold: f64,
+    compute_share: f64,
+    /// This round's values, and a copy the median reorders.
+    values: Vec<f64>,
     scratch: Vec<f64>,
 }
 
 impl TraceReplay {
-    pub fn new(table: Arc<TraceTable>, columns: Vec<usize>, trial: u64, threshold: f64) -> Self {
+    pub fn new(
+        table: Arc<TraceTable>,
+        columns: Vec<usize>,
+        trial: u64,
+        threshold: f64,
+        compute_share: f64,
+    ) -> Self {
         let row = (trial % table.rows() as u64) as usize;
-        let scratch = Vec::with_capacity(columns.len());
+        let (values, scratch) = (
+            Vec::with_capacity(columns.len()),
+            Vec::with_capacity(columns.len()),
+        );
         Self {
             table,
             columns,
             row,
             threshold,
+            compute_share,
+            values,
             scratch,
         }
     }
@@ -293,16 +311,18 @@ impl DelayModel for TraceReplay {
     }
 
     fn sample(&mut self, out: &mut RoundSample) {
-        for (w, &c) in self.columns.iter().enumerate() {
-            out.unit_time[w] = self.table.value(self.row, c);
+        self.values.clear();
+        self.values
+            .extend(self.columns.iter().map(|&c| self.table.value(self.row, c)));
+        for (w, &v) in self.values.iter().enumerate() {
+            out.unit_time[w] = self.compute_share * v;
+            out.extra_time[w] = (1.0 - self.compute_share) * v;
         }
-        self.scratch.clear();
-        self.scratch.extend_from_slice(&out.unit_time);
+        self.scratch.clone_from(&self.values);
         let median = median(&mut self.scratch);
-        for w in 0..self.columns.len() {
-            out.straggling[w] = out.unit_time[w] > self.threshold * median;
+        for (w, &v) in self.values.iter().enumerate() {
+            out.straggling[w] = v > self.threshold * median;
         }
-        out.extra_time.fill(0.0);
         out.rate.fill(f64::NAN);
         self.row = (self.row + 1) % self.table.rows();
     }
@@ -402,7 +422,7 @@ mod tests {
     #[test]
     fn replay_wraps_and_starts_at_the_trial_row() {
         let t = Arc::new(TraceTable::parse("a,b\n1,10\n2,20\n3,30\n", "t.csv").unwrap());
-        let mut m = TraceReplay::new(t, vec![1, 0], 2, 2.0);
+        let mut m = TraceReplay::new(t, vec![1, 0], 2, 2.0, 1.0);
         let mut s = RoundSample::new(2);
         let mut seen = Vec::new();
         for _ in 0..4 {
