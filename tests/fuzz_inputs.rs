@@ -567,12 +567,18 @@ fn the_structure_generator_reaches_every_hostile_case() {
         ("10^9 rows", &[0, 3, 1, 1, 0, 1, 7], |s| {
             s.claims == [(0, 1_000_000_000, 1)]
         }),
-        ("cluster id 2^62", &[0, 3, 1, 0, 1, 7], |s| s.cluster_ids == [1 << 62]),
-        ("self link", &[8, 3, 1, 0, 0, 1], |s| s.links == [Link::SelfHard]),
+        ("cluster id 2^62", &[0, 3, 1, 0, 1, 7], |s| {
+            s.cluster_ids == [1 << 62]
+        }),
+        ("self link", &[8, 3, 1, 0, 0, 1], |s| {
+            s.links == [Link::SelfHard]
+        }),
         ("external link", &[8, 3, 1, 0, 0, 0, 0, 0, 0, 16], |s| {
             s.links == [Link::External]
         }),
-        ("deep groups", &[16, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4], |s| s.depth == 100),
+        ("deep groups", &[16, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4], |s| {
+            s.depth == 100
+        }),
     ];
     for (what, bytes, is) in cases {
         let s = Structure::from_bytes(bytes);

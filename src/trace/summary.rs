@@ -349,7 +349,9 @@ fn straggler_stats(parts: &[Vec<&[bool]>], workers: usize) -> Option<Stragglers>
 /// A cluster id of a trace of `workers` workers: 1..=workers (the reader
 /// refuses any other but −1; a summary never sizes memory by a larger one).
 fn cluster_id(id: i64, workers: usize) -> Option<usize> {
-    usize::try_from(id).ok().filter(|&c| (1..=workers).contains(&c))
+    usize::try_from(id)
+        .ok()
+        .filter(|&c| (1..=workers).contains(&c))
 }
 
 fn cluster_stats(parts: &[Vec<&[i64]>], workers: usize) -> Option<Clusters> {

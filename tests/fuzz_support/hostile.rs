@@ -419,9 +419,7 @@ pub fn build(path: &Path, s: &Structure) {
                         written(&notes, "big", &[1.0f64, 2.0, 3.0], 3, None);
                     }
                     for i in 0..8 {
-                        notes
-                            .link_hard("/notes/big", &format!("copy_{i}"))
-                            .unwrap();
+                        notes.link_hard("/notes/big", &format!("copy_{i}")).unwrap();
                     }
                 }
             }

@@ -443,12 +443,11 @@ pub mod hdf5_trace {
         if report.is_none() {
             // What inspect accepted is bounded by the file.
             let r = Report::read(&path).expect("read twice, same answer");
-            for summary in r.summary.iter().chain(
-                r.schemes
-                    .iter()
-                    .flatten()
-                    .map(|scheme| &scheme.summary),
-            ) {
+            for summary in r
+                .summary
+                .iter()
+                .chain(r.schemes.iter().flatten().map(|scheme| &scheme.summary))
+            {
                 if let Some(c) = &summary.clusters {
                     assert!(c.count <= s.workers, "{s:?}: P = {}", c.count);
                 }
