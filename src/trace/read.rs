@@ -713,6 +713,7 @@ impl TraceFile {
             read_size: 8,
         };
         let shape = self.guard(&ds, &path, &expect)?;
+        self.charge(&ds, &path, &shape, 8)?;
         if shape[0] != 2 {
             return Err(record(format!(
                 "dataset {path} has shape {shape:?}, not [2, parameters]"
