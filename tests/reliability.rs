@@ -860,3 +860,47 @@ fn launch_sh_exits_128_plus_the_signal() {
         assert!(!data.records.is_empty() && data.theta.is_some());
     }
 }
+
+/// A trace write that fails mid-run (the file-size limit of `ulimit -f`
+/// standing in for a full disk) ends the job with the error on one line,
+/// said once: rank 0's close of the trace does not repeat it.
+#[test]
+fn a_failed_trace_write_is_reported_once_on_one_line() {
+    let _one = common::one_at_a_time();
+    let cfg = config(
+        "full-disk",
+        "workers = 2\nseed = 3\n[scheme]\nkind = \"uncoded\"\n[data]\ntrain_samples = 200\ntest_samples = 20\nfeatures = 8\n[train]\niterations = 3000\nlearning_rate = 0.05\n[output]\nsnapshot_every = 1\n",
+    );
+    let out = scratch("full-disk.h5");
+    let _ = std::fs::remove_file(&out);
+    // OpenMPI's shared-memory transport sizes files too: TCP between ranks.
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--oversubscribe",
+        "--mca",
+        "btl",
+        "self,tcp",
+        "-n",
+        "3",
+        "sh",
+        "-c",
+    ])
+    .arg("trap '' XFSZ; ulimit -f 60; exec \"$0\" train --config \"$1\" --quiet --out \"$2\"")
+    .arg(env!("CARGO_BIN_EXE_gradcode"))
+    .arg(&cfg)
+    .arg(&out)
+    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let start = Instant::now();
+    let (code, _, err) = finish(cmd.spawn().unwrap());
+    assert_ne!(code, Some(0), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(120), "{err}");
+    let errors = error_lines(&err);
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("File too large"), "{err}");
+    assert_eq!(err.matches("File too large").count(), 1, "said once: {err}");
+    // The date inside libhdf5's message no longer starts a line of its own.
+    assert!(!err.lines().any(|l| l.starts_with(", filename")), "{err}");
+}
