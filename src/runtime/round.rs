@@ -21,6 +21,7 @@ use crate::coding::Arrival;
 use crate::engine::{
     Decision, Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing,
 };
+use crate::error::Iteration;
 
 /// Longest sleep between probes while the master waits for results: short,
 /// because every microsecond here lengthens the iteration.
@@ -83,7 +84,8 @@ impl<'c> MpiRound<'c> {
             if self.untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
                 // It does not take its tasks: stopped, hung or gone.
                 log::debug!(
-                    "iteration {t}: worker {} has {} tasks untaken, none sent",
+                    "{}: worker {} has {} tasks untaken, none sent",
+                    Iteration(t),
                     w + 1,
                     self.untaken[w].len()
                 );
@@ -176,8 +178,9 @@ impl Round for MpiRound<'_> {
                         )
                     };
                     return Err(format!(
-                        "iteration {t}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
+                        "{}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
                          no answer from workers {}: {why}",
+                        Iteration(t),
                         self.result_timeout_s,
                         names.join(", ")
                     )
@@ -204,9 +207,12 @@ impl Round for MpiRound<'_> {
                     );
                 }
                 tag if !protocol::is_iteration_tag(tag) => {
-                    return Err(
-                        format!("worker {} sent tag {tag} during iteration {t}", m.rank).into(),
-                    );
+                    return Err(format!(
+                        "worker {} sent tag {tag} during {}",
+                        m.rank,
+                        Iteration(t)
+                    )
+                    .into());
                 }
                 _ => {}
             }
@@ -222,8 +228,9 @@ impl Round for MpiRound<'_> {
                 .map(|msg| msg.codeword.id);
             if header.iteration > t || expected != Some(header.codeword) {
                 return Err(format!(
-                    "worker {} sent a result that iteration {t} did not ask for: {header:?}",
-                    m.rank
+                    "worker {} sent a result that {} did not ask for: {header:?}",
+                    m.rank,
+                    Iteration(t)
                 )
                 .into());
             }
@@ -234,7 +241,8 @@ impl Round for MpiRound<'_> {
                     format!("gradient entry {}", bad + 1)
                 };
                 return Err(format!(
-                    "iteration {t}: worker {} sent a non-finite {what} (the model diverged)",
+                    "{}: worker {} sent a non-finite {what} (the model diverged)",
+                    Iteration(t),
                     m.rank
                 )
                 .into());
@@ -253,7 +261,8 @@ impl Round for MpiRound<'_> {
             let decision = rule.arrive(arrival, arrived_s / time_unit_s);
             if decision == Decision::DecodeWithout {
                 log::debug!(
-                    "iteration {t}: the result of worker {} came after the deadline; not used",
+                    "{}: the result of worker {} came after the deadline; not used",
+                    Iteration(t),
                     w + 1
                 );
                 break RoundStatus::Completed;

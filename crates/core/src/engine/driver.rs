@@ -465,7 +465,8 @@ impl Driver {
         totals.overruns += overruns;
         totals.recovered += record.recovered_fraction;
         log::debug!(
-            "iteration {t}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
+            "{}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
+            crate::error::Iteration(t),
             record.duration_s,
             record.messages_received,
             record.messages_used,

@@ -206,11 +206,11 @@ pub enum EngineError {
     #[error("{0}")]
     Resume(String),
     /// Something became non-finite.
-    #[error("iteration {iteration}: {what}")]
+    #[error("{}: {what}", crate::error::Iteration(*.iteration))]
     Diverged { iteration: u64, what: String },
     /// The stop rule was met but the arrivals do not decode.
     #[error(
-        "iteration {iteration}: the arrivals suffice by count but do not decode (residual {residual:.2e}); the code is too ill-conditioned, try a smaller scheme.load or more scheme.code_draws"
+        "{}: the arrivals suffice by count but do not decode (residual {residual:.2e}); the code is too ill-conditioned, try a smaller scheme.load or more scheme.code_draws", crate::error::Iteration(*.iteration)
     )]
     NotDecodable { iteration: u64, residual: f64 },
 }
