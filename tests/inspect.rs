@@ -824,6 +824,62 @@ mod with_hdf5 {
         assert!(refused > 0, "no corruption was refused: not a test");
     }
 
+    /// Huge and tiny values print compactly: 1e300 as `1.000000e300`,
+    /// never as 301 digits.
+    #[test]
+    fn huge_values_print_in_scientific_notation() {
+        let _serial = serial();
+        let path = dir().join("huge-values.h5");
+        let meta = TraceMeta {
+            scheme: "gc".into(),
+            workers: K,
+            config_toml: String::new(),
+            seed: 1,
+        };
+        let mut w = TraceWriter::create(&path, &meta).unwrap();
+        for i in 0..4 {
+            let mut r = record(i);
+            r.duration_s = 1e300;
+            r.decode_s = 1e-300;
+            r.train_loss = if i == 0 { 1e300 } else { 1e-300 };
+            r.test_loss = -1e300;
+            r.recovered_fraction = 1e298;
+            r.messages_received = u64::MAX;
+            w.append(&r).unwrap();
+        }
+        w.write_theta(4, &[1e300, 1e300]).unwrap();
+        w.close().unwrap();
+        {
+            let f = hdf5::File::open_rw(&path).unwrap();
+            f.create_group("notes")
+                .unwrap()
+                .new_dataset_builder()
+                .with_data(&[1e300f64, -1e300, 1e-300])
+                .create("huge")
+                .unwrap();
+        }
+        let o = gradcode(&["inspect", path.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = stdout(&o);
+        for l in text.lines() {
+            assert!(l.len() < 200, "a long line: {l}");
+            assert!(!l.contains("0000000000"), "digits spelled out: {l}");
+        }
+        for expected in [
+            "train loss            1.000000e300 (iteration 1) → 1.000000e-300 (iteration 4); min 1.000000e-300",
+            "test loss             -1.000000e300 (iteration 1)",
+            "mean 1.000e300 s",
+            "norm 1.414214e300",
+            "/notes/huge [3] : mean",
+            "max 1.000000e300",
+        ] {
+            assert!(text.contains(expected), "no `{expected}` in\n{text}");
+        }
+        // Ordinary values keep their fixed notation.
+        let o = gradcode(&["inspect", write_run("ordinary.h5").to_str().unwrap()]);
+        assert!(stdout(&o).contains("1.000000 (iteration 1) → 0.025000 (iteration 40)"));
+    }
+
     #[test]
     fn attributes_of_the_wrong_shape_or_kind_are_named() {
         let _serial = serial();

@@ -949,3 +949,41 @@ fn errors_number_iterations_from_1_like_inspect() {
     let reason = v["status_reason"].as_str().unwrap();
     assert!(reason.starts_with(&format!("iteration {n}:")), "{reason}");
 }
+
+/// A decode refused only because `scheme.decode_tolerance` is below f64
+/// rounding names the tolerance as the cause, not the code's load.
+#[test]
+fn a_too_tight_decode_tolerance_is_named_as_the_cause() {
+    let _one = common::one_at_a_time();
+    // K = 6, r = 4: about 1 in 5 minimal arrival sets has a rounding
+    // residual above 1e-15 (`gradcode check`), so 200 iterations meet one.
+    let cfg = config(
+        "tight-tolerance",
+        "workers = 6\nseed = 5\n[scheme]\nkind = \"gc-cyclic\"\nload = 4\ndecode_tolerance = 1e-15\n[data]\ntrain_samples = 120\ntest_samples = 12\nfeatures = 4\n[train]\niterations = 200\nlearning_rate = 0.01\n",
+    );
+    let out = scratch("tight-tolerance.h5");
+    let _ = std::fs::remove_file(&out);
+    let (code, _, err) = finish(
+        mpirun(
+            7,
+            &[
+                "train",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+        .spawn()
+        .unwrap(),
+    );
+    assert_ne!(code, Some(0), "{err}");
+    let errors = error_lines(&err);
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains("scheme.decode_tolerance = 1e-15: the tolerance is the cause"),
+        "{err}"
+    );
+    assert!(!errors[0].contains("scheme.load"), "{err}");
+}

@@ -753,12 +753,7 @@ impl TraceFile {
         Ok(Some(ModelInfo {
             parameters: theta.len(),
             iteration,
-            norm: theta
-                .iter()
-                .filter(|x| x.is_finite())
-                .map(|x| x * x)
-                .sum::<f64>()
-                .sqrt(),
+            norm: norm(&theta),
             non_finite: theta.iter().filter(|x| !x.is_finite()).count(),
         }))
     }
@@ -1019,6 +1014,24 @@ impl TraceFile {
         }
         Ok(out)
     }
+}
+
+/// The Euclidean norm of the finite entries of `v`, scaled by the largest
+/// so that entries near 1e300 give their norm, not an overflow.
+fn norm(v: &[f64]) -> f64 {
+    let largest = v
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, |m, x| m.max(x.abs()));
+    if largest == 0.0 {
+        return 0.0;
+    }
+    largest
+        * v.iter()
+            .filter(|x| x.is_finite())
+            .map(|x| (x / largest) * (x / largest))
+            .sum::<f64>()
+            .sqrt()
 }
 
 /// A path (relative to a trace group) the schema reads: not an extra.

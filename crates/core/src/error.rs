@@ -25,7 +25,7 @@ impl InputError {
         rule: impl fmt::Display,
     ) -> Self {
         let field = shorten(&field.into(), MAX_ECHO);
-        let value = shorten(&value.to_string(), MAX_ECHO);
+        let value = shorten(&compact_number(value.to_string()), MAX_ECHO);
         let message = format!("{field} = {value} {rule}");
         Self::from_parts(field, message)
     }
@@ -50,6 +50,26 @@ impl InputError {
     /// The message without the field prefix logic: what is printed after `error: `.
     pub fn message(&self) -> &str {
         &self.message
+    }
+}
+
+/// A value that is a number spelled out in more than 20 characters (an
+/// `f64` such as 1e-300 printed by `Display` as 302 characters) in
+/// scientific notation, `1e-300`; anything else as it is.
+pub fn compact_number(text: String) -> String {
+    if text.len() <= 20 {
+        return text;
+    }
+    match text.parse::<f64>() {
+        Ok(x)
+            if x.is_finite()
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b"+-.".contains(&b)) =>
+        {
+            format!("{x:e}")
+        }
+        _ => text,
     }
 }
 
@@ -118,6 +138,22 @@ impl fmt::Display for InputError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_spelled_out_in_hundreds_of_digits_are_echoed_compactly() {
+        let e = InputError::value("scheme.decode_tolerance", 1e-300, "is below 1e-15");
+        assert_eq!(
+            e.to_string(),
+            "scheme.decode_tolerance = 1e-300 is below 1e-15"
+        );
+        let e = InputError::value("straggler.alpha", 1.5e300, "is too large");
+        assert_eq!(e.to_string(), "straggler.alpha = 1.5e300 is too large");
+        // Short numbers and other text stay as given.
+        assert_eq!(InputError::value("x", 0.25, "r").to_string(), "x = 0.25 r");
+        let id = "12345678901234567890123";
+        assert_eq!(compact_number(format!("\"{id}\"")), format!("\"{id}\""));
+        assert_eq!(compact_number("a".repeat(30)), "a".repeat(30));
+    }
 
     #[test]
     fn value_error_names_field_value_and_rule() {

@@ -94,6 +94,11 @@ impl GroupDecoder {
         self.cols
     }
 
+    /// `scheme.decode_tolerance`: the largest residual a solve accepts.
+    pub fn tolerance(&self) -> f64 {
+        self.options.tolerance()
+    }
+
     /// Distinct codewords that always suffice.
     pub fn needed(&self) -> usize {
         self.needed

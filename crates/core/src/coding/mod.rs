@@ -71,7 +71,7 @@ impl CodingError {
     ) -> Self {
         CodingError::Invalid {
             param: param.to_string(),
-            value: value.to_string(),
+            value: crate::error::compact_number(value.to_string()),
             rule: rule.into(),
         }
     }
@@ -107,6 +107,9 @@ pub struct CodeOptions {
 /// take about a second, and the best of 8 already avoids the rare
 /// near-singular draw the option exists for.
 pub const MAX_CODE_DRAWS: usize = 1024;
+
+/// The default `scheme.decode_tolerance`.
+pub const DEFAULT_DECODE_TOLERANCE: f64 = 1e-8;
 
 /// The smallest `scheme.decode_tolerance`: the residual |a·B_W − 1|_inf of
 /// an f64 solve is a rounding error of at least about 1e-16 × the
@@ -198,7 +201,7 @@ impl Default for CodeOptions {
     fn default() -> Self {
         Self {
             draws: 8,
-            tolerance: 1e-8,
+            tolerance: DEFAULT_DECODE_TOLERANCE,
             cache_entries: 4096,
         }
     }
@@ -518,6 +521,11 @@ pub trait Scheme: Send {
     fn decode(&mut self, plan: &RoundPlan, received: &[Arrival]) -> Decoding;
     /// Stragglers tolerated.
     fn tolerance(&self) -> Tolerance;
+    /// `scheme.decode_tolerance` of a real-valued code (the residual a
+    /// decode may have); `None` for schemes that decode exactly.
+    fn decode_tolerance(&self) -> Option<f64> {
+        None
+    }
     /// GC-DC's clustering state (assignment matrix, last clustering) for
     /// `check` and `explain`; `None` for every other scheme.
     fn dynamic_clustering(&self) -> Option<&DynamicClustering> {

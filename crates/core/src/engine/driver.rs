@@ -420,6 +420,7 @@ impl Driver {
                 return Err(EngineError::NotDecodable {
                     iteration: t,
                     residual: decoding.residual,
+                    tolerance: lane.scheme.decode_tolerance(),
                 });
             }
             let losses = learner.step(t, combined, &decoding.recovered, timing)?;
