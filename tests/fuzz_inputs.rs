@@ -562,7 +562,8 @@ proptest! {
 #[test]
 fn the_structure_generator_reaches_every_hostile_case() {
     use fuzz_support::hostile::{Link, Structure};
-    let cases: [(&str, &[u8], fn(&Structure) -> bool); 5] = [
+    type Case = (&'static str, &'static [u8], fn(&Structure) -> bool);
+    let cases: [Case; 5] = [
         // flags 0, 3 iterations, 2 workers, one claim: dataset 0 (duration_s), 1 column, 10^9 rows.
         ("10^9 rows", &[0, 3, 1, 1, 0, 1, 7], |s| {
             s.claims == [(0, 1_000_000_000, 1)]

@@ -21,7 +21,7 @@ pub const MAX_CACHE_BYTES: usize = 256 << 20;
 #[derive(Debug, Clone)]
 enum GroupCode {
     /// Tandon's cyclic repetition code (exact answers for r = l and r = 1).
-    Cyclic(CyclicMds),
+    Cyclic(Box<CyclicMds>),
     /// Any encoding matrix; `unique_at` rows give a unique solution.
     Matrix {
         b: Mat<f64>,
@@ -48,7 +48,7 @@ impl GroupDecoder {
     pub fn cyclic(code: CyclicMds, options: CodeOptions) -> Self {
         let (rows, needed) = (code.size(), code.needed());
         Self {
-            code: GroupCode::Cyclic(code),
+            code: GroupCode::Cyclic(Box::new(code)),
             rows,
             cols: rows,
             needed,
@@ -79,7 +79,7 @@ impl GroupDecoder {
     /// The cyclic code of a decoder built with [`GroupDecoder::cyclic`].
     pub fn cyclic_code(&self) -> Option<&CyclicMds> {
         match &self.code {
-            GroupCode::Cyclic(code) => Some(code),
+            GroupCode::Cyclic(code) => Some(code.as_ref()),
             GroupCode::Matrix { .. } => None,
         }
     }

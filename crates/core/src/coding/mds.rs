@@ -481,7 +481,7 @@ impl Structured {
             let next: Vec<f64> = a.iter().zip(&delta).map(|(a, d)| a + d).collect();
             let next_residual = code.residual_vector(&next);
             let next_worst = next_residual.iter().fold(0.0_f64, |m, r| m.max(r.abs()));
-            if !(next_worst < worst) {
+            if next_worst.is_nan() || next_worst >= worst {
                 break;
             }
             (a, residual) = (next, next_residual);
@@ -626,7 +626,7 @@ mod tests {
                         );
                     }
                     assert!(fast.residual <= 1e-6);
-                    assert_eq!(c.solve(&set, 1e-6).is_some(), true);
+                    assert!(c.solve(&set, 1e-6).is_some());
                 }
             }
             // One missing position more than the code tolerates: not decodable either way.
