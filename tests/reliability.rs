@@ -905,51 +905,6 @@ fn a_failed_trace_write_is_reported_once_on_one_line() {
     assert!(!err.lines().any(|l| l.starts_with(", filename")), "{err}");
 }
 
-/// Errors number iterations as `inspect` does, from 1: a run that diverges
-/// fails at "iteration N" with N − 1 iterations in its trace.
-#[test]
-fn errors_number_iterations_from_1_like_inspect() {
-    let _one = common::one_at_a_time();
-    let cfg = config(
-        "diverge",
-        "workers = 2\nseed = 3\n[scheme]\nkind = \"uncoded\"\n[data]\ntrain_samples = 200\ntest_samples = 20\nfeatures = 8\n[train]\niterations = 50\nlearning_rate = 1e300\n",
-    );
-    let out = scratch("diverge.h5");
-    let _ = std::fs::remove_file(&out);
-    let (code, _, err) = finish(
-        mpirun(
-            3,
-            &[
-                "train",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--quiet",
-                "--out",
-                out.to_str().unwrap(),
-            ],
-        )
-        .spawn()
-        .unwrap(),
-    );
-    assert_ne!(code, Some(0), "{err}");
-    let errors = error_lines(&err);
-    assert_eq!(errors.len(), 1, "{err}");
-    let n: usize = errors[0]
-        .strip_prefix("error: iteration ")
-        .and_then(|rest| rest.split(':').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("names no iteration: {err}"));
-    assert!(errors[0].contains("diverged"), "{err}");
-    let recorded = read_trace(&out, "/").unwrap().records.len();
-    assert!(n >= 1, "{err}");
-    assert_eq!(recorded, n - 1, "{err}");
-    let o = common::gradcode(&["inspect", out.to_str().unwrap(), "--json"]);
-    let v = common::json(&o);
-    assert_eq!(v["summary"]["iterations"], recorded);
-    let reason = v["status_reason"].as_str().unwrap();
-    assert!(reason.starts_with(&format!("iteration {n}:")), "{reason}");
-}
-
 /// A decode refused only because `scheme.decode_tolerance` is below f64
 /// rounding names the tolerance as the cause, not the code's load.
 #[test]
