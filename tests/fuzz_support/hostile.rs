@@ -202,6 +202,9 @@ pub struct Structure {
     pub links: Vec<Link>,
     /// Groups nested below `/deep` (0: none).
     pub depth: usize,
+    /// A snapshot after the last iteration (`/model/theta` and
+    /// `/model/previous_theta` of 2 parameters): a run `train --resume` reads.
+    pub model: bool,
 }
 
 impl Structure {
@@ -216,6 +219,7 @@ impl Structure {
             extra: None,
             links: Vec::new(),
             depth: 0,
+            model: false,
         }
     }
 
@@ -280,6 +284,7 @@ impl Structure {
         if flags & 16 != 0 {
             s.depth = [1, 8, 32, 33, 100, 600][usize::from(next()) % 6];
         }
+        s.model = flags & 32 != 0;
         s
     }
 }
@@ -392,6 +397,13 @@ pub fn build(path: &Path, s: &Structure) {
                     schema_group(&scheme.create_group(&format!("trial_{t}")).unwrap(), s);
                 }
             }
+        }
+    }
+    if s.model {
+        let model = file.create_group("model").unwrap();
+        for name in ["theta", "previous_theta"] {
+            let ds = written(&model, name, &[0.5f64, -0.5], 2, None);
+            attr_u64(&ds, "iteration", s.iterations as u64);
         }
     }
     if let Some((claimed, rows)) = s.extra {
