@@ -407,10 +407,24 @@ fn divergence_stops_the_run_naming_the_iteration_and_keeps_the_trace() {
         .unwrap()
         .parse()
         .unwrap();
+    // Iterations are numbered from 1 in errors as in inspect: the failing
+    // iteration N leaves N - 1 in the trace, and its status says the same.
+    assert!(iteration >= 1, "{line}");
+    let recorded = read(&trace).records.len();
     assert_eq!(
-        read(&trace).records.len(),
-        iteration,
+        recorded,
+        iteration - 1,
         "every iteration before the failure is in the trace"
+    );
+    let o = common::gradcode(&["inspect", trace.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["iterations"], recorded);
+    assert_eq!(v["status"], "failed");
+    let reason = v["status_reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!("iteration {iteration}:")),
+        "{reason}"
     );
 }
 

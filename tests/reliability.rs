@@ -929,3 +929,85 @@ fn launch_sh_exits_128_plus_the_signal() {
         assert!(!data.records.is_empty() && data.theta.is_some());
     }
 }
+
+/// A trace write that fails mid-run (the file-size limit of `ulimit -f`
+/// standing in for a full disk) ends the job with the error on one line,
+/// said once: rank 0's close of the trace does not repeat it.
+#[test]
+fn a_failed_trace_write_is_reported_once_on_one_line() {
+    let _one = common::one_at_a_time();
+    let cfg = config(
+        "full-disk",
+        "workers = 2\nseed = 3\n[scheme]\nkind = \"uncoded\"\n[data]\ntrain_samples = 200\ntest_samples = 20\nfeatures = 8\n[train]\niterations = 3000\nlearning_rate = 0.05\n[output]\nsnapshot_every = 1\n",
+    );
+    let out = scratch("full-disk.h5");
+    let _ = std::fs::remove_file(&out);
+    // OpenMPI's shared-memory transport sizes files too: TCP between ranks.
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--oversubscribe",
+        "--mca",
+        "btl",
+        "self,tcp",
+        "-n",
+        "3",
+        "sh",
+        "-c",
+    ])
+    .arg("trap '' XFSZ; ulimit -f 60; exec \"$0\" train --config \"$1\" --quiet --out \"$2\"")
+    .arg(env!("CARGO_BIN_EXE_gradcode"))
+    .arg(&cfg)
+    .arg(&out)
+    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let start = Instant::now();
+    let (code, _, err) = finish(cmd.spawn().unwrap());
+    assert_ne!(code, Some(0), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(120), "{err}");
+    let errors = error_lines(&err);
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("File too large"), "{err}");
+    assert_eq!(err.matches("File too large").count(), 1, "said once: {err}");
+    // The date inside libhdf5's message no longer starts a line of its own.
+    assert!(!err.lines().any(|l| l.starts_with(", filename")), "{err}");
+}
+
+/// A decode refused only because `scheme.decode_tolerance` is below f64
+/// rounding names the tolerance as the cause, not the code's load.
+#[test]
+fn a_too_tight_decode_tolerance_is_named_as_the_cause() {
+    let _one = common::one_at_a_time();
+    // K = 6, r = 4: about 1 in 5 minimal arrival sets has a rounding
+    // residual above 1e-15 (`gradcode check`), so 200 iterations meet one.
+    let cfg = config(
+        "tight-tolerance",
+        "workers = 6\nseed = 5\n[scheme]\nkind = \"gc-cyclic\"\nload = 4\ndecode_tolerance = 1e-15\n[data]\ntrain_samples = 120\ntest_samples = 12\nfeatures = 4\n[train]\niterations = 200\nlearning_rate = 0.01\n",
+    );
+    let out = scratch("tight-tolerance.h5");
+    let _ = std::fs::remove_file(&out);
+    let (code, _, err) = finish(
+        mpirun(
+            7,
+            &[
+                "train",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+        .spawn()
+        .unwrap(),
+    );
+    assert_ne!(code, Some(0), "{err}");
+    let errors = error_lines(&err);
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains("scheme.decode_tolerance = 1e-15: the tolerance is the cause"),
+        "{err}"
+    );
+    assert!(!errors[0].contains("scheme.load"), "{err}");
+}

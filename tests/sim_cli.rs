@@ -677,3 +677,29 @@ fn replay_trials_read_disjoint_rows_and_reuse_is_reported() {
         "{note}"
     );
 }
+
+/// A trace that cannot be written (the file-size limit of `ulimit -f`
+/// standing in for a full disk: the same `write` failure inside libhdf5, whose
+/// message carries a `ctime` date and its newline): one error line, the
+/// cause said once, exit 1.
+#[cfg(feature = "hdf5")]
+#[test]
+fn a_failed_trace_write_is_one_line_said_once() {
+    let cfg = write("fig3-full.toml", FIG3);
+    let out = dir().join("full.h5");
+    let _ = std::fs::remove_file(&out);
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 40; exec \"$0\" simulate --config \"$1\" --trials 3 --iterations 400 --out \"$2\"")
+        .arg(env!("CARGO_BIN_EXE_gradcode"))
+        .arg(&cfg)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(err.matches("File too large").count(), 1, "{err}");
+    assert_eq!(err.matches("file write failed").count(), 1, "{err}");
+}

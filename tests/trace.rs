@@ -335,8 +335,8 @@ const HOSTILE_EXPECTATIONS: [(&str, bool, bool, bool); 3] = [
     ("model/theta", true, true, true),
     // /timing/ is rewritten at the end of a resumed run, never read by resume.
     ("timing/total_s", true, true, false),
-    // Outside the schema: inspect lists it without reading it.
-    ("notes/big", false, false, false),
+    // Outside the schema: inspect reads (and so refuses) it, the others ignore it.
+    ("notes/big", false, true, false),
 ];
 
 /// `e` is one line naming `/target` and the size rule.

@@ -89,11 +89,25 @@ mod imp {
         })
     }
 
+    /// `x` with `digits` decimals, in scientific notation (as many
+    /// significant digits) beyond 1e6 or below 1e-4: a value of 1e300 from
+    /// a trace prints as `1.000000e300`, not as 301 digits.
+    pub(super) fn number(x: f64, digits: usize) -> String {
+        let a = x.abs();
+        if !x.is_finite() || a == 0.0 || (1e-4..1e6).contains(&a) {
+            format!("{x:.digits$}")
+        } else {
+            format!("{x:.digits$e}")
+        }
+    }
+
     /// Seconds with a unit that fits.
-    fn secs(x: f64) -> String {
+    pub(super) fn secs(x: f64) -> String {
         let a = x.abs();
         if !x.is_finite() {
             format!("{x}")
+        } else if a >= 1e6 {
+            format!("{x:.3e} s")
         } else if a >= 100.0 {
             format!("{x:.1} s")
         } else if a >= 1.0 {
@@ -107,8 +121,8 @@ mod imp {
         }
     }
 
-    fn pct(x: f64) -> String {
-        format!("{:.1}%", 100.0 * x)
+    pub(super) fn pct(x: f64) -> String {
+        format!("{}%", number(100.0 * x, 1))
     }
 
     fn dist(d: &Option<Distribution>) -> String {
@@ -150,7 +164,7 @@ mod imp {
                 ),
             },
         );
-        let per = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.2}"));
+        let per = |x: Option<f64>| x.map_or("n/a".to_string(), |x| number(x, 2));
         line(
             "messages/iteration",
             format!(
@@ -241,12 +255,12 @@ mod imp {
                 line(
                     label,
                     format!(
-                        "{:.6} (iteration {}) → {:.6} (iteration {}); min {:.6} (iteration {}); {} evaluated",
-                        l.first,
+                        "{} (iteration {}) → {} (iteration {}); min {} (iteration {}); {} evaluated",
+                        number(l.first, 6),
                         l.first_iteration,
-                        l.last,
+                        number(l.last, 6),
                         l.final_iteration,
-                        l.min,
+                        number(l.min, 6),
                         l.min_iteration,
                         l.evaluated
                     ),
@@ -261,7 +275,12 @@ mod imp {
             let values = match &d.values {
                 None => String::new(),
                 Some(v) if unit == "s" => format!(": mean {}, max {}", secs(v.mean), secs(v.max)),
-                Some(v) => format!(": mean {:.6}, min {:.6}, max {:.6}", v.mean, v.min, v.max),
+                Some(v) => format!(
+                    ": mean {}, min {}, max {}",
+                    number(v.mean, 6),
+                    number(v.min, 6),
+                    number(v.max, 6)
+                ),
             };
             line(
                 "other dataset",
@@ -351,11 +370,11 @@ mod imp {
                     Some(Some(m)) => line(
                         "model",
                         format!(
-                            "/model/theta: {} parameters{}, norm {:.6}{}",
+                            "/model/theta: {} parameters{}, norm {}{}",
                             m.parameters,
                             m.iteration
                                 .map_or(String::new(), |i| format!(" after iteration {i}")),
-                            m.norm,
+                            number(m.norm, 6),
                             if m.non_finite > 0 {
                                 format!(", {} not finite", m.non_finite)
                             } else {

@@ -32,6 +32,7 @@ use crate::coding::Arrival;
 use crate::engine::{
     Decision, Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing,
 };
+use crate::error::Iteration;
 
 /// Longest sleep between probes while the master waits for results: short,
 /// because every microsecond here lengthens the iteration.
@@ -157,7 +158,8 @@ impl<'c> MpiRound<'c> {
             if self.untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
                 // It does not take its tasks: stopped, hung or gone.
                 log::debug!(
-                    "iteration {t}: worker {} has {} tasks untaken, none sent",
+                    "{}: worker {} has {} tasks untaken, none sent",
+                    Iteration(t),
                     w + 1,
                     self.untaken[w].len()
                 );
@@ -256,8 +258,9 @@ impl Round for MpiRound<'_> {
                         )
                     };
                     return Err(format!(
-                        "iteration {t}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
+                        "{}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
                          no answer from workers {}: {why}",
+                        Iteration(t),
                         self.result_timeout_s,
                         names.join(", ")
                     )
@@ -284,9 +287,12 @@ impl Round for MpiRound<'_> {
                     );
                 }
                 tag if !protocol::is_iteration_tag(tag) => {
-                    return Err(
-                        format!("worker {} sent tag {tag} during iteration {t}", m.rank).into(),
-                    );
+                    return Err(format!(
+                        "worker {} sent tag {tag} during {}",
+                        m.rank,
+                        Iteration(t)
+                    )
+                    .into());
                 }
                 _ => {}
             }
@@ -324,8 +330,9 @@ impl Round for MpiRound<'_> {
             if header.iteration > t || expected != Some(header.codeword) {
                 receive_into(vector, len, &mut self.scratch);
                 return Err(format!(
-                    "worker {} sent a result that iteration {t} did not ask for: {header:?}",
-                    m.rank
+                    "worker {} sent a result that {} did not ask for: {header:?}",
+                    m.rank,
+                    Iteration(t)
                 )
                 .into());
             }
@@ -344,7 +351,8 @@ impl Round for MpiRound<'_> {
             if decision == Decision::DecodeWithout {
                 receive_into(vector, len, &mut self.scratch);
                 log::debug!(
-                    "iteration {t}: the result of worker {} came after the deadline; not used",
+                    "{}: the result of worker {} came after the deadline; not used",
+                    Iteration(t),
                     w + 1
                 );
                 break RoundStatus::Completed;

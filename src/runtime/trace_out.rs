@@ -40,6 +40,10 @@ pub struct TraceOut {
     writer: Option<crate::trace::TraceWriter>,
     /// `runtime.wait` as resolved, and why: root attributes written with the file.
     wait: Option<(String, String)>,
+    /// A write to the trace failed: the run ends with that error, which
+    /// `end` does not repeat.
+    #[cfg(feature = "hdf5")]
+    write_failed: bool,
 }
 
 impl TraceOut {
@@ -80,6 +84,7 @@ impl TraceOut {
                 }),
                 writer: None,
                 wait: None,
+                write_failed: false,
             }))
         }
     }
@@ -125,6 +130,7 @@ impl TraceOut {
                     }),
                     writer: None,
                     wait: None,
+                    write_failed: false,
                 },
                 snapshot,
                 carried,
@@ -188,11 +194,18 @@ impl TraceOut {
                     None => (RunStatus::Failed, format!("{e:#}")),
                 },
             };
-            if let Err(e) = w.finish(status, &reason) {
-                crate::errln!(
+            match w.finish(status, &reason) {
+                Ok(()) => {}
+                // The cause is the run's own error, printed once by the caller.
+                Err(_) if self.write_failed => crate::errln!(
+                    "warning: the trace {} could not record how the run ended (a write to it \
+                     failed: the error below); inspect reports it as a run that died",
+                    self.path.display()
+                ),
+                Err(e) => crate::errln!(
                     "warning: the trace {} was not closed properly: {e}",
                     self.path.display()
-                );
+                ),
             }
         }
         #[cfg(not(feature = "hdf5"))]
@@ -237,10 +250,25 @@ fn same_snapshot(a: &crate::trace::Snapshot, b: &crate::trace::Snapshot) -> bool
         && bits(&a.previous_theta) == bits(&b.previous_theta)
 }
 
+#[cfg(feature = "hdf5")]
+impl TraceOut {
+    /// `write` on the writer, remembering a failure (see `end`).
+    fn with_writer(
+        &mut self,
+        write: impl FnOnce(&mut crate::trace::TraceWriter) -> Result<(), crate::trace::TraceError>,
+    ) -> Result<(), ObserverError> {
+        let result = self
+            .writer()
+            .and_then(|w| write(w).map_err(ObserverError::from));
+        self.write_failed |= result.is_err();
+        result
+    }
+}
+
 impl Observer for TraceOut {
     fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
-        self.writer()?.append(event.record)?;
+        self.with_writer(|w| w.append(event.record))?;
         #[cfg(not(feature = "hdf5"))]
         let _ = event;
         Ok(())
@@ -248,8 +276,9 @@ impl Observer for TraceOut {
 
     fn snapshot(&mut self, snapshot: &SnapshotEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
-        self.writer()?
-            .write_snapshot(snapshot.iteration, snapshot.theta, snapshot.previous)?;
+        self.with_writer(|w| {
+            w.write_snapshot(snapshot.iteration, snapshot.theta, snapshot.previous)
+        })?;
         #[cfg(not(feature = "hdf5"))]
         let _ = snapshot;
         Ok(())
@@ -259,7 +288,7 @@ impl Observer for TraceOut {
         // The model itself went in with the last snapshot; the status and
         // the closing come with `end`, once the run's outcome is known.
         #[cfg(feature = "hdf5")]
-        self.writer()?.write_timing(&summary.timing)?;
+        self.with_writer(|w| w.write_timing(&summary.timing))?;
         #[cfg(not(feature = "hdf5"))]
         let _ = summary;
         Ok(())

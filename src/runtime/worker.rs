@@ -324,17 +324,17 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
                 worker.counts.tasks += 1;
                 std::mem::swap(&mut worker.theta, &mut worker.link.incoming);
                 log::debug!(
-                    "worker {}: task of iteration {}",
+                    "worker {}: task of {}",
                     comm.rank(),
-                    task.iteration
+                    crate::error::Iteration(task.iteration)
                 );
                 next = worker.execute(&task)?;
                 if next.is_some() {
                     worker.counts.abandoned += 1;
                     log::debug!(
-                        "worker {}: abandoned iteration {} for a newer task or a stop",
+                        "worker {}: abandoned {} for a newer task or a stop",
                         comm.rank(),
-                        task.iteration
+                        crate::error::Iteration(task.iteration)
                     );
                 }
             }
@@ -421,10 +421,10 @@ impl Worker<'_> {
                 _ => {
                     if due.is_none() {
                         log::debug!(
-                            "worker {}: message {} of iteration {} is due beyond any clock; held until replaced",
+                            "worker {}: message {} of {} is due beyond any clock; held until replaced",
                             self.link.comm.rank(),
                             m + 1,
-                            task.iteration
+                            crate::error::Iteration(task.iteration)
                         );
                     }
                     let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, Duration::ZERO);

@@ -234,14 +234,59 @@ impl TraceError {
     pub(crate) fn hdf5(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
         TraceError::Hdf5 {
             context: context.into(),
-            message: e.to_string(),
+            message: one_line(&e.to_string()),
         }
     }
+}
+
+/// An HDF5 message on one line, said once: libhdf5 puts a `ctime` date
+/// (ending in a newline) inside its write errors, and the error stack's
+/// outermost and innermost descriptions are often the same words
+/// (`file write failed: file write failed: ...`).
+#[cfg(feature = "hdf5")]
+pub(crate) fn one_line(message: &str) -> String {
+    let joined = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(" ,", ",");
+    let mut parts: Vec<&str> = Vec::new();
+    for part in joined.split(": ") {
+        if parts.last() != Some(&part) {
+            parts.push(part);
+        }
+    }
+    parts.join(": ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::{DATASETS, SchemaGroup};
+
+    #[cfg(feature = "hdf5")]
+    #[test]
+    fn hdf5_messages_are_one_line_said_once() {
+        // As libhdf5 1.10 words a write to a full disk (ctime's newline included).
+        let raw = "H5F__accum_write(): file write failed: file write failed: time = Tue Nov 24 \
+                   01:25:14 2026\n, filename = './.tr.h5.tmp-1-1', file descriptor = 19, errno = 28, \
+                   error message = 'No space left on device', offset = 0";
+        assert_eq!(
+            super::one_line(raw),
+            "H5F__accum_write(): file write failed: time = Tue Nov 24 01:25:14 2026, filename = \
+             './.tr.h5.tmp-1-1', file descriptor = 19, errno = 28, error message = 'No space left \
+             on device', offset = 0"
+        );
+        let e = super::TraceError::hdf5("flush x.h5", raw);
+        assert_eq!(e.to_string().lines().count(), 1);
+        assert_eq!(e.to_string().matches("file write failed").count(), 1);
+        // Different descriptions stay.
+        assert_eq!(
+            super::one_line("H5Fopen(): unable to open file: truncated file"),
+            "H5Fopen(): unable to open file: truncated file"
+        );
+    }
 
     /// The lines of the schema block of this module's doc.
     fn doc_schema_lines() -> Vec<String> {

@@ -81,7 +81,6 @@ impl Report {
     pub fn read(path: &Path) -> Result<Report, TraceError> {
         let file = TraceFile::open(path)?;
         let root = file.root()?;
-        let (extra_datasets, extra_groups) = file.extras("/")?;
         let mut report = Report {
             file: path.display().to_string(),
             kind: root.kind,
@@ -108,8 +107,8 @@ impl Report {
             model: None,
             timing: None,
             schemes: None,
-            extra_datasets,
-            extra_groups,
+            extra_datasets: Vec::new(),
+            extra_groups: Vec::new(),
         };
         match root.kind {
             TraceKind::Train => {
@@ -147,6 +146,8 @@ impl Report {
                 report.schemes = Some(schemes);
             }
         }
+        // Last: the extras are summarised with what the read budget has left.
+        (report.extra_datasets, report.extra_groups) = file.extras("/")?;
         Ok(report)
     }
 }

@@ -402,6 +402,10 @@ impl ArrivalTracker for DynamicTracker<'_> {
 }
 
 impl Scheme for DynamicClustering {
+    fn decode_tolerance(&self) -> Option<f64> {
+        Some(self.decoder.tolerance())
+    }
+
     fn kind(&self) -> &'static SchemeEntry {
         &GC_DC
     }

@@ -586,6 +586,10 @@ impl ArrivalTracker for StaticTracker<'_> {
 }
 
 impl Scheme for StaticCode {
+    fn decode_tolerance(&self) -> Option<f64> {
+        Some(self.decoder.tolerance())
+    }
+
     fn kind(&self) -> &'static SchemeEntry {
         self.kind
     }

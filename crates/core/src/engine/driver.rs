@@ -463,6 +463,7 @@ impl Driver {
                 return Err(EngineError::NotDecodable {
                     iteration: t,
                     residual: decoding.residual,
+                    tolerance: lane.scheme.decode_tolerance(),
                 });
             }
             let losses = learner.step(t, combined, &decoding.recovered, timing)?;
@@ -508,7 +509,8 @@ impl Driver {
         totals.overruns += overruns;
         totals.recovered += record.recovered_fraction;
         log::debug!(
-            "iteration {t}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
+            "{}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
+            crate::error::Iteration(t),
             record.duration_s,
             record.messages_received,
             record.messages_used,

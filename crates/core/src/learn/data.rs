@@ -314,7 +314,7 @@ impl DataPlan {
             std::slice::from_ref(&f.train_rows),
         )?
         .remove(0);
-        Ok(Standardizer::fit(&x))
+        Standardizer::fit(&x, f.kind, &f.path)
     }
 }
 
@@ -402,7 +402,11 @@ struct Standardizer {
 }
 
 impl Standardizer {
-    fn fit(x: &Array2<f64>) -> Self {
+    /// The mean and standard deviation of every column of the training rows
+    /// `x` of the file at `path`; an error naming the first column whose
+    /// mean or variance overflows (values near 1e154 and beyond): the data,
+    /// not the model, is what cannot be used as it is.
+    fn fit(x: &Array2<f64>, kind: DataKind, path: &str) -> Result<Self, InputError> {
         let n = x.nrows().max(1) as f64;
         let d = x.ncols();
         let mut mean = vec![0.0; d];
@@ -423,8 +427,27 @@ impl Standardizer {
             .iter()
             .map(|s| (s / n).sqrt())
             .map(|s| if s > 0.0 { s } else { 1.0 })
-            .collect();
-        Self { mean, std }
+            .collect::<Vec<f64>>();
+        if let Some(j) = (0..d).find(|&j| !(mean[j].is_finite() && std[j].is_finite())) {
+            let column = match kind {
+                DataKind::Csv => format!("column {} (feature {})", j + 2, j + 1),
+                _ => format!("feature {}", j + 1),
+            };
+            let largest = x.column(j).iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            return Err(InputError::new(
+                path,
+                format!(
+                    "{column} cannot be standardised: its {} over the training rows overflows \
+                     (values up to {largest:.3e}); rescale that column, or set data.standardize = false",
+                    if mean[j].is_finite() {
+                        "variance"
+                    } else {
+                        "mean"
+                    }
+                ),
+            ));
+        }
+        Ok(Self { mean, std })
     }
 
     fn apply(&self, x: &mut Array2<f64>) {
@@ -852,6 +875,39 @@ mod tests {
         DataPlan::new(&c, 1)
             .and_then(|p| p.load(&[0]).map(|_| ()))
             .unwrap_err()
+    }
+
+    #[test]
+    fn a_column_whose_statistics_overflow_is_named_as_the_cause() {
+        let rows = |f: &dyn Fn(usize) -> String| (0..40).map(f).collect::<String>();
+        // CSV: the variance of column 3 overflows (its mean is 0).
+        let spread = rows(&|i| format!("{i},0.5,{}1e200\n", if i % 2 == 0 { "-" } else { "" }));
+        let e = bad_file("spread.csv", "csv", &spread, "least-squares");
+        assert!(e.field.ends_with("spread.csv"), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("column 3 (feature 2) cannot be standardised: its variance"),
+            "{e}"
+        );
+        assert!(text.contains("values up to 1.000e200"), "{e}");
+        assert!(text.contains("data.standardize = false"), "{e}");
+        assert!(!text.contains("diverged"), "{e}");
+        // LIBSVM: the mean of feature 4 overflows.
+        let large = rows(&|i| format!("{i} 1:0.5 4:1.7e308\n"));
+        let e = bad_file("large.libsvm", "libsvm", &large, "least-squares");
+        assert!(
+            e.to_string()
+                .contains("feature 4 cannot be standardised: its mean"),
+            "{e}"
+        );
+        // The same file unstandardised loads (the values are finite).
+        let dir = std::env::temp_dir().join("gradcode-data-tests");
+        let path = dir.join("spread.csv");
+        let c = config(&format!(
+            "workers = 1\n[data]\nkind = \"csv\"\npath = \"{}\"\nstandardize = false\n",
+            path.display()
+        ));
+        assert!(DataPlan::new(&c, 1).unwrap().load(&[0]).is_ok());
     }
 
     #[test]
