@@ -178,16 +178,23 @@ impl Master<'_> {
         let k = self.workers;
         let scheme = self.scheme.as_deref().expect("prepared before training");
         let data = DataPlan::new(self.config, scheme.partitions())?;
+        // Standardisation statistics: one streaming pass here, sent with the setup.
+        let standardization = data.standardization()?.cloned();
         let test = data.load_test()?;
         // Buffered sends: a backlog of 4 tasks per worker, plus setup and stop.
         let stored = (0..k).map(|w| scheme.stored(w).len()).max().unwrap_or(1);
         let task_len = 16 + stored * (6 + 2 * stored) + data.features();
-        self.universe
-            .set_buffer_size(super::comm::buffer_bytes(6 * k + 8, task_len));
+        // The setups carry the standardisation (2 values per feature).
+        let setup_len = 3 + stored + standardization.as_ref().map_or(0, |s| 2 * s.features());
+        self.universe.set_buffer_size(
+            super::comm::buffer_bytes(6 * k + 8, task_len)
+                + super::comm::buffer_bytes(k, setup_len),
+        );
         for w in 0..k {
             let setup = Setup {
                 partitions: scheme.partitions(),
                 stored: scheme.stored(w).to_vec(),
+                standardization: standardization.clone(),
             };
             self.comm
                 .send(w as i32 + 1, protocol::TAG_SETUP, &setup.encode());
