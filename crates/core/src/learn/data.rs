@@ -918,21 +918,49 @@ fn scan_file(kind: DataKind, path: &str, loss: Loss) -> Result<Scan, InputError>
 /// Rows of each data file that [`check_data_files`] reads.
 pub const CHECK_ROWS: usize = 1000;
 
+/// The storage `data.format` resolves to, and why, as `check` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormatChoice {
+    pub storage: Storage,
+    pub reason: String,
+}
+
 /// The cheap checks of the data files of `config` (`data.path`,
 /// `data.test_path`), made before anything is written: each exists, is a
 /// file that can be read, and its first [`CHECK_ROWS`] data rows parse
 /// (labels, features, the CSV header and width; a shorter file: that it has
 /// rows and features). [`DataPlan::new`] reads the whole files later.
-/// Synthetic data has nothing to check.
-pub fn check_data_files(config: &Config) -> Result<(), InputError> {
+/// Synthetic data has nothing to check. Returns the storage `data.format`
+/// gives; with `auto` and a LIBSVM file, as the density of the rows read
+/// suggests (train decides on the whole file).
+pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
     let d = &config.data;
+    let explicit = |storage: Storage| FormatChoice {
+        storage,
+        reason: format!("data.format = \"{}\"", storage.name()),
+    };
     if !matches!(d.kind, DataKind::Libsvm | DataKind::Csv) {
-        return Ok(());
+        return Ok(match d.format {
+            DataFormat::Auto => {
+                let storage = choose_storage(d.format, d.kind, None);
+                let reason = match storage {
+                    Storage::Sparse => "auto: one-hot data is sparse",
+                    Storage::Dense => "auto: Gaussian samples are dense",
+                };
+                FormatChoice {
+                    storage,
+                    reason: reason.to_string(),
+                }
+            }
+            DataFormat::Dense => explicit(Storage::Dense),
+            DataFormat::Sparse => explicit(Storage::Sparse),
+        });
     }
     let path = d
         .path
         .as_deref()
         .ok_or_else(|| InputError::new("data.path", "is required"))?;
+    let mut head: Option<Scan> = None;
     for (field, file) in [
         ("data.path", Some(path)),
         ("data.test_path", d.test_path.as_deref()),
@@ -958,9 +986,39 @@ pub fn check_data_files(config: &Config) -> Result<(), InputError> {
             }
             Ok(_) => {}
         }
-        scan(d.kind, file, config.model.loss, Some(CHECK_ROWS))?;
+        let s = scan(d.kind, file, config.model.loss, Some(CHECK_ROWS))?;
+        if field == "data.path" {
+            head = Some(s);
+        }
     }
-    Ok(())
+    let head = head.expect("data.path is scanned");
+    Ok(match d.format {
+        DataFormat::Auto if d.kind == DataKind::Csv => FormatChoice {
+            storage: Storage::Dense,
+            reason: "auto: CSV data is dense".to_string(),
+        },
+        DataFormat::Auto => {
+            let density = head.stored as f64 / (head.rows as f64 * head.features.max(1) as f64);
+            let storage = choose_storage(d.format, d.kind, Some(density));
+            let (relation, whole) = match storage {
+                Storage::Sparse => ("below", head.rows < CHECK_ROWS),
+                Storage::Dense => ("not below", head.rows < CHECK_ROWS),
+            };
+            let rows = if whole {
+                "the whole file".to_string()
+            } else {
+                format!("the first {CHECK_ROWS} rows; train decides on the whole file")
+            };
+            FormatChoice {
+                storage,
+                reason: format!(
+                    "auto: LIBSVM density {density:.3e} {relation} {SPARSE_DENSITY_THRESHOLD} over {rows}"
+                ),
+            }
+        }
+        DataFormat::Dense => explicit(Storage::Dense),
+        DataFormat::Sparse => explicit(Storage::Sparse),
+    })
 }
 
 /// Count and check the rows of a file (with `limit`, the first so many).
@@ -1463,7 +1521,18 @@ mod tests {
         std::fs::write(&p, sparse.join("\n") + "\n").unwrap();
         check_data_files(&cfg(&p)).unwrap();
         // Synthetic data has nothing to check.
-        check_data_files(&config("workers = 2\n")).unwrap();
+        let choice = check_data_files(&config("workers = 2\n")).unwrap();
+        assert_eq!(choice.storage, Storage::Dense);
+        // The format the rows read suggest: 1 entry per row of 3 features.
+        let choice = check_data_files(&cfg(&p)).unwrap();
+        assert_eq!(choice.storage, Storage::Sparse, "{}", choice.reason);
+        assert!(
+            choice.reason.contains("over the first 1000 rows"),
+            "{}",
+            choice.reason
+        );
+        let onehot = config("workers = 2\n[data]\nkind = \"synthetic-onehot\"\n");
+        assert_eq!(check_data_files(&onehot).unwrap().storage, Storage::Sparse);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
