@@ -213,17 +213,13 @@ fn loss_and_slope(loss: Loss, z: f64, y: f64) -> (f64, f64) {
         }
         Loss::Logistic => {
             let m = y * z;
-            // log(1 + e^{-m}) and its derivative -y·sigma(-m), both stable.
-            let value = if m > 0.0 {
-                (-m).exp().ln_1p()
+            // log(1 + e^{-m}) and its derivative -y·sigma(-m), both stable,
+            // from one exponential e = e^{-|m|} <= 1.
+            let e = (-m.abs()).exp();
+            let (value, sigma) = if m > 0.0 {
+                (e.ln_1p(), e / (1.0 + e))
             } else {
-                -m + m.exp().ln_1p()
-            };
-            let sigma = if m > 0.0 {
-                let e = (-m).exp();
-                e / (1.0 + e)
-            } else {
-                1.0 / (1.0 + m.exp())
+                (-m + e.ln_1p(), 1.0 / (1.0 + e))
             };
             (value, -y * sigma)
         }
