@@ -696,8 +696,7 @@ fn sign_label(rng: &mut impl rand::Rng, dot: f64) -> f64 {
 }
 
 /// Zipf exponent of the levels of a synthetic-onehot column: a few levels are
-/// common and most are rare, as with the resource and manager ids of the
-/// Amazon employee access data (001 §5).
+/// common and most are rare.
 const ONEHOT_ZIPF_EXPONENT: f64 = 1.0;
 
 /// Synthetic-onehot: `m` categorical columns; column `c` owns the one-hot
