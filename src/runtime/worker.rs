@@ -166,9 +166,16 @@ fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
         .name("load".to_string())
         .spawn(move || {
             let plan = DataPlan::new(&own, partitions)?;
-            // The master's statistics: this rank reads no more than its rows.
-            if let Some(s) = standardization {
-                plan.set_standardization(s)?;
+            // The master's statistics, computed once: a worker never makes its own.
+            match standardization {
+                Some(s) => plan.set_standardization(s)?,
+                None if plan.standardizes() => {
+                    return Err(InputError::new(
+                        "setup",
+                        "has no standardisation for standardised data",
+                    ));
+                }
+                None => {}
             }
             Ok::<_, InputError>((plan.features(), plan.load(&stored)?))
         });

@@ -354,10 +354,12 @@ pub struct DataConfig {
     pub test_path: Option<String>,
     /// Share of a file's samples held out for testing when there is no `test_path`.
     pub test_fraction: f64,
-    /// Scale every feature to zero mean and unit variance (statistics of the training set).
+    /// Files: scale every feature to zero mean and unit variance (statistics of
+    /// the training set); sparse partitions are only scaled, not centred.
     pub standardize: bool,
-    /// Largest dense sample matrix (training or test set, samples × features × 8 bytes)
-    /// a process may build, in MiB; larger data sets are refused before anything is allocated.
+    /// Largest sample matrix (training or test set; dense: samples × features × 8
+    /// bytes, sparse: 12 bytes per stored entry and 8 per sample) and model a
+    /// process may build, in MiB; larger data sets are refused before anything is allocated.
     pub max_matrix_mib: usize,
 }
 

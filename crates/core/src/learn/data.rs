@@ -381,6 +381,11 @@ impl DataPlan {
         at(p as u128)..at(p as u128 + 1)
     }
 
+    /// Whether the data is standardised (files with `data.standardize`).
+    pub fn standardizes(&self) -> bool {
+        matches!(&self.source, Source::File(f) if f.standardize)
+    }
+
     /// The standardisation the data gets (None: synthetic data or
     /// `data.standardize = false`). The first call on a plan that was not
     /// handed one ([`Self::set_standardization`]) computes it in one streaming

@@ -244,4 +244,22 @@ mod tests {
         assert_eq!(m.to_dense(), array![[1.0, 0.0], [0.0, 2.0]]);
         assert_eq!(m.stored(), 2, "zeros stay zeros, and unstored");
     }
+
+    #[test]
+    fn blocks_hold_about_the_values_asked_for() {
+        let dense = Features::Dense(Array2::zeros((100, 50)));
+        assert_eq!(dense.rows_per_block(1000), 20);
+        assert_eq!(dense.rows_per_block(10), 1, "at least one row");
+        let mut m = CsrMatrix::new(1_000_000).unwrap();
+        for i in 0..100 {
+            m.push_row(&[(i, 1.0), (i + 500_000, 2.0)]).unwrap();
+        }
+        let sparse = Features::Sparse(m);
+        assert_eq!(sparse.values(), 200);
+        assert_eq!(
+            sparse.rows_per_block(1000),
+            500,
+            "by stored entries, not columns"
+        );
+    }
 }
