@@ -108,7 +108,7 @@ pub fn check_dense_matrix(
         return Err(InputError::new(
             field,
             format!(
-                "the dense {what} matrix of {rows} samples × {features} features × 8 bytes takes {mib} MiB, more than data.max_matrix_mib = {max_mib} (every process builds it; raise the limit only if the nodes have the memory)"
+                "the dense {what} matrix of {rows} samples × {features} features × 8 bytes takes {mib} MiB, more than data.max_matrix_mib = {max_mib} (raise the limit only if the nodes have the memory, or store sparse data sparse: data.format)"
             ),
         ));
     }
