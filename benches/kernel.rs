@@ -15,13 +15,17 @@
 //! 241,915 one-hot features, 10 stored entries per sample) as one CSR
 //! partition, in stored entries (non-zeros) per second.
 //!
+//! `auto threshold`: the dense and the sparse kernel on the same 20,000 × 1000
+//! samples at densities around `data.format = "auto"`'s threshold (0.25), in
+//! time per pass: where storing sparse stops paying.
+//!
 //! Run: `cargo bench --bench kernel`.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gradcode::config::Loss;
-use gradcode::learn::{DataPlan, Features, kernel};
+use gradcode::learn::{CsrMatrix, DataPlan, Features, kernel};
 use gradcode::rng::{Stream, stream};
 use ndarray::Array2;
 use rand::RngExt;
@@ -132,5 +136,52 @@ fn sparse(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bandwidth, sparse);
+fn threshold(c: &mut Criterion) {
+    let (rows, d) = (20_000, 1000);
+    let mut rng = stream(3, Stream::Data);
+    let y: Vec<f64> = (0..rows)
+        .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
+        .collect();
+    let theta: Vec<f64> = (0..d).map(|_| rng.random_range(-0.1..0.1)).collect();
+    let mut group = c.benchmark_group("auto threshold");
+    group.sample_size(20);
+    for density in [0.05, 0.25, 0.5] {
+        let x = Array2::from_shape_fn((rows, d), |_| {
+            if rng.random::<f64>() < density {
+                rng.random_range(-1.0..1.0)
+            } else {
+                0.0
+            }
+        });
+        let csr = CsrMatrix::from_dense(&x).expect("1000 columns");
+        let mut grad = vec![0.0; d];
+        group.bench_function(format!("dense density {density}"), |bench| {
+            bench.iter(|| {
+                black_box(kernel::accumulate(
+                    Loss::Logistic,
+                    x.view(),
+                    &y,
+                    0..rows,
+                    black_box(&theta),
+                    &mut grad,
+                ))
+            })
+        });
+        group.bench_function(format!("sparse density {density}"), |bench| {
+            bench.iter(|| {
+                black_box(kernel::accumulate_sparse(
+                    Loss::Logistic,
+                    &csr,
+                    &y,
+                    0..rows,
+                    black_box(&theta),
+                    &mut grad,
+                ))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bandwidth, sparse, threshold);
 criterion_main!(benches);
