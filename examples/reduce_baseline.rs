@@ -14,7 +14,7 @@
 use std::time::Instant;
 
 use gradcode::config::load;
-use gradcode::learn::{DataPlan, Optimizer, kernel};
+use gradcode::learn::{DataPlan, Optimizer};
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 
@@ -50,14 +50,7 @@ fn main() -> anyhow::Result<()> {
         local.iter_mut().for_each(|v| *v = 0.0);
         for part in &mine {
             let (grad, loss) = local.split_at_mut(dim);
-            loss[0] += kernel::accumulate(
-                config.model.loss,
-                part.x.view(),
-                &part.y,
-                0..part.len(),
-                &theta,
-                grad,
-            );
+            loss[0] += part.accumulate(config.model.loss, 0..part.len(), &theta, grad);
         }
         if rank == 0 {
             root.reduce_into_root(&local[..], &mut total[..], SystemOperation::sum());

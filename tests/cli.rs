@@ -713,3 +713,45 @@ fn version_names_the_build() {
         assert_eq!(lines[4], "none", "{text}");
     }
 }
+
+#[test]
+fn check_prints_how_partitions_store_their_data() {
+    let data = format!("{}/data/breast_cancer.libsvm", env!("CARGO_MANIFEST_DIR"));
+    let dense = write_config(
+        "format-libsvm",
+        &format!(
+            "workers = 2\n[data]\nkind = \"libsvm\"\npath = \"{data}\"\n[model]\nloss = \"logistic\"\n"
+        ),
+    );
+    let text = stdout(&gradcode(&["check", "--config", dense.to_str().unwrap()]));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("data "))
+        .unwrap_or_else(|| panic!("no data line: {text}"));
+    // breast_cancer.libsvm lists almost all 30 features of its 569 rows (a few zeros are left out).
+    assert!(
+        line.contains(
+            "dense partitions (auto: LIBSVM density 9.954e-1 not below 0.25 over the whole file)"
+        ),
+        "{line}"
+    );
+    let v = json(&gradcode(&[
+        "check",
+        "--json",
+        "--config",
+        dense.to_str().unwrap(),
+        "--set",
+        "data.format=sparse",
+    ]));
+    assert_eq!(v["data_format"]["storage"], "sparse");
+    assert_eq!(v["data_format"]["reason"], "data.format = \"sparse\"");
+    let v = json(&gradcode(&[
+        "check",
+        "--json",
+        "--set",
+        "data.kind=synthetic-onehot",
+    ]));
+    assert_eq!(v["data_format"]["storage"], "sparse");
+    let out = gradcode(&["check", "--set", "data.format=sparse"]);
+    assert_rejected("sparse gaussian data", &out, "data.format");
+}

@@ -233,6 +233,40 @@ fn logistic_regression_on_a_real_data_set_matches_the_reference() {
 }
 
 #[test]
+fn sparse_data_trains_to_the_full_batch_reference() {
+    // Synthetic one-hot (sparse automatically) and a LIBSVM file stored sparse
+    // and standardised by scaling (statistics from the master, in the setup).
+    let data = format!("{}/data/breast_cancer.libsvm", env!("CARGO_MANIFEST_DIR"));
+    let cases = [
+        (
+            "sparse-onehot",
+            "[data]\nkind = \"synthetic-onehot\"\ntrain_samples = 2000\ntest_samples = 200\nfeatures = 20000\nnonzeros_per_row = 10\n".to_string(),
+        ),
+        (
+            "sparse-libsvm",
+            format!("[data]\nkind = \"libsvm\"\nformat = \"sparse\"\npath = \"{data}\"\n"),
+        ),
+    ];
+    for (name, data) in cases {
+        let text = format!(
+            "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\n{data}[model]\nloss = \"logistic\"\n[train]\niterations = 25\nlearning_rate = 0.5\noptimizer = \"nesterov\"\n"
+        );
+        let (summary, _) = train(name, 5, &text, &[]);
+        let config = parse(&text, "test", &[]).unwrap().config;
+        let plan = gradcode::learn::DataPlan::new(&config, 4).unwrap();
+        assert_eq!(
+            plan.storage(),
+            gradcode::learn::data::Storage::Sparse,
+            "{name}"
+        );
+        let (theta, _) = common::full_batch(&config, 4);
+        let err = common::relative_error(&common::theta(&summary), &theta);
+        assert!(err <= 1e-9, "{name}: relative error {err}");
+        assert!(theta.iter().any(|&v| v != 0.0), "{name}: the model moved");
+    }
+}
+
+#[test]
 fn thirteen_ranks_on_two_cores_complete_at_the_emulated_speed() {
     let text = "workers = 12\n[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 4\nclusters_per_worker = 2\n[straggler]\nmodel = \"gilbert-elliott\"\nmu_fast = 10.0\nmu_slow = 0.1\nswitch_probability = 0.05\ninitial_stragglers = 6\ntime_unit_ms = 5.0\n[data]\ntrain_samples = 1200\nfeatures = 50\n[train]\niterations = 40\n";
     let (summary, trace) = train("thirteen", 13, text, &[]);

@@ -76,6 +76,12 @@ struct DynamicPlan {
 }
 
 #[derive(Debug, Serialize)]
+struct DataFormatReport {
+    storage: &'static str,
+    reason: String,
+}
+
+#[derive(Serialize)]
 struct CheckReport {
     origin: String,
     scheme: String,
@@ -89,6 +95,8 @@ struct CheckReport {
     keys: &'static [&'static str],
     workers_total: usize,
     partitions: usize,
+    /// How partitions store their samples (`data.format` resolved) and why.
+    data_format: DataFormatReport,
     /// Cluster membership (1-based ids), cluster 1 first; empty when unclustered.
     clusters: Vec<Vec<usize>>,
     tolerated_stragglers: Tolerance,
@@ -181,7 +189,7 @@ fn sample_amplification(
 pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let setup = load(args)?;
     // The data files train would read: they exist, and their first rows parse.
-    crate::learn::data::check_data_files(&setup.loaded.config)?;
+    let format = crate::learn::data::check_data_files(&setup.loaded.config)?;
     // The straggler model train and simulate would build: a trace file is read and checked.
     let straggler_trace =
         crate::straggler::DelaySpec::from_config(&setup.loaded.config)?.trace_summary();
@@ -235,6 +243,10 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         keys: entry.keys(),
         workers_total: k,
         partitions: scheme.partitions(),
+        data_format: DataFormatReport {
+            storage: format.storage.name(),
+            reason: format.reason,
+        },
         clusters: plan.clusters.iter().map(|c| one_based(c)).collect(),
         tolerated_stragglers: tolerance,
         arrivals_needed: Tolerance {
@@ -331,6 +343,11 @@ fn print_text(r: &CheckReport) {
         "workers       K = {}, partitions = {}",
         r.workers_total,
         r.partitions
+    );
+    crate::outln!(
+        "data          {} partitions ({})",
+        r.data_format.storage,
+        r.data_format.reason
     );
     if !r.clusters.is_empty() {
         crate::outln!(

@@ -181,11 +181,14 @@ impl Master<'_> {
         let k = self.workers;
         let scheme = self.scheme.as_deref().expect("prepared before training");
         let data = DataPlan::new(self.config, scheme.partitions())?;
+        // Standardisation statistics: one streaming pass here, sent with the setup.
+        let standardization = data.standardization()?.cloned();
         let test = data.load_test()?;
         for w in 0..k {
             let setup = Setup {
                 partitions: scheme.partitions(),
                 stored: scheme.stored(w).to_vec(),
+                standardization: standardization.clone(),
             };
             self.comm
                 .send(w as i32 + 1, protocol::TAG_SETUP, &setup.encode());

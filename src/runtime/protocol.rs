@@ -7,7 +7,7 @@
 //!
 //! | kind | direction | payload |
 //! |---|---|---|
-//! | setup | master → worker | partitions in total, stored partitions |
+//! | setup | master → worker | partitions in total, stored partitions, standardisation (centre and scale per feature, or none) |
 //! | ready | worker → master | samples loaded, features |
 //! | error | either way | one line of UTF-8, one byte per f64 |
 //! | task | master → worker | [`Task`]: the iteration's pace and work |
@@ -21,6 +21,7 @@
 //! | loading | worker → master | nothing: still loading its partitions (a heartbeat during setup) |
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
+use crate::learn::Standardization;
 
 pub const TAG_SETUP: i32 = 1;
 pub const TAG_READY: i32 = 2;
@@ -103,22 +104,46 @@ impl<'a> Reader<'a> {
         Ok(v as usize)
     }
 
+    /// The next `n` values.
+    fn take(&mut self, n: usize) -> Result<&'a [f64], ProtocolError> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&end| end <= self.data.len())
+            .ok_or_else(|| {
+                malformed(self.kind, format!("ends before {n} values at {}", self.at))
+            })?;
+        let values = &self.data[self.at..end];
+        self.at = end;
+        Ok(values)
+    }
+
     fn rest(self) -> &'a [f64] {
         &self.data[self.at..]
     }
 }
 
-/// Setup of one worker: how many partitions exist and which it stores.
+/// Setup of one worker: how many partitions exist, which it stores, and the
+/// standardisation of file data (computed once, by the master).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setup {
     pub partitions: usize,
     pub stored: Vec<usize>,
+    pub standardization: Option<Standardization>,
 }
 
 impl Setup {
     pub fn encode(&self) -> Vec<f64> {
         let mut out = vec![self.partitions as f64, self.stored.len() as f64];
         out.extend(self.stored.iter().map(|&p| p as f64));
+        match &self.standardization {
+            None => out.push(0.0),
+            Some(s) => {
+                out.push(s.features() as f64);
+                out.extend_from_slice(&s.center);
+                out.extend_from_slice(&s.scale);
+            }
+        }
         out
     }
 
@@ -130,7 +155,19 @@ impl Setup {
         if stored.iter().any(|&p| p >= partitions) {
             return Err(malformed("setup", "stored partition out of range"));
         }
-        Ok(Self { partitions, stored })
+        let features = r.count()?;
+        let standardization = if features == 0 {
+            None
+        } else {
+            let center = r.take(features)?.to_vec();
+            let scale = r.take(features)?.to_vec();
+            Some(Standardization { center, scale })
+        };
+        Ok(Self {
+            partitions,
+            stored,
+            standardization,
+        })
     }
 }
 
@@ -404,12 +441,30 @@ mod tests {
 
     #[test]
     fn setup_and_text_round_trip() {
-        let s = Setup {
+        let mut s = Setup {
             partitions: 12,
             stored: vec![0, 5, 11],
+            standardization: None,
         };
         assert_eq!(Setup::decode(&s.encode()).unwrap(), s);
-        assert!(Setup::decode(&[2.0, 1.0, 2.0]).is_err(), "partition 2 of 2");
+        s.standardization = Some(Standardization {
+            center: vec![1.5, -2.0, 0.0],
+            scale: vec![0.25, 1.0, 3.0],
+        });
+        let encoded = s.encode();
+        assert_eq!(Setup::decode(&encoded).unwrap(), s);
+        assert!(
+            Setup::decode(&encoded[..encoded.len() - 1]).is_err(),
+            "a scale short"
+        );
+        assert!(
+            Setup::decode(&[2.0, 1.0, 2.0, 0.0]).is_err(),
+            "partition 2 of 2"
+        );
+        assert!(
+            Setup::decode(&[2.0, 1.0, 1.0]).is_err(),
+            "no standardisation count"
+        );
         assert_eq!(
             decode_text(&encode_text("data.path: cannot open: é")),
             "data.path: cannot open: é"

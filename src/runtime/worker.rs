@@ -18,6 +18,7 @@ use super::comm::{Backoff, Comm, Received, Wait, WaitMode, instant_after, receiv
 use super::interrupt;
 use super::protocol::{self, ResultHeader, Setup, Task};
 use crate::config::Config;
+use crate::error::InputError;
 use crate::learn::{DataPlan, Partition, kernel};
 
 /// Longest sleep between probes of an idle or waiting worker.
@@ -30,7 +31,7 @@ const HEARTBEAT_MIN: Duration = Duration::from_millis(10);
 const HEARTBEAT_MAX: Duration = Duration::from_secs(1);
 /// Longest sleep between probes while the data loads.
 const LOADING_CAP: Duration = Duration::from_millis(5);
-/// Rows per block between probes: about 512 KiB of samples.
+/// Values read per block between probes: 512 KiB of dense samples, 768 KiB sparse.
 const BLOCK_VALUES: usize = 1 << 16;
 /// How long a worker waits for the model that follows a task (the master
 /// posts both sends together) before it reports a protocol error.
@@ -188,11 +189,23 @@ enum Loaded {
 /// master names it after `train.result_timeout_s`.
 fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
     let (own, partitions, stored) = (config.clone(), setup.partitions, setup.stored.clone());
+    let standardization = setup.standardization.clone();
     let spawned = std::thread::Builder::new()
         .name("load".to_string())
         .spawn(move || {
-            DataPlan::new(&own, partitions)
-                .and_then(|plan| Ok((plan.features(), plan.load(&stored)?)))
+            let plan = DataPlan::new(&own, partitions)?;
+            // The master's statistics, computed once: a worker never makes its own.
+            match standardization {
+                Some(s) => plan.set_standardization(s)?,
+                None if plan.standardizes() => {
+                    return Err(InputError::new(
+                        "setup",
+                        "has no standardisation for standardised data",
+                    ));
+                }
+                None => {}
+            }
+            Ok::<_, InputError>((plan.features(), plan.load(&stored)?))
         });
     let loader = match spawned {
         Ok(handle) => handle,
@@ -353,11 +366,11 @@ impl Worker<'_> {
         while self.slots.len() < work.compute.len() {
             self.slots.push(vec![0.0; dim + 1]);
         }
-        let block_rows = (BLOCK_VALUES / dim.max(1)).max(1);
         let mut compute_s = 0.0;
         let mut next_message = 0;
         for (slot, &p) in work.compute.iter().enumerate() {
             let part = &self.data[self.index[p]];
+            let block_rows = part.x.rows_per_block(BLOCK_VALUES);
             self.slot_of[p] = slot;
             let busy = Instant::now();
             let g = &mut self.slots[slot];
@@ -366,14 +379,7 @@ impl Worker<'_> {
             let mut row = 0;
             while row < part.len() {
                 let end = (row + block_rows).min(part.len());
-                loss[0] += kernel::accumulate(
-                    self.loss,
-                    part.x.view(),
-                    &part.y,
-                    row..end,
-                    &self.theta,
-                    grad,
-                );
+                loss[0] += part.accumulate(self.loss, row..end, &self.theta, grad);
                 row = end;
                 if row < part.len() {
                     if let Some(c) = self.link.poll()? {

@@ -125,9 +125,9 @@ pub fn full_batch(config: &gradcode::config::Config, partitions: usize) -> (Vec<
         gradient.iter_mut().for_each(|g| *g = 0.0);
         let mut loss = 0.0;
         for part in &parts {
-            loss += kernel::accumulate(
+            loss += kernel::accumulate_features(
                 config.model.loss,
-                part.x.view(),
+                &part.x,
                 &part.y,
                 0..part.len(),
                 opt.eval_point(),

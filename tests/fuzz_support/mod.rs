@@ -277,8 +277,8 @@ pub fn data_files(
                 plan.train_samples()
             );
             for p in &parts {
-                assert_eq!(p.x.ncols(), plan.features());
-                assert_eq!(p.x.nrows(), p.y.len());
+                assert_eq!(p.x.columns(), plan.features());
+                assert_eq!(p.x.rows(), p.y.len());
                 assert!(p.y.iter().all(|y| y.is_finite()));
                 if loss == Loss::Logistic {
                     assert!(p.y.iter().all(|&y| y == 1.0 || y == -1.0));
@@ -290,7 +290,7 @@ pub fn data_files(
         Err(e) => check(&e),
         Ok(t) => {
             assert_eq!(t.len(), plan.test_samples());
-            assert_eq!(t.x.ncols(), plan.features());
+            assert_eq!(t.x.columns(), plan.features());
         }
     }
 }

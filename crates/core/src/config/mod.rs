@@ -13,7 +13,10 @@ mod schema;
 mod validate;
 
 pub use schema::*;
-pub use validate::{MAX_MATRIX_MIB_LIMIT, MAX_WORKERS, check_dense_matrix, validate};
+pub use validate::{
+    MAX_MATRIX_MIB_LIMIT, MAX_WORKERS, check_dense_matrix, check_sparse_matrix, check_sparse_width,
+    validate,
+};
 
 use crate::error::InputError;
 use std::collections::BTreeSet;

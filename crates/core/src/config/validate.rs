@@ -108,7 +108,55 @@ pub fn check_dense_matrix(
         return Err(InputError::new(
             field,
             format!(
-                "the dense {what} matrix of {rows} samples × {features} features × 8 bytes takes {mib} MiB, more than data.max_matrix_mib = {max_mib} (every process builds it; raise the limit only if the nodes have the memory)"
+                "the dense {what} matrix of {rows} samples × {features} features × 8 bytes takes {mib} MiB, more than data.max_matrix_mib = {max_mib} (raise the limit only if the nodes have the memory, or store sparse data sparse: data.format)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Check that a model of `features` parameters fits in `data.max_matrix_mib`
+/// and that the features fit the 32-bit column indices of sparse partitions.
+pub fn check_sparse_width(field: &str, features: usize, max_mib: usize) -> Result {
+    let limit = max_mib as u128 * (1 << 20);
+    let model = features as u128 * 8;
+    if model > limit {
+        return Err(InputError::new(
+            field,
+            format!(
+                "the model of {features} features × 8 bytes takes {} MiB, more than data.max_matrix_mib = {max_mib} (every process holds several)",
+                model.div_ceil(1 << 20)
+            ),
+        ));
+    }
+    if features as u128 > u32::MAX as u128 + 1 {
+        return Err(InputError::new(
+            field,
+            format!("has {features} features; sparse partitions index at most 2^32"),
+        ));
+    }
+    Ok(())
+}
+
+/// Check [`check_sparse_width`] and that a CSR matrix of `rows` samples with
+/// `stored` entries fits in `data.max_matrix_mib`.
+pub fn check_sparse_matrix(
+    field: &str,
+    what: &str,
+    rows: usize,
+    stored: usize,
+    features: usize,
+    max_mib: usize,
+) -> Result {
+    check_sparse_width(field, features, max_mib)?;
+    let limit = max_mib as u128 * (1 << 20);
+    let bytes = crate::learn::sparse::csr_bytes(rows, stored);
+    if bytes > limit {
+        return Err(InputError::new(
+            field,
+            format!(
+                "the sparse {what} matrix of {rows} samples with {stored} stored entries takes {} MiB, more than data.max_matrix_mib = {max_mib}",
+                bytes.div_ceil(1 << 20)
             ),
         ));
     }
@@ -124,7 +172,7 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
         ));
     }
     match d.kind {
-        DataKind::SyntheticLinear | DataKind::SyntheticLogistic => {
+        DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot => {
             if d.train_samples < workers {
                 return Err(InputError::value(
                     "data.train_samples",
@@ -134,20 +182,54 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
             }
             at_least("data.test_samples", d.test_samples, 1)?;
             at_least("data.features", d.features, 1)?;
-            check_dense_matrix(
-                "data.train_samples",
-                "training",
-                d.train_samples,
-                d.features,
-                d.max_matrix_mib,
-            )?;
-            check_dense_matrix(
-                "data.test_samples",
-                "test",
-                d.test_samples,
-                d.features,
-                d.max_matrix_mib,
-            )?;
+            if d.kind == DataKind::SyntheticOnehot {
+                at_least("data.nonzeros_per_row", d.nonzeros_per_row, 1)?;
+                if d.nonzeros_per_row > d.features {
+                    return Err(InputError::value(
+                        "data.nonzeros_per_row",
+                        d.nonzeros_per_row,
+                        format!(
+                            "exceeds data.features = {} (each categorical column needs a level)",
+                            d.features
+                        ),
+                    ));
+                }
+            } else if d.format == DataFormat::Sparse {
+                return Err(InputError::value(
+                    "data.format",
+                    "\"sparse\"",
+                    format!(
+                        "needs libsvm, csv or synthetic-onehot data; data.kind = {} is dense",
+                        kind_name(d.kind)
+                    ),
+                ));
+            }
+            if d.kind == DataKind::SyntheticOnehot && d.format != DataFormat::Dense {
+                check_sparse_width("data.features", d.features, d.max_matrix_mib)?;
+                let nnz = d.nonzeros_per_row as u128;
+                for (field, what, rows) in [
+                    ("data.train_samples", "training", d.train_samples),
+                    ("data.test_samples", "test", d.test_samples),
+                ] {
+                    let stored = usize::try_from(rows as u128 * nnz).unwrap_or(usize::MAX);
+                    check_sparse_matrix(field, what, rows, stored, d.features, d.max_matrix_mib)?;
+                }
+            } else {
+                check_dense_matrix(
+                    "data.train_samples",
+                    "training",
+                    d.train_samples,
+                    d.features,
+                    d.max_matrix_mib,
+                )?;
+                check_dense_matrix(
+                    "data.test_samples",
+                    "test",
+                    d.test_samples,
+                    d.features,
+                    d.max_matrix_mib,
+                )?;
+            }
             non_negative("data.noise_std", d.noise_std)?;
             for (field, value) in [("data.path", &d.path), ("data.test_path", &d.test_path)] {
                 if value.is_some() {
@@ -192,6 +274,7 @@ fn kind_name(kind: DataKind) -> &'static str {
         DataKind::SyntheticLogistic => "synthetic-logistic",
         DataKind::Libsvm => "libsvm",
         DataKind::Csv => "csv",
+        DataKind::SyntheticOnehot => "synthetic-onehot",
     }
 }
 

@@ -4,7 +4,7 @@
 use super::EngineError;
 use super::timing::Timing;
 use crate::config::{Config, Loss};
-use crate::learn::{DataPlan, Optimizer, Partition, kernel};
+use crate::learn::{DataPlan, Optimizer, Partition};
 
 /// The optimiser, the test set and what the update needs to know of the data.
 pub struct Learner {
@@ -113,12 +113,7 @@ impl Learner {
         self.train_loss = losses.train;
         if iteration % self.eval_every == 0 || iteration + 1 == self.iterations {
             losses.test = timing.time("evaluate", || {
-                let sum = kernel::loss_sum(
-                    self.loss,
-                    self.test.x.view(),
-                    &self.test.y,
-                    self.opt.eval_point(),
-                );
+                let sum = self.test.loss_sum(self.loss, self.opt.eval_point());
                 self.opt.objective(sum, self.test.len())
             });
             self.test_loss = losses.test;

@@ -3,26 +3,41 @@
 //! The training samples are split into `P` contiguous partitions (mini-batches):
 //! partition `p` holds samples `p·N/P .. (p+1)·N/P`. A worker generates or
 //! loads only the partitions it stores, so data never passes through the
-//! master. Every sample is a pure function of (config, seed, sample index):
+//! master, and no process builds a matrix of more than its own partitions (the
+//! master: the test set; [`DataPlan::rows_materialised`] counts them). Every
+//! sample is a pure function of (config, seed, sample index):
 //!
 //! - synthetic samples come from the random sub-stream of their own index
 //!   (`rng::substream(seed, Data, i)`), so any partitioning, any process and any
 //!   order of generation sees the same data set;
 //! - file samples are split into test and training rows by a seeded permutation
 //!   that every process computes alike, and standardised with statistics of the
-//!   training rows.
+//!   training rows, computed in one streaming pass ([`FeatureMoments`]) by one
+//!   process and handed to the others ([`DataPlan::set_standardization`]).
+//!
+//! Partitions are dense or sparse (CSR, [`Storage`]): `data.format = "auto"`
+//! stores synthetic-onehot data and LIBSVM files of density below
+//! [`SPARSE_DENSITY_THRESHOLD`] sparse. Sparse data is standardised by scaling
+//! only: centering would make every zero non-zero.
 
 use std::fs::File;
 use std::io::BufReader;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use ndarray::Array2;
 use rand::RngExt;
 use rand::seq::SliceRandom;
-use rand_distr::{Distribution, StandardNormal};
+use rand_distr::{Distribution, StandardNormal, Zipf};
 
-use crate::config::{Config, DataKind, Loss, check_dense_matrix};
+use super::sparse::{CsrMatrix, Features};
+use super::standardize::{FeatureMoments, Standardization};
+use crate::config::{
+    Config, DataFormat, DataKind, Loss, SPARSE_DENSITY_THRESHOLD, check_dense_matrix,
+    check_sparse_matrix,
+};
 use crate::error::InputError;
 use crate::rng::{Stream, substream};
 use crate::textfile::Lines;
@@ -32,8 +47,8 @@ use crate::textfile::Lines;
 pub struct Partition {
     /// Partition id (`usize::MAX` for the test set).
     pub id: usize,
-    /// Samples × features, row-major.
-    pub x: Array2<f64>,
+    /// Samples × features, dense (row-major) or sparse.
+    pub x: Features,
     pub y: Vec<f64>,
 }
 
@@ -45,6 +60,55 @@ impl Partition {
 
     pub fn is_empty(&self) -> bool {
         self.y.is_empty()
+    }
+
+    /// Adds the gradient of the loss over `rows` into `grad`; returns the loss sum
+    /// (`kernel::accumulate_features`).
+    pub fn accumulate(
+        &self,
+        loss: Loss,
+        rows: Range<usize>,
+        theta: &[f64],
+        grad: &mut [f64],
+    ) -> f64 {
+        super::kernel::accumulate_features(loss, &self.x, &self.y, rows, theta, grad)
+    }
+
+    /// The loss summed over every sample.
+    pub fn loss_sum(&self, loss: Loss, theta: &[f64]) -> f64 {
+        super::kernel::loss_sum_features(loss, &self.x, &self.y, theta)
+    }
+}
+
+/// How a plan stores partitions: `data.format` resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    Dense,
+    Sparse,
+}
+
+impl Storage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Storage::Dense => "dense",
+            Storage::Sparse => "sparse",
+        }
+    }
+}
+
+/// `data.format` resolved for data of `kind` with `density` (stored entries
+/// over samples × features, files only).
+pub fn choose_storage(format: DataFormat, kind: DataKind, density: Option<f64>) -> Storage {
+    match format {
+        DataFormat::Dense => Storage::Dense,
+        DataFormat::Sparse => Storage::Sparse,
+        DataFormat::Auto => match kind {
+            DataKind::SyntheticOnehot => Storage::Sparse,
+            DataKind::Libsvm if density.is_some_and(|d| d < SPARSE_DENSITY_THRESHOLD) => {
+                Storage::Sparse
+            }
+            _ => Storage::Dense,
+        },
     }
 }
 
@@ -64,12 +128,20 @@ pub struct DataPlan {
     train_samples: usize,
     test_samples: usize,
     partitions: usize,
+    storage: Storage,
+    /// Stored entries over samples × features (files: of the whole file(s)).
+    density: f64,
+    /// Standardisation of file data, computed or handed over once.
+    standardization: OnceLock<Standardization>,
+    /// Sample rows put into matrices so far (training and test).
+    materialised: Arc<AtomicUsize>,
 }
 
 #[derive(Debug, Clone)]
 enum Source {
     SyntheticLinear { seed: u64, noise_std: f64 },
     SyntheticLogistic { seed: u64 },
+    SyntheticOnehot(OnehotModel),
     File(FileSource),
 }
 
@@ -79,6 +151,8 @@ struct FileSource {
     path: String,
     test_path: Option<String>,
     standardize: bool,
+    /// Data rows of the training file.
+    file_rows: usize,
     /// Training row j (in partition order) is line-row `train_rows[j]` of `path`.
     train_rows: Vec<usize>,
     /// Test rows of `path` when there is no `test_path`.
@@ -87,11 +161,15 @@ struct FileSource {
 
 impl DataPlan {
     /// Plan the data of `config` split into `partitions` partitions. For files
-    /// this reads the file(s) once to count and check rows.
+    /// this reads the file(s) once to count and check rows (no matrix).
     pub fn new(config: &Config, partitions: usize) -> Result<Self, InputError> {
         let d = &config.data;
         let loss = config.model.loss;
-        let (source, features, train_samples, test_samples) = match d.kind {
+        let synthetic_density = |features: usize| match d.kind {
+            DataKind::SyntheticOnehot => d.nonzeros_per_row as f64 / features as f64,
+            _ => 1.0,
+        };
+        let (source, features, train_samples, test_samples, density) = match d.kind {
             DataKind::SyntheticLinear => (
                 Source::SyntheticLinear {
                     seed: config.seed,
@@ -100,12 +178,25 @@ impl DataPlan {
                 d.features,
                 d.train_samples,
                 d.test_samples,
+                1.0,
             ),
             DataKind::SyntheticLogistic => (
                 Source::SyntheticLogistic { seed: config.seed },
                 d.features,
                 d.train_samples,
                 d.test_samples,
+                1.0,
+            ),
+            DataKind::SyntheticOnehot => (
+                Source::SyntheticOnehot(OnehotModel::new(
+                    config.seed,
+                    d.features,
+                    d.nonzeros_per_row,
+                )?),
+                d.features,
+                d.train_samples,
+                d.test_samples,
+                synthetic_density(d.features),
             ),
             DataKind::Libsvm | DataKind::Csv => {
                 let path = d
@@ -114,6 +205,9 @@ impl DataPlan {
                     .ok_or_else(|| InputError::new("data.path", "is required"))?;
                 let scan = scan_file(d.kind, &path, loss)?;
                 let mut features = scan.features;
+                let mut stored = scan.stored as f64;
+                let mut all_rows = scan.rows as f64;
+                let mut test_stored = scan.stored;
                 let (train_rows, test_rows) = match &d.test_path {
                     Some(test_path) => {
                         let test_scan = scan_file(d.kind, test_path, loss)?;
@@ -127,6 +221,9 @@ impl DataPlan {
                             ));
                         }
                         features = features.max(test_scan.features);
+                        stored += test_scan.stored as f64;
+                        all_rows += test_scan.rows as f64;
+                        test_stored = test_scan.stored;
                         ((0..scan.rows).collect(), (0..test_scan.rows).collect())
                     }
                     None => {
@@ -138,36 +235,85 @@ impl DataPlan {
                     }
                 };
                 let (train, test) = (train_rows.len(), test_rows.len());
-                // The largest feature index makes the dense width: refuse before allocating.
+                let density = stored / (all_rows * features.max(1) as f64);
+                // The largest feature index makes the width: refuse before allocating.
                 let test_origin = d.test_path.as_deref().unwrap_or(&path);
-                check_dense_matrix(&path, "training", train, features, d.max_matrix_mib)?;
-                check_dense_matrix(test_origin, "test", test, features, d.max_matrix_mib)?;
+                match choose_storage(d.format, d.kind, Some(density)) {
+                    Storage::Dense => {
+                        check_dense_matrix(&path, "training", train, features, d.max_matrix_mib)?;
+                        check_dense_matrix(test_origin, "test", test, features, d.max_matrix_mib)?;
+                    }
+                    Storage::Sparse => {
+                        // The entries of the whole file bound those of its training rows.
+                        let limit = d.max_matrix_mib;
+                        check_sparse_matrix(
+                            &path,
+                            "training",
+                            train,
+                            scan.stored,
+                            features,
+                            limit,
+                        )?;
+                        check_sparse_matrix(
+                            test_origin,
+                            "test",
+                            test,
+                            test_stored,
+                            features,
+                            limit,
+                        )?;
+                    }
+                }
                 let source = Source::File(FileSource {
                     kind: d.kind,
                     path,
                     test_path: d.test_path.clone(),
                     standardize: d.standardize,
+                    file_rows: scan.rows,
                     train_rows,
                     test_rows,
                 });
-                (source, features, train, test)
+                (source, features, train, test, density)
             }
         };
-        if let Source::SyntheticLinear { .. } | Source::SyntheticLogistic { .. } = source {
-            check_dense_matrix(
-                "data.train_samples",
-                "training",
-                train_samples,
-                features,
-                d.max_matrix_mib,
-            )?;
-            check_dense_matrix(
-                "data.test_samples",
-                "test",
-                test_samples,
-                features,
-                d.max_matrix_mib,
-            )?;
+        let storage = choose_storage(d.format, d.kind, Some(density));
+        if !matches!(source, Source::File(_)) {
+            if storage == Storage::Sparse {
+                let nnz = d.nonzeros_per_row;
+                let limit = d.max_matrix_mib;
+                let stored = |rows: usize| rows.saturating_mul(nnz);
+                check_sparse_matrix(
+                    "data.train_samples",
+                    "training",
+                    train_samples,
+                    stored(train_samples),
+                    features,
+                    limit,
+                )?;
+                check_sparse_matrix(
+                    "data.test_samples",
+                    "test",
+                    test_samples,
+                    stored(test_samples),
+                    features,
+                    limit,
+                )?;
+            } else {
+                check_dense_matrix(
+                    "data.train_samples",
+                    "training",
+                    train_samples,
+                    features,
+                    d.max_matrix_mib,
+                )?;
+                check_dense_matrix(
+                    "data.test_samples",
+                    "test",
+                    test_samples,
+                    features,
+                    d.max_matrix_mib,
+                )?;
+            }
         }
         if train_samples < partitions {
             return Err(InputError::value(
@@ -185,6 +331,10 @@ impl DataPlan {
             train_samples,
             test_samples,
             partitions,
+            storage,
+            density,
+            standardization: OnceLock::new(),
+            materialised: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -208,6 +358,22 @@ impl DataPlan {
         self.partitions
     }
 
+    /// How partitions store their samples.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// Stored entries over samples × features (1 for dense synthetic data).
+    pub fn density(&self) -> f64 {
+        self.density
+    }
+
+    /// Sample rows this plan has put into matrices (training partitions and
+    /// test set) so far: what a process holds, not what it read.
+    pub fn rows_materialised(&self) -> usize {
+        self.materialised.load(Ordering::Relaxed)
+    }
+
     /// Training sample indices of partition `p`.
     pub fn rows(&self, p: usize) -> Range<usize> {
         let (n, k) = (self.train_samples as u128, self.partitions as u128);
@@ -215,83 +381,189 @@ impl DataPlan {
         at(p as u128)..at(p as u128 + 1)
     }
 
+    /// Whether the data is standardised (files with `data.standardize`).
+    pub fn standardizes(&self) -> bool {
+        matches!(&self.source, Source::File(f) if f.standardize)
+    }
+
+    /// The standardisation the data gets (None: synthetic data or
+    /// `data.standardize = false`). The first call on a plan that was not
+    /// handed one ([`Self::set_standardization`]) computes it in one streaming
+    /// pass over the training rows: O(features) memory, no matrix.
+    pub fn standardization(&self) -> Result<Option<&Standardization>, InputError> {
+        let Source::File(f) = &self.source else {
+            return Ok(None);
+        };
+        if !f.standardize {
+            return Ok(None);
+        }
+        if let Some(s) = self.standardization.get() {
+            return Ok(Some(s));
+        }
+        let moments = self.train_moments(f)?;
+        let computed = moments
+            .standardization(self.storage == Storage::Dense)
+            .map_err(|o| {
+                let column = match f.kind {
+                    DataKind::Csv => format!("column {} (feature {})", o.feature + 2, o.feature + 1),
+                    _ => format!("feature {}", o.feature + 1),
+                };
+                InputError::new(
+                    &f.path,
+                    format!(
+                        "{column} cannot be standardised: its {} over the training rows overflows \
+                         (values up to {:.3e}); rescale that column, or set data.standardize = false",
+                        o.statistic, o.largest
+                    ),
+                )
+            })?;
+        Ok(Some(self.standardization.get_or_init(|| computed)))
+    }
+
+    /// Use `s`, computed by another process from the same config, instead of
+    /// computing it here. Refused when this plan standardises nothing, when
+    /// it has a standardisation already, or when `s` does not fit the data
+    /// (width, or centering sparse data).
+    pub fn set_standardization(&self, s: Standardization) -> Result<(), InputError> {
+        let field = "standardization";
+        if !matches!(&self.source, Source::File(f) if f.standardize) {
+            return Err(InputError::new(
+                field,
+                "given for data that is not standardised",
+            ));
+        }
+        if s.features() != self.features || s.center.len() != self.features {
+            return Err(InputError::new(
+                field,
+                format!("has {} features, the data {}", s.features(), self.features),
+            ));
+        }
+        if self.storage == Storage::Sparse && s.centers() {
+            return Err(InputError::new(field, "centres sparse data"));
+        }
+        self.standardization
+            .set(s)
+            .map_err(|_| InputError::new(field, "is set already"))
+    }
+
     /// Generate or load the partitions `ids`.
     pub fn load(&self, ids: &[usize]) -> Result<Vec<Partition>, InputError> {
-        match &self.source {
+        let parts = match &self.source {
             Source::SyntheticLinear { seed, noise_std } => {
                 let theta = true_model(*seed, self.features);
-                Ok(ids
-                    .iter()
+                ids.iter()
                     .map(|&p| {
                         let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
-                        linear_samples(*seed, &rows, &theta, *noise_std, p)
+                        let (x, y) = linear_samples(*seed, &rows, &theta, *noise_std);
+                        Partition {
+                            id: p,
+                            x: Features::Dense(x),
+                            y,
+                        }
                     })
-                    .collect())
+                    .collect()
             }
             Source::SyntheticLogistic { seed } => {
                 let model = LogisticModel::new(*seed, self.features);
-                Ok(ids
-                    .iter()
+                ids.iter()
                     .map(|&p| {
                         let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
-                        model.samples(*seed, &rows, p)
+                        let (x, y) = model.samples(*seed, &rows);
+                        Partition {
+                            id: p,
+                            x: Features::Dense(x),
+                            y,
+                        }
                     })
-                    .collect())
+                    .collect()
             }
+            Source::SyntheticOnehot(model) => ids
+                .iter()
+                .map(|&p| {
+                    let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
+                    let (x, y) = model.samples(&rows);
+                    Partition {
+                        id: p,
+                        x: self.stored_as(x),
+                        y,
+                    }
+                })
+                .collect(),
             Source::File(f) => {
                 let wanted: Vec<Vec<usize>> = ids
                     .iter()
                     .map(|&p| self.rows(p).map(|j| f.train_rows[j]).collect())
                     .collect();
-                let mut parts = read_rows(f.kind, &f.path, self.features, self.loss, &wanted)?;
-                if f.standardize {
-                    let stats = self.train_statistics(f)?;
-                    for (x, _) in &mut parts {
-                        stats.apply(x);
-                    }
-                }
-                Ok(ids
-                    .iter()
+                let standardization = self.standardization()?;
+                let parts = read_rows(
+                    f.kind,
+                    &f.path,
+                    self.features,
+                    self.loss,
+                    &wanted,
+                    self.storage,
+                )?;
+                ids.iter()
                     .zip(parts)
-                    .map(|(&id, (x, y))| Partition { id, x, y })
-                    .collect())
+                    .map(|(&id, (mut x, y))| {
+                        if let Some(s) = standardization {
+                            apply(s, &mut x);
+                        }
+                        Partition { id, x, y }
+                    })
+                    .collect::<Vec<_>>()
             }
-        }
+        };
+        let rows: usize = parts.iter().map(Partition::len).sum();
+        self.materialised.fetch_add(rows, Ordering::Relaxed);
+        Ok(parts)
     }
 
     /// Generate or load the test set.
     pub fn load_test(&self) -> Result<Partition, InputError> {
-        match &self.source {
+        let test_rows = || -> Vec<u64> {
+            (0..self.test_samples as u64)
+                .map(|j| TEST_BASE + j)
+                .collect()
+        };
+        let (x, y) = match &self.source {
             Source::SyntheticLinear { seed, noise_std } => {
                 let theta = true_model(*seed, self.features);
-                let rows: Vec<u64> = (0..self.test_samples as u64)
-                    .map(|j| TEST_BASE + j)
-                    .collect();
-                Ok(linear_samples(*seed, &rows, &theta, *noise_std, usize::MAX))
+                let (x, y) = linear_samples(*seed, &test_rows(), &theta, *noise_std);
+                (Features::Dense(x), y)
             }
             Source::SyntheticLogistic { seed } => {
-                let rows: Vec<u64> = (0..self.test_samples as u64)
-                    .map(|j| TEST_BASE + j)
-                    .collect();
-                Ok(LogisticModel::new(*seed, self.features).samples(*seed, &rows, usize::MAX))
+                let (x, y) = LogisticModel::new(*seed, self.features).samples(*seed, &test_rows());
+                (Features::Dense(x), y)
+            }
+            Source::SyntheticOnehot(model) => {
+                let (x, y) = model.samples(&test_rows());
+                (self.stored_as(x), y)
             }
             Source::File(f) => {
-                let (path, rows) = match &f.test_path {
-                    Some(p) => (p.as_str(), f.test_rows.clone()),
-                    None => (f.path.as_str(), f.test_rows.clone()),
-                };
-                let (mut x, y) =
-                    read_rows(f.kind, path, self.features, self.loss, &[rows])?.remove(0);
-                if f.standardize {
-                    self.train_statistics(f)?.apply(&mut x);
+                let path = f.test_path.as_deref().unwrap_or(&f.path);
+                let standardization = self.standardization()?;
+                let (mut x, y) = read_rows(
+                    f.kind,
+                    path,
+                    self.features,
+                    self.loss,
+                    std::slice::from_ref(&f.test_rows),
+                    self.storage,
+                )?
+                .remove(0);
+                if let Some(s) = standardization {
+                    apply(s, &mut x);
                 }
-                Ok(Partition {
-                    id: usize::MAX,
-                    x,
-                    y,
-                })
+                (x, y)
             }
-        }
+        };
+        self.materialised.fetch_add(y.len(), Ordering::Relaxed);
+        Ok(Partition {
+            id: usize::MAX,
+            x,
+            y,
+        })
     }
 
     /// The true model of synthetic data (None for files).
@@ -301,21 +573,60 @@ impl DataPlan {
             Source::SyntheticLogistic { seed } => {
                 Some(LogisticModel::new(*seed, self.features).beta)
             }
+            Source::SyntheticOnehot(model) => Some(model.beta.clone()),
             Source::File(_) => None,
         }
     }
 
-    fn train_statistics(&self, f: &FileSource) -> Result<Standardizer, InputError> {
-        let (x, _) = read_rows(
-            f.kind,
-            &f.path,
-            self.features,
-            self.loss,
-            std::slice::from_ref(&f.train_rows),
-        )?
-        .remove(0);
-        Standardizer::fit(&x, f.kind, &f.path)
+    /// Sparse samples as this plan stores them.
+    fn stored_as(&self, x: CsrMatrix) -> Features {
+        match self.storage {
+            Storage::Sparse => Features::Sparse(x),
+            Storage::Dense => Features::Dense(x.to_dense()),
+        }
     }
+
+    /// Moments of the training rows, streamed: one row in memory at a time.
+    fn train_moments(&self, f: &FileSource) -> Result<FeatureMoments, InputError> {
+        let mut training = vec![false; f.file_rows];
+        for &r in &f.train_rows {
+            training[r] = true;
+        }
+        let mut moments = FeatureMoments::new(self.features);
+        let features = self.features;
+        for_each_row(f.kind, &f.path, self.loss, None, |row, _, (_, entries)| {
+            if training.get(row).copied().unwrap_or(false) {
+                if let Some(&(j, _)) = entries.iter().find(|&&(j, _)| j >= features) {
+                    return Err(beyond_features(j, features));
+                }
+                moments.add_row(entries);
+            }
+            Ok(())
+        })?;
+        Ok(moments)
+    }
+}
+
+/// Standardise `x` in place: sparse data is only scaled (its standardisation
+/// has no centre, see [`DataPlan::set_standardization`]).
+fn apply(s: &Standardization, x: &mut Features) {
+    match x {
+        Features::Dense(x) => {
+            for mut row in x.rows_mut() {
+                for ((v, m), sd) in row.iter_mut().zip(&s.center).zip(&s.scale) {
+                    *v = (*v - m) / sd;
+                }
+            }
+        }
+        Features::Sparse(x) => x.scale_columns(&s.scale),
+    }
+}
+
+fn beyond_features(j: usize, features: usize) -> String {
+    format!(
+        "feature {} exceeds the {features} features of the training data",
+        j + 1
+    )
 }
 
 /// theta* of synthetic-linear: N(0, 1) entries.
@@ -325,7 +636,12 @@ fn true_model(seed: u64, d: usize) -> Vec<f64> {
 }
 
 /// Synthetic linear regression as in 000 §VI: x ~ N(0, I_d), y = x·theta* + noise_std·N(0, 1).
-fn linear_samples(seed: u64, rows: &[u64], theta: &[f64], noise_std: f64, id: usize) -> Partition {
+fn linear_samples(
+    seed: u64,
+    rows: &[u64],
+    theta: &[f64],
+    noise_std: f64,
+) -> (Array2<f64>, Vec<f64>) {
     let d = theta.len();
     let mut x = Array2::<f64>::zeros((rows.len(), d));
     let mut y = Vec::with_capacity(rows.len());
@@ -339,7 +655,7 @@ fn linear_samples(seed: u64, rows: &[u64], theta: &[f64], noise_std: f64, id: us
         let dot: f64 = row.iter().zip(theta).map(|(a, b)| a * b).sum();
         y.push(dot + noise_std * noise);
     }
-    Partition { id, x, y }
+    (x, y)
 }
 
 /// Tandon et al.'s synthetic logistic regression (001 §5): x ~ ½N(mu1, I) + ½N(mu2, I),
@@ -370,7 +686,7 @@ impl LogisticModel {
         Self { means, beta }
     }
 
-    fn samples(&self, seed: u64, rows: &[u64], id: usize) -> Partition {
+    fn samples(&self, seed: u64, rows: &[u64]) -> (Array2<f64>, Vec<f64>) {
         let d = self.beta.len();
         let mut x = Array2::<f64>::zeros((rows.len(), d));
         let mut y = Vec::with_capacity(rows.len());
@@ -383,85 +699,108 @@ impl LogisticModel {
                 *v = m + z;
             }
             let dot: f64 = row.iter().zip(&self.beta).map(|(a, b)| a * b).sum();
-            let p_positive = 1.0 / ((2.0 * dot).exp() + 1.0);
-            y.push(if rng.random::<f64>() < p_positive {
-                1.0
-            } else {
-                -1.0
-            });
+            y.push(sign_label(&mut rng, dot));
         }
-        Partition { id, x, y }
+        (x, y)
     }
 }
 
-/// Per-feature mean and standard deviation of training rows.
-#[derive(Debug, Clone)]
-struct Standardizer {
-    mean: Vec<f64>,
-    std: Vec<f64>,
+/// +1 with probability 1 / (exp(2·dot) + 1), else −1 (the labels of 001 §5).
+fn sign_label(rng: &mut impl rand::Rng, dot: f64) -> f64 {
+    let p_positive = 1.0 / ((2.0 * dot).exp() + 1.0);
+    if rng.random::<f64>() < p_positive {
+        1.0
+    } else {
+        -1.0
+    }
 }
 
-impl Standardizer {
-    /// The mean and standard deviation of every column of the training rows
-    /// `x` of the file at `path`; an error naming the first column whose
-    /// mean or variance overflows (values near 1e154 and beyond): the data,
-    /// not the model, is what cannot be used as it is.
-    fn fit(x: &Array2<f64>, kind: DataKind, path: &str) -> Result<Self, InputError> {
-        let n = x.nrows().max(1) as f64;
-        let d = x.ncols();
-        let mut mean = vec![0.0; d];
-        for row in x.rows() {
-            for (m, v) in mean.iter_mut().zip(row) {
-                *m += v;
-            }
-        }
-        mean.iter_mut().for_each(|m| *m /= n);
-        let mut var = vec![0.0; d];
-        for row in x.rows() {
-            for ((s, v), m) in var.iter_mut().zip(row).zip(&mean) {
-                *s += (v - m) * (v - m);
-            }
-        }
-        // A constant feature is only centred.
-        let std = var
-            .iter()
-            .map(|s| (s / n).sqrt())
-            .map(|s| if s > 0.0 { s } else { 1.0 })
-            .collect::<Vec<f64>>();
-        if let Some(j) = (0..d).find(|&j| !(mean[j].is_finite() && std[j].is_finite())) {
-            let column = match kind {
-                DataKind::Csv => format!("column {} (feature {})", j + 2, j + 1),
-                _ => format!("feature {}", j + 1),
-            };
-            let largest = x.column(j).iter().fold(0.0f64, |a, v| a.max(v.abs()));
-            return Err(InputError::new(
-                path,
-                format!(
-                    "{column} cannot be standardised: its {} over the training rows overflows \
-                     (values up to {largest:.3e}); rescale that column, or set data.standardize = false",
-                    if mean[j].is_finite() {
-                        "variance"
-                    } else {
-                        "mean"
-                    }
-                ),
+/// Zipf exponent of the levels of a synthetic-onehot column: a few levels are
+/// common and most are rare.
+const ONEHOT_ZIPF_EXPONENT: f64 = 1.0;
+
+/// Synthetic-onehot: `m` categorical columns; column `c` owns the one-hot
+/// features `first[c] .. first[c] + levels[c]` (the `features` split as
+/// evenly as possible). A sample takes one level per column (Zipf-distributed,
+/// [`ONEHOT_ZIPF_EXPONENT`]), so it has exactly `m` entries equal to 1, and
+/// its label is drawn as in synthetic-logistic from the planted model
+/// beta* (N(0, 1/m) entries, so x·beta* is of order one).
+#[derive(Debug, Clone)]
+struct OnehotModel {
+    seed: u64,
+    features: usize,
+    first: Vec<usize>,
+    levels: Vec<Zipf<f64>>,
+    beta: Vec<f64>,
+}
+
+impl OnehotModel {
+    fn new(seed: u64, features: usize, columns: usize) -> Result<Self, InputError> {
+        if columns == 0 || columns > features {
+            return Err(InputError::value(
+                "data.nonzeros_per_row",
+                columns,
+                format!("must be in 1..=data.features = {features}"),
             ));
         }
-        Ok(Self { mean, std })
+        let (base, extra) = (features / columns, features % columns);
+        let mut first = Vec::with_capacity(columns);
+        let mut levels = Vec::with_capacity(columns);
+        let mut next = 0;
+        for c in 0..columns {
+            let n = base + usize::from(c < extra);
+            first.push(next);
+            next += n;
+            let zipf = Zipf::new(n as f64, ONEHOT_ZIPF_EXPONENT)
+                .expect("at least one level and a positive exponent");
+            levels.push(zipf);
+        }
+        let mut rng = substream(seed, Stream::Data, TRUE_MODEL);
+        let scale = 1.0 / (columns as f64).sqrt();
+        let beta = (0..features)
+            .map(|_| {
+                let z: f64 = StandardNormal.sample(&mut rng);
+                scale * z
+            })
+            .collect();
+        Ok(Self {
+            seed,
+            features,
+            first,
+            levels,
+            beta,
+        })
     }
 
-    fn apply(&self, x: &mut Array2<f64>) {
-        for mut row in x.rows_mut() {
-            for ((v, m), s) in row.iter_mut().zip(&self.mean).zip(&self.std) {
-                *v = (*v - m) / s;
+    /// The samples of sub-stream indices `rows`, one CSR row each.
+    fn samples(&self, rows: &[u64]) -> (CsrMatrix, Vec<f64>) {
+        let mut x = CsrMatrix::new(self.features).expect("validated: features fit u32 indices");
+        let mut y = Vec::with_capacity(rows.len());
+        let mut entries = Vec::with_capacity(self.first.len());
+        for &i in rows {
+            let mut rng = substream(self.seed, Stream::Data, i);
+            entries.clear();
+            let mut dot = 0.0;
+            for (first, zipf) in self.first.iter().zip(&self.levels) {
+                // Zipf draws 1..=levels.
+                let level = zipf.sample(&mut rng) as usize - 1;
+                let j = first + level;
+                dot += self.beta[j];
+                entries.push((j, 1.0));
             }
+            x.push_row(&entries)
+                .expect("columns increase and stay below the features");
+            y.push(sign_label(&mut rng, dot));
         }
+        (x, y)
     }
 }
 
 struct Scan {
     rows: usize,
     features: usize,
+    /// Entries the rows list (LIBSVM pairs, CSV cells).
+    stored: usize,
 }
 
 fn open(path: &str) -> Result<BufReader<File>, InputError> {
@@ -473,8 +812,8 @@ fn open(path: &str) -> Result<BufReader<File>, InputError> {
 /// A parsed data line: label and (0-based feature, value) pairs.
 type Row = (f64, Vec<(usize, f64)>);
 
-/// Dense samples and labels read from a file.
-type Samples = (Array2<f64>, Vec<f64>);
+/// Samples and labels read from a file.
+type Samples = (Features, Vec<f64>);
 
 /// Parse one line; `None` for blank and comment lines.
 fn parse_line(kind: DataKind, line: &str, loss: Loss) -> Result<Option<Row>, String> {
@@ -528,7 +867,9 @@ fn parse_line(kind: DataKind, line: &str, loss: Loss) -> Result<Option<Row>, Str
             }
             (label, features)
         }
-        DataKind::SyntheticLinear | DataKind::SyntheticLogistic => unreachable!("files only"),
+        DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot => {
+            unreachable!("files only")
+        }
     };
     let label = match loss {
         Loss::LeastSquares => label,
@@ -596,21 +937,49 @@ fn scan_file(kind: DataKind, path: &str, loss: Loss) -> Result<Scan, InputError>
 /// Rows of each data file that [`check_data_files`] reads.
 pub const CHECK_ROWS: usize = 1000;
 
+/// The storage `data.format` resolves to, and why, as `check` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormatChoice {
+    pub storage: Storage,
+    pub reason: String,
+}
+
 /// The cheap checks of the data files of `config` (`data.path`,
 /// `data.test_path`), made before anything is written: each exists, is a
 /// file that can be read, and its first [`CHECK_ROWS`] data rows parse
 /// (labels, features, the CSV header and width; a shorter file: that it has
 /// rows and features). [`DataPlan::new`] reads the whole files later.
-/// Synthetic data has nothing to check.
-pub fn check_data_files(config: &Config) -> Result<(), InputError> {
+/// Synthetic data has nothing to check. Returns the storage `data.format`
+/// gives; with `auto` and a LIBSVM file, as the density of the rows read
+/// suggests (train decides on the whole file).
+pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
     let d = &config.data;
+    let explicit = |storage: Storage| FormatChoice {
+        storage,
+        reason: format!("data.format = \"{}\"", storage.name()),
+    };
     if !matches!(d.kind, DataKind::Libsvm | DataKind::Csv) {
-        return Ok(());
+        return Ok(match d.format {
+            DataFormat::Auto => {
+                let storage = choose_storage(d.format, d.kind, None);
+                let reason = match storage {
+                    Storage::Sparse => "auto: one-hot data is sparse",
+                    Storage::Dense => "auto: Gaussian samples are dense",
+                };
+                FormatChoice {
+                    storage,
+                    reason: reason.to_string(),
+                }
+            }
+            DataFormat::Dense => explicit(Storage::Dense),
+            DataFormat::Sparse => explicit(Storage::Sparse),
+        });
     }
     let path = d
         .path
         .as_deref()
         .ok_or_else(|| InputError::new("data.path", "is required"))?;
+    let mut head: Option<Scan> = None;
     for (field, file) in [
         ("data.path", Some(path)),
         ("data.test_path", d.test_path.as_deref()),
@@ -636,16 +1005,48 @@ pub fn check_data_files(config: &Config) -> Result<(), InputError> {
             }
             Ok(_) => {}
         }
-        scan(d.kind, file, config.model.loss, Some(CHECK_ROWS))?;
+        let s = scan(d.kind, file, config.model.loss, Some(CHECK_ROWS))?;
+        if field == "data.path" {
+            head = Some(s);
+        }
     }
-    Ok(())
+    let head = head.expect("data.path is scanned");
+    Ok(match d.format {
+        DataFormat::Auto if d.kind == DataKind::Csv => FormatChoice {
+            storage: Storage::Dense,
+            reason: "auto: CSV data is dense".to_string(),
+        },
+        DataFormat::Auto => {
+            let density = head.stored as f64 / (head.rows as f64 * head.features.max(1) as f64);
+            let storage = choose_storage(d.format, d.kind, Some(density));
+            let (relation, whole) = match storage {
+                Storage::Sparse => ("below", head.rows < CHECK_ROWS),
+                Storage::Dense => ("not below", head.rows < CHECK_ROWS),
+            };
+            let rows = if whole {
+                "the whole file".to_string()
+            } else {
+                format!("the first {CHECK_ROWS} rows; train decides on the whole file")
+            };
+            FormatChoice {
+                storage,
+                reason: format!(
+                    "auto: LIBSVM density {density:.3e} {relation} {SPARSE_DENSITY_THRESHOLD} over {rows}"
+                ),
+            }
+        }
+        DataFormat::Dense => explicit(Storage::Dense),
+        DataFormat::Sparse => explicit(Storage::Sparse),
+    })
 }
 
 /// Count and check the rows of a file (with `limit`, the first so many).
 fn scan(kind: DataKind, path: &str, loss: Loss, limit: Option<usize>) -> Result<Scan, InputError> {
     let mut features = 0usize;
+    let mut stored = 0usize;
     let mut csv_width: Option<usize> = None;
     let rows = for_each_row(kind, path, loss, limit, |_, _, (_, feats)| {
+        stored += feats.len();
         match kind {
             DataKind::Csv => match csv_width {
                 None => csv_width = Some(feats.len()),
@@ -675,45 +1076,81 @@ fn scan(kind: DataKind, path: &str, loss: Loss, limit: Option<usize>) -> Result<
     if features == 0 && limit.is_none_or(|n| rows < n) {
         return Err(InputError::new(path, "has no features"));
     }
-    Ok(Scan { rows, features })
+    Ok(Scan {
+        rows,
+        features,
+        stored,
+    })
 }
 
-/// Read the rows `wanted[k]` (row indices of the file, in the wanted order) into dense matrices.
+/// Read the rows `wanted[k]` (row indices of the file, in the wanted order)
+/// into matrices stored as `storage`; only the wanted rows are kept.
 fn read_rows(
     kind: DataKind,
     path: &str,
     features: usize,
     loss: Loss,
     wanted: &[Vec<usize>],
+    storage: Storage,
 ) -> Result<Vec<Samples>, InputError> {
-    // row index → (set, position): only the wanted rows are kept in memory.
+    // row index → (set, position).
     let mut slot = std::collections::HashMap::new();
     for (k, rows) in wanted.iter().enumerate() {
         for (pos, &r) in rows.iter().enumerate() {
             slot.insert(r, (k, pos));
         }
     }
-    let mut out: Vec<Samples> = wanted
-        .iter()
-        .map(|rows| (Array2::zeros((rows.len(), features)), vec![0.0; rows.len()]))
-        .collect();
-    for_each_row(kind, path, loss, None, |row, _, (label, feats)| {
-        if let Some(&(k, pos)) = slot.get(&row) {
-            let (x, y) = &mut out[k];
-            y[pos] = label;
-            for (j, v) in feats {
-                if j >= features {
-                    return Err(format!(
-                        "feature {} exceeds the {features} features of the training data",
-                        j + 1
-                    ));
+    let mut labels: Vec<Vec<f64>> = wanted.iter().map(|rows| vec![0.0; rows.len()]).collect();
+    match storage {
+        Storage::Dense => {
+            let mut xs: Vec<Array2<f64>> = wanted
+                .iter()
+                .map(|rows| Array2::zeros((rows.len(), features)))
+                .collect();
+            for_each_row(kind, path, loss, None, |row, _, (label, feats)| {
+                if let Some(&(k, pos)) = slot.get(&row) {
+                    labels[k][pos] = label;
+                    for (j, v) in feats {
+                        if j >= features {
+                            return Err(beyond_features(j, features));
+                        }
+                        xs[k][(pos, j)] = v;
+                    }
                 }
-                x[(pos, j)] = v;
-            }
+                Ok(())
+            })?;
+            Ok(xs.into_iter().map(Features::Dense).zip(labels).collect())
         }
-        Ok(())
-    })?;
-    Ok(out)
+        Storage::Sparse => {
+            // Rows arrive in file order: keep them by position, then build each CSR in order.
+            let mut entries: Vec<Vec<Vec<(usize, f64)>>> = wanted
+                .iter()
+                .map(|rows| vec![Vec::new(); rows.len()])
+                .collect();
+            for_each_row(kind, path, loss, None, |row, _, (label, feats)| {
+                if let Some(&(k, pos)) = slot.get(&row) {
+                    labels[k][pos] = label;
+                    if let Some(&(j, _)) = feats.iter().find(|&&(j, _)| j >= features) {
+                        return Err(beyond_features(j, features));
+                    }
+                    // Explicit zeros are not stored.
+                    entries[k][pos] = feats.into_iter().filter(|&(_, v)| v != 0.0).collect();
+                }
+                Ok(())
+            })?;
+            let mut out = Vec::with_capacity(wanted.len());
+            for (rows, y) in entries.into_iter().zip(labels) {
+                let mut x =
+                    CsrMatrix::new(features).map_err(|e| InputError::new(path, e.to_string()))?;
+                for r in rows {
+                    x.push_row(&r)
+                        .map_err(|e| InputError::new(path, e.to_string()))?;
+                }
+                out.push((Features::Sparse(x), y));
+            }
+            Ok(out)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -736,7 +1173,7 @@ mod tests {
         let by3 = DataPlan::new(&c, 3).unwrap();
         let a = by4.load(&[1]).unwrap().remove(0); // samples 3..6
         let b = by3.load(&[0]).unwrap().remove(0); // samples 0..4
-        assert_eq!(a.x.row(0), b.x.row(3));
+        assert_eq!(a.x.to_dense().row(0), b.x.to_dense().row(3));
         assert_eq!(a.y[0], b.y[3]);
         assert_eq!(
             by4.load(&[2, 1]).unwrap()[1],
@@ -753,7 +1190,7 @@ mod tests {
         let train = plan.load(&[0]).unwrap().remove(0);
         let test = plan.load_test().unwrap();
         for i in 0..5 {
-            assert_ne!(train.x.row(i), test.x.row(i));
+            assert_ne!(train.x.to_dense().row(i), test.x.to_dense().row(i));
         }
     }
 
@@ -777,7 +1214,8 @@ mod tests {
         let plan = DataPlan::new(&c, 2).unwrap();
         let theta = plan.true_model().unwrap();
         for part in plan.load(&[0, 1]).unwrap() {
-            for (row, y) in part.x.rows().into_iter().zip(&part.y) {
+            let x = part.x.to_dense();
+            for (row, y) in x.rows().into_iter().zip(&part.y) {
                 let dot: f64 = row.iter().zip(&theta).map(|(a, b)| a * b).sum();
                 assert!((dot - y).abs() < 1e-12);
             }
@@ -825,7 +1263,10 @@ mod tests {
         );
         // Standardised over the training rows: every feature has mean 0, std 1.
         for j in 0..30 {
-            let values: Vec<f64> = parts.iter().flat_map(|p| p.x.column(j).to_vec()).collect();
+            let values: Vec<f64> = parts
+                .iter()
+                .flat_map(|p| p.x.to_dense().column(j).to_vec())
+                .collect();
             let n = values.len() as f64;
             let mean = values.iter().sum::<f64>() / n;
             let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
@@ -857,7 +1298,11 @@ mod tests {
         assert_eq!(fa, 10);
         assert_eq!(fa, fb);
         for (p, q) in a.iter().zip(&b) {
-            assert!((&p.x - &q.x).iter().all(|v| v.abs() < 1e-9));
+            assert!(
+                (&p.x.to_dense() - &q.x.to_dense())
+                    .iter()
+                    .all(|v| v.abs() < 1e-9)
+            );
             assert_eq!(p.y, q.y);
         }
         assert_eq!(ta.y, tb.y);
@@ -892,12 +1337,14 @@ mod tests {
         assert!(text.contains("values up to 1.000e200"), "{e}");
         assert!(text.contains("data.standardize = false"), "{e}");
         assert!(!text.contains("diverged"), "{e}");
-        // LIBSVM: the mean of feature 4 overflows.
-        let large = rows(&|i| format!("{i} 1:0.5 4:1.7e308\n"));
+        // LIBSVM: feature 4 swings between ±1.7e308 (a constant 1.7e308 is
+        // fine: the streaming mean stays finite and the spread is 0).
+        let large =
+            rows(&|i| format!("{i} 1:0.5 4:{}1.7e308\n", if i % 2 == 0 { "-" } else { "" }));
         let e = bad_file("large.libsvm", "libsvm", &large, "least-squares");
         assert!(
             e.to_string()
-                .contains("feature 4 cannot be standardised: its mean"),
+                .contains("feature 4 cannot be standardised: its "),
             "{e}"
         );
         // The same file unstandardised loads (the values are finite).
@@ -1008,10 +1455,14 @@ mod tests {
         std::fs::write(&path, "1 1048576:1\n2 1:1\n3 2:1\n").unwrap();
         let text = |mib: usize| {
             format!(
-                "workers = 1\n[data]\nkind = \"libsvm\"\npath = \"{}\"\ntest_fraction = 0.0\nmax_matrix_mib = {mib}\n",
+                "workers = 1\n[data]\nkind = \"libsvm\"\nformat = \"dense\"\npath = \"{}\"\ntest_fraction = 0.0\nmax_matrix_mib = {mib}\n",
                 path.display()
             )
         };
+        // Stored sparse (the automatic choice at this density) it takes bytes, not MiB.
+        let sparse = DataPlan::new(&config(&text(16).replace("\"dense\"", "\"auto\"")), 1).unwrap();
+        assert_eq!(sparse.storage(), Storage::Sparse);
+        assert_eq!(sparse.load(&[0]).unwrap()[0].x.values(), 3);
         let e = DataPlan::new(&config(&text(16)), 1).unwrap_err();
         assert!(
             e.to_string()
@@ -1067,6 +1518,10 @@ mod tests {
             train_samples: c.data.train_samples,
             test_samples: 1,
             partitions: 4,
+            storage: Storage::Dense,
+            density: 1.0,
+            standardization: OnceLock::new(),
+            materialised: Arc::default(),
         };
         assert_eq!(plan.rows(3).end, usize::MAX / 2);
         assert_eq!(plan.rows(1).start, plan.rows(0).end);
@@ -1120,7 +1575,314 @@ mod tests {
         std::fs::write(&p, sparse.join("\n") + "\n").unwrap();
         check_data_files(&cfg(&p)).unwrap();
         // Synthetic data has nothing to check.
-        check_data_files(&config("workers = 2\n")).unwrap();
+        let choice = check_data_files(&config("workers = 2\n")).unwrap();
+        assert_eq!(choice.storage, Storage::Dense);
+        // The format the rows read suggest: 1 entry per row of 3 features.
+        let choice = check_data_files(&cfg(&p)).unwrap();
+        assert_eq!(choice.storage, Storage::Sparse, "{}", choice.reason);
+        assert!(
+            choice.reason.contains("over the first 1000 rows"),
+            "{}",
+            choice.reason
+        );
+        let onehot = config("workers = 2\n[data]\nkind = \"synthetic-onehot\"\n");
+        assert_eq!(check_data_files(&onehot).unwrap().storage, Storage::Sparse);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn write(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("gradcode-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_process_materialises_only_the_partitions_it_loads() {
+        // Standardised data: the statistics come from a streaming pass, not from
+        // a matrix of the whole training set.
+        let path = shared("breast_cancer.libsvm");
+        for format in ["dense", "sparse"] {
+            let c = config(&format!(
+                "workers = 4\n[data]\nkind = \"libsvm\"\nformat = \"{format}\"\npath = \"{path}\"\n[model]\nloss = \"logistic\"\n"
+            ));
+            let plan = DataPlan::new(&c, 4).unwrap();
+            assert_eq!(plan.rows_materialised(), 0, "planning reads, holds nothing");
+            let parts = plan.load(&[1]).unwrap();
+            assert_eq!(parts[0].len(), plan.rows(1).len());
+            assert_eq!(plan.rows_materialised(), plan.rows(1).len(), "{format}");
+            plan.load_test().unwrap();
+            assert_eq!(
+                plan.rows_materialised(),
+                plan.rows(1).len() + plan.test_samples(),
+                "{format}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_handed_over_standardization_gives_the_same_partitions() {
+        let path = shared("breast_cancer.libsvm");
+        let c = config(&format!(
+            "workers = 3\n[data]\nkind = \"libsvm\"\npath = \"{path}\"\n[model]\nloss = \"logistic\"\n"
+        ));
+        let master = DataPlan::new(&c, 3).unwrap();
+        let stats = master.standardization().unwrap().unwrap().clone();
+        assert!(stats.centers(), "dense data is centred");
+        let worker = DataPlan::new(&c, 3).unwrap();
+        worker.set_standardization(stats.clone()).unwrap();
+        assert_eq!(worker.load(&[2]).unwrap(), master.load(&[2]).unwrap());
+        let e = worker.set_standardization(stats.clone()).unwrap_err();
+        assert!(e.to_string().contains("is set already"), "{e}");
+        let fresh = DataPlan::new(&c, 3).unwrap();
+        let narrow = Standardization {
+            center: vec![0.0; 2],
+            scale: vec![1.0; 2],
+        };
+        let e = fresh.set_standardization(narrow).unwrap_err();
+        assert!(e.to_string().contains("has 2 features, the data 30"), "{e}");
+        let sparse = config(&format!(
+            "workers = 3\n[data]\nkind = \"libsvm\"\nformat = \"sparse\"\npath = \"{path}\"\n[model]\nloss = \"logistic\"\n"
+        ));
+        let e = DataPlan::new(&sparse, 3)
+            .unwrap()
+            .set_standardization(stats)
+            .unwrap_err();
+        assert!(e.to_string().contains("centres sparse data"), "{e}");
+    }
+
+    #[test]
+    fn sparse_and_dense_loads_of_a_file_agree() {
+        // Unstandardised: the same numbers; standardised: sparse is the dense
+        // standardisation without the centre, x / std.
+        let path = shared("breast_cancer.libsvm");
+        let load = |format: &str, standardize: bool| {
+            let c = config(&format!(
+                "workers = 2\n[data]\nkind = \"libsvm\"\nformat = \"{format}\"\nstandardize = {standardize}\npath = \"{path}\"\n[model]\nloss = \"logistic\"\n"
+            ));
+            let plan = DataPlan::new(&c, 2).unwrap();
+            (plan.load(&[0, 1]).unwrap(), plan.load_test().unwrap(), plan)
+        };
+        let (dense, dense_test, _) = load("dense", false);
+        let (sparse, sparse_test, plan) = load("sparse", false);
+        assert_eq!(plan.storage(), Storage::Sparse);
+        for (d, s) in dense.iter().zip(&sparse) {
+            assert!(matches!(s.x, Features::Sparse(_)));
+            assert_eq!(d.x.to_dense(), s.x.to_dense());
+            assert_eq!(d.y, s.y);
+        }
+        assert_eq!(dense_test.x.to_dense(), sparse_test.x.to_dense());
+        let (scaled, _, plan) = load("sparse", true);
+        let s = plan.standardization().unwrap().unwrap();
+        assert!(!s.centers(), "sparse data is not centred");
+        for (d, p) in dense.iter().zip(&scaled) {
+            let expected = d.x.to_dense() / ndarray::ArrayView1::from(&s.scale);
+            let got = p.x.to_dense();
+            assert!((&got - &expected).iter().all(|v| v.abs() <= 1e-12));
+        }
+    }
+
+    #[test]
+    fn auto_format_follows_the_density() {
+        let sparse = write("auto-sparse.libsvm", "1 1:1\n-1 9:2\n1 3:1\n1 5:1\n");
+        let dense = write("auto-dense.libsvm", "1 1:1 2:2\n-1 1:2 2:1\n1 2:1\n1 1:3\n");
+        let plan = |path: &Path, format: &str| {
+            let c = config(&format!(
+                "workers = 1\n[data]\nkind = \"libsvm\"\nformat = \"{format}\"\npath = \"{}\"\n",
+                path.display()
+            ));
+            DataPlan::new(&c, 1).unwrap()
+        };
+        let p = plan(&sparse, "auto");
+        assert!((p.density() - 4.0 / 36.0).abs() < 1e-15);
+        assert_eq!(p.storage(), Storage::Sparse);
+        let p = plan(&dense, "auto");
+        assert!((p.density() - 6.0 / 8.0).abs() < 1e-15);
+        assert_eq!(p.storage(), Storage::Dense);
+        assert_eq!(plan(&dense, "sparse").storage(), Storage::Sparse);
+        assert_eq!(plan(&sparse, "dense").storage(), Storage::Dense);
+        assert_eq!(
+            choose_storage(DataFormat::Auto, DataKind::Csv, Some(0.01)),
+            Storage::Dense,
+            "CSV is dense text: dense unless asked"
+        );
+    }
+
+    #[test]
+    fn a_large_mean_offset_is_standardised_accurately() {
+        // Feature 1 = 1e8 + noise in [-1, 1): the old naive pass would lose it.
+        let rows: Vec<String> = (0..2000)
+            .map(|i| {
+                let noise = ((i * 7919 + 13) % 2000) as f64 / 1000.0 - 1.0;
+                format!("{} 1:{} 2:{}", i % 2, 1e8 + noise, noise)
+            })
+            .collect();
+        let path = write("offset.libsvm", &(rows.join("\n") + "\n"));
+        let c = config(&format!(
+            "workers = 2\n[data]\nkind = \"libsvm\"\nformat = \"dense\"\npath = \"{}\"\ntest_fraction = 0.0\n",
+            path.display()
+        ));
+        let plan = DataPlan::new(&c, 2).unwrap();
+        let parts = plan.load(&[0, 1]).unwrap();
+        for j in 0..2 {
+            let values: Vec<f64> = parts
+                .iter()
+                .flat_map(|p| p.x.to_dense().column(j).to_vec())
+                .collect();
+            let n = values.len() as f64;
+            let mean = values.iter().sum::<f64>() / n;
+            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+            assert!(
+                mean.abs() < 1e-6 && (var - 1.0).abs() < 1e-6,
+                "{j}: {mean} {var}"
+            );
+        }
+        // Both features are the same noise: standardised, they coincide.
+        for p in &parts {
+            let x = p.x.to_dense();
+            for r in x.rows() {
+                assert!((r[0] - r[1]).abs() < 1e-6, "{r}");
+            }
+        }
+    }
+
+    fn onehot(extra: &str) -> Config {
+        config(&format!(
+            "workers = 4\n[data]\nkind = \"synthetic-onehot\"\ntrain_samples = 400\ntest_samples = 50\nfeatures = 5000\nnonzeros_per_row = 10\n{extra}[model]\nloss = \"logistic\"\n"
+        ))
+    }
+
+    #[test]
+    fn onehot_rows_have_one_level_per_column() {
+        let plan = DataPlan::new(&onehot(""), 4).unwrap();
+        assert_eq!(plan.storage(), Storage::Sparse);
+        let parts = plan.load(&[0, 1, 2, 3]).unwrap();
+        let mut levels_seen = std::collections::HashSet::new();
+        for p in &parts {
+            let Features::Sparse(x) = &p.x else {
+                panic!("sparse")
+            };
+            for i in 0..x.rows() {
+                let (indices, values) = x.row(i);
+                assert_eq!(indices.len(), 10);
+                assert!(values.iter().all(|&v| v == 1.0));
+                for (c, &j) in indices.iter().enumerate() {
+                    // Column c owns features 500c .. 500(c + 1).
+                    assert_eq!(j as usize / 500, c, "row {i}: {indices:?}");
+                    levels_seen.insert(j);
+                }
+            }
+            assert!(p.y.iter().all(|&y| y == 1.0 || y == -1.0));
+        }
+        assert!(
+            levels_seen.len() > 400,
+            "many levels occur: {}",
+            levels_seen.len()
+        );
+        let positives = parts
+            .iter()
+            .flat_map(|p| &p.y)
+            .filter(|&&y| y == 1.0)
+            .count();
+        assert!(
+            positives > 40 && positives < 360,
+            "both classes: {positives}"
+        );
+        assert_eq!(plan.rows_materialised(), 400);
+    }
+
+    #[test]
+    fn onehot_data_is_reproducible_and_independent_of_the_partitioning() {
+        let by4 = DataPlan::new(&onehot(""), 4).unwrap();
+        let by5 = DataPlan::new(&onehot(""), 5).unwrap();
+        let whole4: Vec<Partition> = by4.load(&[0, 1, 2, 3]).unwrap();
+        let whole5: Vec<Partition> = by5.load(&[4, 3, 2, 1, 0]).unwrap();
+        let stack = |parts: &[Partition]| {
+            let mut rows: Vec<(Vec<f64>, f64)> = Vec::new();
+            for p in parts {
+                let x = p.x.to_dense();
+                rows.extend(
+                    x.rows()
+                        .into_iter()
+                        .map(|r| r.to_vec())
+                        .zip(p.y.iter().copied()),
+                );
+            }
+            rows
+        };
+        let mut five = whole5.clone();
+        five.sort_by_key(|p| p.id);
+        assert_eq!(stack(&whole4), stack(&five));
+        assert_eq!(
+            by4.load(&[2]).unwrap(),
+            DataPlan::new(&onehot(""), 4).unwrap().load(&[2]).unwrap()
+        );
+        let other = DataPlan::new(&onehot("").clone_with_seed(2), 4).unwrap();
+        assert_ne!(
+            other.load(&[0]).unwrap(),
+            by4.load(&[0]).unwrap(),
+            "the seed matters"
+        );
+        // Dense storage of the same data: the same numbers.
+        let dense = DataPlan::new(&onehot("format = \"dense\"\n"), 4).unwrap();
+        assert_eq!(dense.storage(), Storage::Dense);
+        let d = dense.load(&[1]).unwrap().remove(0);
+        assert!(matches!(d.x, Features::Dense(_)));
+        assert_eq!(d.x.to_dense(), whole4[1].x.to_dense());
+        assert_eq!(dense.load_test().unwrap().y, by4.load_test().unwrap().y);
+    }
+
+    trait WithSeed {
+        fn clone_with_seed(&self, seed: u64) -> Config;
+    }
+
+    impl WithSeed for Config {
+        fn clone_with_seed(&self, seed: u64) -> Config {
+            let mut c = self.clone();
+            c.seed = seed;
+            c
+        }
+    }
+
+    #[test]
+    fn onehot_parameters_are_validated_naming_the_field() {
+        let bad = |text: &str| parse(text, "t.toml", &[]).unwrap_err();
+        let base = "workers = 2\n[data]\nkind = \"synthetic-onehot\"\n";
+        let e = bad(&format!("{base}nonzeros_per_row = 0\n"));
+        assert_eq!(e.field, "data.nonzeros_per_row", "{e}");
+        let e = bad(&format!("{base}features = 5\nnonzeros_per_row = 6\n"));
+        assert_eq!(e.field, "data.nonzeros_per_row", "{e}");
+        assert!(e.to_string().contains("exceeds data.features = 5"), "{e}");
+        let e = bad(&format!("{base}train_samples = 1\n"));
+        assert_eq!(e.field, "data.train_samples", "{e}");
+        let e = bad(&format!("{base}features = 0\n"));
+        assert_eq!(e.field, "data.features", "{e}");
+        let e = bad(&format!(
+            "{base}features = 5000000000\nnonzeros_per_row = 1\nmax_matrix_mib = 65536\n"
+        ));
+        assert_eq!(e.field, "data.features", "{e}");
+        assert!(e.to_string().contains("2^32"), "{e}");
+        let e = bad(&format!("{base}features = 1000000000\n"));
+        assert_eq!(e.field, "data.features", "{e}");
+        assert!(
+            e.to_string().contains("the model of 1000000000 features"),
+            "{e}"
+        );
+        let e = bad(&format!(
+            "{base}train_samples = 100000000\nnonzeros_per_row = 10\nmax_matrix_mib = 100\n"
+        ));
+        assert_eq!(e.field, "data.train_samples", "{e}");
+        assert!(e.to_string().contains("sparse training matrix"), "{e}");
+        // Dense storage of one-hot data is checked as dense.
+        let e = bad(&format!(
+            "{base}format = \"dense\"\ntrain_samples = 26210\nfeatures = 241915\n"
+        ));
+        assert_eq!(e.field, "data.train_samples", "{e}");
+        assert!(e.to_string().contains("dense training matrix"), "{e}");
+        let e = bad("workers = 2\n[data]\nformat = \"sparse\"\n");
+        assert_eq!(e.field, "data.format", "{e}");
+        let e = bad("workers = 2\n[data]\nformat = \"thin\"\n");
+        assert!(e.to_string().contains("data.format"), "{e}");
     }
 }

@@ -7,7 +7,85 @@
 
 use ndarray::ArrayView2;
 
+use super::sparse::{CsrMatrix, Features};
 use crate::config::Loss;
+
+/// [`accumulate`] or [`accumulate_sparse`], as the samples are stored.
+pub fn accumulate_features(
+    loss: Loss,
+    x: &Features,
+    y: &[f64],
+    rows: std::ops::Range<usize>,
+    theta: &[f64],
+    grad: &mut [f64],
+) -> f64 {
+    match x {
+        Features::Dense(x) => accumulate(loss, x.view(), y, rows, theta, grad),
+        Features::Sparse(x) => accumulate_sparse(loss, x, y, rows, theta, grad),
+    }
+}
+
+/// [`loss_sum`] or [`loss_sum_sparse`], as the samples are stored.
+pub fn loss_sum_features(loss: Loss, x: &Features, y: &[f64], theta: &[f64]) -> f64 {
+    match x {
+        Features::Dense(x) => loss_sum(loss, x.view(), y, theta),
+        Features::Sparse(x) => loss_sum_sparse(loss, x, y, theta),
+    }
+}
+
+/// The fused pass of [`accumulate`] over CSR rows: per row the prediction
+/// from the stored entries, then the same entries scattered into `grad`
+/// while they are in the L1 cache. Reads each stored entry once per pass
+/// (12 bytes) plus the entries of `theta` and `grad` it indexes.
+pub fn accumulate_sparse(
+    loss: Loss,
+    x: &CsrMatrix,
+    y: &[f64],
+    rows: std::ops::Range<usize>,
+    theta: &[f64],
+    grad: &mut [f64],
+) -> f64 {
+    debug_assert_eq!(x.columns(), theta.len());
+    debug_assert_eq!(grad.len(), theta.len());
+    let mut total = 0.0;
+    for i in rows {
+        let (indices, values) = x.row(i);
+        let z = sparse_dot(indices, values, theta);
+        let (value, slope) = loss_and_slope(loss, z, y[i]);
+        total += value;
+        for (&j, &v) in indices.iter().zip(values) {
+            grad[j as usize] += slope * v;
+        }
+    }
+    total
+}
+
+/// The loss alone over CSR rows (test data).
+pub fn loss_sum_sparse(loss: Loss, x: &CsrMatrix, y: &[f64], theta: &[f64]) -> f64 {
+    (0..x.rows())
+        .map(|i| {
+            let (indices, values) = x.row(i);
+            loss_and_slope(loss, sparse_dot(indices, values, theta), y[i]).0
+        })
+        .sum()
+}
+
+/// `Σ values[k] · theta[indices[k]]`, with two partial sums to halve the
+/// chain of dependent additions.
+#[inline(always)]
+fn sparse_dot(indices: &[u32], values: &[f64], theta: &[f64]) -> f64 {
+    let (mut even, mut odd) = (0.0, 0.0);
+    let mut pairs = indices.chunks_exact(2).zip(values.chunks_exact(2));
+    for (j, v) in &mut pairs {
+        even += v[0] * theta[j[0] as usize];
+        odd += v[1] * theta[j[1] as usize];
+    }
+    if indices.len() % 2 == 1 {
+        let last = indices.len() - 1;
+        even += values[last] * theta[indices[last] as usize];
+    }
+    even + odd
+}
 
 /// Adds `sum_i grad l_i(theta)` over `rows` of (`x`, `y`) into `grad` and
 /// returns `sum_i l_i(theta)`.
@@ -135,17 +213,13 @@ fn loss_and_slope(loss: Loss, z: f64, y: f64) -> (f64, f64) {
         }
         Loss::Logistic => {
             let m = y * z;
-            // log(1 + e^{-m}) and its derivative -y·sigma(-m), both stable.
-            let value = if m > 0.0 {
-                (-m).exp().ln_1p()
+            // log(1 + e^{-m}) and its derivative -y·sigma(-m), both stable,
+            // from one exponential e = e^{-|m|} <= 1.
+            let e = (-m.abs()).exp();
+            let (value, sigma) = if m > 0.0 {
+                (e.ln_1p(), e / (1.0 + e))
             } else {
-                -m + m.exp().ln_1p()
-            };
-            let sigma = if m > 0.0 {
-                let e = (-m).exp();
-                e / (1.0 + e)
-            } else {
-                1.0 / (1.0 + m.exp())
+                (-m + e.ln_1p(), 1.0 / (1.0 + e))
             };
             (value, -y * sigma)
         }
@@ -391,6 +465,74 @@ mod tests {
             let b: Vec<f64> = (0..n).map(|i| 2.0 - i as f64).collect();
             let naive: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
             assert!((dot(&a, &b) - naive).abs() < 1e-12);
+        }
+    }
+
+    /// |a − b| / |b| in the Euclidean norm (0 when both are zero).
+    fn relative(a: &[f64], b: &[f64]) -> f64 {
+        let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum();
+        let den: f64 = b.iter().map(|y| y * y).sum();
+        if num == 0.0 { 0.0 } else { (num / den).sqrt() }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(200))]
+
+        /// The sparse and the dense kernel agree on the same data: random
+        /// shapes, densities from empty rows to full ones, both losses, any
+        /// row range.
+        #[test]
+        fn sparse_and_dense_kernels_agree(
+            rows in 1usize..40,
+            d in 1usize..70,
+            density in 0.0f64..1.0,
+            seed in proptest::prelude::any::<u64>(),
+            from in 0usize..40,
+        ) {
+            use rand::{RngExt, SeedableRng};
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let x = ndarray::Array2::from_shape_fn((rows, d), |_| {
+                if rng.random::<f64>() < density { rng.random_range(-3.0..3.0) } else { 0.0 }
+            });
+            let csr = CsrMatrix::from_dense(&x).unwrap();
+            let labels: Vec<f64> = (0..rows).map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 }).collect();
+            let theta: Vec<f64> = (0..d).map(|_| rng.random_range(-0.5..0.5)).collect();
+            let range = from.min(rows - 1)..rows;
+            for loss in [Loss::LeastSquares, Loss::Logistic] {
+                let mut dense = vec![0.0; d];
+                let mut sparse = vec![0.0; d];
+                let vd = accumulate(loss, x.view(), &labels, range.clone(), &theta, &mut dense);
+                let vs = accumulate_sparse(loss, &csr, &labels, range.clone(), &theta, &mut sparse);
+                proptest::prop_assert!((vd - vs).abs() <= 1e-12 * vd.abs(), "{loss:?}: loss {vd} vs {vs}");
+                let err = relative(&sparse, &dense);
+                proptest::prop_assert!(err <= 1e-12, "{loss:?}: gradient relative error {err}");
+                let td = loss_sum(loss, x.view(), &labels, &theta);
+                let ts = loss_sum_sparse(loss, &csr, &labels, &theta);
+                proptest::prop_assert!((td - ts).abs() <= 1e-12 * td.abs());
+            }
+        }
+    }
+
+    #[test]
+    fn the_sparse_kernel_matches_finite_differences() {
+        let x = array![
+            [0.0, -2.0, 0.0, 3.0],
+            [0.3, 0.0, 0.0, 0.0],
+            [0.0, 0.0, 0.0, 0.0]
+        ];
+        let csr = CsrMatrix::from_dense(&x).unwrap();
+        let theta = [0.2, -0.1, 0.3, 0.05];
+        for (loss, y) in [
+            (Loss::LeastSquares, [1.0, -0.5, 2.0]),
+            (Loss::Logistic, [1.0, -1.0, 1.0]),
+        ] {
+            let mut grad = vec![0.0; 4];
+            accumulate_sparse(loss, &csr, &y, 0..3, &theta, &mut grad);
+            let numeric = numeric_gradient(loss, x.view(), &y, &theta);
+            for (a, b) in grad.iter().zip(&numeric) {
+                assert!((a - b).abs() < 1e-6, "{loss:?}: {grad:?} vs {numeric:?}");
+            }
+            assert_eq!(grad[2], 0.0, "a column with no entries gets no gradient");
         }
     }
 }

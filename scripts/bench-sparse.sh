@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The sparse path at the scale of Tandon et al.'s Amazon experiment (001 §5,
+# issue 12): synthetic-onehot data of 26,210 training samples x 241,915
+# one-hot features, 10 stored entries per sample, logistic regression,
+# K = 10 workers, gc-cyclic load 2, no injected delay, 11 ranks oversubscribed
+# on this machine. Reports and writes to results/bench-sparse.json:
+#  - the mean iteration time and the workers' compute per result message;
+#  - the peak RSS (VmHWM, /usr/bin/time -v) of every rank;
+#  - the sparse kernel's throughput in stored entries (non-zeros) per second
+#    (cargo bench --bench kernel -- "sparse kernel");
+#  - the relative error of the final θ against the single-process full-batch
+#    reference (examples/full_batch.rs).
+# Targets (issue 12): every worker below 200 MiB RSS, θ equal to the
+# reference to 1e-9 relative; the script exits 1 when one is missed.
+# Usage: scripts/bench-sparse.sh [ITERATIONS]   (default 100)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+iterations=${1:-100}
+cargo build --release --locked --bin gradcode --example full_batch
+bin=$PWD/target/release/gradcode
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+mkdir -p results
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cat > "$work/onehot.toml" <<TOML
+workers = 10
+[scheme]
+kind = "gc-cyclic"
+load = 2
+[straggler]
+mode = "measured"
+[data]
+kind = "synthetic-onehot"
+train_samples = 26210
+test_samples = 2621
+features = 241915
+nonzeros_per_row = 10
+[model]
+loss = "logistic"
+[train]
+iterations = $iterations
+optimizer = "nesterov"
+learning_rate = 1.0
+TOML
+
+# Every rank under /usr/bin/time -v, its report named by its MPI rank.
+cat > "$work/rank.sh" <<'SH'
+#!/bin/sh
+exec /usr/bin/time -v -o "$BENCH_DIR/time-$OMPI_COMM_WORLD_RANK.txt" "$@"
+SH
+chmod +x "$work/rank.sh"
+"$bin" check --config "$work/onehot.toml" | grep '^data '
+mpirun --oversubscribe -n 11 -x BENCH_DIR="$work" "$work/rank.sh" "$bin" train \
+  --config "$work/onehot.toml" --out "$work/onehot.h5" --json --quiet > "$work/train.json"
+target/release/examples/full_batch "$work/onehot.toml" > "$work/reference.json"
+
+cargo bench --locked --bench kernel -- "sparse kernel" --noplot > "$work/kernel.txt" 2>&1
+thrpt() { grep -A3 "sparse kernel/onehot 26210x241915 $1" "$work/kernel.txt" | grep -m1 thrpt | sed -E 's/.*\[[^ ]+ [^ ]+ ([0-9.]+) ([GMK]?elem\/s).*/\1 \2/'; }
+ls_thrpt=$(thrpt LeastSquares)
+log_thrpt=$(thrpt Logistic)
+
+python3 - "$work" "$ls_thrpt" "$log_thrpt" <<'PY'
+import json, math, re, sys
+work, ls_thrpt, log_thrpt = sys.argv[1:]
+train = json.load(open(f"{work}/train.json"))
+ref = json.load(open(f"{work}/reference.json"))
+a, b = train["theta"], ref["theta"]
+err = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b))) / math.sqrt(sum(y * y for y in b))
+rss_mib = []
+for rank in range(11):
+    text = open(f"{work}/time-{rank}.txt").read()
+    kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
+    rss_mib.append(kib / 1024)
+compute = next(e for e in train["timing"] if e["event"] == "compute (workers)")
+result = {
+    "problem": "synthetic-onehot 26210 x 241915, 10 non-zeros per row, logistic, K = 10, gc-cyclic load 2, 11 ranks on this machine",
+    "iterations": train["iterations"],
+    "mean_iteration_ms": 1e3 * train["mean_iteration_s"],
+    "worker_compute_ms_per_result": 1e3 * compute["total_s"] / max(compute["count"], 1),
+    "rss_mib_master": rss_mib[0],
+    "rss_mib_workers_max": max(rss_mib[1:]),
+    "rss_mib_per_rank": rss_mib,
+    "kernel_throughput_least_squares": ls_thrpt,
+    "kernel_throughput_logistic": log_thrpt,
+    "theta_relative_error_vs_single_process": err,
+    "final_train_loss": train["final_train_loss"],
+    "reference_final_train_loss": ref["final_train_loss"],
+}
+json.dump(result, open("results/bench-sparse.json", "w"), indent=2)
+print(f"iterations                   {result['iterations']}")
+print(f"mean iteration               {result['mean_iteration_ms']:.1f} ms")
+print(f"worker compute per result    {result['worker_compute_ms_per_result']:.2f} ms (2 partitions of 2621 samples)")
+print(f"peak RSS master              {rss_mib[0]:.0f} MiB")
+print(f"peak RSS workers             {min(rss_mib[1:]):.0f} .. {max(rss_mib[1:]):.0f} MiB (target < 200)")
+print(f"sparse kernel                {ls_thrpt} least squares, {log_thrpt} logistic (non-zeros)")
+print(f"theta vs single process      {err:.2e} relative (target <= 1e-9)")
+print(f"final train loss             {train['final_train_loss']:.6f} (reference {ref['final_train_loss']:.6f})")
+ok = max(rss_mib[1:]) < 200 and err <= 1e-9
+print("targets                      " + ("met" if ok else "MISSED"))
+sys.exit(0 if ok else 1)
+PY
