@@ -1,28 +1,114 @@
 #!/usr/bin/env bash
-# Launch an MPI program inside a Slurm allocation: srun with PMIx, else srun
-# with PMI-2, else mpirun. Override with GRADCODE_LAUNCHER=srun-pmix|srun-pmi2|mpirun.
-# Sourced by the batch scripts; `launch COMMAND...` starts $SLURM_NTASKS ranks.
+# Shell functions of the batch scripts (sourced, not run):
+#
+#   launch COMMAND...   start $SLURM_NTASKS ranks of COMMAND inside a Slurm allocation
+#   run_words LINE      split a runs-file line into the array `words` as a shell would
+#                       (quotes, backslashes) without expanding or running anything
+#   finish_summary, summary_status   a job's summary.json (below)
+#
+# launch sources $GRADCODE_SITE_SETUP first when set (a file of site commands,
+# e.g. `module load openmpi hdf5`), then picks the launcher both Slurm and the
+# MPI library support: srun with PMIx when `srun --mpi=list` offers pmix and
+# the MPI library has a PMIx client (OpenMPI: a pmix component other than
+# `isolated` and `flux` in `ompi_info`), srun with PMI-2 when Slurm offers
+# pmi2 and the library has a PMI-2 client (OpenMPI: the `s2` component),
+# else mpirun. Debian's OpenMPI 4.1 has PMIx but no PMI-2 client, so
+# `srun --mpi=pmi2` would die in MPI_Init there: it is never chosen.
+# GRADCODE_LAUNCHER=srun-pmix|srun-pmi2|mpirun overrides the choice. The
+# choice and the reason go to the job log.
+#
+# Exit status: the launcher's, except that when this shell itself receives
+# SIGTERM (Slurm's time limit, scancel) or SIGINT while the job runs, `launch`
+# returns 128 + signal (143, 130) once the launcher has ended. OpenMPI's
+# mpirun exits 1 whenever it is signalled itself, whatever the ranks return
+# (the ranks still stop gracefully: gradcode writes its snapshot and says
+# "interrupted by ..." on stderr); srun returns the highest status of its tasks.
+
+run_words() {
+  local - parsed
+  set -o pipefail
+  parsed=$(printf '%s\n' "$1" | xargs printf '%s\0' 2>/dev/null | base64 -w0) || return 1
+  mapfile -d '' -t words < <(printf '%s' "$parsed" | base64 -d)
+}
+
+# finish_summary OUT STATUS TRACE: move OUT/summary.json.part (what
+# `train --json` printed) to OUT/summary.json; when gradcode printed nothing
+# (the launcher or MPI failed first), write a failed summary naming the status.
+finish_summary() {
+  if [ -s "$1/summary.json.part" ]; then
+    mv "$1/summary.json.part" "$1/summary.json"
+  else
+    rm -f "$1/summary.json.part"
+    python3 -c 'import json,sys; print(json.dumps({"status": "failed", "error": f"the launcher exited {sys.argv[1]} before gradcode wrote a summary (see the job log)", "trace": sys.argv[2]}))' \
+      "$2" "$3" > "$1/summary.json"
+  fi
+}
+
+# summary_status FILE: the "status" of a summary.json.
+summary_status() {
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$1" 2>/dev/null || echo unknown
+}
+
+# Which launcher: prints "HOW REASON".
+choose_launcher() {
+  if [ -n "${GRADCODE_LAUNCHER:-}" ]; then
+    echo "$GRADCODE_LAUNCHER (GRADCODE_LAUNCHER)"
+    return
+  fi
+  local slurm mpi
+  slurm=$(srun --mpi=list 2>&1 || true)
+  if ! command -v ompi_info >/dev/null; then
+    echo "mpirun (no ompi_info: the MPI library's PMI support is unknown)"
+    return
+  fi
+  mpi=$(ompi_info --parsable 2>/dev/null | grep -o '^mca:pmix:[a-z0-9]*' | sort -u | cut -d: -f3 | tr '\n' ' ')
+  local pmix_client="" pmi2_client=""
+  for c in $mpi; do
+    case "$c" in
+      isolated | flux) ;;
+      s2) pmi2_client=$c ;;
+      s1) ;;
+      *) pmix_client=$c ;;
+    esac
+  done
+  if grep -qw pmix <<<"$slurm" && [ -n "$pmix_client" ]; then
+    echo "srun-pmix (Slurm offers pmix, OpenMPI has the PMIx client $pmix_client)"
+  elif grep -qw pmi2 <<<"$slurm" && [ -n "$pmi2_client" ]; then
+    echo "srun-pmi2 (Slurm offers pmi2, OpenMPI has the PMI-2 client s2)"
+  else
+    echo "mpirun (Slurm offers: $(tr '\n' ' ' <<<"$slurm" | tr -s ' '); OpenMPI's PMI clients: ${mpi:-none})"
+  fi
+}
 
 launch() {
-  local how="${GRADCODE_LAUNCHER:-}"
-  if [ -z "$how" ]; then
-    local mpis
-    mpis=$(srun --mpi=list 2>&1 || true)
-    if grep -qw pmix <<<"$mpis"; then
-      how=srun-pmix
-    elif grep -qw pmi2 <<<"$mpis"; then
-      how=srun-pmi2
-    else
-      how=mpirun
-    fi
+  if [ -n "${GRADCODE_SITE_SETUP:-}" ]; then
+    echo "launch: sourcing the site setup $GRADCODE_SITE_SETUP" >&2
+    # shellcheck disable=SC1090
+    source "$GRADCODE_SITE_SETUP" >&2 # its output belongs in the job log, not in what the launcher prints
   fi
-  echo "launch: $how, $SLURM_NTASKS ranks: $*" >&2
+  local choice how
+  choice=$(choose_launcher)
+  how=${choice%% *}
+  local -a cmd
   case "$how" in
-    srun-pmix) srun --mpi=pmix -n "$SLURM_NTASKS" "$@" ;;
-    srun-pmi2) srun --mpi=pmi2 -n "$SLURM_NTASKS" "$@" ;;
+    srun-pmix) cmd=(srun --mpi=pmix -n "$SLURM_NTASKS") ;;
+    srun-pmi2) cmd=(srun --mpi=pmi2 -n "$SLURM_NTASKS") ;;
     # mpirun reads the allocation from Slurm; --oversubscribe only matters
     # when a node has fewer cores than tasks (a workstation or a test node).
-    mpirun) mpirun --oversubscribe -n "$SLURM_NTASKS" "$@" ;;
+    mpirun) cmd=(mpirun --oversubscribe -n "$SLURM_NTASKS") ;;
     *) echo "launch: unknown GRADCODE_LAUNCHER=$how (srun-pmix, srun-pmi2, mpirun)" >&2; return 2 ;;
   esac
+  echo "launch: $choice, $SLURM_NTASKS ranks: $*" >&2
+  # bash runs these traps once the launcher has ended (it waits for a
+  # foreground command); the launcher and the ranks get the signal themselves.
+  local caught="" status=0
+  trap 'caught=${caught:-143}' TERM
+  trap 'caught=${caught:-130}' INT
+  "${cmd[@]}" "$@" || status=$?
+  trap - TERM INT
+  if [ -n "$caught" ]; then
+    echo "launch: stopped by SIG$([ "$caught" = 143 ] && echo TERM || echo INT) (the launcher returned $status): exit $caught" >&2
+    return "$caught"
+  fi
+  return "$status"
 }

@@ -3,25 +3,60 @@
 # the config(s): workers + 1 ranks.
 #
 #   jobs/submit.sh jobs/train.sbatch CONFIG [--set key=value ...] [-- SBATCH_OPTIONS...]
+#   jobs/submit.sh jobs/train.sbatch --resume TRACE [--set train.iterations=N] [-- SBATCH_OPTIONS...]
 #   jobs/submit.sh jobs/sweep.sbatch RUNS [-- SBATCH_OPTIONS...]
+#
+# Run it from any folder: CONFIG, RUNS, TRACE and the configs a runs file
+# names are relative to the folder you submit from (the job runs there too),
+# and results go to ${GRADCODE_RESULTS:-./results}. A runs file line is split
+# as a shell would split it, quotes included (`--set 'straggler.delayed_workers=[1, 2]'`),
+# without running anything. Environment passed on to the job (also under
+# `--export=NONE`): GRADCODE_HOME (this checkout), GRADCODE (the binary),
+# GRADCODE_RESULTS, GRADCODE_SITE_SETUP (a file the job sources before
+# launching, e.g. with `module load openmpi hdf5`), GRADCODE_LAUNCHER.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+home=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+absolute() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac; }
 script=${1:?usage: jobs/submit.sh jobs/train.sbatch CONFIG [--set k=v ...] [-- sbatch options]}
 shift
+[ -f "$script" ] || { echo "error: $script: no such batch script" >&2; exit 2; }
+script=$(absolute "$script")
 args=() sbatch_opts=()
 while (($#)); do
   if [ "$1" = "--" ]; then shift; sbatch_opts=("$@"); break; fi
   args+=("$1"); shift
 done
-bin=${GRADCODE:-target/release/gradcode}
+bin=$(absolute "${GRADCODE:-$home/target/release/gradcode}")
+[ -x "$bin" ] || { echo "error: $bin is not built (cargo build --release, or set GRADCODE)" >&2; exit 2; }
+results=$(absolute "${GRADCODE_RESULTS:-results}")
+mkdir -p "$results"
+passed=(GRADCODE_HOME="$home" GRADCODE="$bin" GRADCODE_RESULTS="$results")
+[ -n "${GRADCODE_SITE_SETUP:-}" ] && passed+=(GRADCODE_SITE_SETUP="$(absolute "$GRADCODE_SITE_SETUP")")
+[ -n "${GRADCODE_LAUNCHER:-}" ] && passed+=(GRADCODE_LAUNCHER="$GRADCODE_LAUNCHER")
+# Our variables join the user's --export list (NONE included), or ALL.
+export_set=0 output_set=0
+for i in "${!sbatch_opts[@]}"; do
+  case "${sbatch_opts[$i]}" in
+    --export=*)
+      export_set=1
+      sbatch_opts[i]="${sbatch_opts[$i]}$(printf ',%s' "${passed[@]}")" ;;
+    --output=* | -o) output_set=1 ;;
+  esac
+done
+((export_set)) || sbatch_opts+=("--export=ALL$(printf ',%s' "${passed[@]}")")
+
+source "$home/jobs/launch.sh" # run_words
+
 case "$(basename "$script")" in
   sweep.sbatch)
     runs=${args[0]:?a sweep needs a RUNS file}
-    mapfile -t lines < <(grep -v -e '^[[:space:]]*$' -e '^[[:space:]]*#' "$runs")
+    [ -f "$runs" ] || { echo "error: $runs: no such runs file" >&2; exit 2; }
+    mapfile -t lines < <(grep -v -e '^[[:space:]]*$' -e '^[[:space:]]*#' "$runs" || true)
     ((${#lines[@]})) || { echo "error: $runs lists no runs" >&2; exit 2; }
     ranks=""
-    for line in "${lines[@]}"; do
-      read -r -a run <<<"$line"
+    for n in "${!lines[@]}"; do
+      run_words "${lines[$n]}" || { echo "error: $runs: run $n: unbalanced quotes: ${lines[$n]}" >&2; exit 2; }
+      run=("${words[@]}")
       r=$("$bin" check --config "${run[0]}" "${run[@]:1}" --ranks)
       if [ -n "$ranks" ] && [ "$r" != "$ranks" ]; then
         echo "error: the runs of $runs need different rank counts ($ranks and $r); split the sweep" >&2
@@ -29,10 +64,21 @@ case "$(basename "$script")" in
       fi
       ranks=$r
     done
-    exec sbatch --parsable --array="0-$((${#lines[@]} - 1))" --ntasks="$ranks" "${sbatch_opts[@]}" "$script" "${args[@]}"
+    ((output_set)) || sbatch_opts+=("--output=$results/slurm-%x-%A_%a.out")
+    exec sbatch --parsable --array="0-$((${#lines[@]} - 1))" --ntasks="$ranks" "${sbatch_opts[@]}" \
+      "$script" "$(absolute "$runs")" "${args[@]:1}"
     ;;
   *)
-    ranks=$("$bin" check --config "${args[0]:?a run needs a CONFIG}" "${args[@]:1}" --ranks)
+    if [ "${args[0]:-}" = "--resume" ]; then
+      trace=${args[1]:?--resume needs a TRACE}
+      [ -f "$trace" ] || { echo "error: $trace: no such trace" >&2; exit 2; }
+      workers=$("$bin" inspect "$trace" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
+      ranks=$((workers + 1))
+      args[1]=$(absolute "$trace")
+    else
+      ranks=$("$bin" check --config "${args[0]:?a run needs a CONFIG}" "${args[@]:1}" --ranks)
+    fi
+    ((output_set)) || sbatch_opts+=("--output=$results/slurm-%x-%j.out")
     exec sbatch --parsable --ntasks="$ranks" "${sbatch_opts[@]}" "$script" "${args[@]}"
     ;;
 esac

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Fuzz the input parsers for a while (issue 8, item 5): the config parser with
 # --set overrides and the scheme constructors, the LIBSVM / CSV data loaders,
-# the straggler trace CSV loader, and the HDF5 trace reader on truncated and
-# corrupted traces.
+# the straggler trace CSV loader, the HDF5 trace reader on truncated and
+# corrupted traces (hdf5_trace), and the HDF5 trace reader on hostile
+# structures generated from the fuzz bytes (hdf5_structure: datasets claiming
+# far more than the file holds, cluster ids up to 2^63 - 1, groups linked into
+# themselves, soft and external links, deep nesting; tests/fuzz_support/hostile.rs).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
 # SECONDS (default 600) is the total, split evenly over the targets (default
-# all four: config data_file trace_csv hdf5_trace). With cargo-fuzz installed
+# all five: config data_file trace_csv hdf5_trace hdf5_structure). With cargo-fuzz installed
 # (`cargo install cargo-fuzz`; it works on the stable toolchain with
 # `--sanitizer none`) the targets in fuzz/ run under libFuzzer, coverage
 # guided, with overflow checks on and a memory limit: any panic, abort,
@@ -25,7 +28,7 @@ cd "$(dirname "$0")/.."
 total=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config data_file trace_csv hdf5_trace)
+[ ${#targets[@]} -gt 0 ] || targets=(config data_file trace_csv hdf5_trace hdf5_structure)
 per=$(( total / ${#targets[@]} ))
 malloc_mb=${MALLOC_MB:-1024}
 logs=fuzz/target/logs
@@ -76,7 +79,8 @@ for t in "${targets[@]}"; do
     config) filter+=(config) ;;
     data_file) filter+=(files) ;;
     trace_csv) filter+=(trace_csv raw_trace) ;;
-    hdf5_trace) filter+=(hdf5 truncation) ;;
+    hdf5_trace) filter+=(truncat) ;;
+    hdf5_structure) filter+=(hostile_hdf5_structures) ;;
   esac
 done
 end=$((SECONDS + total))

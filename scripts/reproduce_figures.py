@@ -176,7 +176,8 @@ def plot_sweep(result, title, png, exact=None):
     runs = result["runs"]
     names = [s["name"] for s in runs[0]["schemes"]]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.9))
-    xlabel = "w (workers waited for)" if key == "scheme.wait_for" else key
+    xlabel = {"scheme.wait_for": "w (workers waited for)",
+              "scheme.deadline": "deadline (model time)"}.get(key, key)
     markers = "osD^vP*X"
     for ax, (metric, label) in zip(axes, [PANEL["recovered"], PANEL["time"]]):
         drawn = []
@@ -191,7 +192,11 @@ def plot_sweep(result, title, png, exact=None):
                     markersize=max(3.0, 7.0 - 0.8 * i), label=name.upper(), color=color(name, i),
                     linewidth=max(1.0, 3.2 - 0.45 * i))
         ax.set_xlabel(xlabel)
+        if key == "scheme.deadline":
+            # Deadlines span decades: a log axis keeps every point readable.
+            ax.set_xscale("log", base=2)
         ax.set_xticks(values)
+        ax.set_xticklabels([f"{v:g}" for v in values])
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("gradients recovered (%)")
     axes[0].set_title("(a) recovered share of the gradients", fontsize=9)

@@ -2,7 +2,8 @@
 # A real single-node Slurm on this machine, for tests and demos (as root).
 #
 #   scripts/slurm-local.sh up     install slurm-wlm and munge if missing, start munged, slurmctld, slurmd
-#   scripts/slurm-local.sh down   stop the daemons this script started
+#   scripts/slurm-local.sh down   stop the daemons this script started and put back
+#                                 the slurm.conf that was there before `up`
 #
 # The node claims 16 CPUs and slurm.conf has SlurmdParameters=config_overrides,
 # so jobs with more tasks than the machine has cores schedule. State lives
@@ -10,6 +11,8 @@
 set -euo pipefail
 state=/tmp/gradcode-slurm
 conf=/etc/slurm/slurm.conf
+backup=/etc/slurm/slurm.conf.before-gradcode
+marker="# written by gradcode scripts/slurm-local.sh"
 
 up() {
   [ "$(id -u)" -eq 0 ] || { echo "slurm-local: needs root" >&2; exit 3; }
@@ -32,7 +35,13 @@ up() {
   # slurm.conf: the one of ../shared/slurm with this host and our state folder.
   mkdir -p "$state"/{state,spool,log} /etc/slurm
   host=$(hostname)
+  # Keep a config that is not ours; `down` puts it back.
+  if [ -e "$conf" ] && ! grep -qF "$marker" "$conf" && [ ! -e "$backup" ]; then
+    cp -p "$conf" "$backup"
+    echo "slurm-local: kept the existing $conf as $backup (restored by down)"
+  fi
   cat > "$conf" <<CONF
+$marker
 ClusterName=gradcode
 SlurmctldHost=$host
 SlurmUser=root
@@ -73,6 +82,12 @@ down() {
     [ -s "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
   done
   for _ in $(seq 50); do pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || break; sleep 0.1; done
+  if [ -e "$backup" ]; then
+    mv "$backup" "$conf"
+    echo "slurm-local: restored $conf"
+  elif [ -e "$conf" ] && grep -qF "$marker" "$conf"; then
+    rm -f "$conf"
+  fi
   echo "slurm-local: down"
 }
 

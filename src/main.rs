@@ -5,14 +5,21 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches};
 use gradcode::cli::{Cli, run};
 use gradcode::error::{InputError, QuietExit};
 
 fn main() -> ExitCode {
     gradcode::logging::init();
-    let cli = match Cli::try_parse() {
+    // `--version` prints the build too (commit, features, MPI and HDF5 libraries).
+    let long_version: &'static str =
+        Box::leak(gradcode::provenance::long_version().into_boxed_str());
+    let parsed = Cli::command()
+        .long_version(long_version)
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             // Help and version go to stdout with status 0.
@@ -27,23 +34,30 @@ fn main() -> ExitCode {
                 .map(str::trim)
                 .take_while(|l| !l.is_empty())
                 .collect();
-            eprintln!("{}", first.join(" "));
+            gradcode::errln!("{}", first.join(" "));
             return ExitCode::from(2);
         }
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => match gradcode::output::stdout_failure() {
+            // A closed pipe is not a failure (see gradcode::output); anything else is.
+            Some(failure) => {
+                gradcode::errln!("error: writing to stdout: {failure}; the output is incomplete");
+                ExitCode::from(1)
+            }
+            None => ExitCode::SUCCESS,
+        },
         Err(e) => {
             if let Some(QuietExit(code)) = e.downcast_ref::<QuietExit>() {
                 return ExitCode::from(*code);
             }
             match e.downcast_ref::<InputError>() {
                 Some(input) => {
-                    eprintln!("error: {input}");
+                    gradcode::errln!("error: {input}");
                     ExitCode::from(2)
                 }
                 None => {
-                    eprintln!("error: {e:#}");
+                    gradcode::errln!("error: {e:#}");
                     ExitCode::from(1)
                 }
             }

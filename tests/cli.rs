@@ -608,3 +608,108 @@ fn logging_is_off_unless_gradcode_log_asks() {
         "logs go to stderr, never into the output"
     );
 }
+
+/// `gradcode ... | head -1`: the reader is gone before anything is printed.
+/// Every command ends quietly with status 0 (no "Broken pipe" panic, which
+/// would break `set -o pipefail` scripts); a full disk behind stdout is an
+/// error naming stdout, status 1.
+#[test]
+fn a_closed_pipe_ends_quietly_and_a_full_stdout_is_an_error() {
+    use std::process::{Command, Stdio};
+    let demo_trace = common::scratch("closed-pipe", "sim.h5");
+    let _ = std::fs::remove_file(&demo_trace);
+    let sim = [
+        "simulate",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+        "--out",
+        demo_trace.to_str().unwrap(),
+    ];
+    let status = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(sim)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let commands: [&[&str]; 6] = [
+        &["check"],
+        &["check", "--json"],
+        &["explain", "--received", "1,2,3,4,5,6,7,8,9,10,11,12"],
+        &["simulate", "--trials", "2", "--iterations", "20", "--json"],
+        &["inspect", demo_trace.to_str().unwrap()],
+        &["--help"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end at once: every write meets a closed pipe.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+    }
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .arg("check")
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: writing to stdout: No space left"),
+        "{err}"
+    );
+}
+
+/// `--version` names the build: commit, features, the MPI and HDF5 libraries.
+#[test]
+fn version_names_the_build() {
+    let out = gradcode(&["--version"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        concat!("gradcode ", env!("CARGO_PKG_VERSION")),
+        "{text}"
+    );
+    let commit = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".to_string(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        });
+    assert_eq!(lines[1], format!("commit {commit}"), "{text}");
+    let features = match (cfg!(feature = "mpi"), cfg!(feature = "hdf5")) {
+        (true, true) => "mpi,hdf5",
+        (true, false) => "mpi",
+        (false, true) => "hdf5",
+        (false, false) => "none",
+    };
+    assert_eq!(lines[2], format!("features {features}"), "{text}");
+    if cfg!(feature = "mpi") {
+        assert!(lines[3].starts_with("MPI ") && lines[3].len() > 8, "{text}");
+    } else {
+        assert_eq!(lines[3], "MPI none", "{text}");
+    }
+    if cfg!(feature = "hdf5") {
+        assert!(lines[4].starts_with("HDF5 1."), "{text}");
+    } else {
+        assert_eq!(lines[4], "none", "{text}");
+    }
+}

@@ -541,6 +541,56 @@ proptest! {
     }
 }
 
+// Structure-aware: hostile shapes, cluster ids, self links, external links,
+// deep groups, hard-linked trials (tests/fuzz_support/hostile.rs), built with
+// the hdf5 crate, so never a crash of libhdf5 on corrupt metadata.
+#[cfg(feature = "hdf5")]
+proptest! {
+    #![proptest_config(cases(32))]
+
+    #[test]
+    fn hostile_hdf5_structures_end_in_ok_or_a_trace_error(
+        bytes in proptest::collection::vec(any::<u8>(), 0..40)
+    ) {
+        hdf5_trace::structure_bytes(&bytes);
+    }
+}
+
+/// The structure generator is not vacuous: the structures of issue 17 are
+/// a few bytes away, and inspect refuses each.
+#[cfg(feature = "hdf5")]
+#[test]
+fn the_structure_generator_reaches_every_hostile_case() {
+    use fuzz_support::hostile::{Link, Structure};
+    type Case = (&'static str, &'static [u8], fn(&Structure) -> bool);
+    let cases: [Case; 5] = [
+        // flags 0, 3 iterations, 2 workers, one claim: dataset 0 (duration_s), 1 column, 10^9 rows.
+        ("10^9 rows", &[0, 3, 1, 1, 0, 1, 7], |s| {
+            s.claims == [(0, 1_000_000_000, 1)]
+        }),
+        ("cluster id 2^62", &[0, 3, 1, 0, 1, 7], |s| {
+            s.cluster_ids == [1 << 62]
+        }),
+        ("self link", &[8, 3, 1, 0, 0, 1], |s| {
+            s.links == [Link::SelfHard]
+        }),
+        ("external link", &[8, 3, 1, 0, 0, 0, 0, 0, 0, 16], |s| {
+            s.links == [Link::External]
+        }),
+        ("deep groups", &[16, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4], |s| {
+            s.depth == 100
+        }),
+    ];
+    for (what, bytes, is) in cases {
+        let s = Structure::from_bytes(bytes);
+        assert!(is(&s), "{what}: {s:?}");
+        let path = scratch_file("generated.h5");
+        fuzz_support::hostile::build(&path, &s);
+        let [_, report, _] = hdf5_trace::read_all(&path);
+        assert!(report.is_some(), "{what}: inspect accepted {s:?}");
+    }
+}
+
 /// The harness is not vacuous: the untouched trace passes every reader.
 #[cfg(feature = "hdf5")]
 #[test]

@@ -654,29 +654,230 @@ mod with_hdf5 {
         }
     }
 
+    /// `gradcode inspect FILE` under a 2 GiB `ulimit -v`: an allocation
+    /// sized by a claim of the file (8 GB and more below) aborts the
+    /// process instead of passing unseen.
+    fn inspect_2gib(file: &Path) -> Output {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 2097152; exec \"$0\" inspect \"$1\"")
+            .arg(env!("CARGO_BIN_EXE_gradcode"))
+            .arg(file)
+            .output()
+            .unwrap()
+    }
+
+    /// The crafted files of issue 17 item 6, each a few kilobytes: inspect
+    /// refuses every one (exit 2, one line naming the file and the rule)
+    /// within 2 GiB of address space, where reading any of them as it claims
+    /// would need 8 GB to 2^65 bytes, or recurse forever.
     #[test]
-    fn a_huge_dataset_outside_the_schema_is_listed_with_its_shape_unread() {
+    fn crafted_files_are_refused_with_memory_bounded_by_the_file() {
+        use super::hostile::{Link, Structure, build};
+        use gradcode::trace::DATASETS;
         let _serial = serial();
-        let file = dir().join("hostile-extra.h5");
-        hostile_trace(&file, Some("notes/big"), HOSTILE_ROWS);
-        let v = json(&inspect_limited(&[file.to_str().unwrap(), "--json"]));
-        assert_eq!(
-            v["extra_datasets"],
-            serde_json::json!([{
-                "path": "/notes/big",
-                "shape": [HOSTILE_ROWS],
-                "unit": null,
-                "description": null,
-                "values": null,
-            }])
+        let index = |path: &str| DATASETS.iter().position(|d| d.path == path).unwrap();
+        let with = |f: &dyn Fn(&mut Structure)| {
+            let mut s = Structure::valid(3, 2);
+            f(&mut s);
+            s
+        };
+        let cases: Vec<(&str, Structure, &str)> = vec![
+            (
+                "rows-1e9",
+                with(&|s| s.claims = vec![(index("iteration/duration_s"), 1_000_000_000, 1)]),
+                "dataset /iteration/duration_s claims shape [1000000000]",
+            ),
+            (
+                "finish-3x2e9",
+                with(&|s| s.claims = vec![(index("worker/finish_s"), 3, 2_000_000_000)]),
+                "dataset /worker/finish_s claims shape [3, 2000000000]",
+            ),
+            (
+                "extra-1.5e9",
+                with(&|s| s.extra = Some((1_500_000_000, 4))),
+                "dataset /notes/big claims shape [1500000000]",
+            ),
+            (
+                "cluster-2^62",
+                with(&|s| s.cluster_ids = vec![1, 1 << 62]),
+                "holds cluster id 4611686018427387904 at iteration 1, worker 2: a cluster id is 1..=2",
+            ),
+            (
+                "cluster-1e9",
+                with(&|s| s.cluster_ids = vec![1_000_000_000]),
+                "holds cluster id 1000000000 at iteration 1, worker 1",
+            ),
+            (
+                "cluster-negative",
+                with(&|s| s.cluster_ids = vec![i64::MIN]),
+                "holds cluster id -9223372036854775808",
+            ),
+            (
+                "self-link",
+                with(&|s| s.links = vec![Link::SelfHard]),
+                "group /loop/self is /loop linked again",
+            ),
+            (
+                "root-link",
+                with(&|s| s.links = vec![Link::RootHard]),
+                "group /loop/root is / linked again",
+            ),
+            (
+                "soft-root-link",
+                with(&|s| s.links = vec![Link::RootSoft]),
+                "group /loop/up is / linked again",
+            ),
+            (
+                "external-link",
+                with(&|s| s.links = vec![Link::External]),
+                "/loop/ext is a link into another file",
+            ),
+            (
+                "deep-groups",
+                with(&|s| s.depth = 600),
+                "nested more than 32 groups deep",
+            ),
+        ];
+        for (name, s, rule) in &cases {
+            let file = dir().join(format!("crafted-{name}.h5"));
+            build(&file, s);
+            let bytes = std::fs::metadata(&file).unwrap().len();
+            assert!(bytes < 1 << 20, "{name}: a small file, {bytes} bytes");
+            let o = inspect_2gib(&file);
+            assert_rejected(&o, &file, rule);
+        }
+        // Every table dataset blown up alike to 10^9 never-written rows.
+        let every = dir().join("crafted-every-1e9.h5");
+        hostile_trace(&every, Some(EVERY_ROW), 1_000_000_000);
+        assert_rejected(
+            &inspect_2gib(&every),
+            &every,
+            "dataset /iteration/duration_s claims shape [1000000000]",
         );
-        let o = inspect_limited(&[file.to_str().unwrap()]);
+        // The controls: the same structures without the hostile part, and
+        // a dataset hard-linked 8 times (listed 9 times, read once), pass.
+        for s in [
+            Structure::valid(3, 2),
+            with(&|s| s.extra = Some((4, 4))),
+            with(&|s| s.links = vec![Link::DatasetCopies]),
+            with(&|s| s.depth = 32),
+            with(&|s| s.simulation = Some((4, true))),
+        ] {
+            let file = dir().join("crafted-control.h5");
+            build(&file, &s);
+            let o = inspect_2gib(&file);
+            assert!(o.status.success(), "{s:?}: {}", stderr(&o));
+        }
+    }
+
+    /// Random 200-byte corruptions of a real trace: inspect reads each as a
+    /// trace (exit 0) or refuses it (exit 2, one line naming the file),
+    /// within 2 GiB of address space; never a crash, an abort or a hang.
+    #[test]
+    fn random_200_byte_corruptions_exit_0_or_2() {
+        let _serial = serial();
+        let original = std::fs::read(write_run("corrupt-source.h5")).unwrap();
+        let file = dir().join("corrupt-200.h5");
+        // xorshift64*: a fixed sequence, so a failure reproduces.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        };
+        let mut refused = 0;
+        const CASES: usize = 60;
+        for case in 0..CASES {
+            let mut bytes = original.clone();
+            let at = (next() as usize) % (bytes.len() - 200);
+            for b in &mut bytes[at..at + 200] {
+                *b = next() as u8;
+            }
+            std::fs::write(&file, &bytes).unwrap();
+            let start = std::time::Instant::now();
+            let o = inspect_2gib(&file);
+            let err = stderr(&o);
+            match o.status.code() {
+                Some(0) => {}
+                Some(2) => {
+                    refused += 1;
+                    assert_eq!(err.lines().count(), 1, "case {case} at {at}: {err}");
+                    assert!(
+                        err.starts_with(&format!("error: {}: ", file.display())),
+                        "case {case} at {at}: {err}"
+                    );
+                }
+                _ => panic!(
+                    "case {case}, bytes {at}..{}: {:?} {err}",
+                    at + 200,
+                    o.status
+                ),
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "case {case} at {at}: {:?}",
+                start.elapsed()
+            );
+        }
+        assert!(refused > 0, "no corruption was refused: not a test");
+    }
+
+    /// Huge and tiny values print compactly: 1e300 as `1.000000e300`,
+    /// never as 301 digits.
+    #[test]
+    fn huge_values_print_in_scientific_notation() {
+        let _serial = serial();
+        let path = dir().join("huge-values.h5");
+        let meta = TraceMeta {
+            scheme: "gc".into(),
+            workers: K,
+            config_toml: String::new(),
+            seed: 1,
+        };
+        let mut w = TraceWriter::create(&path, &meta).unwrap();
+        for i in 0..4 {
+            let mut r = record(i);
+            r.duration_s = 1e300;
+            r.decode_s = 1e-300;
+            r.train_loss = if i == 0 { 1e300 } else { 1e-300 };
+            r.test_loss = -1e300;
+            r.recovered_fraction = 1e298;
+            r.messages_received = u64::MAX;
+            w.append(&r).unwrap();
+        }
+        w.write_theta(4, &[1e300, 1e300]).unwrap();
+        w.close().unwrap();
+        {
+            let f = hdf5::File::open_rw(&path).unwrap();
+            f.create_group("notes")
+                .unwrap()
+                .new_dataset_builder()
+                .with_data(&[1e300f64, -1e300, 1e-300])
+                .create("huge")
+                .unwrap();
+        }
+        let o = gradcode(&["inspect", path.to_str().unwrap()]);
         assert!(o.status.success(), "{}", stderr(&o));
         let text = stdout(&o);
-        assert!(
-            text.contains("other dataset         /notes/big [2147483648]"),
-            "{text}"
-        );
+        for l in text.lines() {
+            assert!(l.len() < 200, "a long line: {l}");
+            assert!(!l.contains("0000000000"), "digits spelled out: {l}");
+        }
+        for expected in [
+            "train loss            1.000000e300 (iteration 1) → 1.000000e-300 (iteration 4); min 1.000000e-300",
+            "test loss             -1.000000e300 (iteration 1)",
+            "mean 1.000e300 s",
+            "norm 1.414214e300",
+            "/notes/huge [3] : mean",
+            "max 1.000000e300",
+        ] {
+            assert!(text.contains(expected), "no `{expected}` in\n{text}");
+        }
+        // Ordinary values keep their fixed notation.
+        let o = gradcode(&["inspect", write_run("ordinary.h5").to_str().unwrap()]);
+        assert!(stdout(&o).contains("1.000000 (iteration 1) → 0.025000 (iteration 40)"));
     }
 
     #[test]

@@ -192,3 +192,76 @@ fn resuming_a_trace_whose_dataset_claims_more_than_the_file_is_an_input_error() 
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("needs 3 MPI ranks"), "{err}");
 }
+
+/// `train --resume` of each crafted file of issue 17 item 6 (as inspect
+/// refuses them in tests/inspect.rs): exit 2 with one line naming the file,
+/// within a 2 GiB `ulimit -v`, the file byte for byte unchanged.
+#[test]
+fn resuming_a_crafted_file_is_refused_within_2_gib_and_changes_nothing() {
+    use hostile::{Link, Structure, build};
+    let _serial = serial();
+    let index = |path: &str| {
+        gradcode::trace::DATASETS
+            .iter()
+            .position(|d| d.path == path)
+            .unwrap()
+    };
+    let mut cases: Vec<(&str, Structure, &str)> = Vec::new();
+    let mut add = |name, rule, f: &dyn Fn(&mut Structure)| {
+        let mut s = Structure::valid(3, 2);
+        s.model = true;
+        f(&mut s);
+        cases.push((name, s, rule));
+    };
+    add(
+        "rows-1e9",
+        "dataset /iteration/duration_s claims shape",
+        &|s| s.claims = vec![(index("iteration/duration_s"), 1_000_000_000, 1)],
+    );
+    add(
+        "finish-3x2e9",
+        "dataset /worker/finish_s claims shape",
+        &|s| s.claims = vec![(index("worker/finish_s"), 3, 2_000_000_000)],
+    );
+    add("extra-1.5e9", "/notes/big", &|s| {
+        s.extra = Some((1_500_000_000, 4))
+    });
+    add("cluster-2^62", "cluster id", &|s| {
+        s.cluster_ids = vec![1 << 62]
+    });
+    add("cluster-1e9", "cluster id", &|s| {
+        s.cluster_ids = vec![1_000_000_000]
+    });
+    add("self-link", "/loop/self", &|s| {
+        s.links = vec![Link::SelfHard]
+    });
+    for (name, s, rule) in &cases {
+        let file = scratch(&format!("crafted-resume-{name}.h5"));
+        build(&file, s);
+        let before = std::fs::read(&file).unwrap();
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 2097152; exec \"$0\" train --resume \"$1\"")
+            .arg(env!("CARGO_BIN_EXE_gradcode"))
+            .arg(&file)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{name}: {err}");
+        // Refused naming the file and the rule it breaks, or (what resume
+        // does not read: the values, the groups outside the schema) only at
+        // the world size of a singleton run.
+        if !errors[0].contains("needs 3 MPI ranks") {
+            assert!(
+                errors[0].starts_with(&format!("error: --resume: {}: ", file.display()))
+                    && errors[0].contains(rule),
+                "{name}: {err}"
+            );
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{name}: changed");
+    }
+}

@@ -336,6 +336,7 @@ fn data_errors_on_workers_stop_the_run_cleanly() {
     let text = "workers = 2\n[scheme]\nkind = \"uncoded\"\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"csv\"\npath = \"/nonexistent/data.csv\"\n";
     let path = write_config("missing-data", text);
     let trace = scratch("missing-data.h5");
+    let _ = std::fs::remove_file(&trace);
     let out = mpirun(
         3,
         &[
@@ -353,9 +354,14 @@ fn data_errors_on_workers_stop_the_run_cleanly() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Rank 0 checks the data files before any MPI work: nothing is written.
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("error: /nonexistent/data.csv: cannot open")
+        String::from_utf8_lossy(&out.stderr)
+            .contains("error: data.path = \"/nonexistent/data.csv\" cannot be read"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    assert!(!trace.exists(), "a run refused for its data wrote a trace");
 }
 
 #[test]
@@ -373,10 +379,20 @@ fn divergence_stops_the_run_naming_the_iteration_and_keeps_the_trace() {
             "--out",
             trace.to_str().unwrap(),
             "--force",
+            "--json",
         ],
     );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
+    // The summary `--json` writes says the run failed, and why.
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(summary["status"], "failed", "{summary}");
+    assert!(
+        summary["error"].as_str().unwrap().contains("not finite")
+            || summary["error"].as_str().unwrap().contains("non-finite"),
+        "{summary}"
+    );
     let line = err
         .lines()
         .find(|l| l.starts_with("error: iteration"))
@@ -391,10 +407,24 @@ fn divergence_stops_the_run_naming_the_iteration_and_keeps_the_trace() {
         .unwrap()
         .parse()
         .unwrap();
+    // Iterations are numbered from 1 in errors as in inspect: the failing
+    // iteration N leaves N - 1 in the trace, and its status says the same.
+    assert!(iteration >= 1, "{line}");
+    let recorded = read(&trace).records.len();
     assert_eq!(
-        read(&trace).records.len(),
-        iteration,
+        recorded,
+        iteration - 1,
         "every iteration before the failure is in the trace"
+    );
+    let o = common::gradcode(&["inspect", trace.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["iterations"], recorded);
+    assert_eq!(v["status"], "failed");
+    let reason = v["status_reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!("iteration {iteration}:")),
+        "{reason}"
     );
 }
 
@@ -435,7 +465,8 @@ fn simulate_trial_0(
 
 /// The engine makes `train` (emulated stragglers) and `simulate` the same
 /// iteration loop: for the same seed they see the same straggler samples,
-/// form the same clusters and, wherever the wall clock cannot reorder what
+/// form the same clusters (gc-dc, with and without a deadline) and, wherever
+/// the wall clock cannot reorder what
 /// the model says (no message within `margin` of the deadline or of the
 /// iteration's end), accept, use and recover the same.
 #[test]
@@ -458,6 +489,11 @@ fn train_agrees_with_simulate_iteration_by_iteration() {
         (
             "agree-gc-dc",
             "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\n",
+            "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
+        ),
+        (
+            "agree-gc-dc-deadline",
+            "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\ndeadline = 1.0\n",
             "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
         ),
     ];

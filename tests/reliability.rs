@@ -47,7 +47,16 @@ struct Job {
 
 impl Job {
     fn start(ranks: usize, args: &[&str]) -> Job {
-        let mut child = mpirun(ranks, args).spawn().unwrap();
+        Job::spawn(mpirun(ranks, args))
+    }
+
+    /// Start `cmd` (its stdout and stderr piped).
+    fn spawn(mut cmd: Command) -> Job {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let stderr = child.stderr.take().unwrap();
         let mut stdout = child.stdout.take().unwrap();
         let (tx, stderr_lines) = mpsc::channel();
@@ -136,33 +145,60 @@ impl Drop for Job {
     }
 }
 
-/// The pid of MPI rank `rank` among the gradcode processes (OpenMPI sets
-/// OMPI_COMM_WORLD_RANK in each rank's environment).
-fn rank_pid(rank: usize) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            if !String::from_utf8_lossy(&cmdline).contains("gradcode\0train") {
-                continue;
-            }
-            let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-                continue;
-            };
-            if env
-                .split(|&b| b == 0)
-                .any(|v| v == format!("OMPI_COMM_WORLD_RANK={rank}").as_bytes())
-            {
-                return pid;
-            }
+/// The parent of process `pid`, if it is still there.
+fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces, so read after its ')'.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether process `pid` descends from process `ancestor`.
+fn descends_from(mut pid: u32, ancestor: u32) -> bool {
+    while pid > 1 {
+        match parent_pid(pid) {
+            Some(p) if p == ancestor => return true,
+            Some(p) => pid = p,
+            None => return false,
         }
-        assert!(Instant::now() < deadline, "no rank {rank} found");
-        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+impl Job {
+    /// The pid of MPI rank `rank` of this job (OpenMPI sets
+    /// OMPI_COMM_WORLD_RANK in each rank's environment): only the job's own
+    /// processes, never a gradcode of another test or user on the machine.
+    fn rank_pid(&self, rank: usize) -> u32 {
+        let deadline = Instant::now() + STARTUP;
+        let wanted = format!("OMPI_COMM_WORLD_RANK={rank}");
+        loop {
+            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                    continue;
+                };
+                if !String::from_utf8_lossy(&cmdline).contains("gradcode\0train") {
+                    continue;
+                }
+                let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+                    continue;
+                };
+                if env.split(|&b| b == 0).any(|v| v == wanted.as_bytes())
+                    && descends_from(pid, self.pid())
+                {
+                    return pid;
+                }
+            }
+            assert!(Instant::now() < deadline, "no rank {rank} found");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -219,12 +255,15 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
     job.wait_for("iteration 10/", STARTUP);
     let signalled = Instant::now();
     signal(job.pid(), "TERM");
-    let (code, _, err) = job.wait_exit(Duration::from_secs(20));
+    let (code, summary, err) = job.wait_exit(Duration::from_secs(20));
     assert!(
         signalled.elapsed() < Duration::from_secs(5),
         "the job exits within 5 s of SIGTERM"
     );
-    assert_ne!(code, Some(0), "an interrupted run does not claim success");
+    // OpenMPI's mpirun (4.1) ends the job itself when it is signalled and
+    // then exits 1, whatever the ranks return (README, "Exit status under a
+    // launcher"); jobs/launch.sh maps it (see `launch_sh_exits_128_plus_the_signal`).
+    assert_eq!(code, Some(1), "mpirun signalled exits 1: {err}");
     let line = err
         .lines()
         .find(|l| l.contains("interrupted by SIGTERM after"))
@@ -239,6 +278,13 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         .parse()
         .unwrap();
     assert!(done > 0 && done < 160, "{line}");
+    // `--json` still writes a summary: the status, the iterations done, the trace.
+    let summary: serde_json::Value =
+        serde_json::from_str(&summary).unwrap_or_else(|e| panic!("{e}: {summary}"));
+    assert_eq!(summary["status"], "interrupted", "{summary}");
+    assert_eq!(summary["iterations"], done, "{summary}");
+    assert_eq!(summary["signal"], 15, "{summary}");
+    assert_eq!(summary["trace"], cut.to_str().unwrap(), "{summary}");
     let records = read_trace(&cut, "/")
         .expect("the interrupted trace is readable")
         .records
@@ -260,6 +306,8 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         .unwrap(),
     );
     assert_eq!(code, Some(0), "{err}");
+    let completed: serde_json::Value = serde_json::from_str(&resumed).unwrap();
+    assert_eq!(completed["status"], "completed");
     let err = common::relative_error(&theta_of(&resumed), &theta_of(&uninterrupted));
     assert!(
         err <= 1e-9,
@@ -271,6 +319,66 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         160,
         "the resumed trace continues where the snapshot left it"
     );
+    // The summary, the trace and its /timing/ count the whole run, the
+    // resumed part marked.
+    assert_eq!(completed["iterations"], 160);
+    assert_eq!(completed["resumed_at"], done, "{completed}");
+    let traced_mean =
+        data.records.iter().map(|r| r.duration_s).sum::<f64>() / data.records.len() as f64;
+    let summary_mean = completed["mean_iteration_s"].as_f64().unwrap();
+    assert!(
+        (summary_mean - traced_mean).abs() <= 1e-9 * traced_mean,
+        "summary mean {summary_mean} s, trace mean {traced_mean} s"
+    );
+    let decode = data
+        .timing
+        .iter()
+        .find(|e| e.event == "decode")
+        .expect("a decode timing event");
+    assert_eq!(decode.count, 160, "/timing/ counts every iteration");
+    // Provenance: what ran, where and when, and the resume.
+    let inspected = common::json(&common::gradcode(&[
+        "inspect",
+        cut.to_str().unwrap(),
+        "--json",
+    ]));
+    let p = &inspected["provenance"];
+    assert_eq!(p["build_features"], "mpi,hdf5", "{p}");
+    assert!(p["mpi_library"].as_str().unwrap().contains("MPI"), "{p}");
+    assert!(
+        p["hdf5_library"].as_str().unwrap().starts_with("HDF5 1."),
+        "{p}"
+    );
+    assert!(
+        p["command_line"]
+            .as_str()
+            .unwrap()
+            .contains(" train --config "),
+        "{p}"
+    );
+    assert!(p["hosts"].as_str().unwrap().ends_with("(ranks 0-6)"), "{p}");
+    let (started, ended) = (
+        p["started_at"].as_str().unwrap(),
+        p["ended_at"].as_str().unwrap(),
+    );
+    assert!(started.ends_with('Z') && started <= ended, "{p}");
+    assert!(
+        p["resumed"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("from iteration {done}: ")),
+        "{p}"
+    );
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".to_string(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        });
+    assert_eq!(p["git_commit"], commit.as_str(), "{p}");
 }
 
 #[test]
@@ -293,9 +401,11 @@ fn sigint_on_one_worker_stops_the_whole_job_gracefully() {
         ],
     );
     job.wait_for("iteration 10/", STARTUP);
-    signal(rank_pid(3), "INT");
+    signal(job.rank_pid(3), "INT");
     let (code, _, err) = job.wait_exit(Duration::from_secs(10));
-    assert_ne!(code, Some(0));
+    // mpirun was not signalled: it returns the ranks' first non-zero status,
+    // rank 0's 128 + SIGINT.
+    assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("interrupted by SIGINT after"), "{err}");
     let data = read_trace(&trace, "/").unwrap();
     assert!(!data.records.is_empty() && data.theta.is_some());
@@ -321,7 +431,7 @@ fn sigkill_leaves_a_readable_trace_that_resumes() {
         ],
     );
     job.wait_for("iteration 80/", STARTUP);
-    signal(rank_pid(0), "KILL");
+    signal(job.rank_pid(0), "KILL");
     let (code, _, _) = job.wait_exit(Duration::from_secs(20));
     assert_ne!(code, Some(0));
     let data = read_trace(&trace, "/").expect("a killed run leaves a readable trace");
@@ -382,7 +492,7 @@ fn a_killed_worker_ends_the_job_and_the_trace_survives() {
         ],
     );
     job.wait_for("iteration 80/", STARTUP);
-    signal(rank_pid(4), "KILL");
+    signal(job.rank_pid(4), "KILL");
     let (code, _, _) = job.wait_exit(Duration::from_secs(20));
     assert_ne!(code, Some(0), "OpenMPI ends the job when a rank dies");
     let data = read_trace(&trace, "/").expect("the trace survives a dead worker");
@@ -420,7 +530,7 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
     );
     // Stop it once training runs (stopped during MPI_Init, everyone would wait in MPI_Init).
     job.wait_for("iteration 10/", STARTUP);
-    let worker = rank_pid(2);
+    let worker = job.rank_pid(2);
     signal(worker, "STOP");
     let (code, _, err) = job.wait_exit(Duration::from_secs(30));
     signal(worker, "CONT");
@@ -461,7 +571,7 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
         ],
     );
     job.wait_for("iteration 10/", STARTUP);
-    let worker = rank_pid(2);
+    let worker = job.rank_pid(2);
     signal(worker, "STOP");
     let (_, _, err) = job.wait_exit(Duration::from_secs(40));
     signal(worker, "CONT");
@@ -476,4 +586,428 @@ fn a_stopped_worker_times_out_an_intolerant_scheme_and_not_a_tolerant_one() {
         late.iter().all(|r| !r.used[1]),
         "the stopped worker is recorded as never used"
     );
+}
+
+/// The `error:` lines of a job's stderr (mpirun adds banners of its own).
+fn error_lines(err: &str) -> Vec<&str> {
+    err.lines().filter(|l| l.starts_with("error:")).collect()
+}
+
+/// Send `sig` to every process of process group `pgid`.
+fn signal_group(pgid: u32, sig: &str) {
+    assert!(
+        Command::new("kill")
+            .args([&format!("-{sig}"), "--", &format!("-{pgid}")])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// Resume a stopped process, if it is still there.
+fn resume(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-CONT", &pid.to_string()])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// A quick run: 4 workers, gc-cyclic with load 2 (tolerates one straggler), 12 iterations.
+const SMALL: &str = "workers = 4\nseed = 3\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\ntime_unit_ms = 5.0\n[data]\ntrain_samples = 200\ntest_samples = 20\nfeatures = 10\n[train]\niterations = 12\nlearning_rate = 0.05\n";
+
+#[test]
+fn huge_times_are_refused_or_mean_never_and_panic_no_rank() {
+    let _one = common::one_at_a_time();
+    let cfg = config("huge", SMALL);
+    let trace = scratch("huge.h5");
+    let train = |sets: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
+            "--quiet",
+        ];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let started = Instant::now();
+        let (code, _, err) = Job::start(5, &args).wait_exit(Duration::from_secs(120));
+        assert!(!err.contains("panicked"), "{sets:?}: {err}");
+        (code, err, started.elapsed())
+    };
+
+    // Values that make no sense: refused before any work, exit 2, one line naming the key.
+    for (sets, key) in [
+        (
+            &["straggler.time_unit_ms=1e300"][..],
+            "straggler.time_unit_ms = 1e300 must be at most 86400000",
+        ),
+        (
+            &["straggler.time_unit_ms=1e8"][..],
+            "straggler.time_unit_ms = 1e8 must be at most 86400000",
+        ),
+        (
+            &["straggler.alpha=1e300"][..],
+            "straggler.alpha = 1e300 makes every emulated computation take at least",
+        ),
+        // alpha = 1e5 model units of 5 ms: 500 s per computation, beyond the 300 s result timeout.
+        (
+            &["straggler.alpha=1e5"][..],
+            "more than train.result_timeout_s = 300",
+        ),
+    ] {
+        let (code, err, _) = train(sets);
+        assert_eq!(code, Some(2), "{sets:?}: {err}");
+        let errors = error_lines(&err);
+        assert_eq!(errors.len(), 1, "{sets:?}: {err}");
+        assert!(errors[0].contains(key), "{sets:?}: {err}");
+    }
+
+    // Timeouts and deadlines beyond any clock mean never: the runs train to the end.
+    for sets in [
+        &["train.result_timeout_s=1e30"][..],
+        &["train.result_timeout_s=1e19"][..],
+        &["scheme.kind=is-gc", "scheme.deadline=1e300"][..],
+    ] {
+        let (code, err, _) = train(sets);
+        assert_eq!(code, Some(0), "{sets:?}: {err}");
+        assert_eq!(
+            read_trace(&trace, "/").unwrap().records.len(),
+            12,
+            "{sets:?}"
+        );
+    }
+
+    // A trace CSV whose worker 2 takes 1e300 model time units in round 2 (of
+    // 3, replayed cyclically): that worker never answers those iterations.
+    let csv = scratch("huge-trace.csv");
+    std::fs::write(
+        &csv,
+        "w0,w1,w2,w3\n0.1,0.2,0.1,0.15\n0.1,1e300,0.1,0.2\n0.2,0.1,0.1,0.1\n",
+    )
+    .unwrap();
+    let replay = format!("straggler.trace_file={}", csv.display());
+    // gc-cyclic decodes without it and trains to the end, well within the 300 s timeout.
+    let (code, err, took) = train(&["straggler.model=trace", &replay]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(took < Duration::from_secs(100), "{took:?}");
+    let records = read_trace(&trace, "/").unwrap().records;
+    assert_eq!(records.len(), 12);
+    for (i, r) in records.iter().enumerate().filter(|(i, _)| i % 3 == 1) {
+        assert!(!r.used[1], "iteration {}: {:?}", i + 1, r.used);
+        assert_eq!(r.recovered_fraction, 1.0);
+    }
+    // Uncoded needs it: the result timeout names it and says why.
+    let (code, err, _) = train(&[
+        "straggler.model=trace",
+        &replay,
+        "scheme.kind=uncoded",
+        "train.result_timeout_s=2",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    let errors = error_lines(&err);
+    assert!(
+        errors.len() == 1
+            && errors[0].contains("no answer from workers 2:")
+            && errors[0].contains("emulated time is beyond the timeout (workers 2 at 5.000e297 s)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_panicking_rank_ends_the_job_at_once_with_its_message() {
+    let _one = common::one_at_a_time();
+    // Uncoded needs every worker, and the result timeout is the default 300 s:
+    // without the abort a dead worker would hold the job that long, a dead
+    // master forever (the workers wait for tasks).
+    let cfg = config(
+        "panic",
+        &SLOW
+            .replace(
+                "kind = \"gc-sc\"\nload = 2\nclusters = 2",
+                "kind = \"uncoded\"",
+            )
+            .replace("iterations = 160", "iterations = 100000"),
+    );
+    let trace = scratch("panic.h5");
+    for (rank, who) in [(2, "rank 2 (worker 2)"), (0, "rank 0 (master)")] {
+        let mut cmd = common::mpirun_command(
+            7,
+            &[
+                "train",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                trace.to_str().unwrap(),
+                "--force",
+            ],
+        );
+        cmd.env("GRADCODE_TEST_PANIC_RANK", rank.to_string())
+            .env("RUST_BACKTRACE", "0");
+        let mut job = Job::spawn(cmd);
+        job.wait_for("panicked", STARTUP);
+        let panicked = Instant::now();
+        let (code, _, err) = job.wait_exit(Duration::from_secs(30));
+        assert!(
+            panicked.elapsed() < Duration::from_secs(15),
+            "{who}: the job took {:?} to end after the panic",
+            panicked.elapsed()
+        );
+        assert_eq!(code, Some(1), "{who}: {err}");
+        let line = err
+            .lines()
+            .find(|l| l.contains("panicked"))
+            .unwrap_or_else(|| panic!("{err}"));
+        assert!(
+            line.starts_with(&format!("error: {who} panicked at src/runtime/"))
+                && line.contains("GRADCODE_TEST_PANIC_RANK")
+                && line.ends_with("on purpose; ending the job (MPI_Abort)"),
+            "{line}"
+        );
+    }
+}
+
+/// 2 workers that each generate 30000 × 4000 samples (960 MB): seconds of loading.
+const BIG: &str = "workers = 2\nseed = 4\n[scheme]\nkind = \"uncoded\"\n[straggler]\ntime_unit_ms = 5.0\n[data]\ntrain_samples = 60000\ntest_samples = 20\nfeatures = 4000\n[train]\niterations = 5\n";
+
+/// Run BIG (with `extra` appended) and stop worker 2 while it loads its data:
+/// at once when the master logs the setup it sent, just before the workers
+/// start loading. `act` does the rest and returns the instant the test
+/// measures from. Returns the exit code, stderr and the time since that
+/// instant. A stop that came after worker 2 had loaded (a race lost to a fast
+/// machine) does not count: the run is tried again.
+fn with_worker_2_stopped_while_loading(
+    name: &str,
+    extra: &str,
+    act: impl Fn(&mut Job) -> Instant,
+) -> (Option<i32>, String, Duration) {
+    let cfg = config(name, &format!("{BIG}{extra}"));
+    let trace = scratch(&format!("{name}.h5"));
+    for attempt in 1..=3 {
+        let mut cmd = common::mpirun_command(
+            3,
+            &[
+                "train",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                trace.to_str().unwrap(),
+                "--force",
+            ],
+        );
+        cmd.env("GRADCODE_LOG", "info");
+        let mut job = Job::spawn(cmd);
+        // Found before the setup starts, so that the stop follows the master's line at once.
+        let worker = job.rank_pid(2);
+        job.wait_for("master: uncoded on 2 workers", STARTUP);
+        signal(worker, "STOP");
+        let from = act(&mut job);
+        let (code, _, err) = job.wait_exit(Duration::from_secs(120));
+        let took = from.elapsed();
+        resume(worker);
+        if err.contains("worker 2: 1 partitions stored") || err.contains("master: worker 2 ready") {
+            eprintln!(
+                "attempt {attempt}: worker 2 was stopped after it had loaded its data; again"
+            );
+            continue;
+        }
+        return (code, err, took);
+    }
+    panic!(
+        "worker 2 was stopped after loading its data 3 times: BIG is too small for this machine"
+    );
+}
+
+#[test]
+fn a_worker_stuck_in_setup_ends_the_job_on_sigterm() {
+    let _one = common::one_at_a_time();
+    let (code, err, took) = with_worker_2_stopped_while_loading("stuck-sigterm", "", |job| {
+        // The master now waits for worker 2 alone (default result timeout: 300 s).
+        job.wait_for("master: worker 1 ready", STARTUP);
+        let signalled = Instant::now();
+        signal(job.rank_pid(0), "TERM");
+        signalled
+    });
+    assert!(
+        took < Duration::from_secs(15),
+        "the job took {took:?} to end after SIGTERM"
+    );
+    assert_eq!(code, Some(143), "{err}");
+    assert!(
+        err.contains(
+            "gradcode: interrupted by SIGTERM during setup, before the first iteration; workers not ready: 2"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_worker_stuck_in_setup_times_out_and_is_named() {
+    let _one = common::one_at_a_time();
+    // Loading takes each worker seconds, longer than the 1 s timeout: a
+    // worker that loads says so, only the silent one is named.
+    let (code, err, took) =
+        with_worker_2_stopped_while_loading("stuck-timeout", "result_timeout_s = 1.0\n", |_| {
+            Instant::now()
+        });
+    assert_eq!(code, Some(1), "{err}");
+    let errors = error_lines(&err);
+    let line = errors
+        .iter()
+        .find(|l| l.starts_with("error: setup: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.starts_with(
+            "error: setup: no word from workers 2 for 1 s (train.result_timeout_s) while they load their partitions"
+        ),
+        "only worker 2 is silent: {line}"
+    );
+    // Worker 1 may still be loading (then it is not ready, but not silent).
+    let not_ready = line.rsplit(": ").next().unwrap();
+    assert!(
+        not_ready == "2" || not_ready == "1, 2",
+        "workers not ready: {line}"
+    );
+    // The stopped worker is found silent within the timeout (then up to 3 s
+    // for the others' goodbyes, and the abort).
+    assert!(
+        took < Duration::from_secs(30),
+        "the job took {took:?} after the worker stopped"
+    );
+}
+
+#[test]
+fn launch_sh_exits_128_plus_the_signal() {
+    let _one = common::one_at_a_time();
+    let cfg = config(
+        "launch",
+        &SLOW.replace("iterations = 160", "iterations = 100000"),
+    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/launch.sh");
+    for (sig, status) in [("TERM", 143), ("INT", 130)] {
+        let trace = scratch(&format!("launch-{sig}.h5"));
+        let mut cmd = Command::new("bash");
+        cmd.args([
+            "-c",
+            &format!("source {script}; set -e; launch \"$@\" > /dev/null; echo unreachable >&2"),
+            "launch",
+            env!("CARGO_BIN_EXE_gradcode"),
+            "train",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
+        ])
+        .env("SLURM_NTASKS", "7")
+        .env("GRADCODE_LAUNCHER", "mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut job = Job::spawn(cmd);
+        job.wait_for("iteration 10/", STARTUP);
+        // As from Ctrl-C on a terminal, or Slurm signalling the batch step:
+        // the shell and mpirun (the ranks are in process groups of their own).
+        signal_group(job.pid(), sig);
+        let (code, _, err) = job.wait_exit(Duration::from_secs(30));
+        assert_eq!(code, Some(status), "{sig}: {err}");
+        assert!(
+            err.contains(&format!(
+                "launch: stopped by SIG{sig} (the launcher returned 1): exit {status}"
+            )) && !err.contains("unreachable"),
+            "{sig}: {err}"
+        );
+        // mpirun passes SIGINT on to the ranks as SIGTERM; they stop gracefully.
+        assert!(
+            err.contains("gradcode: interrupted by SIGTERM after"),
+            "{sig}: {err}"
+        );
+        let data = read_trace(&trace, "/").unwrap();
+        assert!(!data.records.is_empty() && data.theta.is_some());
+    }
+}
+
+/// A trace write that fails mid-run (the file-size limit of `ulimit -f`
+/// standing in for a full disk) ends the job with the error on one line,
+/// said once: rank 0's close of the trace does not repeat it.
+#[test]
+fn a_failed_trace_write_is_reported_once_on_one_line() {
+    let _one = common::one_at_a_time();
+    let cfg = config(
+        "full-disk",
+        "workers = 2\nseed = 3\n[scheme]\nkind = \"uncoded\"\n[data]\ntrain_samples = 200\ntest_samples = 20\nfeatures = 8\n[train]\niterations = 3000\nlearning_rate = 0.05\n[output]\nsnapshot_every = 1\n",
+    );
+    let out = scratch("full-disk.h5");
+    let _ = std::fs::remove_file(&out);
+    // OpenMPI's shared-memory transport sizes files too: TCP between ranks.
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--oversubscribe",
+        "--mca",
+        "btl",
+        "self,tcp",
+        "-n",
+        "3",
+        "sh",
+        "-c",
+    ])
+    .arg("trap '' XFSZ; ulimit -f 60; exec \"$0\" train --config \"$1\" --quiet --out \"$2\"")
+    .arg(env!("CARGO_BIN_EXE_gradcode"))
+    .arg(&cfg)
+    .arg(&out)
+    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let start = Instant::now();
+    let (code, _, err) = finish(cmd.spawn().unwrap());
+    assert_ne!(code, Some(0), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(120), "{err}");
+    let errors = error_lines(&err);
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("File too large"), "{err}");
+    assert_eq!(err.matches("File too large").count(), 1, "said once: {err}");
+    // The date inside libhdf5's message no longer starts a line of its own.
+    assert!(!err.lines().any(|l| l.starts_with(", filename")), "{err}");
+}
+
+/// A decode refused only because `scheme.decode_tolerance` is below f64
+/// rounding names the tolerance as the cause, not the code's load.
+#[test]
+fn a_too_tight_decode_tolerance_is_named_as_the_cause() {
+    let _one = common::one_at_a_time();
+    // K = 6, r = 4: about 1 in 5 minimal arrival sets has a rounding
+    // residual above 1e-15 (`gradcode check`), so 200 iterations meet one.
+    let cfg = config(
+        "tight-tolerance",
+        "workers = 6\nseed = 5\n[scheme]\nkind = \"gc-cyclic\"\nload = 4\ndecode_tolerance = 1e-15\n[data]\ntrain_samples = 120\ntest_samples = 12\nfeatures = 4\n[train]\niterations = 200\nlearning_rate = 0.01\n",
+    );
+    let out = scratch("tight-tolerance.h5");
+    let _ = std::fs::remove_file(&out);
+    let (code, _, err) = finish(
+        mpirun(
+            7,
+            &[
+                "train",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+        .spawn()
+        .unwrap(),
+    );
+    assert_ne!(code, Some(0), "{err}");
+    let errors = error_lines(&err);
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains("scheme.decode_tolerance = 1e-15: the tolerance is the cause"),
+        "{err}"
+    );
+    assert!(!errors[0].contains("scheme.load"), "{err}");
 }

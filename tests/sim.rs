@@ -520,3 +520,63 @@ fn the_first_iteration_under_imperfect_information_uses_the_initial_state() {
         );
     }
 }
+
+/// Deadline-aware GC-SC and GC-DC: with a deadline later than every arrival
+/// they are the plain schemes iteration by iteration; with a short one they
+/// stop at it (or at the first arrival after it that recovers a cluster)
+/// and recover only whole clusters.
+#[test]
+fn clustered_codes_with_a_deadline() {
+    let base = "workers = 12\nseed = 5\n[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 4\nclusters_per_worker = 2\n[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 4\nmu_slow = 1.0\n[simulate]\ntrials = 3\niterations = 60\n";
+    for kind in ["gc-sc", "gc-dc"] {
+        let text = format!(
+            "{base}compare = [\"{kind}\", {{ name = \"late\", kind = \"{kind}\", set = {{ deadline = 1e9 }} }}, {{ name = \"early\", kind = \"{kind}\", set = {{ deadline = 0.5 }} }}]\n"
+        );
+        let c = config(&text);
+        let mut sim = Simulation::from_config(&c).unwrap();
+        let mut records = Collect::default();
+        let report = sim.run(&mut [&mut records]).unwrap();
+        let of = |lane: usize| -> Vec<&IterationRecord> {
+            records
+                .0
+                .iter()
+                .filter(|r| r.0 == lane)
+                .map(|r| &r.2)
+                .collect()
+        };
+        let (plain, late, early) = (of(0), of(1), of(2));
+        for (i, (p, l)) in plain.iter().zip(&late).enumerate() {
+            // Field by field, NaN equal to NaN (decode_s and the losses are NaN here).
+            assert_eq!(
+                format!("{p:?}"),
+                format!("{l:?}"),
+                "{kind}: iteration {i}: a deadline after every arrival changes nothing"
+            );
+        }
+        assert!(report.schemes[2].recovered_fraction < 1.0, "{kind}");
+        assert!(report.schemes[2].mean_iteration_time < report.schemes[0].mean_iteration_time);
+        assert_eq!(report.schemes[2].decodable_fraction, 1.0, "{kind}");
+        assert!(
+            report.schemes[2].lower_bound.is_none(),
+            "{kind}: no full-recovery bound"
+        );
+        for (r, p) in early.iter().zip(&plain) {
+            // Whole clusters: the recovered share is a multiple of 1/P.
+            let clusters = 4.0 * r.recovered_fraction;
+            assert!(
+                (clusters - clusters.round()).abs() < 1e-12,
+                "{kind}: {}",
+                r.recovered_fraction
+            );
+            assert!(r.recovered_fraction > 0.0);
+            // It stops at the deadline, or after it at the first arrival that recovers a cluster.
+            assert!(r.duration_s <= p.duration_s + 1e-12 || r.duration_s > 0.5);
+            if r.duration_s > 0.5 {
+                assert_eq!(
+                    r.recovered_fraction, 0.25,
+                    "{kind}: one cluster, the first to complete"
+                );
+            }
+        }
+    }
+}

@@ -508,3 +508,198 @@ fn a_variant_is_the_scheme_with_its_keys_changed() {
         v["schemes"][1]["mean_iteration_time"]
     );
 }
+
+#[test]
+fn check_reads_the_trace_file_train_would_replay() {
+    fn args(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    let fig3 = write("fig3-check-trace.toml", FIG3);
+    let bad = write("check-bad-trace.csv", "w0,w1,w2\n1,2,3\n4,x,6\n");
+    let replay = |file: &str| {
+        vec![
+            "check".to_string(),
+            "--config".to_string(),
+            fig3.clone(),
+            "--set".to_string(),
+            "workers=3".to_string(),
+            "--set".to_string(),
+            "scheme.clusters=1".to_string(),
+            "--set".to_string(),
+            "straggler.initial_stragglers=0".to_string(),
+            "--set".to_string(),
+            "straggler.model=trace".to_string(),
+            "--set".to_string(),
+            format!("straggler.trace_file=\"{file}\""),
+        ]
+    };
+    let missing = replay(&dir().join("no-such-trace.csv").display().to_string());
+    assert_rejected(
+        "missing trace",
+        &gradcode(&args(&missing)),
+        "straggler.trace_file",
+    );
+    assert_rejected(
+        "bad trace cell",
+        &gradcode(&args(&replay(&bad))),
+        "check-bad-trace.csv:3: column 2 (w1) is `x`, not a number",
+    );
+
+    // Column 1: durations in no order; 2: their running sum (time stamps);
+    // 3: durations on top of seconds since boot.
+    let durations = [1.2, 0.9, 3.5, 1.1, 1.0, 0.95, 7.2, 1.3, 1.05, 0.99];
+    let mut text = String::from("w0,w1,w2\n");
+    let mut clock = 0.0;
+    for d in durations {
+        clock += d;
+        text.push_str(&format!("{d},{clock},{}\n", 6e5 + d));
+    }
+    let clocks = write("check-clock-trace.csv", &text);
+    let mut json_args = replay(&clocks);
+    json_args.push("--json".to_string());
+    let out = gradcode(&args(&json_args));
+    let v = json(&out);
+    let t = &v["straggler_trace"];
+    assert_eq!(t["rows"], 10);
+    assert_eq!(t["columns"], 3);
+    assert_eq!(t["replayed"], serde_json::json!([1, 2, 3]));
+    assert_eq!(t["clock_like"], serde_json::json!([2, 3]));
+    assert_eq!(t["min"], 0.9);
+    assert_eq!(t["max"], 6e5 + 7.2);
+    let warned = stderr(&out);
+    assert!(
+        warned.contains("check-clock-trace.csv: columns 2, 3 look like clock readings"),
+        "{warned}"
+    );
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("look like clock readings")),
+        "{v}"
+    );
+
+    // The text report names the file, its rows and the replayed values' spread.
+    let text_out = gradcode(&args(&replay(&clocks)));
+    let printed = String::from_utf8_lossy(&text_out.stdout);
+    assert!(
+        printed.contains("check-clock-trace.csv: 10 rows x 3 columns, replaying columns 1-3"),
+        "{printed}"
+    );
+}
+
+/// The AWS Lambda traces shipped in data/ are durations: none of their
+/// columns looks like clock readings.
+#[test]
+fn the_shipped_traces_hold_durations() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces/aws-lambda");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "csv") {
+            continue;
+        }
+        let table = gradcode::straggler::TraceTable::load(&path).unwrap();
+        let all: Vec<usize> = (0..table.columns()).collect();
+        let summary = table.summary(&all);
+        assert!(
+            summary.clock_like.is_empty(),
+            "{}: columns {:?}",
+            path.display(),
+            summary.clock_like
+        );
+        files += 1;
+    }
+    assert!(files >= 40, "{files} trace files in {}", dir.display());
+}
+
+/// Trial k replays rows k·iterations onward: with trials × iterations = rows
+/// every row is replayed exactly once; more rounds than rows are reported.
+#[test]
+fn replay_trials_read_disjoint_rows_and_reuse_is_reported() {
+    // Row r holds r + 1 for every worker: an uncoded iteration of row r takes r + 1.
+    let mut text = String::from("w0,w1,w2\n");
+    for r in 0..10 {
+        let v = (r + 1) as f64;
+        text.push_str(&format!("{v},{v},{v}\n"));
+    }
+    let csv = write("rows.csv", &text);
+    let base = [
+        "simulate",
+        "--json",
+        "--set",
+        "workers=3",
+        "--set",
+        "scheme.kind=\"uncoded\"",
+        "--set",
+        "straggler.model=trace",
+        "--set",
+        "straggler.initial_stragglers=0",
+    ];
+    let file = format!("straggler.trace_file=\"{csv}\"");
+    let run = |trials: &str, iterations: &str| {
+        let mut args = base.to_vec();
+        args.extend([
+            "--set",
+            &file,
+            "--trials",
+            trials,
+            "--iterations",
+            iterations,
+        ]);
+        gradcode(&args)
+    };
+    let out = run("5", "2");
+    let v = json(&out);
+    let mean = v["schemes"][0]["mean_iteration_time"].as_f64().unwrap();
+    assert!(
+        (mean - 5.5).abs() < 1e-12,
+        "every row once: mean of 1..10 is 5.5, not {mean}"
+    );
+    assert_eq!(v["replay"]["independent_rows"], 10);
+    assert_eq!(v["replay"]["rows_reused"], false);
+    assert!(
+        !stderr(&out).contains("note: trace replay"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = run("5", "4");
+    let v = json(&out);
+    assert_eq!(v["replay"]["rounds"], 20);
+    assert_eq!(v["replay"]["independent_rows"], 10);
+    assert_eq!(v["replay"]["rows_reused"], true);
+    let note = stderr(&out);
+    assert!(
+        note.contains("20 rounds replay the 10 rows")
+            && note.contains("only 10 rounds are independent"),
+        "{note}"
+    );
+}
+
+/// A trace that cannot be written (the file-size limit of `ulimit -f`
+/// standing in for a full disk: the same `write` failure inside libhdf5, whose
+/// message carries a `ctime` date and its newline): one error line, the
+/// cause said once, exit 1.
+#[cfg(feature = "hdf5")]
+#[test]
+fn a_failed_trace_write_is_one_line_said_once() {
+    let cfg = write("fig3-full.toml", FIG3);
+    let out = dir().join("full.h5");
+    let _ = std::fs::remove_file(&out);
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 40; exec \"$0\" simulate --config \"$1\" --trials 3 --iterations 400 --out \"$2\"")
+        .arg(env!("CARGO_BIN_EXE_gradcode"))
+        .arg(&cfg)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(err.matches("File too large").count(), 1, "{err}");
+    assert_eq!(err.matches("file write failed").count(), 1, "{err}");
+}

@@ -335,8 +335,8 @@ const HOSTILE_EXPECTATIONS: [(&str, bool, bool, bool); 3] = [
     ("model/theta", true, true, true),
     // /timing/ is rewritten at the end of a resumed run, never read by resume.
     ("timing/total_s", true, true, false),
-    // Outside the schema: inspect lists it without reading it.
-    ("notes/big", false, false, false),
+    // Outside the schema: inspect reads (and so refuses) it, the others ignore it.
+    ("notes/big", false, true, false),
 ];
 
 /// `e` is one line naming `/target` and the size rule.
@@ -564,5 +564,108 @@ fn datasets_of_the_wrong_dimensions_or_kind_are_refused_naming_them() {
             assert!(!m.contains('\n'), "{m}");
             assert!(m.contains(rule), "does not say `{rule}`: {m}");
         }
+    }
+}
+
+/// Snapshots alternate between two slots; the attribute `snapshot` of
+/// `/model` names the committed one, which resume reads; `/model/theta` is
+/// the last model; inspect lists none of it as foreign, and reports the
+/// status and the snapshot's iteration.
+#[test]
+fn snapshots_alternate_between_two_slots_and_the_committed_one_resumes() {
+    let p = path("slots.h5");
+    let mut w = TraceWriter::create(&p, &meta(3)).unwrap();
+    let records = distinct_records(3, 3);
+    for (i, r) in records.iter().enumerate() {
+        w.append(r).unwrap();
+        let t = (i + 1) as f64;
+        w.write_snapshot(i as u64 + 1, &[t, -t], &[t - 1.0, 1.0 - t])
+            .unwrap();
+    }
+    drop(w); // no close: an error path, status failed
+    let f = hdf5::File::open(&p).unwrap();
+    let model = f.group("model").unwrap();
+    let committed: u64 = model.attr("snapshot").unwrap().read_scalar().unwrap();
+    let slot_iteration = |name: &str| -> u64 {
+        model
+            .dataset(name)
+            .unwrap()
+            .attr("iteration")
+            .unwrap()
+            .read_scalar()
+            .unwrap()
+    };
+    // Three snapshots: slots 0, 1, 0; slot 0 committed with iteration 3, slot 1 holds 2.
+    assert_eq!(committed, 0);
+    assert_eq!(
+        (slot_iteration("snapshot_0"), slot_iteration("snapshot_1")),
+        (3, 2)
+    );
+    let theta: Vec<f64> = model.dataset("theta").unwrap().read_raw().unwrap();
+    assert_eq!(theta, [3.0, -3.0]);
+    assert!(!model.link_exists("previous_theta"));
+    drop((model, f));
+    let r = Report::read(&p).unwrap();
+    assert!(r.extra_datasets.is_empty(), "{:?}", r.extra_datasets);
+    assert!(r.extra_groups.is_empty(), "{:?}", r.extra_groups);
+    assert_eq!(r.status.as_deref(), Some("failed"));
+    assert!(r.status_reason.is_some());
+    assert_eq!(r.snapshot_iteration, Some(Some(3)));
+    assert_eq!(r.model.unwrap().unwrap().iteration, Some(3));
+    let s = gradcode::trace::read_snapshot(&p).unwrap();
+    assert_eq!(
+        (s.iteration, s.theta, s.previous_theta),
+        (3, vec![3.0, -3.0], vec![2.0, -2.0])
+    );
+    // Resumed, the next snapshot goes to the other slot.
+    let (mut w, _) = TraceWriter::resume(&p).unwrap();
+    w.write_snapshot(3, &[9.0, 9.0], &[8.0, 8.0]).unwrap();
+    w.close().unwrap();
+    let f = hdf5::File::open(&p).unwrap();
+    let committed: u64 = f
+        .group("model")
+        .unwrap()
+        .attr("snapshot")
+        .unwrap()
+        .read_scalar()
+        .unwrap();
+    assert_eq!(committed, 1);
+    drop(f);
+    assert_eq!(read_attr_string(&p, "/", "status").unwrap(), "completed");
+    assert_eq!(read_attr_string(&p, "/", "status_reason").unwrap(), "");
+}
+
+/// A trace whose slots are not committed, or whose commit names no slot,
+/// is refused by resume, naming the rule, and left as it was.
+#[test]
+fn an_uncommitted_or_misnamed_snapshot_is_refused() {
+    for (value, rule) in [
+        (u64::MAX, "no committed snapshot"),
+        (7, "attribute snapshot of /model = 7 names no snapshot slot"),
+    ] {
+        let p = path(&format!("uncommitted-{value}.h5"));
+        let mut w = TraceWriter::create(&p, &meta(3)).unwrap();
+        w.append(&distinct_records(3, 1)[0]).unwrap();
+        w.write_snapshot(1, &[1.0], &[0.0]).unwrap();
+        w.close().unwrap();
+        {
+            let f = hdf5::File::open_rw(&p).unwrap();
+            f.group("model")
+                .unwrap()
+                .attr("snapshot")
+                .unwrap()
+                .write_scalar(&value)
+                .unwrap();
+        }
+        let before = std::fs::read(&p).unwrap();
+        let e = TraceWriter::resume(&p).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains(rule) && !e.contains('\n'), "{e}");
+        let e = gradcode::trace::read_snapshot(&p).unwrap_err().to_string();
+        assert!(e.contains(rule), "{e}");
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            before,
+            "a refused resume changed the file"
+        );
     }
 }

@@ -10,6 +10,7 @@ use crate::coding::{
 use crate::config::Config;
 use crate::engine::decode_prefix;
 use crate::rng::{Stream, stream};
+use crate::straggler::TraceSummary;
 
 #[derive(Debug, Serialize)]
 struct CodewordReport {
@@ -109,6 +110,9 @@ struct CheckReport {
     /// gc-dc only.
     #[serde(skip_serializing_if = "Option::is_none")]
     dynamic_clustering: Option<DynamicPlan>,
+    /// The replayed trace file (straggler.model = trace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    straggler_trace: Option<TraceSummary>,
     warnings: Vec<String>,
     config: Config,
 }
@@ -176,7 +180,15 @@ fn sample_amplification(
 
 pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let setup = load(args)?;
+    // The data files train would read: they exist, and their first rows parse.
+    crate::learn::data::check_data_files(&setup.loaded.config)?;
+    // The straggler model train and simulate would build: a trace file is read and checked.
+    let straggler_trace =
+        crate::straggler::DelaySpec::from_config(&setup.loaded.config)?.trace_summary();
     print_warnings(&setup.loaded);
+    if let Some(warning) = straggler_trace.as_ref().and_then(clock_warnings) {
+        crate::errln!("warning: {warning}");
+    }
     let parameters = match serde_json::to_value(setup.parameters())? {
         serde_json::Value::Object(map) => map,
         other => unreachable!("a TOML table converts to a JSON object, not {other}"),
@@ -242,52 +254,103 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             .unwrap_or(0),
         workers,
         dynamic_clustering: dynamic_plan(scheme.as_ref()),
-        warnings: loaded.unused_keys(),
+        warnings: loaded
+            .unused_keys()
+            .into_iter()
+            .chain(straggler_trace.iter().flat_map(clock_warnings))
+            .collect(),
+        straggler_trace,
         config: config.clone(),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_text(&report);
     }
     Ok(())
 }
 
+/// The warning for the replayed trace columns that look like clock readings.
+fn clock_warnings(t: &TraceSummary) -> Option<String> {
+    (!t.clock_like.is_empty()).then(|| {
+        format!(
+            "{}: {} look like clock readings, not durations (they never fall from row to row, or vary by less than 0.1% of their median); straggler.model = trace replays each value as a completion time",
+            t.file,
+            column_list(&t.clock_like)
+        )
+    })
+}
+
+/// Four decimals, or four significant digits beyond a million.
+fn short(value: f64) -> String {
+    if value.abs() < 1e6 {
+        format!("{value:.4}")
+    } else {
+        format!("{value:.4e}")
+    }
+}
+
+/// 1-based columns as ranges: `1-4, 7`.
+fn column_list(columns: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < columns.len() {
+        let mut j = i;
+        while j + 1 < columns.len() && columns[j + 1] == columns[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", columns[i], columns[j])
+        } else if j == i + 1 {
+            format!("{}, {}", columns[i], columns[j])
+        } else {
+            columns[i].to_string()
+        });
+        i = j + 1;
+    }
+    format!(
+        "column{} {}",
+        if columns.len() == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
+}
+
 fn print_text(r: &CheckReport) {
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-    println!("gradcode check: {} is valid", r.origin);
-    println!("scheme        {}: {}", r.scheme, r.description);
+    crate::outln!("gradcode check: {} is valid", r.origin);
+    crate::outln!("scheme        {}: {}", r.scheme, r.description);
     if !r.parameters.is_empty() {
         let parameters: Vec<String> = r
             .keys
             .iter()
             .filter_map(|key| Some(format!("{key} = {}", r.parameters.get(*key)?)))
             .collect();
-        println!("parameters    {}", parameters.join(", "));
+        crate::outln!("parameters    {}", parameters.join(", "));
     }
-    println!(
+    crate::outln!(
         "workers       K = {}, partitions = {}",
-        r.workers_total, r.partitions
+        r.workers_total,
+        r.partitions
     );
     if !r.clusters.is_empty() {
-        println!(
+        crate::outln!(
             "clusters      {} of {} workers",
             r.clusters.len(),
             r.clusters[0].len()
         );
     }
-    println!(
+    crate::outln!(
         "tolerated     {} in the worst case, {} in the best case",
         plural(r.tolerated_stragglers.worst, "straggler"),
         plural(r.tolerated_stragglers.best, "straggler"),
     );
-    println!(
+    crate::outln!(
         "arrivals      the master needs {} in the worst case, {} in the best case",
         plural(r.arrivals_needed.worst, "worker"),
         plural(r.arrivals_needed.best, "worker"),
     );
     let a = &r.amplification;
-    println!(
+    crate::outln!(
         "decoding      worst amplification max|a|·max|B| = {:.3e}, worst residual = {:.1e} over {} sampled minimal arrival sets{}",
         a.worst,
         a.max_residual,
@@ -298,8 +361,20 @@ fn print_text(r: &CheckReport) {
             String::new()
         }
     );
+    if let Some(t) = &r.straggler_trace {
+        crate::outln!(
+            "trace         {}: {} rows x {} columns, replaying {}; median {}, range [{}, {}] (model time units)",
+            t.file,
+            t.rows,
+            t.columns,
+            column_list(&t.replayed),
+            short(t.median),
+            short(t.min),
+            short(t.max)
+        );
+    }
     if let Some(d) = &r.dynamic_clustering {
-        println!(
+        crate::outln!(
             "memory        every worker stores n·l = {} partitions (n = {} clusters per worker); computes {} per iteration",
             d.memory_partitions,
             d.clusters_per_worker,
@@ -309,28 +384,29 @@ fn print_text(r: &CheckReport) {
         );
         let n = d.clusters_per_worker as f64;
         if d.lemma1.holds {
-            println!(
+            crate::outln!(
                 "Lemma 1       holds: n = {n} > P(K-1)/(2K) = {:.3}, a single swap resolves any Phase I conflict",
                 d.lemma1.bound
             );
         } else {
-            println!(
+            crate::outln!(
                 "Lemma 1       does NOT hold: n = {n} <= P(K-1)/(2K) = {:.3}; a conflict may need more than one swap, which the augmenting-path repair provides (every clustering stays valid)",
                 d.lemma1.bound
             );
         }
-        println!(
+        crate::outln!(
             "clustering    {} per iteration; a worker with estimated rate < {} straggles",
-            d.clustering, d.straggler_threshold
+            d.clustering,
+            d.straggler_threshold
         );
-        println!(
+        crate::outln!(
             "\nassignment matrix A_cluster ({} x {}, column p = workers that may join cluster p): {}",
             d.assignment.len(),
             r.clusters.len(),
             d.assignment_source
         );
         if d.distinct_columns < r.clusters.len() && d.clusters_per_worker < r.clusters.len() {
-            println!(
+            crate::outln!(
                 "  warning: only {} of {} columns differ: clusters with the same column share their candidates, so those workers can be spread over fewer clusters",
                 d.distinct_columns,
                 r.clusters.len()
@@ -338,24 +414,29 @@ fn print_text(r: &CheckReport) {
         }
         for row in &d.assignment {
             let row: Vec<String> = row.iter().map(|w| format!("{w:>4}")).collect();
-            println!("  {}", row.join(""));
+            crate::outln!("  {}", row.join(""));
         }
     }
     if let Some(acc) = &r.decoding_accuracy {
         if r.exact_decoding {
-            println!(
+            crate::outln!(
                 "accuracy      f64 decoding exact to {EXACT_RELATIVE_ERROR:.0e} relative: worst relative error {:.1e}, worst amplification {:.3e} over {} sampled decodable sets",
-                acc.worst_relative_error, acc.worst_amplification, acc.sets
+                acc.worst_relative_error,
+                acc.worst_amplification,
+                acc.sets
             );
         } else {
-            println!(
+            crate::outln!(
                 "accuracy      NOT EXACT: f64 decoding is not exact to {EXACT_RELATIVE_ERROR:.0e} relative (worst relative error {:.1e}, worst amplification {:.3e}, {} of {} sampled decodable sets failed the residual tolerance); `train` refuses this config, `simulate` still works",
-                acc.worst_relative_error, acc.worst_amplification, acc.failed, acc.sets
+                acc.worst_relative_error,
+                acc.worst_amplification,
+                acc.failed,
+                acc.sets
             );
         }
     }
     if r.partial_recovery {
-        println!(
+        crate::outln!(
             "recovery      partial: the master updates with the mean over the recovered partitions{}",
             r.deadline
                 .map(|d| format!("; deadline {d} (model time)"))
@@ -363,26 +444,26 @@ fn print_text(r: &CheckReport) {
         );
     }
     if r.messages_per_worker > 1 {
-        println!(
+        crate::outln!(
             "messages      up to {} per worker per iteration",
             r.messages_per_worker
         );
     }
     if !r.clusters.is_empty() {
         if r.dynamic_clustering.is_some() {
-            println!(
+            crate::outln!(
                 "\ninitial clusters, used without straggler information (column p = cluster p, row i = position i):"
             );
         } else {
-            println!("\ncluster assignment (column p = cluster p, row i = position i):");
+            crate::outln!("\ncluster assignment (column p = cluster p, row i = position i):");
         }
         let rows = r.clusters[0].len();
         for i in 0..rows {
             let row: Vec<String> = r.clusters.iter().map(|c| format!("{:>4}", c[i])).collect();
-            println!("  {}", row.join(""));
+            crate::outln!("  {}", row.join(""));
         }
     }
-    println!("\nworker  memory  partitions stored      codeword sent");
+    crate::outln!("\nworker  memory  partitions stored      codeword sent");
     for w in &r.workers {
         let stored: Vec<String> = w.partitions.iter().map(|p| p.to_string()).collect();
         let codewords: Vec<String> = w
@@ -398,7 +479,7 @@ fn print_text(r: &CheckReport) {
                 format!("c({},{}) = {}", c.cluster, c.index, terms.join(" "))
             })
             .collect();
-        println!(
+        crate::outln!(
             "{:>6}  {:>6}  {:<22}  {}",
             w.worker,
             w.memory_partitions,
@@ -406,5 +487,5 @@ fn print_text(r: &CheckReport) {
             codewords.join("; ")
         );
     }
-    println!("\nresolved config:\n{}", r.config.to_toml().trim_end());
+    crate::outln!("\nresolved config:\n{}", r.config.to_toml().trim_end());
 }

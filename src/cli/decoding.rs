@@ -168,14 +168,14 @@ pub(super) fn print_text(r: &ExplainReport) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    println!("scheme      {}", r.scheme);
-    println!(
+    crate::outln!("scheme      {}", r.scheme);
+    crate::outln!(
         "received    {} ({} workers)",
         list(&r.received),
         r.received.len()
     );
     if r.used.len() < r.received.len() {
-        println!(
+        crate::outln!(
             "used        {} (the master stops as soon as it can decode)",
             list(&r.used)
         );
@@ -187,21 +187,21 @@ pub(super) fn print_text(r: &ExplainReport) {
         .map(|c| c.cluster.to_string())
         .collect();
     match (r.decodable, short.is_empty()) {
-        (true, _) => println!(
+        (true, _) => crate::outln!(
             "decodable   yes, recovering {:.1}% of the partitions",
             100.0 * r.recovered_fraction
         ),
-        (false, false) => println!(
+        (false, false) => crate::outln!(
             "decodable   no: cluster {} short; the clusters that decode cover {:.1}% of the partitions",
             short.join(", "),
             100.0 * r.recovered_fraction
         ),
-        (false, true) => println!(
+        (false, true) => crate::outln!(
             "decodable   no: too few arrivals; they cover {:.1}% of the partitions",
             100.0 * r.recovered_fraction
         ),
     }
-    println!(
+    crate::outln!(
         "workers     {} enter the sum; messages received {}, used {}",
         if r.workers_used.is_empty() {
             "none".to_string()
@@ -212,7 +212,7 @@ pub(super) fn print_text(r: &ExplainReport) {
         r.messages_used
     );
     if let (Some(res), Some(amp)) = (r.residual, r.amplification) {
-        println!(
+        crate::outln!(
             "numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}"
         );
     }
@@ -223,7 +223,7 @@ pub(super) fn print_text(r: &ExplainReport) {
             } else {
                 format!("short: {} of {} needed", c.received.len(), c.needed)
             };
-            println!(
+            crate::outln!(
                 "cluster {:<3} received [{}], {}",
                 c.cluster,
                 list(&c.received),
@@ -231,9 +231,10 @@ pub(super) fn print_text(r: &ExplainReport) {
             );
         }
         for k in &c.coefficients {
-            println!(
+            crate::outln!(
                 "    worker {:>4}  coefficient {:+.9}",
-                k.worker, k.coefficient
+                k.worker,
+                k.coefficient
             );
         }
     }

@@ -42,7 +42,7 @@ pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<
     };
     let report = decode_report(scheme.as_mut(), &plan, &arrivals);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_text(&report);
     }

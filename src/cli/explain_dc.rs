@@ -219,7 +219,7 @@ pub(super) fn run(
         decode_report(scheme, &plan, &arrivals)
     });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_text(&out);
     }
@@ -234,14 +234,14 @@ fn list(ids: &[usize]) -> String {
 }
 
 fn print_text(r: &DynamicReport) {
-    println!("scheme      {} (clustering: {})", r.scheme, r.clustering);
+    crate::outln!("scheme      {} (clustering: {})", r.scheme, r.clustering);
     let workers = r.placements.len();
     match r.state_information {
-        "none" => println!(
+        "none" => crate::outln!(
             "stragglers  no state information: the initial clustering (give --stragglers or --rates)"
         ),
         _ => {
-            println!(
+            crate::outln!(
                 "stragglers  {} ({} of {workers}){}",
                 if r.stragglers.is_empty() {
                     "none".to_string()
@@ -257,7 +257,7 @@ fn print_text(r: &DynamicReport) {
         }
     }
     for (i, ph) in r.phases.iter().enumerate() {
-        println!(
+        crate::outln!(
             "phase I     {} {}: turn order {} (availability {}){}",
             ph.class,
             if i == 0 { "first" } else { "next" },
@@ -284,7 +284,7 @@ fn print_text(r: &DynamicReport) {
             .enumerate()
             .map(|(c, m)| format!("{}: [{}]", c + 1, list(m)))
             .collect();
-        println!(
+        crate::outln!(
             "after I     {}; left over: {}",
             clusters.join(" "),
             if left.is_empty() {
@@ -296,11 +296,14 @@ fn print_text(r: &DynamicReport) {
     }
     for c in &r.conflicts {
         match (c.partner, c.via_cluster, c.moved) {
-            (Some(partner), Some(via), _) => println!(
+            (Some(partner), Some(via), _) => crate::outln!(
                 "phase II    worker {} could not join cluster {}: swapped with worker {} of cluster {}",
-                c.worker, c.cluster, partner, via
+                c.worker,
+                c.cluster,
+                partner,
+                via
             ),
-            (_, _, moved) => println!(
+            (_, _, moved) => crate::outln!(
                 "phase II    worker {}: no single swap fills cluster {}; repaired along an augmenting path moving {} workers",
                 c.worker,
                 c.cluster,
@@ -308,7 +311,7 @@ fn print_text(r: &DynamicReport) {
             ),
         }
     }
-    println!("clusters    (* = straggler; position order)");
+    crate::outln!("clusters    (* = straggler; position order)");
     for (c, members) in r.clusters.iter().enumerate() {
         let names: Vec<String> = members
             .iter()
@@ -322,7 +325,7 @@ fn print_text(r: &DynamicReport) {
                 format!("{w}{mark}{how}")
             })
             .collect();
-        println!(
+        crate::outln!(
             "  cluster {:<3} {}   {} straggler{}",
             c + 1,
             names.join(" "),
@@ -335,12 +338,12 @@ fn print_text(r: &DynamicReport) {
         );
     }
     let most = r.stragglers_per_cluster.iter().max().copied().unwrap_or(0);
-    println!(
+    crate::outln!(
         "spread      at most {most} stragglers in a cluster; the most even valid clustering has {}",
         r.most_even_max_stragglers
     );
     if let Some(d) = &r.decoding {
-        println!();
+        crate::outln!();
         print_decoding(d);
     }
 }

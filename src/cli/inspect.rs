@@ -20,7 +20,7 @@ pub(super) fn run(path: &Path, _json: bool) -> anyhow::Result<()> {
 pub(super) fn run(path: &Path, json: bool) -> anyhow::Result<()> {
     let report = imp::read(path)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         imp::print_text(&report);
     }
@@ -89,11 +89,25 @@ mod imp {
         })
     }
 
+    /// `x` with `digits` decimals, in scientific notation (as many
+    /// significant digits) beyond 1e6 or below 1e-4: a value of 1e300 from
+    /// a trace prints as `1.000000e300`, not as 301 digits.
+    pub(super) fn number(x: f64, digits: usize) -> String {
+        let a = x.abs();
+        if !x.is_finite() || a == 0.0 || (1e-4..1e6).contains(&a) {
+            format!("{x:.digits$}")
+        } else {
+            format!("{x:.digits$e}")
+        }
+    }
+
     /// Seconds with a unit that fits.
-    fn secs(x: f64) -> String {
+    pub(super) fn secs(x: f64) -> String {
         let a = x.abs();
         if !x.is_finite() {
             format!("{x}")
+        } else if a >= 1e6 {
+            format!("{x:.3e} s")
         } else if a >= 100.0 {
             format!("{x:.1} s")
         } else if a >= 1.0 {
@@ -107,8 +121,8 @@ mod imp {
         }
     }
 
-    fn pct(x: f64) -> String {
-        format!("{:.1}%", 100.0 * x)
+    pub(super) fn pct(x: f64) -> String {
+        format!("{}%", number(100.0 * x, 1))
     }
 
     fn dist(d: &Option<Distribution>) -> String {
@@ -127,7 +141,7 @@ mod imp {
     }
 
     fn line(label: &str, text: impl AsRef<str>) {
-        println!("{label:<22}{}", text.as_ref());
+        crate::outln!("{label:<22}{}", text.as_ref());
     }
 
     /// The lines of a summary (one run, or one scheme pooled over trials).
@@ -150,7 +164,7 @@ mod imp {
                 ),
             },
         );
-        let per = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.2}"));
+        let per = |x: Option<f64>| x.map_or("n/a".to_string(), |x| number(x, 2));
         line(
             "messages/iteration",
             format!(
@@ -226,12 +240,12 @@ mod imp {
             ),
         }
         if let Some(spc) = &s.stragglers_per_cluster {
-            println!("stragglers per cluster (per clustered iteration):");
-            println!("  {:<10}{:>8}{:>6}", "cluster", "mean", "max");
+            crate::outln!("stragglers per cluster (per clustered iteration):");
+            crate::outln!("  {:<10}{:>8}{:>6}", "cluster", "mean", "max");
             for c in &spc.per_cluster {
-                println!("  {:<10}{:>8.2}{:>6}", c.cluster, c.mean, c.max);
+                crate::outln!("  {:<10}{:>8.2}{:>6}", c.cluster, c.mean, c.max);
             }
-            println!(
+            crate::outln!(
                 "  spread as even as possible (most in one cluster = ceil(stragglers / P)) in {} of clustered iterations",
                 pct(spc.even_fraction)
             );
@@ -241,12 +255,12 @@ mod imp {
                 line(
                     label,
                     format!(
-                        "{:.6} (iteration {}) → {:.6} (iteration {}); min {:.6} (iteration {}); {} evaluated",
-                        l.first,
+                        "{} (iteration {}) → {} (iteration {}); min {} (iteration {}); {} evaluated",
+                        number(l.first, 6),
                         l.first_iteration,
-                        l.last,
+                        number(l.last, 6),
                         l.final_iteration,
-                        l.min,
+                        number(l.min, 6),
                         l.min_iteration,
                         l.evaluated
                     ),
@@ -261,7 +275,12 @@ mod imp {
             let values = match &d.values {
                 None => String::new(),
                 Some(v) if unit == "s" => format!(": mean {}, max {}", secs(v.mean), secs(v.max)),
-                Some(v) => format!(": mean {:.6}, min {:.6}, max {:.6}", v.mean, v.min, v.max),
+                Some(v) => format!(
+                    ": mean {}, min {}, max {}",
+                    number(v.mean, 6),
+                    number(v.min, 6),
+                    number(v.max, 6)
+                ),
             };
             line(
                 "other dataset",
@@ -281,20 +300,69 @@ mod imp {
         }
     }
 
+    /// The run's status, in words: as recorded, and whether the writer is gone.
+    pub(super) fn status_text(r: &Report) -> String {
+        let reason = r
+            .status_reason
+            .as_deref()
+            .map_or(String::new(), |why| format!(": {why}"));
+        match (r.status.as_deref(), r.writer_open) {
+            (None, _) => "not recorded (a trace of an older gradcode)".to_string(),
+            (Some("running"), Some(false)) => format!(
+                "running, but no process has the file open: the run died without closing its trace (killed, crashed, or out of disk){reason}; it holds the iterations flushed before"
+            ),
+            (Some("running"), Some(true)) => {
+                format!("running (a process has the file open for writing){reason}")
+            }
+            (Some(status), _) => format!("{status}{reason}"),
+        }
+    }
+
+    /// What ran, where and when, in the order of `provenance::TRACE_KEYS`.
+    fn print_provenance(r: &Report) {
+        for key in crate::provenance::TRACE_KEYS {
+            let Some(value) = r.provenance.get(key).filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            let mut lines = value.lines();
+            line(key, lines.next().unwrap_or(""));
+            for more in lines {
+                line("", more);
+            }
+        }
+    }
+
     pub(super) fn print_text(r: &Report) {
-        println!("gradcode inspect: {}", r.file);
+        crate::outln!(
+            "gradcode inspect: {}: {}",
+            r.file,
+            r.status.as_deref().unwrap_or("status not recorded")
+        );
         let or = |x: &Option<String>| x.clone().unwrap_or_else(|| "?".to_string());
         let num = |x: Option<u64>| x.map_or("?".to_string(), |x| x.to_string());
         match r.kind {
             TraceKind::Train => {
-                println!(
+                crate::outln!(
                     "training trace (gradcode {}): scheme {}, K = {} workers, seed {}",
                     r.gradcode_version,
                     or(&r.scheme),
                     num(r.workers),
                     num(r.seed)
                 );
-                println!();
+                line("status", status_text(r));
+                print_provenance(r);
+                if let Some(snapshot) = r.snapshot_iteration {
+                    line(
+                        "snapshot",
+                        match snapshot {
+                            Some(i) => {
+                                format!("after iteration {i} (train --resume continues from it)")
+                            }
+                            None => "none".to_string(),
+                        },
+                    );
+                }
+                crate::outln!();
                 if let Some(s) = &r.summary {
                     print_summary(s);
                 }
@@ -302,11 +370,11 @@ mod imp {
                     Some(Some(m)) => line(
                         "model",
                         format!(
-                            "/model/theta: {} parameters{}, norm {:.6}{}",
+                            "/model/theta: {} parameters{}, norm {}{}",
                             m.parameters,
                             m.iteration
                                 .map_or(String::new(), |i| format!(" after iteration {i}")),
-                            m.norm,
+                            number(m.norm, 6),
                             if m.non_finite > 0 {
                                 format!(", {} not finite", m.non_finite)
                             } else {
@@ -317,10 +385,13 @@ mod imp {
                     _ => line("model", "no /model/theta"),
                 }
                 if let Some(Some(events)) = &r.timing {
-                    println!("timing of the master (/timing):");
-                    println!(
+                    crate::outln!("timing of the master (/timing):");
+                    crate::outln!(
                         "  {:<28}{:>12}{:>10}{:>12}",
-                        "event", "total", "count", "mean"
+                        "event",
+                        "total",
+                        "count",
+                        "mean"
                     );
                     for e in events {
                         let mean = if e.count > 0 {
@@ -328,7 +399,7 @@ mod imp {
                         } else {
                             "-".to_string()
                         };
-                        println!(
+                        crate::outln!(
                             "  {:<28}{:>12}{:>10}{:>12}",
                             e.event,
                             secs(e.total_s),
@@ -341,21 +412,23 @@ mod imp {
             }
             TraceKind::Simulation => {
                 let schemes = r.schemes.as_deref().unwrap_or_default();
-                println!(
+                crate::outln!(
                     "simulation trace (gradcode {}): {} scheme(s), K = {} workers, seed {}",
                     r.gradcode_version,
                     schemes.len(),
                     num(r.workers),
                     num(r.seed)
                 );
+                line("status", status_text(r));
+                print_provenance(r);
                 if let Some(unit) = schemes.iter().find_map(|s| s.model_time_unit_s) {
-                    println!(
+                    crate::outln!(
                         "times in seconds: one model time unit = {} (straggler.time_unit_ms); pooled over trials",
                         secs(unit)
                     );
                 }
-                println!();
-                println!(
+                crate::outln!();
+                crate::outln!(
                     "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
                     "scheme",
                     "trials x it",
@@ -380,7 +453,7 @@ mod imp {
                         }
                         _ => format!("{}: {} it", s.trials, s.summary.iterations),
                     };
-                    println!(
+                    crate::outln!(
                         "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
                         s.name,
                         shape,
@@ -404,11 +477,11 @@ mod imp {
                             .map_or("-".into(), |c| pct(c.even_fraction)),
                     );
                 }
-                println!(
+                crate::outln!(
                     "\n`stragglers`: mean per iteration; `even`: share of clustered iterations whose most stragglers in one cluster is ceil(stragglers / P)."
                 );
                 for s in schemes {
-                    println!("\n== {}", s.name);
+                    crate::outln!("\n== {}", s.name);
                     print_summary(&s.summary);
                 }
                 print_extras(r);

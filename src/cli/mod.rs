@@ -10,6 +10,7 @@ mod explain;
 mod explain_dc;
 mod inspect;
 mod simulate;
+mod sweep;
 
 use std::path::PathBuf;
 
@@ -118,6 +119,32 @@ pub enum Command {
         #[arg(long, requires = "out")]
         force: bool,
     },
+    /// Simulate every combination of a grid of config values for one or more
+    /// schemes on common random numbers, skip the invalid ones with the
+    /// reason, and rank the rest.
+    Sweep {
+        #[command(flatten)]
+        args: ConfigArgs,
+        /// A grid axis, `KEY=V1,V2,...` (repeatable; values are TOML, commas
+        /// inside brackets and quotes do not split).
+        #[arg(long, value_name = "KEY=V1,V2,...")]
+        grid: Vec<String>,
+        /// The schemes to sweep, comma separated (default: simulate.compare).
+        #[arg(long, value_name = "S1,S2,...")]
+        schemes: Option<String>,
+        /// Independent trials per variant (overrides simulate.trials).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        trials: Option<u64>,
+        /// Iterations per trial (overrides simulate.iterations).
+        #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: Option<u64>,
+        /// Write the table to this file (`.json` or `.csv`).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Replace an existing --out file.
+        #[arg(long, requires = "out")]
+        force: bool,
+    },
     /// Summarise an HDF5 trace: a training run (`train --out`) or a simulation (`simulate --out`).
     Inspect {
         /// The trace file.
@@ -147,7 +174,7 @@ pub(crate) fn load(args: &ConfigArgs) -> Result<Setup, InputError> {
 /// Print the keys that are set but unused, one `warning:` line each.
 pub(crate) fn print_warnings(loaded: &LoadedConfig) {
     for warning in loaded.unused_keys() {
-        eprintln!("warning: {warning}");
+        crate::errln!("warning: {warning}");
     }
 }
 
@@ -159,7 +186,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let setup = load(&args)?;
             print_warnings(&setup.loaded);
-            println!("{}", setup.loaded.config.workers + 1);
+            crate::outln!("{}", setup.loaded.config.workers + 1);
             Ok(())
         }
         Command::Check { args, samples, .. } => check::run(&args, samples),
@@ -204,6 +231,25 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 trials,
                 iterations,
                 seed,
+                out,
+                force,
+            },
+        ),
+        Command::Sweep {
+            args,
+            grid,
+            schemes,
+            trials,
+            iterations,
+            out,
+            force,
+        } => sweep::run(
+            &args,
+            &sweep::SweepFlags {
+                grid,
+                schemes,
+                trials,
+                iterations,
                 out,
                 force,
             },

@@ -54,27 +54,44 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     let loaded = load(&args)?.loaded;
     let config = &loaded.config;
     let mut sim = Simulation::from_config(config)?;
-    let out_path: Option<PathBuf> = flags
+    let target = flags
         .out
         .as_ref()
         .map(|p| crate::trace::trace_path(config, p.as_deref(), flags.force))
         .transpose()?;
-    let mut trace = match &out_path {
-        Some(path) => Some(open_trace(&sim, config, path)?),
+    let out_path: Option<PathBuf> = target.as_ref().map(|t| t.path.clone());
+    let mut trace = match &target {
+        Some(target) => Some(open_trace(&sim, config, target)?),
         None => None,
     };
     print_warnings(&loaded);
     let started = Instant::now();
-    let report = match trace.as_mut() {
-        None => sim.run(&mut [])?,
-        Some(writer) => sim.run(&mut [writer])?,
+    let result = match trace.as_mut() {
+        None => sim.run(&mut []),
+        Some(writer) => sim.run(&mut [writer]),
     };
     if let Some(writer) = trace {
-        close_trace(writer)?;
+        close_trace(writer, result.as_ref().err())?;
     }
+    let report = result?;
     let elapsed = started.elapsed().as_secs_f64();
     let worker_iterations =
         (report.trials * report.iterations * report.workers * report.schemes.len()) as f64;
+    if let Some(c) = report.replay.filter(|c| c.rows_reused) {
+        crate::errln!(
+            "note: trace replay: {} trials x {} iterations = {} rounds replay the {} rows of {}: only {} rounds are independent, so the trials share rows and their ci95 understates the uncertainty (nothing is widened)",
+            report.trials,
+            report.iterations,
+            c.rounds,
+            c.rows,
+            config
+                .straggler
+                .trace_file
+                .as_deref()
+                .unwrap_or("the trace"),
+            c.independent_rows
+        );
+    }
     if args.json {
         let json = JsonReport {
             origin: &loaded.origin,
@@ -84,7 +101,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
             trace: out_path.as_ref().map(|p| p.display().to_string()),
             report: &report,
         };
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_text(
             &loaded.origin,
@@ -93,9 +110,9 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
             &report,
         );
         if let Some(p) = &out_path {
-            println!("\ntrace written to {}", p.display());
+            crate::outln!("\ntrace written to {}", p.display());
         }
-        eprintln!(
+        crate::errln!(
             "simulated {worker_iterations:.0} worker-iterations in {elapsed:.3} s ({:.2e} per second)",
             worker_iterations / elapsed.max(1e-9)
         );
@@ -106,12 +123,14 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
 #[cfg(feature = "hdf5")]
 type Trace = crate::trace::SimTraceWriter;
 
-/// Create the trace file of `--out`; a path that cannot be created is bad input.
+/// Create the trace file of `--out`; a path that cannot be created, or a
+/// file there that may not be replaced (no `--force`, or a process has it
+/// open), is bad input, and the file there is left untouched.
 #[cfg(feature = "hdf5")]
 fn open_trace(
     sim: &Simulation,
     config: &crate::config::Config,
-    path: &std::path::Path,
+    target: &crate::trace::TracePath,
 ) -> Result<Trace, InputError> {
     use crate::trace::TraceMeta;
     let names = sim.names();
@@ -121,20 +140,26 @@ fn open_trace(
         config_toml: config.to_toml(),
         seed: config.seed,
     };
-    Trace::create(
-        path,
+    Trace::create_with(
+        &target.path,
         &meta,
         &names,
         config.simulate.trials,
         config.simulate.iterations,
         config.straggler.time_unit_ms / 1000.0,
+        target.force,
     )
-    .map_err(|e| InputError::new("--out", e))
+    .map_err(|e| InputError::new(target.field, e))
 }
 
+/// Close the trace, its status `completed`, or `failed` with the error.
 #[cfg(feature = "hdf5")]
-fn close_trace(writer: Trace) -> anyhow::Result<()> {
-    Ok(writer.close()?)
+fn close_trace(writer: Trace, error: Option<&crate::engine::EngineError>) -> anyhow::Result<()> {
+    use crate::trace::RunStatus;
+    match error {
+        None => Ok(writer.close()?),
+        Some(e) => Ok(writer.finish(RunStatus::Failed, &e.to_string())?),
+    }
 }
 
 /// Without HDF5 there is no trace to write.
@@ -155,23 +180,23 @@ impl crate::engine::Observer for Trace {
 fn open_trace(
     _sim: &Simulation,
     _config: &crate::config::Config,
-    path: &std::path::Path,
+    target: &crate::trace::TracePath,
 ) -> Result<Trace, InputError> {
     Err(InputError::value(
-        "--out",
-        path.display(),
+        target.field,
+        target.path.display(),
         "needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
     ))
 }
 
 #[cfg(not(feature = "hdf5"))]
-fn close_trace(writer: Trace) -> anyhow::Result<()> {
+fn close_trace(writer: Trace, _error: Option<&crate::engine::EngineError>) -> anyhow::Result<()> {
     match writer {}
 }
 
 fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
-    println!("gradcode simulate: {origin}");
-    println!(
+    crate::outln!("gradcode simulate: {origin}");
+    crate::outln!(
         "K = {} workers, straggler model {}, state information {}",
         r.workers,
         r.straggler_model,
@@ -180,15 +205,23 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
             StateInfo::Imperfect => "imperfect",
         }
     );
-    println!(
+    crate::outln!(
         "{} trials x {} iterations, seed {seed}; model time units; 95% CI over trials; common random numbers",
-        r.trials, r.iterations
+        r.trials,
+        r.iterations
     );
-    println!();
+    crate::outln!();
     let vs = format!("vs {}", r.baseline);
-    println!(
+    crate::outln!(
         "{:<18} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}",
-        "scheme", "mean", "± ci95", "p50", "p99", "messages", "recovered", vs
+        "scheme",
+        "mean",
+        "± ci95",
+        "p50",
+        "p99",
+        "messages",
+        "recovered",
+        vs
     );
     let ci = |x: f64| {
         if x.is_finite() {
@@ -198,7 +231,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
         }
     };
     for s in &r.schemes {
-        println!(
+        crate::outln!(
             "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4} {:>9.2} {:>8.1}% {:>+8.1}%",
             s.name,
             s.mean_iteration_time,
@@ -211,7 +244,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
         )
     }
     if let Some(lb) = &r.lower_bound {
-        println!(
+        crate::outln!(
             "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4}",
             format!("LB ({} fastest)", lb.workers),
             lb.mean_iteration_time,
@@ -220,7 +253,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
             lb.p99
         );
     }
-    println!(
+    crate::outln!(
         "\n`vs {}`: reduction of the mean iteration time (positive = faster).",
         r.baseline
     );

@@ -1,37 +1,124 @@
-//! Point-to-point messaging without spinning and without requests in flight.
+//! Point-to-point messaging: nonblocking sends tracked to completion,
+//! matched-probe receives, and waiting that fits the node.
 //!
-//! Sends are *buffered* (`MPI_Bsend` into a buffer attached at start-up): they
-//! complete locally at once, so the master never waits for a straggler to
-//! take its next task and no send request outlives the call that made it.
+//! Every send is an `MPI_Isend` from a buffer the [`SendPool`] owns until the
+//! send completes: a small message is copied into a recycled buffer, the
+//! master's model is one reference-counted buffer shared by the sends of an
+//! iteration to all K workers (see [`ModelPool`]). The pool tests its
+//! requests without blocking (`MPI_Testsome`) whenever it sends and when a
+//! caller asks; [`Comm::drain`] completes them before the rank finalises MPI.
+//! No buffer is attached (`MPI_Bsend` is not used).
+//!
 //! Receives are matched probes (`MPI_Improbe` then `MPI_Mrecv`): nothing is
-//! pre-posted, so at shutdown there is no receive to cancel. Waiting is a
-//! probe followed, for at most a short spin after each message, by a yield
-//! of the core, then by a sleep that grows from [`Backoff::MIN`] to a cap, so
-//! an idle rank costs a few thousand cheap wake-ups per second instead of a
-//! core: 13 ranks share 2 cores.
+//! pre-posted, so there is no receive to cancel at shutdown. Large vectors
+//! (a model, a coded gradient) are received into a buffer the caller owns.
 //!
-//! The buffered-send buffer is released (`MPI_Buffer_detach`) only when every
-//! buffered message has been received, which the shutdown handshake
-//! (stop → bye) guarantees.
+//! Waiting is a probe followed by a [`Backoff`] pause: with
+//! [`WaitMode::Spin`] the pause is a CPU spin hint (a rank per core, the
+//! lowest latency); with [`WaitMode::Backoff`] it yields the core for a short
+//! spin after each message, then sleeps an interval that grows to a cap, so
+//! that an idle rank costs a few thousand cheap wake-ups per second instead
+//! of a core: 13 ranks share 2 cores.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use mpi::point_to_point::{Destination, MatchedReceiveVec, Source, Status};
+use mpi::datatype::Equivalence;
+use mpi::ffi;
+use mpi::point_to_point::{Message, Source, Status};
+use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-/// Grows the sleep between probes while nothing arrives, after an optional
-/// short spin (probe, yield the core, probe again) at the start of each wait.
+use crate::config::RuntimeWait;
+
+/// How a rank waits for messages, resolved from `runtime.wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Busy-poll: never sleep.
+    Spin,
+    /// Probe, yield briefly, then sleep a growing interval.
+    Backoff,
+}
+
+impl WaitMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Spin => "spin",
+            Self::Backoff => "backoff",
+        }
+    }
+
+    /// `auto` spins when the node's ranks do not outnumber its cores.
+    pub fn resolve(requested: RuntimeWait, node_ranks: usize, node_cores: usize) -> Self {
+        match requested {
+            RuntimeWait::Spin => Self::Spin,
+            RuntimeWait::Backoff => Self::Backoff,
+            RuntimeWait::Auto if node_ranks <= node_cores => Self::Spin,
+            RuntimeWait::Auto => Self::Backoff,
+        }
+    }
+}
+
+/// What a rank knows about its node: its ranks and its cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Node {
+    /// Ranks of this job on this node (`MPI_Comm_split_type`, shared memory).
+    pub ranks: usize,
+    /// Cores the node's ranks may run on: the union of their affinity masks.
+    pub cores: usize,
+}
+
+impl Node {
+    /// Collective over `world`: every rank must call it.
+    pub fn probe(world: &SimpleCommunicator) -> Self {
+        use mpi::collective::{CommunicatorCollectives, SystemOperation};
+        let node = world.split_shared(world.rank());
+        let mine = affinity_mask();
+        let mut union = [0u64; MASK_WORDS];
+        node.all_reduce_into(&mine[..], &mut union[..], SystemOperation::bitwise_or());
+        let cores = union.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+        let fallback = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self {
+            ranks: node.size() as usize,
+            cores: if cores == 0 { fallback } else { cores },
+        }
+    }
+}
+
+const MASK_WORDS: usize = 16; // 1024 CPUs, glibc's CPU_SETSIZE
+
+/// This process's CPU affinity as a bit set (empty when it cannot be read).
+fn affinity_mask() -> [u64; MASK_WORDS] {
+    let mut mask = [0u64; MASK_WORDS];
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return mask;
+        }
+        for cpu in 0..(MASK_WORDS * 64).min(libc::CPU_SETSIZE as usize) {
+            if libc::CPU_ISSET(cpu, &set) {
+                mask[cpu / 64] |= 1 << (cpu % 64);
+            }
+        }
+    }
+    mask
+}
+
+/// Pauses between probes while nothing arrives.
 ///
-/// The spin is for waits that usually end within a fraction of a
-/// millisecond (a worker's next task, the master's next result): a sleep
-/// overshoots by 50-100 µs (timer slack, virtualised timers), which the
-/// spin avoids. It yields the core at every turn, so ranks that share a core
-/// still run, and it lasts at most `spin` per wait: an idle rank sleeps.
+/// In [`WaitMode::Backoff`] a wait first spins for `spin` (probe, yield the
+/// core, probe again: a sleep overshoots by 50-100 µs, which the spin
+/// avoids for waits that end within a fraction of a millisecond), then
+/// sleeps from [`Backoff::MIN`] doubling to `cap`. In [`WaitMode::Spin`] it
+/// never sleeps.
 #[derive(Debug, Clone)]
 pub struct Backoff {
     sleep: Duration,
     cap: Duration,
     spin: Duration,
+    busy: bool,
     /// When the current wait started spinning.
     spin_from: Option<Instant>,
 }
@@ -50,13 +137,26 @@ impl Backoff {
             sleep: Self::MIN,
             cap,
             spin,
+            busy: false,
             spin_from: None,
         }
     }
 
-    /// Yield the core while the spin lasts; then sleep, at most until
-    /// `until` when given, and lengthen the next sleep.
+    /// As [`spinning`](Self::spinning) in [`WaitMode::Backoff`]; never sleeps in [`WaitMode::Spin`].
+    pub fn for_mode(mode: WaitMode, cap: Duration, spin: Duration) -> Self {
+        Self {
+            busy: mode == WaitMode::Spin,
+            ..Self::spinning(cap, spin)
+        }
+    }
+
+    /// Spin; or yield the core while the spin lasts, then sleep, at most
+    /// until `until` when given, and lengthen the next sleep.
     pub fn pause(&mut self, until: Option<Instant>) {
+        if self.busy {
+            std::hint::spin_loop();
+            return;
+        }
         if !self.spin.is_zero() {
             let now = Instant::now();
             if now.duration_since(*self.spin_from.get_or_insert(now)) < self.spin {
@@ -98,14 +198,232 @@ pub struct Received {
     pub data: Vec<f64>,
 }
 
-/// The world communicator with buffered sends and matched-probe receives.
+/// The master's models in flight: at most `max` buffers of one model each,
+/// shared by reference count with the sends that read them. A buffer is
+/// reused once no send holds it, so its memory is allocated once.
+#[derive(Debug)]
+pub struct ModelPool {
+    buffers: Vec<Rc<Vec<f64>>>,
+    max: usize,
+}
+
+impl ModelPool {
+    pub fn new(max: usize) -> Self {
+        Self {
+            buffers: Vec::new(),
+            max: max.max(1),
+        }
+    }
+
+    /// A buffer no send holds, filled with `model`; `None` when all `max`
+    /// buffers are still held by sends in flight.
+    pub fn fill(&mut self, model: &[f64]) -> Option<Rc<Vec<f64>>> {
+        let i = match self.buffers.iter().position(|b| Rc::strong_count(b) == 1) {
+            Some(i) => i,
+            None if self.buffers.len() < self.max => {
+                self.buffers.push(Rc::new(Vec::with_capacity(model.len())));
+                self.buffers.len() - 1
+            }
+            None => return None,
+        };
+        let buffer = Rc::get_mut(&mut self.buffers[i]).expect("no send holds it");
+        buffer.clear();
+        buffer.extend_from_slice(model);
+        Some(Rc::clone(&self.buffers[i]))
+    }
+
+    /// Buffers allocated (held or free).
+    pub fn allocated(&self) -> usize {
+        self.buffers.len()
+    }
+
+    /// Buffers some send still holds.
+    pub fn held(&self) -> usize {
+        self.buffers
+            .iter()
+            .filter(|b| Rc::strong_count(b) > 1)
+            .count()
+    }
+}
+
+/// What a send reads from: a buffer of its own, or a model shared with the
+/// sends of the same iteration to other workers.
+#[derive(Debug)]
+enum Payload {
+    Owned(Vec<f64>),
+    Shared(Rc<Vec<f64>>),
+}
+
+impl Payload {
+    fn data(&self) -> &[f64] {
+        match self {
+            Self::Owned(v) => v,
+            Self::Shared(v) => v,
+        }
+    }
+}
+
+/// A send in flight: its destination and tag beside the buffer it reads.
+#[derive(Debug)]
+struct Pending {
+    rank: i32,
+    tag: i32,
+    payload: Payload,
+}
+
+/// Spare buffers kept for reuse (more are freed): a worker's spares may be
+/// vectors of d + 1 values.
+const MAX_SPARES: usize = 4;
+
+/// The sends of one rank in flight, each request beside its destination and
+/// its buffer; a buffer is released (recycled or, for a shared model, its
+/// reference dropped) only when its request has completed.
+#[derive(Debug, Default)]
+pub struct SendPool {
+    /// Parallel to `pending`: the MPI requests, for `MPI_Testsome`.
+    requests: Vec<ffi::MPI_Request>,
+    pending: Vec<Pending>,
+    spares: Vec<Vec<f64>>,
+    indices: Vec<i32>,
+    posted: u64,
+    completed: u64,
+}
+
+impl SendPool {
+    /// Sends in flight.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Sends posted and completed since the start.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.posted, self.completed)
+    }
+
+    /// Destinations of the sends in flight, ascending, without repeats.
+    pub fn pending_ranks(&self) -> Vec<i32> {
+        let mut ranks: Vec<i32> = self.pending.iter().map(|p| p.rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        ranks
+    }
+
+    /// An empty buffer with room for `len` values: a spare when one is large enough.
+    fn spare(&mut self, len: usize) -> Vec<f64> {
+        match self.spares.iter().position(|v| v.capacity() >= len) {
+            Some(i) => {
+                let mut v = self.spares.swap_remove(i);
+                v.clear();
+                v
+            }
+            None => Vec::with_capacity(len),
+        }
+    }
+
+    fn post(&mut self, world: &SimpleCommunicator, rank: i32, tag: i32, payload: Payload) {
+        let data = payload.data();
+        let count = i32::try_from(data.len()).expect("a message of fewer than 2^31 values");
+        // SAFETY: the buffer stays alive and unmodified until the request
+        // completes: `pending` owns it (or a reference to the shared model,
+        // which is never mutated while referenced) and releases it only in
+        // `reap` after MPI_Testsome reported the request complete. Moving the
+        // `Vec` or `Rc` handle does not move the heap data MPI reads.
+        let request = unsafe {
+            let mut request = ffi::RSMPI_REQUEST_NULL;
+            ffi::MPI_Isend(
+                data.as_ptr().cast(),
+                count,
+                f64::equivalent_datatype().as_raw(),
+                rank,
+                tag,
+                world.as_raw(),
+                &mut request,
+            );
+            request
+        };
+        self.requests.push(request);
+        self.pending.push(Pending { rank, tag, payload });
+        self.posted += 1;
+    }
+
+    /// Test every request without blocking and release the buffers of those
+    /// complete; returns how many completed.
+    pub fn reap(&mut self) -> usize {
+        if self.requests.is_empty() {
+            return 0;
+        }
+        let n = self.requests.len();
+        self.indices.resize(n, 0);
+        let mut done: i32 = 0;
+        // SAFETY: the arrays have n entries; completed requests are set to MPI_REQUEST_NULL.
+        unsafe {
+            ffi::MPI_Testsome(
+                n as i32,
+                self.requests.as_mut_ptr(),
+                &mut done,
+                self.indices.as_mut_ptr(),
+                ffi::RSMPI_STATUSES_IGNORE,
+            );
+        }
+        if done <= 0 {
+            // 0, or MPI_UNDEFINED when no request is active (cannot happen: all are).
+            return 0;
+        }
+        let null = unsafe { ffi::RSMPI_REQUEST_NULL };
+        let mut keep = 0;
+        for i in 0..n {
+            if self.requests[i] == null {
+                continue;
+            }
+            self.requests.swap(keep, i);
+            self.pending.swap(keep, i);
+            keep += 1;
+        }
+        self.requests.truncate(keep);
+        for p in self.pending.drain(keep..) {
+            if let Payload::Owned(v) = p.payload {
+                if self.spares.len() < MAX_SPARES {
+                    self.spares.push(v);
+                }
+            }
+        }
+        self.completed += done as u64;
+        done as usize
+    }
+}
+
+impl Drop for SendPool {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            // Only on a path that ends the job with MPI_Abort (a rank is gone):
+            // MPI may still read the buffers, so they are not freed.
+            let sends: Vec<String> = self
+                .pending
+                .iter()
+                .map(|p| format!("{}:{}", p.rank, p.tag))
+                .collect();
+            log::warn!(
+                "{} sends still in flight at exit (rank:tag {}); their buffers are kept",
+                sends.len(),
+                sends.join(" ")
+            );
+            std::mem::forget(std::mem::take(&mut self.pending));
+        }
+    }
+}
+
+/// The world communicator with tracked nonblocking sends and matched-probe receives.
 pub struct Comm<'a> {
     world: &'a SimpleCommunicator,
+    sends: RefCell<SendPool>,
 }
 
 impl<'a> Comm<'a> {
     pub fn new(world: &'a SimpleCommunicator) -> Self {
-        Self { world }
+        Self {
+            world,
+            sends: RefCell::default(),
+        }
     }
 
     pub fn rank(&self) -> i32 {
@@ -122,19 +440,98 @@ impl<'a> Comm<'a> {
         self.world.abort(i32::from(code))
     }
 
-    /// Buffered send: returns as soon as `data` is copied into the attached buffer.
+    /// Send a copy of `data` (a recycled buffer); returns at once.
     pub fn send(&self, rank: i32, tag: i32, data: &[f64]) {
-        self.world
-            .process_at_rank(rank)
-            .buffered_send_with_tag(data, tag);
+        let mut sends = self.sends.borrow_mut();
+        sends.reap();
+        let mut buffer = sends.spare(data.len());
+        buffer.extend_from_slice(data);
+        sends.post(self.world, rank, tag, Payload::Owned(buffer));
+    }
+
+    /// A recycled buffer (empty, room for `len` values) to fill and pass to
+    /// [`send_owned`](Self::send_owned).
+    pub fn buffer(&self, len: usize) -> Vec<f64> {
+        let mut sends = self.sends.borrow_mut();
+        sends.reap();
+        sends.spare(len)
+    }
+
+    /// Send `data` without copying; the pool keeps it until the send completes.
+    pub fn send_owned(&self, rank: i32, tag: i32, data: Vec<f64>) {
+        let mut sends = self.sends.borrow_mut();
+        sends.reap();
+        sends.post(self.world, rank, tag, Payload::Owned(data));
+    }
+
+    /// Send a model shared with other sends; the pool holds a reference until this send completes.
+    pub fn send_shared(&self, rank: i32, tag: i32, data: &Rc<Vec<f64>>) {
+        self.sends
+            .borrow_mut()
+            .post(self.world, rank, tag, Payload::Shared(Rc::clone(data)));
+    }
+
+    /// Release the buffers of the sends complete (without blocking).
+    pub fn reap(&self) {
+        self.sends.borrow_mut().reap();
+    }
+
+    /// Destination ranks of the sends in flight.
+    pub fn pending_ranks(&self) -> Vec<i32> {
+        self.sends.borrow().pending_ranks()
+    }
+
+    /// Complete every send, testing until `deadline`; returns how many are
+    /// still in flight then (0 on a clean shutdown: each destination has
+    /// received every message before its goodbye or stop).
+    pub fn drain(&self, deadline: Instant) -> usize {
+        let mut backoff = Backoff::new(Duration::from_millis(1));
+        loop {
+            let left = {
+                let mut sends = self.sends.borrow_mut();
+                sends.reap();
+                sends.pending()
+            };
+            if left == 0 || Instant::now() >= deadline {
+                let (posted, completed) = self.sends.borrow().counts();
+                log::info!(
+                    "{posted} sends posted, {completed} completed, {left} requests pending at shutdown"
+                );
+                return left;
+            }
+            backoff.pause(Some(deadline));
+        }
     }
 
     /// A message if one has arrived from anyone.
     pub fn try_receive(&self) -> Option<Received> {
-        let probed: (_, Status) = self.world.any_process().immediate_matched_probe()?;
-        let (rank, tag) = (probed.1.source_rank(), probed.1.tag());
-        let (data, _) = probed.matched_receive_vec::<f64>();
+        let (message, status) = self.world.any_process().immediate_matched_probe()?;
+        let (rank, tag) = (status.source_rank(), status.tag());
+        let mut data = vec![0.0; count_f64(&status)];
+        message.matched_receive_into(&mut data[..]);
         Some(Received { rank, tag, data })
+    }
+
+    /// A matched message from `rank` with `tag`, waiting up to `deadline`;
+    /// the caller receives it ([`receive_into`]) when it needs the data.
+    pub fn probe_from(
+        &self,
+        rank: i32,
+        tag: i32,
+        backoff: &mut Backoff,
+        deadline: Option<Instant>,
+    ) -> Option<(Message, usize)> {
+        let source = self.world.process_at_rank(rank);
+        loop {
+            if let Some((message, status)) = source.immediate_matched_probe_with_tag(tag) {
+                backoff.reset();
+                return Some((message, count_f64(&status)));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return None;
+            }
+            backoff.pause(deadline);
+        }
     }
 
     /// Wait for a message, politely, until `deadline` (forever when `None`).
@@ -172,9 +569,92 @@ impl<'a> Comm<'a> {
     }
 }
 
-/// Bytes of buffered-send buffer for `messages` messages of `len` f64 each
-/// (with the per-message bookkeeping MPI adds, bounded generously).
-pub fn buffer_bytes(messages: usize, len: usize) -> usize {
-    const PER_MESSAGE_OVERHEAD: usize = 1024;
-    messages * (len * std::mem::size_of::<f64>() + PER_MESSAGE_OVERHEAD)
+/// Receive a matched message of `len` values into `buffer` (resized to `len`).
+pub fn receive_into(message: Message, len: usize, buffer: &mut Vec<f64>) {
+    buffer.resize(len, 0.0);
+    message.matched_receive_into(&mut buffer[..]);
+}
+
+fn count_f64(status: &Status) -> usize {
+    usize::try_from(status.count(f64::equivalent_datatype())).unwrap_or(0)
+}
+
+/// `start + seconds`, or `None` when that is beyond any clock: a time too
+/// large for a `Duration` or an `Instant` (such as `train.result_timeout_s =
+/// 1e30`, or an emulated delay of 10^300 model time units) means "never".
+/// Negative seconds and NaN mean `start`.
+pub fn instant_after(start: Instant, seconds: f64) -> Option<Instant> {
+    Duration::try_from_secs_f64(seconds.max(0.0))
+        .ok()
+        .and_then(|d| start.checked_add(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_beyond_any_clock_are_never() {
+        let now = Instant::now();
+        assert_eq!(
+            instant_after(now, 1.5),
+            Some(now + Duration::from_millis(1500))
+        );
+        for never in [1e19, 1e30, 1e300, f64::MAX, f64::INFINITY] {
+            assert_eq!(instant_after(now, never), None, "{never}");
+        }
+        // Negative and NaN: at once.
+        for at_once in [0.0, -1.0, -1e300, f64::NAN] {
+            assert_eq!(instant_after(now, at_once), Some(now), "{at_once}");
+        }
+    }
+
+    #[test]
+    fn auto_spins_only_when_every_rank_has_a_core() {
+        use RuntimeWait::*;
+        assert_eq!(WaitMode::resolve(Auto, 2, 2), WaitMode::Spin);
+        assert_eq!(WaitMode::resolve(Auto, 1, 64), WaitMode::Spin);
+        assert_eq!(WaitMode::resolve(Auto, 3, 2), WaitMode::Backoff);
+        assert_eq!(WaitMode::resolve(Auto, 13, 2), WaitMode::Backoff);
+        assert_eq!(WaitMode::resolve(Spin, 13, 2), WaitMode::Spin);
+        assert_eq!(WaitMode::resolve(Backoff, 1, 64), WaitMode::Backoff);
+    }
+
+    #[test]
+    fn the_affinity_mask_counts_the_cores_this_process_may_use() {
+        let cores: usize = affinity_mask()
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum();
+        let parallelism = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(cores, parallelism);
+    }
+
+    #[test]
+    fn the_model_pool_reuses_free_buffers_and_stops_at_its_bound() {
+        let mut pool = ModelPool::new(2);
+        let a = pool.fill(&[1.0, 2.0]).unwrap();
+        let a_ptr = a.as_ptr();
+        // Two sends hold the first model.
+        let sends_a = [Rc::clone(&a), Rc::clone(&a)];
+        drop(a);
+        let b = pool.fill(&[3.0, 4.0]).unwrap();
+        assert_ne!(b.as_ptr(), a_ptr, "a held buffer is not overwritten");
+        assert_eq!(*sends_a[0], vec![1.0, 2.0]);
+        assert_eq!((pool.allocated(), pool.held()), (2, 2));
+        // Both buffers held: the bound is reached.
+        assert!(pool.fill(&[5.0, 6.0]).is_none());
+        assert_eq!(pool.allocated(), 2);
+        // One send completes: still held by the other.
+        let [first, second] = sends_a;
+        drop(first);
+        assert!(pool.fill(&[5.0, 6.0]).is_none());
+        // The last completes: the buffer is reused, not reallocated.
+        drop(second);
+        let c = pool.fill(&[5.0, 6.0]).unwrap();
+        assert_eq!(c.as_ptr(), a_ptr);
+        assert_eq!(*c, vec![5.0, 6.0]);
+        assert_eq!(*b, vec![3.0, 4.0]);
+        assert_eq!(pool.allocated(), 2);
+    }
 }

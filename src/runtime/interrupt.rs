@@ -47,3 +47,73 @@ pub fn name(signal: i32) -> &'static str {
         _ => "a signal",
     }
 }
+
+/// From now on a panic on this rank ends the whole job at once: the hook
+/// prints the panic's message and location with the rank (and a backtrace
+/// when `RUST_BACKTRACE` asks for one), then calls `MPI_Abort`, after which
+/// mpirun (or srun) ends every rank. Without it a panicking rank would die
+/// alone and the others would wait for it until `train.result_timeout_s`.
+/// Like a SIGKILL of rank 0, the trace keeps every iteration up to its last
+/// flush. Before `MPI_Init` and after `MPI_Finalize` the process just exits.
+pub fn abort_on_panic(rank: i32) {
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".to_string());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let who = if rank == 0 {
+            "rank 0 (master)".to_string()
+        } else {
+            format!("rank {rank} (worker {rank})")
+        };
+        // One line, even when the message has several.
+        let message = message.lines().collect::<Vec<_>>().join(" ");
+        crate::errln!("error: {who} panicked{location}: {message}; ending the job (MPI_Abort)");
+        let backtrace = std::backtrace::Backtrace::capture();
+        if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+            crate::errln!("{backtrace}");
+        }
+        if mpi::is_initialized() && !mpi::is_finalized() {
+            // SAFETY: MPI is initialised and not finalised; MPI_Abort may be
+            // called from any thread and does not return.
+            unsafe {
+                mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 1);
+            }
+        }
+    }));
+}
+
+/// The environment variable of [`panic_if_asked`].
+pub const TEST_PANIC_VAR: &str = "GRADCODE_TEST_PANIC_RANK";
+
+/// Fault injection for the tests only (tests/reliability.rs): with
+/// `GRADCODE_TEST_PANIC_RANK=R` in the environment rank R panics here (a
+/// worker when it takes its first task, the master before the first
+/// iteration), so that a test can show a panic ends the job. Nothing else reads it.
+#[track_caller]
+pub fn panic_if_asked(rank: i32, place: &str) {
+    let asked = std::env::var(TEST_PANIC_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok());
+    if asked == Some(rank) {
+        panic!("{TEST_PANIC_VAR}={rank}: panic {place}, on purpose");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_is_128_plus_the_signal() {
+        assert_eq!(exit_status(SIGTERM), 143);
+        assert_eq!(exit_status(SIGINT), 130);
+        assert_eq!(name(SIGTERM), "SIGTERM");
+    }
+}

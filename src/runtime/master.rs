@@ -11,13 +11,13 @@
 
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm};
+use super::comm::{Backoff, Comm, Wait, WaitMode, instant_after};
 use super::interrupt;
 use super::protocol::{self, Setup};
 use super::round::MpiRound;
 use crate::coding::Scheme;
 use crate::config::{Config, StragglerMode};
-use crate::engine::{Driver, Lane, Learner, Observer, RunSummary, Straggling};
+use crate::engine::{Carried, Driver, Lane, Learner, Observer, RunSummary, Straggling};
 use crate::error::InputError;
 use crate::learn::{DataPlan, Partition};
 use crate::straggler::DelaySpec;
@@ -28,16 +28,38 @@ use crate::trace::Snapshot;
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The run was stopped by a signal after `iterations` completed iterations;
-/// the trace holds them and a snapshot to resume from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "interrupted by {} after {iterations} iterations; the trace holds them and a snapshot: continue with `gradcode train --resume TRACE`",
-    interrupt::name(*signal)
-)]
+/// the trace holds them and a snapshot to resume from. Or it was stopped
+/// during the setup, before any iteration, while the workers listed in
+/// `during_setup` had not loaded their data yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interrupted {
     pub signal: i32,
     pub iterations: u64,
+    pub during_setup: Option<String>,
 }
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let signal = interrupt::name(self.signal);
+        match &self.during_setup {
+            Some(workers) if workers.is_empty() => write!(
+                f,
+                "interrupted by {signal} during setup, before the first iteration"
+            ),
+            Some(workers) => write!(
+                f,
+                "interrupted by {signal} during setup, before the first iteration; workers not ready: {workers}"
+            ),
+            None => write!(
+                f,
+                "interrupted by {signal} after {} iterations; the trace holds them and a snapshot: continue with `gradcode train --resume TRACE`",
+                self.iterations
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 /// How a run ended: its result, and whether every worker said goodbye (when
 /// not, the job must be aborted after the observers are closed).
@@ -57,14 +79,17 @@ pub type TrainSummary = RunSummary;
 
 pub(super) struct Master<'a> {
     pub comm: &'a Comm<'a>,
-    pub universe: &'a mut mpi::environment::Universe,
     pub config: &'a Config,
+    /// How this rank waits for results (`runtime.wait` resolved on this node).
+    pub wait: WaitMode,
     /// The scheme, until the training loop takes it.
     pub scheme: Option<Box<dyn Scheme>>,
     /// K.
     pub workers: usize,
     /// Continue from this snapshot of an interrupted run.
     pub resume: Option<Snapshot>,
+    /// The totals of the iterations before the snapshot.
+    pub carried: &'a Carried,
 }
 
 impl Master<'_> {
@@ -86,7 +111,7 @@ impl Master<'_> {
         let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
         while remaining > 0 {
             let Some(m) = self.comm.receive(&mut backoff, Some(deadline)) else {
-                eprintln!(
+                crate::errln!(
                     "error: {remaining} worker(s) did not acknowledge the stop within {} s",
                     SHUTDOWN_TIMEOUT.as_secs()
                 );
@@ -116,7 +141,7 @@ impl Master<'_> {
             Err(e) => {
                 let clean = self.shutdown().is_some();
                 return RunEnd {
-                    result: Err(e.into()),
+                    result: Err(e),
                     clean,
                 };
             }
@@ -139,6 +164,7 @@ impl Master<'_> {
                     Some(signal) => Err(Interrupted {
                         signal,
                         iterations: summary.iterations as u64,
+                        during_setup: None,
                     }
                     .into()),
                     None => Ok(summary),
@@ -151,16 +177,11 @@ impl Master<'_> {
         }
     }
 
-    fn prepare(&mut self) -> Result<(DataPlan, Partition), InputError> {
+    fn prepare(&mut self) -> anyhow::Result<(DataPlan, Partition)> {
         let k = self.workers;
         let scheme = self.scheme.as_deref().expect("prepared before training");
         let data = DataPlan::new(self.config, scheme.partitions())?;
         let test = data.load_test()?;
-        // Buffered sends: a backlog of 4 tasks per worker, plus setup and stop.
-        let stored = (0..k).map(|w| scheme.stored(w).len()).max().unwrap_or(1);
-        let task_len = 16 + stored * (6 + 2 * stored) + data.features();
-        self.universe
-            .set_buffer_size(super::comm::buffer_bytes(6 * k + 8, task_len));
         for w in 0..k {
             let setup = Setup {
                 partitions: scheme.partitions(),
@@ -176,25 +197,99 @@ impl Master<'_> {
             data.train_samples(),
             data.features()
         );
+        self.await_ready()?;
+        Ok((data, test))
+    }
+
+    /// Wait until every worker has loaded its partitions. A worker tells it
+    /// is still loading a few times per `train.result_timeout_s`; one silent
+    /// for that long (stopped, hung, gone) ends the setup with an error that
+    /// names the workers not ready, and so do a data error on a worker and
+    /// SIGTERM or SIGINT (on this rank or a worker).
+    fn await_ready(&self) -> anyhow::Result<()> {
+        let k = self.workers;
+        let timeout_s = self.config.train.result_timeout_s;
+        let mut ready = vec![false; k];
+        let start = Instant::now();
+        let mut heard = vec![start; k];
+        let not_ready = |ready: &[bool]| {
+            let names: Vec<String> = (0..k)
+                .filter(|&w| !ready[w])
+                .map(|w| (w + 1).to_string())
+                .collect();
+            names.join(", ")
+        };
         let mut backoff = Backoff::new(Duration::from_millis(1));
-        let mut ready = 0;
-        while ready < k {
-            let m = self.comm.receive(&mut backoff, None).expect("no deadline");
+        while ready.iter().any(|r| !r) {
+            // The earliest instant a worker still loading has been silent for the timeout.
+            let give_up = (0..k)
+                .filter(|&w| !ready[w])
+                .filter_map(|w| instant_after(heard[w], timeout_s))
+                .min();
+            let m = match self.comm.receive_or_signal(&mut backoff, give_up, true) {
+                Wait::Message(m) => m,
+                Wait::Signal(signal) => {
+                    return Err(Interrupted {
+                        signal,
+                        iterations: 0,
+                        during_setup: Some(not_ready(&ready)),
+                    }
+                    .into());
+                }
+                Wait::Timeout => {
+                    let now = Instant::now();
+                    let silent: Vec<String> = (0..k)
+                        .filter(|&w| {
+                            !ready[w]
+                                && instant_after(heard[w], timeout_s).is_some_and(|g| now >= g)
+                        })
+                        .map(|w| (w + 1).to_string())
+                        .collect();
+                    if silent.is_empty() {
+                        continue;
+                    }
+                    anyhow::bail!(
+                        "setup: no word from workers {} for {} s (train.result_timeout_s) while they load their partitions: \
+                         a worker died or hangs; workers not ready after {:.1} s: {}",
+                        silent.join(", "),
+                        timeout_s,
+                        start.elapsed().as_secs_f64(),
+                        not_ready(&ready)
+                    );
+                }
+            };
+            let w = (m.rank - 1) as usize;
             match m.tag {
-                protocol::TAG_READY => ready += 1,
+                protocol::TAG_READY => {
+                    ready[w] = true;
+                    log::info!(
+                        "master: worker {} ready after {:.3} s",
+                        m.rank,
+                        start.elapsed().as_secs_f64()
+                    );
+                }
+                protocol::TAG_LOADING => heard[w] = Instant::now(),
+                protocol::TAG_SIGNAL => {
+                    let signal = m.data.first().map_or(15, |&s| s as i32);
+                    return Err(Interrupted {
+                        signal,
+                        iterations: 0,
+                        during_setup: Some(not_ready(&ready)),
+                    }
+                    .into());
+                }
                 protocol::TAG_ERROR => {
                     let text = protocol::decode_text(&m.data);
-                    return Err(InputError::new(format!("worker {}", m.rank), text));
+                    return Err(InputError::new(format!("worker {}", m.rank), text).into());
                 }
-                tag => {
-                    return Err(InputError::new(
-                        format!("worker {}", m.rank),
-                        format!("sent tag {tag} during setup"),
-                    ));
-                }
+                tag => anyhow::bail!("worker {} sent tag {tag} during setup", m.rank),
             }
         }
-        Ok((data, test))
+        log::info!(
+            "master: every worker ready after {:.3} s",
+            start.elapsed().as_secs_f64()
+        );
+        Ok(())
     }
 
     fn train(
@@ -230,6 +325,7 @@ impl Master<'_> {
             Some(config.output.snapshot_every as u64),
             true,
         );
+        driver.carry_over(0, self.carried);
         let mut round = MpiRound::new(
             self.comm,
             k,
@@ -237,7 +333,9 @@ impl Master<'_> {
             s.mode == StragglerMode::Emulate,
             s.time_unit_ms,
             config.train.result_timeout_s,
+            self.wait,
         );
+        interrupt::panic_if_asked(0, "before the first iteration");
         let end = driver.run(
             &mut straggling,
             &mut round,

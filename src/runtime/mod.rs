@@ -65,9 +65,33 @@ pub fn check_trainable(config: &Config, scheme: &dyn Scheme) -> Result<(), Input
         ));
     }
     if s.mode == StragglerMode::Emulate {
+        // Every computation takes at least alpha model time units: beyond the
+        // result timeout no result could ever arrive in time.
+        let floor_s = s.alpha * s.time_unit_ms / 1000.0;
+        let timeout_s = config.train.result_timeout_s;
+        if s.model.keys().contains(&"alpha") && floor_s > timeout_s {
+            return Err(InputError::value(
+                "straggler.alpha",
+                short(s.alpha),
+                format!(
+                    "makes every emulated computation take at least {floor_s:.3e} s (alpha x straggler.time_unit_ms), more than train.result_timeout_s = {}: no result would arrive in time",
+                    short(timeout_s)
+                ),
+            ));
+        }
         crate::straggler::DelaySpec::from_config(config)?;
     }
     Ok(())
+}
+
+/// A number for a message: plain when short, in exponent form when plain
+/// would print hundreds of digits.
+fn short(x: f64) -> String {
+    if x == 0.0 || (1e-4..1e15).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -75,14 +99,18 @@ pub fn train(_options: &TrainOptions) -> anyhow::Result<()> {
     Err(InputError::new("train", "this gradcode was built without the `mpi` feature").into())
 }
 
-/// Rank 0's preparation: config, scheme, world size, trainability, trace
-/// file, and the snapshot a resumed run continues from.
+/// Rank 0's preparation, before any MPI work and without creating or
+/// changing a file: config, scheme, world size, trainability, data files
+/// (cheap checks; the workers load them later), the trace's path, and the
+/// snapshot a resumed run continues from (read only).
 #[cfg(feature = "mpi")]
 struct Prepared {
     loaded: crate::config::LoadedConfig,
     scheme: Box<dyn Scheme>,
     trace: Option<trace_out::TraceOut>,
     resume: Option<crate::trace::Snapshot>,
+    /// What the iterations before the snapshot add to the run's totals.
+    carried: crate::engine::Carried,
 }
 
 #[cfg(feature = "mpi")]
@@ -95,12 +123,15 @@ fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputE
     let crate::setup::Setup { loaded, scheme, .. } = setup;
     check_world(&loaded.config, world_size)?;
     check_trainable(&loaded.config, scheme.as_ref())?;
-    let trace = trace_out::TraceOut::open(&loaded.config, scheme.as_ref(), options)?;
+    crate::learn::data::check_data_files(&loaded.config)?;
+    // Last: the path is checked, the file created when training starts.
+    let trace = trace_out::TraceOut::check(&loaded.config, scheme.as_ref(), options)?;
     Ok(Prepared {
         loaded,
         scheme,
         trace,
         resume: None,
+        carried: Default::default(),
     })
 }
 
@@ -123,7 +154,8 @@ fn prepare_resume(
             ));
         }
     }
-    let (trace, snapshot) = trace_out::TraceOut::resume(path)?;
+    // Read only: a refused resume leaves the file as it was.
+    let (trace, snapshot, carried) = trace_out::TraceOut::check_resume(path)?;
     let origin = format!("{} (config_toml)", path.display());
     let setup = crate::setup::parse(&snapshot.config_toml, &origin, &options.overrides)?;
     warn_unused(&setup.loaded);
@@ -140,11 +172,13 @@ fn prepare_resume(
             ),
         ));
     }
+    crate::learn::data::check_data_files(&loaded.config)?;
     Ok(Prepared {
         loaded,
         scheme,
         trace: Some(trace),
         resume: Some(snapshot),
+        carried,
     })
 }
 
@@ -152,7 +186,7 @@ fn prepare_resume(
 #[cfg(feature = "mpi")]
 fn warn_unused(loaded: &crate::config::LoadedConfig) {
     for warning in loaded.unused_keys() {
-        eprintln!("warning: {warning}");
+        crate::errln!("warning: {warning}");
     }
 }
 
@@ -179,15 +213,20 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 
     use crate::error::QuietExit;
 
-    let mut universe =
-        mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+    // Funneled: a worker loads its partitions on a second thread while the
+    // main thread, the only one that calls MPI, keeps talking to the master.
+    let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+        .ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
     let world = universe.world();
     let root = world.process_at_rank(0);
     let comm = comm::Comm::new(&world);
+    // A panic on any rank ends the job at once, with its message.
+    interrupt::abort_on_panic(comm.rank());
     // From here on SIGTERM and SIGINT only raise a flag (see `interrupt`).
     interrupt::install()?;
     crate::logging::set_rank(comm.rank());
     log::info!("MPI world of {} ranks", comm.size());
+    gather_hosts(&world);
     // Rank 0 prepares, then broadcasts [status, length] and the resolved TOML.
     let mut prepared = None;
     let mut status = [0u64; 2];
@@ -200,7 +239,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             }
             // Print before the broadcast: the workers exit as soon as they hear,
             // and mpirun may kill rank 0 before it gets to print afterwards.
-            Err(e) => eprintln!("error: {e}"),
+            Err(e) => crate::errln!("error: {e}"),
         }
         status = [u64::from(prepared.is_none()), text.len() as u64];
     }
@@ -211,40 +250,106 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     text.resize(status[1] as usize, 0);
     root.broadcast_into(&mut text[..]);
 
-    // Room for the small messages before the data is planned (setup, ready, error, bye).
-    universe.set_buffer_size(comm::buffer_bytes(2 * comm.size() as usize + 8, 64));
+    // Collective: how many ranks share this node and how many cores they have.
+    let node = comm::Node::probe(&world);
+    let outcome = run_rank(&comm, prepared, &text, node, options);
+    // Every send completes before MPI finalises (the destinations have
+    // received them all by the end of the stop/bye handshake).
+    comm.drain(std::time::Instant::now() + SHUTDOWN_DRAIN);
+    outcome
+}
+
+/// How long a rank tests its sends in flight at the end of a clean run.
+#[cfg(feature = "mpi")]
+const SHUTDOWN_DRAIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `runtime.wait` resolved on this node, logged by rank 0.
+#[cfg(feature = "mpi")]
+fn wait_mode(config: &Config, node: comm::Node, rank: i32) -> comm::WaitMode {
+    let mode = comm::WaitMode::resolve(config.runtime.wait, node.ranks, node.cores);
+    let text = format!(
+        "runtime.wait = {}: {} ({} ranks on this node, {} cores)",
+        config.runtime.wait.name(),
+        mode.name(),
+        node.ranks,
+        node.cores
+    );
+    if rank == 0 {
+        log::info!("{text}");
+    } else {
+        log::debug!("{text}");
+    }
+    mode
+}
+
+/// The master's or a worker's part of the run.
+#[cfg(feature = "mpi")]
+fn run_rank(
+    comm: &comm::Comm<'_>,
+    prepared: Option<Prepared>,
+    text: &[u8],
+    node: comm::Node,
+    options: &TrainOptions,
+) -> anyhow::Result<()> {
+    use crate::error::QuietExit;
     if let Some(Prepared {
         loaded,
         scheme,
         trace,
         resume,
+        carried,
     }) = prepared
     {
         let config = &loaded.config;
+        let wait = wait_mode(config, node, comm.rank());
         let mut master = master::Master {
-            comm: &comm,
-            universe: &mut universe,
+            comm,
             config,
+            wait,
             workers: scheme.workers(),
             scheme: Some(scheme),
             resume,
+            carried: &carried,
         };
-        let mut progress = progress::Progress::new(config, options.quiet);
+        let mut progress = progress::Progress::new(config, options.quiet, &carried);
+        let mut trace = trace;
+        if let Some(trace) = trace.as_mut() {
+            trace.set_wait(
+                wait.name(),
+                &format!(
+                    "runtime.wait = {}; {} ranks on the master's node, {} cores",
+                    config.runtime.wait.name(),
+                    node.ranks,
+                    node.cores
+                ),
+            );
+        }
         let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
-        // The trace is closed when this match ends, before any abort below.
-        let end = match trace {
-            Some(mut trace) => master.run(&mut [&mut progress, &mut trace]),
+        let end = match trace.as_mut() {
+            Some(trace) => master.run(&mut [&mut progress, trace]),
             None => master.run(&mut [&mut progress]),
         };
         progress.clear();
         let master::RunEnd { result, clean } = end;
+        // The trace records how the run ended and is closed, before any abort below.
+        if let Some(trace) = trace.as_mut() {
+            trace.end(&result);
+        }
+        drop(trace);
         let outcome = result.and_then(|mut summary| {
-            summary.trace = trace_file;
+            summary.trace = trace_file.clone();
             report(&summary, options.json)
         });
         if let Err(e) = &outcome {
+            if options.json {
+                // The job's summary file says how the run ended, not only the trace.
+                crate::outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&ended_early(e, trace_file.as_deref()))?
+                );
+            }
             if let Some(stop) = e.downcast_ref::<master::Interrupted>() {
-                eprintln!("gradcode: {stop}");
+                crate::errln!("gradcode: {stop}");
                 if !clean {
                     comm.abort(interrupt::exit_status(stop.signal));
                 }
@@ -255,35 +360,85 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             // A worker is gone or hangs: MPI cannot shut down cleanly. The trace is closed.
             match &outcome {
                 Ok(()) => {
-                    eprintln!(
+                    crate::errln!(
                         "warning: training completed and the trace is closed; ending the job with MPI_Abort"
                     );
                     comm.abort(0);
                 }
                 Err(e) => {
-                    eprintln!("error: {e:#}");
+                    crate::errln!("error: {e:#}");
                     comm.abort(1);
                 }
             }
         }
         outcome?;
     } else {
-        let text = std::str::from_utf8(&text)
+        let text = std::str::from_utf8(text)
             .map_err(|_| anyhow::anyhow!("broadcast config is not UTF-8"))?;
         let config = crate::config::parse(text, "<broadcast config>", &[])?.config;
-        worker::run(&comm, &mut universe, &config)?;
+        let wait = wait_mode(&config, node, comm.rank());
+        worker::run(comm, &config, wait)?;
     }
     Ok(())
+}
+
+/// `train --json` of a run that did not complete: its status
+/// (`interrupted` or `failed`), the error, the iterations done and the trace.
+#[cfg(feature = "mpi")]
+fn ended_early(error: &anyhow::Error, trace: Option<&str>) -> serde_json::Value {
+    let (status, iterations, signal) = match error.downcast_ref::<master::Interrupted>() {
+        Some(stop) => ("interrupted", Some(stop.iterations), Some(stop.signal)),
+        None => ("failed", None, None),
+    };
+    serde_json::json!({
+        "status": status,
+        "error": format!("{error:#}"),
+        "iterations": iterations,
+        "signal": signal,
+        "trace": trace,
+    })
+}
+
+/// Rank 0 learns every rank's host (MPI_Get_processor_name, at most 255
+/// bytes each) for the trace's provenance.
+#[cfg(feature = "mpi")]
+fn gather_hosts(world: &mpi::topology::SimpleCommunicator) {
+    use mpi::traits::*;
+    const WIDTH: usize = 256;
+    let name =
+        mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
+    let mut mine = [0u8; WIDTH];
+    let n = name.len().min(WIDTH - 1);
+    mine[..n].copy_from_slice(&name.as_bytes()[..n]);
+    let root = world.process_at_rank(0);
+    if world.rank() == 0 {
+        let mut all = vec![0u8; WIDTH * world.size() as usize];
+        root.gather_into_root(&mine[..], &mut all[..]);
+        let hosts: Vec<String> = all
+            .chunks(WIDTH)
+            .map(|c| {
+                let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+                String::from_utf8_lossy(&c[..end]).into_owned()
+            })
+            .collect();
+        crate::provenance::set_hosts(&hosts);
+    } else {
+        root.gather_into(&mine[..]);
+    }
 }
 
 #[cfg(feature = "mpi")]
 fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(summary)?);
+        let mut value = serde_json::to_value(summary)?;
+        if let serde_json::Value::Object(map) = &mut value {
+            map.insert("status".to_string(), "completed".into());
+        }
+        crate::outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
     print_timing(summary);
-    println!(
+    crate::outln!(
         "trained {} on {} workers for {} iterations: mean iteration {:.4} s, final train loss {:.6e}, test loss {:.6e}",
         summary.scheme,
         summary.workers,
@@ -292,7 +447,7 @@ fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
         summary.final_train_loss,
         summary.final_test_loss
     );
-    println!(
+    crate::outln!(
         "mean recovered fraction {:.3}, stale results dropped {}, emulation overruns {}, tasks abandoned by workers {}",
         summary.mean_recovered_fraction,
         summary.stale_dropped,
@@ -300,7 +455,7 @@ fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
         summary.tasks_abandoned
     );
     if let Some(trace) = &summary.trace {
-        println!("trace: {trace}");
+        crate::outln!("trace: {trace}");
     }
     Ok(())
 }
@@ -311,9 +466,13 @@ fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
 #[cfg(feature = "mpi")]
 fn print_timing(summary: &TrainSummary) {
     let wall = summary.wall_s;
-    println!(
+    crate::outln!(
         "{:<28} {:>12} {:>9} {:>12} {:>8}",
-        "event", "total s", "count", "mean s", "% wall"
+        "event",
+        "total s",
+        "count",
+        "mean s",
+        "% wall"
     );
     for e in &summary.timing {
         let capacity = if e.event.starts_with("compute") {
@@ -321,7 +480,7 @@ fn print_timing(summary: &TrainSummary) {
         } else {
             wall
         };
-        println!(
+        crate::outln!(
             "{:<28} {:>12.6} {:>9} {:>12.3e} {:>7.2}%",
             e.event,
             e.total_s,

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::Config;
-use crate::engine::{IterationEvent, Observer, ObserverError};
+use crate::engine::{Carried, IterationEvent, Observer, ObserverError};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -17,7 +17,8 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(config: &Config, quiet: bool) -> Self {
+    /// A resumed run's mean counts the iterations before it (`carried`).
+    pub fn new(config: &Config, quiet: bool, carried: &Carried) -> Self {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(config.train.iterations as u64);
             bar.set_style(
@@ -32,7 +33,7 @@ impl Progress {
             bar,
             every: config.output.progress_every,
             quiet,
-            total_s: 0.0,
+            total_s: carried.duration_s,
             total: config.train.iterations,
         }
     }
@@ -62,9 +63,12 @@ impl Observer for Progress {
                 r.train_loss, mean
             ));
         } else if !self.quiet && (done % self.every == 0 || done == self.total) {
-            eprintln!(
+            crate::errln!(
                 "iteration {done}/{}: train loss {:.6e}, mean iteration {:.4} s, recovered {:.3}",
-                self.total, r.train_loss, mean, r.recovered_fraction
+                self.total,
+                r.train_loss,
+                mean,
+                r.recovered_fraction
             );
         }
         Ok(())

@@ -10,12 +10,15 @@
 //! | setup | master → worker | partitions in total, stored partitions |
 //! | ready | worker → master | samples loaded, features |
 //! | error | either way | one line of UTF-8, one byte per f64 |
-//! | task | master → worker | [`Task`] then the evaluation point theta |
-//! | result | worker → master | [`ResultHeader`] then the coded vector (gradient sum, loss sum) |
+//! | task | master → worker | [`Task`]: the iteration's pace and work |
+//! | model | master → worker | right after a task: the evaluation point theta (d values), one buffer shared by the sends to all workers |
+//! | result | worker → master | [`ResultHeader`] |
+//! | vector | worker → master | right after a result: its coded vector (gradient sum, loss sum; d + 1 values) |
 //! | stop | master → worker | nothing |
 //! | bye | worker → master | tasks received, tasks abandoned |
 //! | signal | worker → master | the signal the worker caught (SIGTERM, SIGINT) |
 //! | ack | worker → master | the iteration of the newest task the worker took |
+//! | loading | worker → master | nothing: still loading its partitions (a heartbeat during setup) |
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
 
@@ -28,9 +31,17 @@ pub const TAG_BYE: i32 = 5;
 pub const TAG_SIGNAL: i32 = 6;
 /// Worker → master: the newest task this worker has taken (payload: its iteration).
 pub const TAG_ACK: i32 = 7;
+/// Worker → master, during setup: still loading (sent a few times per
+/// `train.result_timeout_s`, so that only a silent worker times out).
+pub const TAG_LOADING: i32 = 8;
+/// Master → worker, right after each task: the model to evaluate the gradient at.
+pub const TAG_MODEL: i32 = 9;
+/// Worker → master, right after each result header: the coded vector.
+pub const TAG_VECTOR: i32 = 10;
 /// Tasks a worker may have sent to it and not yet taken; past this the master
-/// skips it (it is stopped, hung or gone), which bounds the send buffer.
-pub const MAX_UNTAKEN_TASKS: u64 = 3;
+/// skips it (it is stopped, hung or gone), which bounds the messages waiting
+/// for it and the models it holds in flight (see `round::MAX_MODELS_IN_FLIGHT`).
+pub const MAX_UNTAKEN_TASKS: u64 = 2;
 /// Tasks and results: base + iteration mod span (MPI guarantees tags up to 32767).
 pub const TAG_ITERATION_BASE: i32 = 16;
 pub const TAG_ITERATION_SPAN: i32 = 16_000;
@@ -146,24 +157,17 @@ impl Pace {
     }
 }
 
-/// One iteration's work for one worker, and the point to evaluate the gradient at.
+/// One iteration's work for one worker (the model follows in its own message).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
     pub iteration: u64,
     pub pace: Pace,
     pub work: WorkerTask,
-    pub theta: Vec<f64>,
 }
 
 impl Task {
     /// Encode into `out` (cleared first), reusing its allocation.
-    pub fn encode_into(
-        iteration: u64,
-        pace: &Pace,
-        work: &WorkerTask,
-        theta: &[f64],
-        out: &mut Vec<f64>,
-    ) {
+    pub fn encode_into(iteration: u64, pace: &Pace, work: &WorkerTask, out: &mut Vec<f64>) {
         out.clear();
         out.extend([
             iteration as f64,
@@ -188,10 +192,9 @@ impl Task {
                 out.extend([p as f64, c]);
             }
         }
-        out.extend_from_slice(theta);
     }
 
-    pub fn decode(data: &[f64], dim: usize) -> Result<Self, ProtocolError> {
+    pub fn decode(data: &[f64]) -> Result<Self, ProtocolError> {
         let mut r = Reader::new("task", data);
         let iteration = r.count()? as u64;
         let emulate = r.f64()? != 0.0;
@@ -223,11 +226,11 @@ impl Task {
                 codeword: Codeword { id, terms },
             });
         }
-        let theta = r.rest();
-        if theta.len() != dim {
+        let rest = r.rest();
+        if !rest.is_empty() {
             return Err(malformed(
                 "task",
-                format!("theta has {} entries, expected {dim}", theta.len()),
+                format!("{} values after the messages", rest.len()),
             ));
         }
         Ok(Self {
@@ -240,7 +243,6 @@ impl Task {
                 straggling,
             },
             work: WorkerTask { compute, messages },
-            theta: theta.to_vec(),
         })
     }
 }
@@ -264,8 +266,8 @@ pub struct ResultHeader {
 pub const RESULT_HEADER: usize = 7;
 
 impl ResultHeader {
-    /// Header then the coded vector, into `out` (cleared first).
-    pub fn encode_into(&self, vector: &[f64], out: &mut Vec<f64>) {
+    /// The header into `out` (cleared first); the vector is its own message.
+    pub fn encode_into(&self, out: &mut Vec<f64>) {
         out.clear();
         out.extend([
             self.iteration as f64,
@@ -276,11 +278,9 @@ impl ResultHeader {
             self.compute_s,
             self.overrun_s,
         ]);
-        out.extend_from_slice(vector);
     }
 
-    /// The header and the vector (of length `dim + 1`: gradient sum, loss sum).
-    pub fn decode(data: &[f64], dim: usize) -> Result<(Self, &[f64]), ProtocolError> {
+    pub fn decode(data: &[f64]) -> Result<Self, ProtocolError> {
         let mut r = Reader::new("result", data);
         let header = Self {
             iteration: r.count()? as u64,
@@ -293,14 +293,14 @@ impl ResultHeader {
             compute_s: r.f64()?,
             overrun_s: r.f64()?,
         };
-        let vector = r.rest();
-        if vector.len() != dim + 1 {
+        let rest = r.rest();
+        if !rest.is_empty() {
             return Err(malformed(
                 "result",
-                format!("vector has {} entries, expected {}", vector.len(), dim + 1),
+                format!("{} values after the header", rest.len()),
             ));
         }
-        Ok((header, vector))
+        Ok(header)
     }
 }
 
@@ -319,7 +319,7 @@ pub fn decode_text(data: &[f64]) -> String {
 mod tests {
     use super::*;
 
-    fn task() -> (Pace, WorkerTask, Vec<f64>) {
+    fn task() -> (Pace, WorkerTask) {
         let pace = Pace {
             emulate: true,
             unit_time: 0.25,
@@ -346,22 +346,21 @@ mod tests {
                 },
             ],
         };
-        (pace, work, vec![0.1, -0.2, 0.3])
+        (pace, work)
     }
 
     #[test]
     fn task_round_trips() {
-        let (pace, work, theta) = task();
+        let (pace, work) = task();
         let mut buf = vec![99.0; 3];
-        Task::encode_into(12345, &pace, &work, &theta, &mut buf);
-        let back = Task::decode(&buf, 3).unwrap();
+        Task::encode_into(12345, &pace, &work, &mut buf);
+        let back = Task::decode(&buf).unwrap();
         assert_eq!(
             back,
             Task {
                 iteration: 12345,
                 pace,
                 work,
-                theta
             }
         );
         assert!(
@@ -372,14 +371,16 @@ mod tests {
 
     #[test]
     fn truncated_or_mis_sized_tasks_are_rejected() {
-        let (pace, work, theta) = task();
+        let (pace, work) = task();
         let mut buf = Vec::new();
-        Task::encode_into(1, &pace, &work, &theta, &mut buf);
-        assert!(Task::decode(&buf, 4).is_err(), "wrong dimension");
-        assert!(Task::decode(&buf[..10], 3).is_err(), "truncated");
+        Task::encode_into(1, &pace, &work, &mut buf);
+        let mut long = buf.clone();
+        long.push(0.5);
+        assert!(Task::decode(&long).is_err(), "trailing values");
+        assert!(Task::decode(&buf[..10]).is_err(), "truncated");
         let mut bad = buf.clone();
         bad[6] = 2.5; // compute count
-        assert!(Task::decode(&bad, 3).is_err());
+        assert!(Task::decode(&bad).is_err());
     }
 
     #[test]
@@ -393,11 +394,12 @@ mod tests {
             overrun_s: 0.0,
         };
         let mut buf = Vec::new();
-        h.encode_into(&[1.0, 2.0, 3.0], &mut buf);
-        let (back, v) = ResultHeader::decode(&buf, 2).unwrap();
-        assert_eq!(back, h);
-        assert_eq!(v, &[1.0, 2.0, 3.0]);
-        assert!(ResultHeader::decode(&buf, 3).is_err());
+        h.encode_into(&mut buf);
+        assert_eq!(buf.len(), RESULT_HEADER);
+        assert_eq!(ResultHeader::decode(&buf).unwrap(), h);
+        assert!(ResultHeader::decode(&buf[..6]).is_err(), "truncated");
+        buf.push(1.0);
+        assert!(ResultHeader::decode(&buf).is_err(), "trailing values");
     }
 
     #[test]
@@ -420,7 +422,16 @@ mod tests {
         assert_eq!(iteration_tag(16_001), TAG_ITERATION_BASE + 1);
         assert!(is_iteration_tag(iteration_tag(123_456)));
         for t in [
-            TAG_SETUP, TAG_READY, TAG_ERROR, TAG_STOP, TAG_BYE, TAG_SIGNAL,
+            TAG_SETUP,
+            TAG_READY,
+            TAG_ERROR,
+            TAG_STOP,
+            TAG_BYE,
+            TAG_SIGNAL,
+            TAG_ACK,
+            TAG_LOADING,
+            TAG_MODEL,
+            TAG_VECTOR,
         ] {
             assert!(!is_iteration_tag(t));
         }

@@ -1,26 +1,38 @@
 //! The MPI round: one iteration with real workers, as an engine round.
 //!
-//! It sends every worker its task (buffered sends: the master never waits
-//! for a straggler to take its task), then receives until the engine's stop
+//! It sends every worker its task and the model (nonblocking sends: the
+//! master never waits for a straggler to take its task; the model is one
+//! buffer shared by the K sends, see [`ModelPool`]), then receives until the engine's stop
 //! rule says to decode: every result of this iteration goes to the rule with
 //! its arrival time in model time (wall seconds since the iteration started
 //! over `straggler.time_unit_ms`), and when a deadline is pending the wait
 //! ends there. Results of older iterations are received, dropped and
 //! counted, never decoded into a newer one; a worker's acknowledgements keep
-//! count of the tasks it has not taken, so a stopped worker cannot fill the
-//! send buffer. A worker's error, a caught signal, or silence for
+//! count of the tasks it has not taken, so a stopped worker is sent at most
+//! [`protocol::MAX_UNTAKEN_TASKS`]. A worker's error, a caught signal, or silence for
 //! `train.result_timeout_s` while the rule still waits end the round.
+//!
+//! A result is a header and then its coded vector. The master reads the
+//! header at once and matches the vector (`MPI_Improbe`) but receives it only
+//! when it decodes ([`Round::combine`]), one vector at a time into one
+//! buffer: until then the data waits at the worker (MPI's rendezvous
+//! protocol for messages above the eager limit), so the master holds O(d)
+//! for results whatever K is. Stale vectors and those the rule does not use
+//! are received at once and dropped.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm, Wait};
+use mpi::point_to_point::Message;
+
+use super::comm::{Backoff, Comm, ModelPool, Wait, WaitMode, instant_after, receive_into};
 use super::interrupt;
 use super::protocol::{self, Pace, ResultHeader, Task};
 use crate::coding::Arrival;
 use crate::engine::{
     Decision, Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing,
 };
+use crate::error::Iteration;
 
 /// Longest sleep between probes while the master waits for results: short,
 /// because every microsecond here lengthens the iteration.
@@ -28,13 +40,11 @@ const WAIT_CAP: Duration = Duration::from_micros(100);
 /// How long the master spins (yielding the core) after each message before
 /// it sleeps between probes (see [`Backoff`]).
 const SPIN: Duration = Duration::from_micros(200);
-
-/// `start + seconds`, or `None` when that is beyond any clock (never).
-pub(super) fn instant_after(start: Instant, seconds: f64) -> Option<Instant> {
-    Duration::try_from_secs_f64(seconds.max(0.0))
-        .ok()
-        .and_then(|d| start.checked_add(d))
-}
+/// Models in flight at most: buffers of d values the sends of past iterations
+/// may still hold. A worker is sent at most [`protocol::MAX_UNTAKEN_TASKS`]
+/// models it has not taken, so two stopped workers hold at most four, and
+/// the current iteration and the one before need two more.
+pub(super) const MAX_MODELS_IN_FLIGHT: usize = 6;
 
 /// The master's side of the iterations.
 pub(super) struct MpiRound<'c> {
@@ -50,11 +60,12 @@ pub(super) struct MpiRound<'c> {
     /// Per worker: iterations of the tasks sent that it has not taken yet.
     untaken: Vec<VecDeque<u64>>,
     backoff: Backoff,
-    task_buf: Vec<f64>,
-    /// The accepted messages' vectors (gradient sum and loss sum), in arrival order.
-    vectors: Vec<Vec<f64>>,
-    /// Spare vectors, reused.
-    spare: Vec<Vec<f64>>,
+    models: ModelPool,
+    /// The accepted messages' vectors (gradient sum and loss sum), in arrival
+    /// order, matched but not yet received: `combine` receives them.
+    vectors: Vec<Option<(Message, usize, usize)>>,
+    /// Where vectors are received, one at a time.
+    scratch: Vec<f64>,
 }
 
 impl<'c> MpiRound<'c> {
@@ -65,6 +76,7 @@ impl<'c> MpiRound<'c> {
         emulate: bool,
         time_unit_ms: f64,
         result_timeout_s: f64,
+        wait: WaitMode,
     ) -> Self {
         Self {
             comm,
@@ -74,23 +86,80 @@ impl<'c> MpiRound<'c> {
             time_unit_ms,
             result_timeout_s,
             untaken: vec![VecDeque::new(); workers],
-            backoff: Backoff::spinning(WAIT_CAP, SPIN),
-            task_buf: Vec::new(),
+            backoff: Backoff::for_mode(wait, WAIT_CAP, SPIN),
+            models: ModelPool::new(MAX_MODELS_IN_FLIGHT),
             vectors: Vec::new(),
-            spare: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
-    fn send_tasks(&mut self, task: &RoundTask<'_>) {
+    /// Receive every matched vector not received yet, dropping it.
+    fn discard_vectors(&mut self) {
+        for (message, len, _) in self.vectors.drain(..).flatten() {
+            receive_into(message, len, &mut self.scratch);
+        }
+    }
+
+    /// A model buffer for iteration `t`. When all [`MAX_MODELS_IN_FLIGHT`]
+    /// are held by sends that workers have not taken, wait for one to
+    /// complete, at most `train.result_timeout_s`, then fail naming them.
+    fn model_buffer(
+        &mut self,
+        t: u64,
+        eval_point: &[f64],
+    ) -> Result<Result<std::rc::Rc<Vec<f64>>, RoundStatus>, RoundError> {
+        if let Some(buffer) = self.models.fill(eval_point) {
+            return Ok(Ok(buffer));
+        }
+        let start = Instant::now();
+        let give_up = instant_after(start, self.result_timeout_s);
+        log::warn!(
+            "iteration {t}: all {MAX_MODELS_IN_FLIGHT} model buffers are held by sends to workers {:?}; waiting",
+            self.comm.pending_ranks()
+        );
+        loop {
+            self.comm.reap();
+            if let Some(buffer) = self.models.fill(eval_point) {
+                return Ok(Ok(buffer));
+            }
+            if let Some(signal) = interrupt::received() {
+                return Ok(Err(RoundStatus::Interrupted { signal }));
+            }
+            if give_up.is_some_and(|g| Instant::now() >= g) {
+                let ranks: Vec<String> = self
+                    .comm
+                    .pending_ranks()
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect();
+                return Err(format!(
+                    "iteration {t}: the {MAX_MODELS_IN_FLIGHT} models in flight are held by sends that workers {} \
+                     have not taken for {} s (train.result_timeout_s): they are stopped or hung",
+                    ranks.join(", "),
+                    self.result_timeout_s
+                )
+                .into());
+            }
+            self.backoff.pause(give_up);
+        }
+    }
+
+    fn send_tasks(&mut self, task: &RoundTask<'_>) -> Result<Option<RoundStatus>, RoundError> {
         let t = task.iteration;
         let eval_point = task
             .eval_point
             .expect("a training round has an evaluation point");
+        self.comm.reap();
+        let model = match self.model_buffer(t, eval_point)? {
+            Ok(model) => model,
+            Err(status) => return Ok(Some(status)),
+        };
         for (w, work) in task.plan.tasks.iter().enumerate() {
             if self.untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
                 // It does not take its tasks: stopped, hung or gone.
                 log::debug!(
-                    "iteration {t}: worker {} has {} tasks untaken, none sent",
+                    "{}: worker {} has {} tasks untaken, none sent",
+                    Iteration(t),
                     w + 1,
                     self.untaken[w].len()
                 );
@@ -104,10 +173,14 @@ impl<'c> MpiRound<'c> {
                 time_unit_ms: self.time_unit_ms,
                 straggling: task.sample.straggling[w],
             };
-            Task::encode_into(t, &pace, work, eval_point, &mut self.task_buf);
+            let mut header = self.comm.buffer(64);
+            Task::encode_into(t, &pace, work, &mut header);
+            let rank = w as i32 + 1;
             self.comm
-                .send(w as i32 + 1, protocol::iteration_tag(t), &self.task_buf);
+                .send_owned(rank, protocol::iteration_tag(t), header);
+            self.comm.send_shared(rank, protocol::TAG_MODEL, &model);
         }
+        Ok(None)
     }
 }
 
@@ -124,11 +197,13 @@ impl Round for MpiRound<'_> {
         }
         let (t, k, dim) = (task.iteration, self.workers, self.dim);
         let time_unit_s = self.time_unit_ms / 1000.0;
-        self.spare.append(&mut self.vectors);
+        self.discard_vectors();
         report.overrun_s.resize(k, 0.0);
         report.per_computation_s.resize(k, f64::NAN);
         let start = Instant::now();
-        timing.time("send", || self.send_tasks(task));
+        if let Some(status) = timing.time("send", || self.send_tasks(task))? {
+            return Ok(status);
+        }
         let wait_start = Instant::now();
         let mut last_progress = Instant::now();
         let status = loop {
@@ -158,15 +233,36 @@ impl Round for MpiRound<'_> {
                     if give_up.is_some_and(|g| Instant::now() < g) {
                         continue;
                     }
-                    let silent: Vec<String> = (0..k)
+                    let silent: Vec<usize> = (0..k)
                         .filter(|&w| !report.arrivals.iter().any(|a| a.worker == w))
-                        .map(|w| (w + 1).to_string())
                         .collect();
+                    // In emulation a silent worker may simply be due later than the timeout.
+                    let late: Vec<String> = silent
+                        .iter()
+                        .filter_map(|&w| {
+                            let first = task.plan.tasks[w].messages.first()?;
+                            let due_s = (first.after as f64 * task.sample.unit_time[w]
+                                + task.sample.extra_time[w])
+                                * time_unit_s;
+                            (self.emulate && due_s > self.result_timeout_s)
+                                .then(|| format!("{} at {due_s:.3e} s", w + 1))
+                        })
+                        .collect();
+                    let names: Vec<String> = silent.iter().map(|w| (w + 1).to_string()).collect();
+                    let why = if late.is_empty() {
+                        "a worker died or hangs".to_string()
+                    } else {
+                        format!(
+                            "a worker died or hangs, or its emulated time is beyond the timeout (workers {})",
+                            late.join(", ")
+                        )
+                    };
                     return Err(format!(
-                        "iteration {t}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
-                         no answer from workers {}: a worker died or hangs",
+                        "{}: no result for {} s (train.result_timeout_s) and the scheme cannot decode yet; \
+                         no answer from workers {}: {why}",
+                        Iteration(t),
                         self.result_timeout_s,
-                        silent.join(", ")
+                        names.join(", ")
                     )
                     .into());
                 }
@@ -191,14 +287,38 @@ impl Round for MpiRound<'_> {
                     );
                 }
                 tag if !protocol::is_iteration_tag(tag) => {
-                    return Err(
-                        format!("worker {} sent tag {tag} during iteration {t}", m.rank).into(),
-                    );
+                    return Err(format!(
+                        "worker {} sent tag {tag} during {}",
+                        m.rank,
+                        Iteration(t)
+                    )
+                    .into());
                 }
                 _ => {}
             }
-            let (header, vector) = ResultHeader::decode(&m.data, dim)?;
-            if header.iteration < t {
+            let header = ResultHeader::decode(&m.data)?;
+            // Its vector follows at once (the worker posts both sends together).
+            let vector_by = instant_after(Instant::now(), self.result_timeout_s);
+            let Some((vector, len)) =
+                self.comm
+                    .probe_from(m.rank, protocol::TAG_VECTOR, &mut self.backoff, vector_by)
+            else {
+                return Err(format!(
+                    "iteration {t}: worker {} sent a result header without its vector",
+                    m.rank
+                )
+                .into());
+            };
+            if header.iteration < t || len != dim + 1 {
+                receive_into(vector, len, &mut self.scratch);
+                if len != dim + 1 {
+                    return Err(format!(
+                        "worker {} sent a vector of {len} values, expected {}",
+                        m.rank,
+                        dim + 1
+                    )
+                    .into());
+                }
                 report.stale_dropped += 1;
                 continue;
             }
@@ -208,21 +328,11 @@ impl Round for MpiRound<'_> {
                 .get(header.message)
                 .map(|msg| msg.codeword.id);
             if header.iteration > t || expected != Some(header.codeword) {
+                receive_into(vector, len, &mut self.scratch);
                 return Err(format!(
-                    "worker {} sent a result that iteration {t} did not ask for: {header:?}",
-                    m.rank
-                )
-                .into());
-            }
-            if let Some(bad) = vector.iter().position(|v| !v.is_finite()) {
-                let what = if bad == dim {
-                    "loss".to_string()
-                } else {
-                    format!("gradient entry {}", bad + 1)
-                };
-                return Err(format!(
-                    "iteration {t}: worker {} sent a non-finite {what} (the model diverged)",
-                    m.rank
+                    "worker {} sent a result that {} did not ask for: {header:?}",
+                    m.rank,
+                    Iteration(t)
                 )
                 .into());
             }
@@ -239,17 +349,16 @@ impl Round for MpiRound<'_> {
             };
             let decision = rule.arrive(arrival, arrived_s / time_unit_s);
             if decision == Decision::DecodeWithout {
+                receive_into(vector, len, &mut self.scratch);
                 log::debug!(
-                    "iteration {t}: the result of worker {} came after the deadline; not used",
+                    "{}: the result of worker {} came after the deadline; not used",
+                    Iteration(t),
                     w + 1
                 );
                 break RoundStatus::Completed;
             }
             report.accept(arrival, arrived_s);
-            let mut kept = self.spare.pop().unwrap_or_default();
-            kept.clear();
-            kept.extend_from_slice(vector);
-            self.vectors.push(kept);
+            self.vectors.push(Some((vector, len, w)));
             if decision == Decision::Decode {
                 break RoundStatus::Completed;
             }
@@ -263,17 +372,42 @@ impl Round for MpiRound<'_> {
         out.clear();
         out.resize(self.dim + 1, 0.0);
         for &i in order {
-            let w = weights[i];
-            if w != 0.0 {
-                for (o, v) in out.iter_mut().zip(&self.vectors[i]) {
-                    *o += w * v;
+            let Some((message, len, worker)) = self.vectors[i].take() else {
+                continue;
+            };
+            receive_into(message, len, &mut self.scratch);
+            if let Some(bad) = self.scratch.iter().position(|v| !v.is_finite()) {
+                let what = if bad == self.dim {
+                    "loss".to_string()
+                } else {
+                    format!("gradient entry {}", bad + 1)
+                };
+                log::warn!("worker {} sent a non-finite {what}", worker + 1);
+            }
+            let weight = weights[i];
+            if weight != 0.0 {
+                for (o, v) in out.iter_mut().zip(&self.scratch) {
+                    *o += weight * v;
                 }
             }
         }
+        self.discard_vectors();
         true
     }
 
     fn measures_time(&self) -> bool {
         true
+    }
+}
+
+impl Drop for MpiRound<'_> {
+    /// No matched vector is left unreceived (a round that ended early).
+    fn drop(&mut self) {
+        self.discard_vectors();
+        log::info!(
+            "master: {} model buffers allocated (at most {MAX_MODELS_IN_FLIGHT}), {} still held by sends",
+            self.models.allocated(),
+            self.models.held()
+        );
     }
 }

@@ -1,24 +1,54 @@
-//! The run's HDF5 trace as an observer: a row per iteration, the final model
-//! and the timing summary at the end. The file is created (and so checked)
-//! before any MPI work starts. Without the `hdf5` feature there is no trace,
-//! and an explicit `--out` is refused.
+//! The run's HDF5 trace as an observer: a row per iteration, snapshots, the
+//! timing summary, and the run's status at the end.
+//!
+//! Before any MPI work starts rank 0 only checks the trace's path (an
+//! existing file only with `--force` and when no process has it open, a
+//! folder it can write in) or, for `--resume`, reads the snapshot without
+//! changing the file. The file itself is created, or the resumed trace
+//! reopened and its records after the snapshot cut, when training has
+//! started: at the first iteration, snapshot or end of a run whose workers
+//! all set up. An input error found on the way (a data file, a worker that
+//! cannot load its partitions) leaves no file behind and changes none.
+//! Without the `hdf5` feature there is no trace, and an explicit `--out` is
+//! refused.
 
 use std::path::{Path, PathBuf};
 
 use super::TrainOptions;
 use crate::coding::Scheme;
 use crate::config::Config;
-use crate::engine::{IterationEvent, Observer, ObserverError, RunSummary, SnapshotEvent};
+use crate::engine::{Carried, IterationEvent, Observer, ObserverError, RunSummary, SnapshotEvent};
 use crate::error::InputError;
+
+/// What opens the file at the start of training.
+#[cfg(feature = "hdf5")]
+enum Plan {
+    /// A new trace.
+    Create {
+        meta: crate::trace::TraceMeta,
+        force: bool,
+    },
+    /// The trace of the run resumed, at the snapshot read when it was checked.
+    Resume { snapshot: crate::trace::Snapshot },
+}
 
 pub struct TraceOut {
     path: PathBuf,
     #[cfg(feature = "hdf5")]
+    plan: Option<Plan>,
+    #[cfg(feature = "hdf5")]
     writer: Option<crate::trace::TraceWriter>,
+    /// `runtime.wait` as resolved, and why: root attributes written with the file.
+    wait: Option<(String, String)>,
+    /// A write to the trace failed: the run ends with that error, which
+    /// `end` does not repeat.
+    #[cfg(feature = "hdf5")]
+    write_failed: bool,
 }
 
 impl TraceOut {
-    pub fn open(
+    /// The trace of a new run: its path checked, nothing created.
+    pub fn check(
         config: &Config,
         scheme: &dyn Scheme,
         options: &TrainOptions,
@@ -32,37 +62,40 @@ impl TraceOut {
                     "this gradcode was built without the `hdf5` feature",
                 ));
             }
-            eprintln!(
+            crate::errln!(
                 "warning: this gradcode was built without the `hdf5` feature: no trace is written"
             );
             Ok(None)
         }
         #[cfg(feature = "hdf5")]
         {
-            let path = crate::trace::trace_path(config, options.out.as_deref(), options.force)?;
+            let target = crate::trace::trace_path(config, options.out.as_deref(), options.force)?;
             let meta = crate::trace::TraceMeta {
                 scheme: scheme.kind().name().to_string(),
                 workers: scheme.workers(),
                 config_toml: config.to_toml(),
                 seed: config.seed,
             };
-            let field = if options.out.is_some() {
-                "--out"
-            } else {
-                "output.trace"
-            };
-            let writer = crate::trace::TraceWriter::create(&path, &meta).map_err(|e| {
-                InputError::new(field, format!("cannot write {}: {e}", path.display()))
-            })?;
             Ok(Some(Self {
-                path,
-                writer: Some(writer),
+                path: target.path,
+                plan: Some(Plan::Create {
+                    meta,
+                    force: target.force,
+                }),
+                writer: None,
+                wait: None,
+                write_failed: false,
             }))
         }
     }
 
-    /// Reopen the trace of an interrupted run at its last snapshot.
-    pub fn resume(path: &Path) -> Result<(Self, crate::trace::Snapshot), InputError> {
+    /// The trace of an interrupted run and its last snapshot, read without
+    /// changing the file; it is reopened when training starts.
+    /// Also the totals of the iterations before the snapshot, which the
+    /// resumed run carries over.
+    pub fn check_resume(
+        path: &Path,
+    ) -> Result<(Self, crate::trace::Snapshot, Carried), InputError> {
         #[cfg(not(feature = "hdf5"))]
         {
             let _ = path;
@@ -73,14 +106,34 @@ impl TraceOut {
         }
         #[cfg(feature = "hdf5")]
         {
-            let (writer, snapshot) = crate::trace::TraceWriter::resume(path)
+            let snapshot = crate::trace::read_snapshot(path).map_err(|e| {
+                let text = e.to_string();
+                if text.contains("unable to lock file") {
+                    InputError::new(
+                        "--resume",
+                        format!(
+                            "{} is open in another process (it holds the file's HDF5 lock: is the run still going?)",
+                            path.display()
+                        ),
+                    )
+                } else {
+                    InputError::new("--resume", format!("{}: {text}", path.display()))
+                }
+            })?;
+            let carried = carried_totals(path, snapshot.iteration)
                 .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
             Ok((
                 Self {
                     path: path.to_path_buf(),
-                    writer: Some(writer),
+                    plan: Some(Plan::Resume {
+                        snapshot: snapshot.clone(),
+                    }),
+                    writer: None,
+                    wait: None,
+                    write_failed: false,
                 },
                 snapshot,
+                carried,
             ))
         }
     }
@@ -88,14 +141,134 @@ impl TraceOut {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Record how the ranks wait (`runtime_wait`: spin or backoff) and why
+    /// (`runtime_wait_reason`), as root attributes, when the file is opened.
+    pub fn set_wait(&mut self, mode: &str, reason: &str) {
+        self.wait = Some((mode.to_string(), reason.to_string()));
+    }
+
+    /// The writer, the file created or reopened at the first call.
+    #[cfg(feature = "hdf5")]
+    fn writer(&mut self) -> Result<&mut crate::trace::TraceWriter, ObserverError> {
+        use crate::trace::TraceWriter;
+        if let Some(plan) = self.plan.take() {
+            let writer = match plan {
+                Plan::Create { meta, force } => TraceWriter::create_with(&self.path, &meta, force)?,
+                Plan::Resume { snapshot } => {
+                    let (writer, now) = TraceWriter::resume(&self.path)?;
+                    if !same_snapshot(&now, &snapshot) {
+                        return Err(format!(
+                            "{}: its snapshot changed after the run was checked (another process wrote it?); nothing was cut",
+                            self.path.display()
+                        )
+                        .into());
+                    }
+                    writer
+                }
+            };
+            let mut writer = writer;
+            if let Some((mode, reason)) = &self.wait {
+                writer.set_root_attr("runtime_wait", mode)?;
+                writer.set_root_attr("runtime_wait_reason", reason)?;
+            }
+            self.writer = Some(writer);
+        }
+        self.writer
+            .as_mut()
+            .ok_or_else(|| format!("the trace {} is closed", self.path.display()).into())
+    }
+
+    /// Record how the run ended (`Ok`: completed; interrupted by a signal;
+    /// failed with the error) and close the file. A trace never created (the
+    /// run failed before training) stays uncreated. Failures to write are
+    /// warnings: the run's own outcome is what the job reports.
+    pub fn end(&mut self, outcome: &anyhow::Result<super::TrainSummary>) {
+        #[cfg(feature = "hdf5")]
+        if let Some(w) = self.writer.take() {
+            use crate::trace::RunStatus;
+            let (status, reason) = match outcome {
+                Ok(_) => (RunStatus::Completed, String::new()),
+                Err(e) => match e.downcast_ref::<super::master::Interrupted>() {
+                    Some(stop) => (RunStatus::Interrupted, stop.to_string()),
+                    None => (RunStatus::Failed, format!("{e:#}")),
+                },
+            };
+            match w.finish(status, &reason) {
+                Ok(()) => {}
+                // The cause is the run's own error, printed once by the caller.
+                Err(_) if self.write_failed => crate::errln!(
+                    "warning: the trace {} could not record how the run ended (a write to it \
+                     failed: the error below); inspect reports it as a run that died",
+                    self.path.display()
+                ),
+                Err(e) => crate::errln!(
+                    "warning: the trace {} was not closed properly: {e}",
+                    self.path.display()
+                ),
+            }
+        }
+        #[cfg(not(feature = "hdf5"))]
+        let _ = outcome;
+    }
+}
+
+/// The totals of the first `upto` iterations of the trace at `path` (those
+/// a resume keeps; records after its snapshot are cut) and its saved timing
+/// events. A run killed before it saved its timing (SIGKILL) has none: the
+/// resumed run's `/timing/` then counts from the resume on.
+#[cfg(feature = "hdf5")]
+fn carried_totals(path: &Path, upto: u64) -> Result<Carried, crate::trace::TraceError> {
+    let file = crate::trace::TraceFile::open(path)?;
+    let columns = file.columns("/", None)?;
+    let n = (upto as usize).min(columns.iterations);
+    let sum = |c: &Option<Vec<f64>>| c.as_ref().map_or(0.0, |v| v[..n].iter().sum());
+    Ok(Carried {
+        iterations: n as u64,
+        duration_s: sum(&columns.duration_s),
+        recovered: sum(&columns.recovered_fraction),
+        stale_dropped: columns
+            .stale_dropped
+            .as_ref()
+            .map_or(0, |v| v[..n].iter().sum()),
+        overruns: columns.overrun_s.as_ref().map_or(0, |v| {
+            v[..n * columns.workers]
+                .iter()
+                .filter(|&&o| o > 0.0)
+                .count() as u64
+        }),
+        timing: file.timing("/")?.unwrap_or_default(),
+    })
+}
+
+/// The same snapshot, bit for bit (NaN included).
+#[cfg(feature = "hdf5")]
+fn same_snapshot(a: &crate::trace::Snapshot, b: &crate::trace::Snapshot) -> bool {
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    (a.iteration, a.seed, &a.config_toml) == (b.iteration, b.seed, &b.config_toml)
+        && bits(&a.theta) == bits(&b.theta)
+        && bits(&a.previous_theta) == bits(&b.previous_theta)
+}
+
+#[cfg(feature = "hdf5")]
+impl TraceOut {
+    /// `write` on the writer, remembering a failure (see `end`).
+    fn with_writer(
+        &mut self,
+        write: impl FnOnce(&mut crate::trace::TraceWriter) -> Result<(), crate::trace::TraceError>,
+    ) -> Result<(), ObserverError> {
+        let result = self
+            .writer()
+            .and_then(|w| write(w).map_err(ObserverError::from));
+        self.write_failed |= result.is_err();
+        result
+    }
 }
 
 impl Observer for TraceOut {
     fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
-        if let Some(w) = &mut self.writer {
-            w.append(event.record)?;
-        }
+        self.with_writer(|w| w.append(event.record))?;
         #[cfg(not(feature = "hdf5"))]
         let _ = event;
         Ok(())
@@ -103,21 +276,19 @@ impl Observer for TraceOut {
 
     fn snapshot(&mut self, snapshot: &SnapshotEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
-        if let Some(w) = &mut self.writer {
-            w.write_snapshot(snapshot.iteration, snapshot.theta, snapshot.previous)?;
-        }
+        self.with_writer(|w| {
+            w.write_snapshot(snapshot.iteration, snapshot.theta, snapshot.previous)
+        })?;
         #[cfg(not(feature = "hdf5"))]
         let _ = snapshot;
         Ok(())
     }
 
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ObserverError> {
-        // The model itself went in with the last snapshot.
+        // The model itself went in with the last snapshot; the status and
+        // the closing come with `end`, once the run's outcome is known.
         #[cfg(feature = "hdf5")]
-        if let Some(mut w) = self.writer.take() {
-            w.write_timing(&summary.timing)?;
-            w.close()?;
-        }
+        self.with_writer(|w| w.write_timing(&summary.timing))?;
         #[cfg(not(feature = "hdf5"))]
         let _ = summary;
         Ok(())

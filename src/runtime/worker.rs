@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm, Received, Wait};
+use super::comm::{Backoff, Comm, Received, Wait, WaitMode, instant_after, receive_into};
 use super::interrupt;
 use super::protocol::{self, ResultHeader, Setup, Task};
 use crate::config::Config;
@@ -25,8 +25,16 @@ const IDLE_CAP: Duration = Duration::from_micros(500);
 /// How long a worker that waits for its next task spins (yielding the core)
 /// before it sleeps: the master usually answers a result within this.
 const SPIN: Duration = Duration::from_micros(200);
+/// Bounds of the interval between "still loading" messages during setup.
+const HEARTBEAT_MIN: Duration = Duration::from_millis(10);
+const HEARTBEAT_MAX: Duration = Duration::from_secs(1);
+/// Longest sleep between probes while the data loads.
+const LOADING_CAP: Duration = Duration::from_millis(5);
 /// Rows per block between probes: about 512 KiB of samples.
 const BLOCK_VALUES: usize = 1 << 16;
+/// How long a worker waits for the model that follows a task (the master
+/// posts both sends together) before it reports a protocol error.
+const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What interrupted a task.
 enum Control {
@@ -47,6 +55,9 @@ struct Link<'a> {
     dim: usize,
     /// When the worker caught a signal (and told the master).
     signalled: Option<(i32, Instant)>,
+    /// The model of the newest task received (swapped in when the task starts).
+    incoming: Vec<f64>,
+    wait: WaitMode,
 }
 
 impl Link<'_> {
@@ -63,7 +74,7 @@ impl Link<'_> {
             }
             Some((signal, at)) => {
                 if at.elapsed() >= interrupt::WORKER_GRACE {
-                    eprintln!(
+                    crate::errln!(
                         "error: worker {}: no stop from the master {} s after {}; aborting",
                         self.comm.rank(),
                         interrupt::WORKER_GRACE.as_secs(),
@@ -90,13 +101,35 @@ impl Link<'_> {
     }
 
     /// Interpret a message from the master.
-    fn control(&self, m: Received) -> anyhow::Result<Control> {
+    fn control(&mut self, m: Received) -> anyhow::Result<Control> {
         match m.tag {
             protocol::TAG_STOP => Ok(Control::Stop),
             tag if protocol::is_iteration_tag(tag) => {
+                let task = Task::decode(&m.data)?;
+                // The model follows the task at once.
+                let mut backoff = Backoff::for_mode(self.wait, IDLE_CAP, SPIN);
+                let by = Instant::now() + MODEL_TIMEOUT;
+                let (model, len) = self
+                    .comm
+                    .probe_from(0, protocol::TAG_MODEL, &mut backoff, Some(by))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "worker {}: no model after the task of iteration {} within {} s",
+                            self.comm.rank(),
+                            task.iteration,
+                            MODEL_TIMEOUT.as_secs()
+                        )
+                    })?;
+                receive_into(model, len, &mut self.incoming);
+                if len != self.dim {
+                    anyhow::bail!(
+                        "worker {}: a model of {len} values, expected {}",
+                        self.comm.rank(),
+                        self.dim
+                    );
+                }
                 // Acknowledged at once: the master bounds what it sends to a worker
                 // that does not take its tasks (stopped, hung).
-                let task = Task::decode(&m.data, self.dim)?;
                 self.comm
                     .send(0, protocol::TAG_ACK, &[task.iteration as f64]);
                 Ok(Control::Task(Box::new(task)))
@@ -137,32 +170,92 @@ impl Link<'_> {
     }
 }
 
+/// How loading the stored partitions ended.
+enum Loaded {
+    /// Features and the partitions.
+    Data(usize, Vec<Partition>),
+    /// A data error, for the master to report.
+    Failed(String),
+    /// The master's stop came first.
+    Stopped,
+}
+
+/// Load the stored partitions on a second thread while this one tells the
+/// master the worker is alive ([`protocol::TAG_LOADING`], four times per
+/// `train.result_timeout_s`, at least once a second), watches for signals and
+/// takes the master's stop at once. A large data set takes as long as it
+/// takes; a worker stopped or hung while loading falls silent, and the
+/// master names it after `train.result_timeout_s`.
+fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
+    let (own, partitions, stored) = (config.clone(), setup.partitions, setup.stored.clone());
+    let spawned = std::thread::Builder::new()
+        .name("load".to_string())
+        .spawn(move || {
+            DataPlan::new(&own, partitions)
+                .and_then(|plan| Ok((plan.features(), plan.load(&stored)?)))
+        });
+    let loader = match spawned {
+        Ok(handle) => handle,
+        Err(e) => return Loaded::Failed(format!("cannot start a thread to load the data: {e}")),
+    };
+    let every = Duration::try_from_secs_f64(config.train.result_timeout_s / 4.0)
+        .unwrap_or(HEARTBEAT_MAX)
+        .clamp(HEARTBEAT_MIN, HEARTBEAT_MAX);
+    let mut next_beat = Instant::now() + every;
+    let mut backoff = Backoff::new(LOADING_CAP);
+    while !loader.is_finished() {
+        link.watch_signal();
+        if let Some(m) = link.comm.try_receive() {
+            if m.tag == protocol::TAG_STOP {
+                return Loaded::Stopped;
+            }
+            log::warn!(
+                "worker {}: tag {} while loading, ignored",
+                link.comm.rank(),
+                m.tag
+            );
+            continue;
+        }
+        let now = Instant::now();
+        if now >= next_beat {
+            link.comm.send(0, protocol::TAG_LOADING, &[]);
+            next_beat = now + every;
+        }
+        backoff.pause(Some(next_beat));
+    }
+    match loader.join() {
+        Ok(Ok((dim, data))) => Loaded::Data(dim, data),
+        Ok(Err(e)) => Loaded::Failed(e.to_string()),
+        // The panic hook has ended the job already (see `interrupt::abort_on_panic`).
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
 struct Worker<'a> {
     link: Link<'a>,
     loss: crate::config::Loss,
     /// Stored partitions and, per partition id, its index in `data`.
     data: Vec<Partition>,
     index: Vec<usize>,
+    /// The model of the current task.
+    theta: Vec<f64>,
     /// Per computation slot of a task: gradient sum and loss sum (dim + 1).
     slots: Vec<Vec<f64>>,
     /// Partition id → slot of the current task.
     slot_of: Vec<usize>,
-    vector: Vec<f64>,
-    out: Vec<f64>,
+    header: Vec<f64>,
     counts: Counts,
 }
 
 /// Run worker rank `comm.rank()` with the broadcast `config`.
-pub(super) fn run(
-    comm: &Comm<'_>,
-    universe: &mut mpi::environment::Universe,
-    config: &Config,
-) -> anyhow::Result<()> {
-    let mut backoff = Backoff::spinning(IDLE_CAP, SPIN);
+pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::Result<()> {
+    let mut backoff = Backoff::for_mode(wait, IDLE_CAP, SPIN);
     let mut link = Link {
         comm,
         dim: 0,
         signalled: None,
+        incoming: Vec::new(),
+        wait,
     };
     let m = link.next(&mut backoff);
     let setup = match m.tag {
@@ -176,18 +269,17 @@ pub(super) fn run(
             comm.rank()
         ),
     };
-    let loaded = DataPlan::new(config, setup.partitions)
-        .and_then(|plan| Ok((plan.features(), plan.load(&setup.stored)?)));
-    let (dim, data) = match loaded {
-        Ok(x) => x,
-        Err(e) => {
+    let (dim, data) = match load(&mut link, config, &setup) {
+        Loaded::Data(dim, data) => (dim, data),
+        Loaded::Failed(e) => {
             // The master prints it and stops everyone.
-            comm.send(
-                0,
-                protocol::TAG_ERROR,
-                &protocol::encode_text(&e.to_string()),
-            );
+            comm.send(0, protocol::TAG_ERROR, &protocol::encode_text(&e));
             link.wait_for_stop();
+            return Ok(());
+        }
+        Loaded::Stopped => {
+            // The master gave up on the setup (another worker failed, a signal).
+            link.goodbye(&Counts::default());
             return Ok(());
         }
     };
@@ -196,13 +288,6 @@ pub(super) fn run(
     for (i, p) in data.iter().enumerate() {
         index[p.id] = i;
     }
-    // Buffered sends: up to one message per stored partition per task, four
-    // tasks deep, and acks, a signal and a goodbye.
-    let per_task = setup.stored.len().max(1);
-    universe.set_buffer_size(super::comm::buffer_bytes(
-        4 * per_task + 16,
-        protocol::RESULT_HEADER + dim + 1,
-    ));
     let samples: usize = data.iter().map(Partition::len).sum();
     log::info!(
         "worker {}: {} partitions stored, {samples} samples x {dim} features",
@@ -215,10 +300,10 @@ pub(super) fn run(
         loss: config.model.loss,
         data,
         index,
+        theta: vec![0.0; dim],
         slots: Vec::new(),
         slot_of: vec![usize::MAX; setup.partitions],
-        vector: vec![0.0; dim + 1],
-        out: Vec::new(),
+        header: Vec::new(),
         counts: Counts::default(),
     };
     let mut next: Option<Control> = None;
@@ -233,19 +318,23 @@ pub(super) fn run(
         match control {
             Control::Stop => break,
             Control::Task(task) => {
+                if worker.counts.tasks == 0 {
+                    interrupt::panic_if_asked(comm.rank(), "at the first task");
+                }
                 worker.counts.tasks += 1;
+                std::mem::swap(&mut worker.theta, &mut worker.link.incoming);
                 log::debug!(
-                    "worker {}: task of iteration {}",
+                    "worker {}: task of {}",
                     comm.rank(),
-                    task.iteration
+                    crate::error::Iteration(task.iteration)
                 );
                 next = worker.execute(&task)?;
                 if next.is_some() {
                     worker.counts.abandoned += 1;
                     log::debug!(
-                        "worker {}: abandoned iteration {} for a newer task or a stop",
+                        "worker {}: abandoned {} for a newer task or a stop",
                         comm.rank(),
-                        task.iteration
+                        crate::error::Iteration(task.iteration)
                     );
                 }
             }
@@ -282,7 +371,7 @@ impl Worker<'_> {
                     part.x.view(),
                     &part.y,
                     row..end,
-                    &task.theta,
+                    &self.theta,
                     grad,
                 );
                 row = end;
@@ -313,23 +402,38 @@ impl Worker<'_> {
         compute_s: f64,
     ) -> anyhow::Result<Option<Control>> {
         let message = &task.work.messages[m];
-        self.vector.iter_mut().for_each(|v| *v = 0.0);
+        let dim = self.link.dim;
+        // The send owns the vector until the master receives it.
+        let mut vector = self.link.comm.buffer(dim + 1);
+        vector.resize(dim + 1, 0.0);
         for &(p, c) in &message.codeword.terms {
-            kernel::axpy(c, &self.slots[self.slot_of[p]], &mut self.vector);
+            kernel::axpy(c, &self.slots[self.slot_of[p]], &mut vector);
         }
         let mut overrun_s = 0.0;
         if task.pace.emulate {
-            let due = start + Duration::from_secs_f64(task.pace.due_s(message.after));
+            // A due time beyond any clock (an emulated delay of 1e300 model
+            // time units) is never: the message is held until a newer task or
+            // the stop replaces it, as from a worker that straggles forever.
+            let due = instant_after(start, task.pace.due_s(message.after));
             let now = Instant::now();
-            if now > due {
-                overrun_s = (now - due).as_secs_f64();
-            } else {
-                let mut backoff = Backoff::new(IDLE_CAP);
-                while Instant::now() < due {
-                    if let Some(c) = self.link.poll()? {
-                        return Ok(Some(c));
+            match due {
+                Some(due) if now > due => overrun_s = (now - due).as_secs_f64(),
+                _ => {
+                    if due.is_none() {
+                        log::debug!(
+                            "worker {}: message {} of {} is due beyond any clock; held until replaced",
+                            self.link.comm.rank(),
+                            m + 1,
+                            crate::error::Iteration(task.iteration)
+                        );
                     }
-                    backoff.pause(Some(due));
+                    let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, Duration::ZERO);
+                    while due.is_none_or(|due| Instant::now() < due) {
+                        if let Some(c) = self.link.poll()? {
+                            return Ok(Some(c));
+                        }
+                        backoff.pause(due);
+                    }
                 }
             }
         }
@@ -341,10 +445,10 @@ impl Worker<'_> {
             compute_s,
             overrun_s,
         };
-        header.encode_into(&self.vector, &mut self.out);
-        self.link
-            .comm
-            .send(0, protocol::iteration_tag(task.iteration), &self.out);
+        header.encode_into(&mut self.header);
+        let comm = self.link.comm;
+        comm.send(0, protocol::iteration_tag(task.iteration), &self.header);
+        comm.send_owned(0, protocol::TAG_VECTOR, vector);
         Ok(None)
     }
 }

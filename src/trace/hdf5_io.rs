@@ -4,7 +4,7 @@
 //! the table ([`DATASETS`]): `GroupWriter` creates one per line, and
 //! writes the rows through [`TraceColumns::visit`], so no dataset is named here.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
 
@@ -12,10 +12,13 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, Datatype, Extent, File, Group, H5Type, Location};
 use ndarray::ArrayView2;
 
-use super::read::TraceFile;
+use super::read::{SlotState, TraceFile};
 use crate::engine::{IterationEvent, Observer, ObserverError};
 
-use super::{FLUSH_INTERVAL, IterationRecord, Snapshot, TimingEvent, TraceError, TraceMeta};
+use super::{
+    FLUSH_INTERVAL, IterationRecord, NO_SNAPSHOT, RunStatus, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS,
+    Snapshot, TimingEvent, TraceError, TraceMeta, place, status_reason,
+};
 use gradcode_core::record::{
     ColumnVisitor, DATASETS, DatasetSpec, ElementType, SchemaGroup, TraceColumns,
 };
@@ -238,20 +241,137 @@ impl ColumnVisitor for RowWriter<'_> {
     }
 }
 
-fn create_file(path: &Path, meta: &TraceMeta) -> Result<File> {
-    let file = File::create(path)
-        .map_err(|e| TraceError::hdf5(format!("cannot create {}", path.display()), e))?;
-    string_attr(&file, "scheme", &meta.scheme)?;
-    scalar_attr(&file, "workers", meta.workers as u64)?;
-    string_attr(&file, "config_toml", &meta.config_toml)?;
-    string_attr(&file, "gradcode_version", env!("CARGO_PKG_VERSION"))?;
-    scalar_attr(&file, "seed", meta.seed)?;
-    Ok(file)
+/// Fault injection for tests: `GRADCODE_TEST_SNAPSHOT_PAUSE_MS` (read once)
+/// makes every snapshot pause that long between writing a slot's values
+/// and its attribute, so that a test's SIGKILL lands inside a snapshot
+/// often (tests/snapshot_kill.rs). Unset: no pause.
+fn snapshot_pause() -> Option<std::time::Duration> {
+    static PAUSE: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *PAUSE.get_or_init(|| {
+        std::env::var("GRADCODE_TEST_SNAPSHOT_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|ms| ms.is_finite() && *ms > 0.0 && *ms <= 10_000.0)
+            .map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0))
+    })
 }
 
-fn flush_file(file: &File) -> Result<()> {
+/// The root attributes of a new trace; its status `running`.
+fn write_meta(file: &File, meta: &TraceMeta) -> Result<()> {
+    string_attr(file, "scheme", &meta.scheme)?;
+    scalar_attr(file, "workers", meta.workers as u64)?;
+    string_attr(file, "config_toml", &meta.config_toml)?;
+    string_attr(file, "gradcode_version", env!("CARGO_PKG_VERSION"))?;
+    scalar_attr(file, "seed", meta.seed)?;
+    for (name, value) in crate::provenance::trace_attributes() {
+        string_attr(file, name, &value)?;
+    }
+    string_attr(file, "status", RunStatus::Running.name())?;
+    string_attr(file, "status_reason", "")
+}
+
+/// Set the string attribute `name` of `loc`, creating it when absent.
+fn set_string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
+    let names = loc
+        .attr_names()
+        .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
+    if names.iter().any(|n| n == name) {
+        let v = VarLenUnicode::from_str(value)
+            .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
+        let written = loc.attr(name).and_then(|a| {
+            let is_vlen = a
+                .dtype()
+                .and_then(|t| t.to_descriptor())
+                .is_ok_and(|d| d == hdf5::types::TypeDescriptor::VarLenUnicode);
+            if is_vlen {
+                a.write_scalar(&v).map(|_| true)
+            } else {
+                Ok(false)
+            }
+        });
+        match written {
+            Ok(true) => return Ok(()),
+            // Another type (a file of another writer): replaced.
+            Ok(false) => loc
+                .delete_attr(name)
+                .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?,
+            Err(e) => return Err(TraceError::hdf5(format!("attribute {name}"), e)),
+        }
+    }
+    string_attr(loc, name, value)
+}
+
+/// Set the scalar attribute `name` of `loc`, creating it when absent.
+fn set_scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> Result<()> {
+    let names = loc
+        .attr_names()
+        .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
+    if names.iter().any(|n| n == name) {
+        loc.attr(name)
+            .and_then(|a| a.write_scalar(&value))
+            .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))
+    } else {
+        scalar_attr(loc, name, value)
+    }
+}
+
+/// Record the run's status and its one-line reason in the root attributes.
+fn write_status(file: &File, status: RunStatus, reason: &str) -> Result<()> {
+    if status != RunStatus::Running {
+        set_string_attr(file, "ended_at", &crate::provenance::now_utc())?;
+    }
+    set_string_attr(file, "status", status.name())?;
+    set_string_attr(file, "status_reason", &status_reason(reason))
+}
+
+/// Create the trace at `path` as [`place`] describes: the file is made under
+/// a temporary name in the same folder (root attributes, then `build`),
+/// flushed, and renamed into place. `overwrite`: an existing file may be
+/// replaced, when no process holds its lock; otherwise it is left untouched
+/// and the error names it. A missing folder is created.
+fn create_placed<T>(
+    path: &Path,
+    meta: &TraceMeta,
+    overwrite: bool,
+    build: impl FnOnce(&File) -> Result<T>,
+) -> Result<(File, T)> {
+    let existing = place::claim(path, overwrite).map_err(TraceError::Place)?;
+    let folder = place::folder(path);
+    std::fs::create_dir_all(folder).map_err(|e| {
+        TraceError::Place(format!(
+            "cannot create the folder {} of {}: {e}",
+            folder.display(),
+            path.display()
+        ))
+    })?;
+    let temp = place::sibling(path, "tmp");
+    let made = File::create_excl(&temp)
+        .map_err(|e| TraceError::hdf5(format!("cannot create {}", temp.display()), e))
+        .and_then(|file| {
+            write_meta(&file, meta)?;
+            let built = build(&file)?;
+            flush_file(&file, path)?;
+            Ok((file, built))
+        });
+    let (file, built) = match made {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e);
+        }
+    };
+    if let Err(e) = place::install(&temp, path, existing, overwrite) {
+        drop(built);
+        let _ = file.close();
+        let _ = std::fs::remove_file(&temp);
+        return Err(TraceError::Place(e));
+    }
+    Ok((file, built))
+}
+
+fn flush_file(file: &File, path: &Path) -> Result<()> {
     file.flush()
-        .map_err(|e| TraceError::hdf5(format!("flush {}", file.filename()), e))
+        .map_err(|e| TraceError::hdf5(format!("flush {}", path.display()), e))
 }
 
 /// The trace of one run (`gradcode train`): the root groups of the schema.
@@ -265,26 +385,48 @@ fn flush_file(file: &File) -> Result<()> {
 /// rec.duration_s = 0.25;
 /// w.append(&rec)?; // once per iteration
 /// w.write_theta(100, &[0.0; 1000])?;
-/// w.close()?;
+/// w.close()?; // status `completed`
 /// # Ok(()) }
 /// ```
 pub struct TraceWriter {
     file: Option<File>,
+    path: PathBuf,
     root: GroupWriter,
     last_flush: Instant,
+    /// The committed snapshot slot (index into [`SNAPSHOT_SLOTS`]), `None`
+    /// before the first snapshot (or in a trace without slots).
+    committed: Option<usize>,
 }
 
 impl TraceWriter {
-    /// Create (truncate) `path` and write the root attributes.
+    /// Create `path`, replacing a file there that no process has open (see
+    /// [`TraceWriter::create_with`]).
     pub fn create(path: &Path, meta: &TraceMeta) -> Result<Self> {
-        let file = create_file(path, meta)?;
-        let root = GroupWriter::create(&file, meta.workers)?;
-        flush_file(&file)?;
+        Self::create_with(path, meta, true)
+    }
+
+    /// Create the trace at `path` with the root attributes of `meta` and
+    /// status `running`: built under a temporary name in the same folder
+    /// and renamed into place when flushed, so a reader never sees it half
+    /// made. An existing file is replaced only with `overwrite`, and only
+    /// when no process holds its lock (a running job writing it, a reader);
+    /// otherwise it is left as it is and the error names it.
+    pub fn create_with(path: &Path, meta: &TraceMeta, overwrite: bool) -> Result<Self> {
+        let (file, root) = create_placed(path, meta, overwrite, |file| {
+            GroupWriter::create(file, meta.workers)
+        })?;
         Ok(Self {
             file: Some(file),
+            path: path.to_path_buf(),
             root,
             last_flush: Instant::now(),
+            committed: None,
         })
+    }
+
+    /// The file as created or resumed.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Append one iteration. Written to the file, and the file flushed, when
@@ -309,24 +451,88 @@ impl TraceWriter {
         self.flush()
     }
 
-    /// A resumable snapshot after `iteration` completed iterations: the
-    /// iterate (`/model/theta`), the one before it (`/model/previous_theta`,
-    /// for Nesterov's momentum), the records so far; flushed.
+    /// A resumable snapshot after `iteration` completed iterations, written
+    /// atomically (see the module doc): the records so far and the slot not
+    /// committed (θ, the iterate before it for Nesterov's momentum, the
+    /// attribute `iteration`) are written and flushed; then `/model`'s
+    /// attribute `snapshot` names that slot and `/model/theta` is rewritten,
+    /// flushed again. Killed at any point, the file keeps a whole committed
+    /// snapshot (or, before the first commit, none).
     pub fn write_snapshot(
         &mut self,
         iteration: u64,
         theta: &[f64],
         previous_theta: &[f64],
     ) -> Result<()> {
+        let d = theta.len();
+        if previous_theta.len() != d {
+            return Err(TraceError::Record(format!(
+                "a snapshot with {d} parameters and a previous iterate of {}",
+                previous_theta.len()
+            )));
+        }
         // Records first: a snapshot never refers to iterations the file lacks.
         self.root.write()?;
+        let file = self.file.as_ref().expect("open until close");
+        let model = group(file, "model")?;
+        let next = self.committed.map_or(0, |c| 1 - c);
+        let first = !SNAPSHOT_SLOTS.iter().all(|s| model.link_exists(s));
+        if first {
+            // Everything a commit touches is created now, before any commit:
+            // later snapshots only write values in place.
+            for slot in SNAPSHOT_SLOTS {
+                if !model.link_exists(slot) {
+                    let ds = model
+                        .new_dataset::<f64>()
+                        .shape((2, d))
+                        .create(slot)
+                        .map_err(|e| TraceError::hdf5(format!("dataset /model/{slot}"), e))?;
+                    string_attr(&ds, "unit", "1")?;
+                    string_attr(
+                        &ds,
+                        "description",
+                        "snapshot slot: row 0 θ, row 1 the iterate before it (Nesterov); /model@snapshot names the committed slot",
+                    )?;
+                    scalar_attr(&ds, "iteration", 0u64)?;
+                }
+            }
+            set_scalar_attr(
+                &model,
+                SNAPSHOT_COMMITTED,
+                self.committed.map_or(NO_SNAPSHOT, |c| c as u64),
+            )?;
+        }
+        let name = SNAPSHOT_SLOTS[next];
+        let ctx = || format!("dataset /model/{name}");
+        let ds = model
+            .dataset(name)
+            .map_err(|e| TraceError::hdf5(ctx(), e))?;
+        if ds.shape() != [2, d] {
+            return Err(TraceError::Record(format!(
+                "a snapshot of {d} parameters does not fit /model/{name} of shape {:?}",
+                ds.shape()
+            )));
+        }
+        let rows: Vec<f64> = theta.iter().chain(previous_theta).copied().collect();
+        let view = ArrayView2::from_shape((2, d), &rows)
+            .map_err(|e| TraceError::Record(format!("{}: {e}", ctx())))?;
+        ds.write(view).map_err(|e| TraceError::hdf5(ctx(), e))?;
+        if let Some(pause) = snapshot_pause() {
+            std::thread::sleep(pause);
+        }
+        ds.attr("iteration")
+            .and_then(|a| a.write_scalar(&iteration))
+            .map_err(|e| TraceError::hdf5(ctx(), e))?;
+        if first && !model.link_exists("theta") {
+            self.write_model_vector("theta", "model parameters", iteration, theta)?;
+        }
+        // The slot is whole on disk before anything names it.
+        self.flush()?;
+        let file = self.file.as_ref().expect("open until close");
+        let model = group(file, "model")?;
+        set_scalar_attr(&model, SNAPSHOT_COMMITTED, next as u64)?;
+        self.committed = Some(next);
         self.write_model_vector("theta", "model parameters", iteration, theta)?;
-        self.write_model_vector(
-            "previous_theta",
-            "the iterate before theta (momentum)",
-            iteration,
-            previous_theta,
-        )?;
         self.flush()
     }
 
@@ -370,84 +576,46 @@ impl TraceWriter {
     }
 
     /// Reopen the trace of an interrupted run to continue it from its last
-    /// snapshot: the records after the snapshot are cut, the next `append`
-    /// writes the row of iteration `snapshot.iteration`. The file is read
-    /// through the guarded reader ([`TraceFile`]): every dataset of the
-    /// schema is checked (shape, type, size against the file) before the
-    /// records are cut, and a file that breaks a rule is an error naming the
-    /// dataset.
+    /// committed snapshot ([`read_snapshot`]): the records after the
+    /// snapshot are cut, the status set back to `running`, and the next
+    /// `append` writes the row of iteration `snapshot.iteration`. Everything
+    /// is read and checked through the guarded reader ([`TraceFile`])
+    /// before anything is cut; a file that breaks a rule is an error naming
+    /// the dataset, and is left unchanged.
     pub fn resume(path: &Path) -> Result<(Self, Snapshot)> {
         let reader = TraceFile::open_rw(path)?;
-        fn required<T>(path: &Path, value: Option<T>, name: &str) -> Result<T> {
-            value.ok_or_else(|| {
-                TraceError::Record(format!(
-                    "{} has no root attribute {name}: not a trace of a run",
-                    path.display()
-                ))
-            })
-        }
-        let workers: u64 = required(path, reader.group_number_attr("/", "workers")?, "workers")?;
-        let seed: u64 = required(path, reader.group_number_attr("/", "seed")?, "seed")?;
-        let config_toml = required(
-            path,
-            reader.group_string_attr("/", "config_toml")?,
-            "config_toml",
-        )?;
-        let no_snapshot = || {
+        let (snapshot, committed, workers) = snapshot_of(&reader)?;
+        let keep = usize::try_from(snapshot.iteration).map_err(|_| {
             TraceError::Record(format!(
-                "{} has no snapshot (/model/theta) to resume from",
-                path.display()
-            ))
-        };
-        let (theta, iteration) = reader.model_vector("/", "theta")?.ok_or_else(no_snapshot)?;
-        let iteration = iteration.ok_or_else(|| {
-            TraceError::Record(format!(
-                "{}: /model/theta has no attribute iteration",
-                path.display()
-            ))
-        })?;
-        let previous_theta = match reader.model_vector("/", "previous_theta")? {
-            None => theta.clone(),
-            Some((p, it)) if it == Some(iteration) && p.len() == theta.len() => p,
-            Some((p, it)) => {
-                return Err(TraceError::Record(format!(
-                    "{}: /model/theta is of iteration {iteration} with {} parameters, \
-                     /model/previous_theta of iteration {it:?} with {}",
-                    path.display(),
-                    theta.len(),
-                    p.len()
-                )));
-            }
-        };
-        // The guard, on every dataset of the schema, before anything is cut.
-        reader.schema_datasets("/", Some(workers))?;
-        let keep = usize::try_from(iteration).map_err(|_| {
-            TraceError::Record(format!(
-                "{}: /model/theta is of iteration {iteration}, too large",
-                path.display()
-            ))
-        })?;
-        let workers = usize::try_from(workers).map_err(|_| {
-            TraceError::Record(format!(
-                "{}: attribute workers of / = {workers} is too large",
-                path.display()
+                "{}: the snapshot is of iteration {}, too large",
+                path.display(),
+                snapshot.iteration
             ))
         })?;
         let file = reader.into_file();
         let root = GroupWriter::open(&file, workers, Some(keep))?;
-        flush_file(&file)?;
-        let snapshot = Snapshot {
-            iteration,
-            theta,
-            previous_theta,
-            config_toml,
-            seed,
+        // Provenance of this part: a line per resume (the creation's stays).
+        let earlier = file
+            .attr("resumed")
+            .and_then(|a| a.read_scalar::<VarLenUnicode>())
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
+        let line = crate::provenance::resume_line(snapshot.iteration);
+        let resumed = if earlier.is_empty() {
+            line
+        } else {
+            format!("{earlier}\n{line}")
         };
+        set_string_attr(&file, "resumed", &resumed)?;
+        write_status(&file, RunStatus::Running, "")?;
+        flush_file(&file, path)?;
         Ok((
             Self {
                 file: Some(file),
+                path: path.to_path_buf(),
                 root,
                 last_flush: Instant::now(),
+                committed,
             },
             snapshot,
         ))
@@ -499,29 +667,55 @@ impl TraceWriter {
         self.flush()
     }
 
+    /// Set the root string attribute `name` (created or replaced).
+    pub fn set_root_attr(&mut self, name: &str, value: &str) -> Result<()> {
+        set_string_attr(self.file.as_ref().expect("open until close"), name, value)
+    }
+
     /// Write every pending record and flush the file.
     pub fn flush(&mut self) -> Result<()> {
         self.root.write()?;
-        flush_file(self.file.as_ref().expect("open until close"))?;
+        flush_file(self.file.as_ref().expect("open until close"), &self.path)?;
         self.last_flush = Instant::now();
         Ok(())
     }
 
-    /// Flush and close the file.
-    pub fn close(mut self) -> Result<()> {
-        self.flush()?;
+    /// Flush and close the file, its status `completed`.
+    pub fn close(self) -> Result<()> {
+        self.finish(RunStatus::Completed, "")
+    }
+
+    /// Record how the run ended (`status`, with a one-line `reason`), flush
+    /// and close the file.
+    pub fn finish(mut self, status: RunStatus, reason: &str) -> Result<()> {
+        let written = self.flush().and_then(|()| {
+            write_status(
+                self.file.as_ref().expect("open until close"),
+                status,
+                reason,
+            )
+        });
         let file = self.file.take().expect("open until close");
+        written?;
         file.close()
-            .map_err(|e| TraceError::hdf5("close".to_string(), e))
+            .map_err(|e| TraceError::hdf5(format!("close {}", self.path.display()), e))
     }
 }
 
 impl Drop for TraceWriter {
-    /// A writer dropped without `close` (an error path) still writes what it has.
+    /// A writer dropped without `close` (an error path) still writes what it
+    /// has, its status `failed`.
     fn drop(&mut self) {
-        if self.file.is_some() {
-            if let Err(e) = self.flush() {
-                eprintln!("warning: trace not fully written: {e}");
+        if let Some(file) = &self.file {
+            let written = self.root.write().and_then(|()| {
+                write_status(
+                    file,
+                    RunStatus::Failed,
+                    "the program writing the trace stopped with an error before closing it",
+                )
+            });
+            if let Err(e) = written.and_then(|()| flush_file(file, &self.path)) {
+                crate::errln!("warning: trace not fully written: {e}");
             }
         }
     }
@@ -531,6 +725,7 @@ impl Drop for TraceWriter {
 /// `/sim/<scheme>/trial_<k>/`.
 pub struct SimTraceWriter {
     file: Option<File>,
+    path: PathBuf,
     schemes: Vec<String>,
     workers: usize,
     /// (scheme, trial) → writer, created at its first record.
@@ -540,8 +735,8 @@ pub struct SimTraceWriter {
 }
 
 impl SimTraceWriter {
-    /// Create (truncate) `path`; `schemes` in `simulate.compare` order;
-    /// `model_time_unit_s` converts model time to the seconds of the records.
+    /// Create `path`, replacing a file there that no process has open (see
+    /// [`SimTraceWriter::create_with`]).
     pub fn create(
         path: &Path,
         meta: &TraceMeta,
@@ -550,18 +745,45 @@ impl SimTraceWriter {
         iterations: usize,
         model_time_unit_s: f64,
     ) -> Result<Self> {
-        let file = create_file(path, meta)?;
-        let sim = group(&file, "sim")?;
-        for name in schemes {
-            let g = group(&sim, name)?;
-            string_attr(&g, "scheme", name)?;
-            scalar_attr(&g, "trials", trials as u64)?;
-            scalar_attr(&g, "iterations", iterations as u64)?;
-            scalar_attr(&g, "model_time_unit_s", model_time_unit_s)?;
-        }
-        flush_file(&file)?;
+        Self::create_with(
+            path,
+            meta,
+            schemes,
+            trials,
+            iterations,
+            model_time_unit_s,
+            true,
+        )
+    }
+
+    /// Create the trace at `path` (status `running`), as
+    /// [`TraceWriter::create_with`] does: renamed into place when flushed,
+    /// an existing file replaced only with `overwrite` and when no process
+    /// has it open. `schemes` in `simulate.compare` order;
+    /// `model_time_unit_s` converts model time to the seconds of the records.
+    pub fn create_with(
+        path: &Path,
+        meta: &TraceMeta,
+        schemes: &[String],
+        trials: usize,
+        iterations: usize,
+        model_time_unit_s: f64,
+        overwrite: bool,
+    ) -> Result<Self> {
+        let (file, sim) = create_placed(path, meta, overwrite, |file| {
+            let sim = group(file, "sim")?;
+            for name in schemes {
+                let g = group(&sim, name)?;
+                string_attr(&g, "scheme", name)?;
+                scalar_attr(&g, "trials", trials as u64)?;
+                scalar_attr(&g, "iterations", iterations as u64)?;
+                scalar_attr(&g, "model_time_unit_s", model_time_unit_s)?;
+            }
+            Ok(sim)
+        })?;
         Ok(Self {
             file: Some(file),
+            path: path.to_path_buf(),
             schemes: schemes.to_vec(),
             workers: meta.workers,
             groups: schemes.iter().map(|_| Vec::new()).collect(),
@@ -597,17 +819,30 @@ impl SimTraceWriter {
         for g in self.groups.iter_mut().flatten().flatten() {
             g.write()?;
         }
-        flush_file(self.file.as_ref().expect("open until close"))?;
+        flush_file(self.file.as_ref().expect("open until close"), &self.path)?;
         self.last_flush = Instant::now();
         Ok(())
     }
 
-    /// Flush and close the file.
-    pub fn close(mut self) -> Result<()> {
-        self.flush()?;
+    /// Flush and close the file, its status `completed`.
+    pub fn close(self) -> Result<()> {
+        self.finish(RunStatus::Completed, "")
+    }
+
+    /// Record how the simulation ended (`status`, a one-line `reason`),
+    /// flush and close the file.
+    pub fn finish(mut self, status: RunStatus, reason: &str) -> Result<()> {
+        let written = self.flush().and_then(|()| {
+            write_status(
+                self.file.as_ref().expect("open until close"),
+                status,
+                reason,
+            )
+        });
         let file = self.file.take().expect("open until close");
+        written?;
         file.close()
-            .map_err(|e| TraceError::hdf5("close".to_string(), e))
+            .map_err(|e| TraceError::hdf5(format!("close {}", self.path.display()), e))
     }
 }
 
@@ -619,10 +854,21 @@ impl Observer for SimTraceWriter {
 }
 
 impl Drop for SimTraceWriter {
+    /// A writer dropped without `close` (an error path) still writes what it
+    /// has, its status `failed`.
     fn drop(&mut self) {
         if self.file.is_some() {
-            if let Err(e) = self.flush() {
-                eprintln!("warning: simulation trace not fully written: {e}");
+            let written = self.flush().and_then(|()| {
+                write_status(
+                    self.file.as_ref().expect("checked"),
+                    RunStatus::Failed,
+                    "the simulation stopped with an error before closing its trace",
+                )
+            });
+            if let Err(e) =
+                written.and_then(|()| flush_file(self.file.as_ref().expect("checked"), &self.path))
+            {
+                crate::errln!("warning: simulation trace not fully written: {e}");
             }
         }
     }
@@ -667,4 +913,111 @@ pub fn read_attr_string(path: &Path, object: &str, name: &str) -> Result<String>
     TraceFile::open(path)?
         .group_string_attr(object, name)?
         .ok_or_else(|| TraceError::Record(format!("{object} has no attribute {name}")))
+}
+
+/// The snapshot `train --resume` continues from, read without changing the
+/// file (opened read only): the committed slot (or, in a trace without
+/// slots, `/model/theta` and `/model/previous_theta`), the run's config and
+/// seed, every dataset of the schema guarded and holding the rows up to the
+/// snapshot. A file that cannot give one is an error naming the rule.
+pub fn read_snapshot(path: &Path) -> Result<Snapshot> {
+    Ok(snapshot_of(&TraceFile::open(path)?)?.0)
+}
+
+/// The snapshot of an open trace, the committed slot (`None` for a trace
+/// without slots) and K.
+fn snapshot_of(reader: &TraceFile) -> Result<(Snapshot, Option<usize>, usize)> {
+    let path = reader.path().to_path_buf();
+    let at = || path.display().to_string();
+    fn required<T>(at: String, value: Option<T>, name: &str) -> Result<T> {
+        value.ok_or_else(|| {
+            TraceError::Record(format!(
+                "{at} has no root attribute {name}: not a trace of a run"
+            ))
+        })
+    }
+    let workers: u64 = required(at(), reader.group_number_attr("/", "workers")?, "workers")?;
+    let seed: u64 = required(at(), reader.group_number_attr("/", "seed")?, "seed")?;
+    let config_toml = required(
+        at(),
+        reader.group_string_attr("/", "config_toml")?,
+        "config_toml",
+    )?;
+    let (committed, iteration, theta, previous_theta) = match reader.snapshot_slot("/")? {
+        SlotState::Committed {
+            slot,
+            iteration,
+            theta,
+            previous,
+        } => (Some(slot), iteration, theta, previous),
+        SlotState::Uncommitted => {
+            return Err(TraceError::Record(format!(
+                "{} has no committed snapshot to resume from (the run was killed while writing its first)",
+                at()
+            )));
+        }
+        SlotState::NoSlots => {
+            let (theta, iteration) = reader.model_vector("/", "theta")?.ok_or_else(|| {
+                TraceError::Record(format!(
+                    "{} has no snapshot (/model/theta) to resume from",
+                    at()
+                ))
+            })?;
+            let iteration = iteration.ok_or_else(|| {
+                TraceError::Record(format!("{}: /model/theta has no attribute iteration", at()))
+            })?;
+            let previous = match reader.model_vector("/", "previous_theta")? {
+                None => theta.clone(),
+                Some((p, it)) if it == Some(iteration) && p.len() == theta.len() => p,
+                Some((p, it)) => {
+                    return Err(TraceError::Record(format!(
+                        "{}: /model/theta is of iteration {iteration} with {} parameters, \
+                         /model/previous_theta of iteration {it:?} with {}",
+                        at(),
+                        theta.len(),
+                        p.len()
+                    )));
+                }
+            };
+            (None, iteration, theta, previous)
+        }
+    };
+    // The guard, on every dataset of the schema; and the rows a resume keeps.
+    let found = reader.schema_datasets("/", Some(workers))?;
+    let workers = usize::try_from(workers).map_err(|_| {
+        TraceError::Record(format!(
+            "{}: attribute workers of / = {workers} is too large",
+            at()
+        ))
+    })?;
+    for spec in DATASETS {
+        let Some(shape) = found.shape(spec) else {
+            continue;
+        };
+        if spec.group == SchemaGroup::Worker && shape.get(1) != Some(&workers) {
+            return Err(TraceError::Record(format!(
+                "{}: dataset /{} has shape {shape:?}, not one column per worker of the run's {workers}",
+                at(),
+                spec.path
+            )));
+        }
+        if shape.first().is_none_or(|&rows| (rows as u64) < iteration) {
+            return Err(TraceError::Record(format!(
+                "{}: dataset /{} has shape {shape:?}, fewer rows than the snapshot's {iteration} iterations",
+                at(),
+                spec.path
+            )));
+        }
+    }
+    Ok((
+        Snapshot {
+            iteration,
+            theta,
+            previous_theta,
+            config_toml,
+            seed,
+        },
+        committed,
+        workers,
+    ))
 }

@@ -11,7 +11,7 @@
 //! `optional` so that older traces still give records. The schema:
 //!
 //! ```text
-//! /                       attributes scheme, workers, config_toml, gradcode_version, seed
+//! /                       attributes scheme, workers, config_toml, gradcode_version, seed, status, status_reason
 //! /iteration/duration_s          f64 [iterations]            wall (or emulated) time of the iteration
 //! /iteration/decode_s            f64 [iterations]            time spent decoding (NaN: not measured)
 //! /iteration/recovered_fraction  f64 [iterations]            share of partitions whose gradient was recovered
@@ -25,10 +25,34 @@
 //! /worker/cluster                i64 [iterations, workers]   1-based cluster this iteration, -1 when unclustered
 //! /worker/used                   u8  [iterations, workers]   1 = a message of the worker has a non-zero decoding weight
 //! /worker/overrun_s              f64 [iterations, workers]   emulation: how far the real work ran past the sampled time (0 on time; optional)
+//! /model                         attribute snapshot          train: the committed snapshot slot (0 or 1; 2^64 - 1 before the first)
 //! /model/theta                   f64 [d]                     parameters (attribute `iteration`: completed iterations)
-//! /model/previous_theta          f64 [d]                     train snapshots: the iterate before theta (Nesterov), for --resume
+//! /model/snapshot_0              f64 [2, d]                  train snapshot slot: θ and the iterate before it (Nesterov), attribute `iteration`
+//! /model/snapshot_1              f64 [2, d]                  the other slot, written in turn
+//! /model/previous_theta          f64 [d]                     traces of gradcode before the slots: the iterate before theta (read by --resume)
 //! /timing/{event,total_s,count}  [events]                    train: named timing events of the master (like PETSc's -log_view)
 //! ```
+//!
+//! `status` is `running` from the moment the trace is created (or a run is
+//! resumed), then `completed`, `interrupted` (a signal; resumable) or
+//! `failed`, with a one-line `status_reason` ([`RunStatus`]); a trace still
+//! `running` that no process has open is the trace of a run that died
+//! (SIGKILL, a crash, a full disk). A new trace is built under a temporary
+//! name in its folder and renamed into place once its root attributes and
+//! empty datasets are flushed; an existing file is replaced (`--force`)
+//! only when no process holds its HDF5 lock, and is otherwise left
+//! untouched ([`place`]).
+//!
+//! **Snapshots** (`train`, every `output.snapshot_every` iterations, at the
+//! end, on a signal) are atomic: the records so far and θ with the iterate
+//! before it go into the slot not committed (`/model/snapshot_0` or `_1`,
+//! attribute `iteration`), the file is flushed, and only then does the
+//! attribute `snapshot` of `/model` name that slot (with `/model/theta`,
+//! the last model for readers, rewritten), flushed again. A process killed
+//! at any point leaves the committed slot whole: `train --resume` reads
+//! that slot (a file without slots: `/model/theta` and
+//! `/model/previous_theta`) and continues bit for bit, or refuses a file
+//! it cannot read.
 //!
 //! Column k of a `/worker/` dataset is worker k + 1. Every dataset carries a
 //! `unit` attribute (`s`, `1` for fractions and flags, `count`, `id`) and a
@@ -57,8 +81,13 @@ pub use gradcode_core::record::{
 #[cfg(feature = "hdf5")]
 mod hdf5_io;
 
+/// Creating a trace file without harming another (locks, temporary name, rename).
+pub(crate) mod place;
+
 #[cfg(feature = "hdf5")]
-pub use hdf5_io::{SimTraceWriter, TraceData, TraceWriter, read_attr_string, read_trace};
+pub use hdf5_io::{
+    SimTraceWriter, TraceData, TraceWriter, read_attr_string, read_snapshot, read_trace,
+};
 
 /// Summaries of traces for `gradcode inspect` (pure, no HDF5).
 pub mod summary;
@@ -75,37 +104,90 @@ mod report;
 #[cfg(feature = "hdf5")]
 pub use report::{Report, SchemeReport, TrialReport};
 
+/// Where a trace goes: `--out` (the flag) or else `output.trace`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracePath {
+    pub path: std::path::PathBuf,
+    /// `--out` or `output.trace`: what an error names.
+    pub field: &'static str,
+    /// `--force`: an existing file may be replaced (when no process has it open).
+    pub force: bool,
+}
+
 /// The trace path of a run (`train`) or simulation (`simulate --out`),
-/// checked before any work starts: `out` (the `--out` flag) or else
-/// `output.trace`; an existing file only with `force`; a missing folder
-/// created. Nothing else is written yet.
+/// checked before any work starts, with nothing created or changed: `out`
+/// (the `--out` flag) or else `output.trace`; an existing file only with
+/// `force`, and only when no process has it open (HDF5's lock); a folder in
+/// which a file can be created (probed with a file created and removed at
+/// once; a missing folder is created with the trace, see [`place`]).
 pub fn trace_path(
     config: &crate::config::Config,
     out: Option<&std::path::Path>,
     force: bool,
-) -> Result<std::path::PathBuf, crate::error::InputError> {
+) -> Result<TracePath, crate::error::InputError> {
     use crate::error::InputError;
     use std::path::PathBuf;
     let (field, path) = match out {
         Some(p) => ("--out", p.to_path_buf()),
         None => ("output.trace", PathBuf::from(&config.output.trace)),
     };
-    if path.exists() && !force {
-        return Err(InputError::new(
-            field,
-            format!("{} exists; use --force to overwrite it", path.display()),
-        ));
-    }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            InputError::new(
-                field,
-                format!("cannot create the folder {}: {e}", dir.display()),
-            )
-        })?;
-    }
-    Ok(path)
+    // The lock is only probed here; it is taken when the trace is created.
+    drop(place::claim(&path, force).map_err(|e| InputError::new(field, e))?);
+    place::check_writable(&path).map_err(|e| InputError::new(field, e))?;
+    Ok(TracePath { path, field, force })
 }
+
+/// How a run stands, as its trace records it (root attributes `status` and
+/// `status_reason`): `running` from the moment the trace is created (or a
+/// run resumed) until the writer ends it. A trace whose writer died (SIGKILL,
+/// a crash, a full disk) keeps `running` after no process has it open, which
+/// `inspect` reports as such.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Running,
+    Completed,
+    /// Stopped by a signal (SIGTERM, SIGINT); resumable from its snapshot.
+    Interrupted,
+    /// Stopped by an error (the reason says which).
+    Failed,
+}
+
+impl RunStatus {
+    /// The value of the attribute `status`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// The one-line reason stored with a status: whitespace runs joined into
+/// single spaces, at most [`REASON_CHARS`] characters.
+pub fn status_reason(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(REASON_CHARS) {
+        Some((cut, _)) => format!("{}...", &line[..cut]),
+        None => line,
+    }
+}
+
+/// The longest reason stored with a status, in characters.
+pub const REASON_CHARS: usize = 400;
+
+/// `/model/snapshot_0`, `/model/snapshot_1`: the two snapshot slots, written
+/// in turn; the attribute [`SNAPSHOT_COMMITTED`] of `/model` names the one
+/// a resume reads.
+pub const SNAPSHOT_SLOTS: [&str; 2] = ["snapshot_0", "snapshot_1"];
+
+/// The attribute of `/model` naming the committed snapshot slot (0 or 1;
+/// [`NO_SNAPSHOT`] before the first commit).
+pub const SNAPSHOT_COMMITTED: &str = "snapshot";
+
+/// The value of [`SNAPSHOT_COMMITTED`] before a snapshot is committed.
+pub const NO_SNAPSHOT: u64 = u64::MAX;
 
 /// Records are written and the file flushed at most this often (and at most once per iteration).
 pub const FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
@@ -141,6 +223,10 @@ pub enum TraceError {
     /// A record does not fit the trace (e.g. its worker count).
     #[error("trace record: {0}")]
     Record(String),
+    /// The trace file cannot be put in place (it exists, is in use, its
+    /// folder cannot be written); the message names the file.
+    #[error("{0}")]
+    Place(String),
 }
 
 #[cfg(feature = "hdf5")]
@@ -148,14 +234,59 @@ impl TraceError {
     pub(crate) fn hdf5(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
         TraceError::Hdf5 {
             context: context.into(),
-            message: e.to_string(),
+            message: one_line(&e.to_string()),
         }
     }
+}
+
+/// An HDF5 message on one line, said once: libhdf5 puts a `ctime` date
+/// (ending in a newline) inside its write errors, and the error stack's
+/// outermost and innermost descriptions are often the same words
+/// (`file write failed: file write failed: ...`).
+#[cfg(feature = "hdf5")]
+pub(crate) fn one_line(message: &str) -> String {
+    let joined = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(" ,", ",");
+    let mut parts: Vec<&str> = Vec::new();
+    for part in joined.split(": ") {
+        if parts.last() != Some(&part) {
+            parts.push(part);
+        }
+    }
+    parts.join(": ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::{DATASETS, SchemaGroup};
+
+    #[cfg(feature = "hdf5")]
+    #[test]
+    fn hdf5_messages_are_one_line_said_once() {
+        // As libhdf5 1.10 words a write to a full disk (ctime's newline included).
+        let raw = "H5F__accum_write(): file write failed: file write failed: time = Tue Nov 24 \
+                   01:25:14 2026\n, filename = './.tr.h5.tmp-1-1', file descriptor = 19, errno = 28, \
+                   error message = 'No space left on device', offset = 0";
+        assert_eq!(
+            super::one_line(raw),
+            "H5F__accum_write(): file write failed: time = Tue Nov 24 01:25:14 2026, filename = \
+             './.tr.h5.tmp-1-1', file descriptor = 19, errno = 28, error message = 'No space left \
+             on device', offset = 0"
+        );
+        let e = super::TraceError::hdf5("flush x.h5", raw);
+        assert_eq!(e.to_string().lines().count(), 1);
+        assert_eq!(e.to_string().matches("file write failed").count(), 1);
+        // Different descriptions stay.
+        assert_eq!(
+            super::one_line("H5Fopen(): unable to open file: truncated file"),
+            "H5Fopen(): unable to open file: truncated file"
+        );
+    }
 
     /// The lines of the schema block of this module's doc.
     fn doc_schema_lines() -> Vec<String> {

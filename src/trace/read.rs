@@ -13,14 +13,25 @@
 //! breaks a rule gives a [`TraceError`] naming the dataset (or attribute)
 //! and the rule, on one line, before anything is allocated for it: a
 //! corrupted or hostile header claiming 2^31 rows is refused, not read.
-//! Datasets outside the schema (the `extras` of `inspect`) are summarised
-//! only when they pass the same size rule, else listed with their shape.
+//! Datasets outside the schema (the `extras` of `inspect`) are read (and
+//! summarised) when numeric, under the same size rule.
+//!
+//! **Memory bounded by the file.** Besides the rule per dataset, everything
+//! read through one [`TraceFile`] together (every trial of a simulation,
+//! the model, the timing, the extras) claims no more bytes than the file:
+//! a trace group of a simulation hard-linked many times is read within
+//! that budget, then refused. The walk over the groups outside the schema reads each object
+//! once, refuses a group linked twice (into itself, say) and a link into
+//! another file, and goes at most [`MAX_GROUP_DEPTH`] groups deep. Values
+//! read are checked where a summary would size memory by them: a cluster id
+//! is −1 or 1..=K.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
-use hdf5::{Attribute, Dataset, File, Group, H5Type, Location, LocationType};
+use hdf5::{Attribute, Dataset, File, Group, H5Type, LinkType, Location, LocationType};
 use serde::Serialize;
 
 use super::summary::Distribution;
@@ -50,6 +61,26 @@ pub struct RootInfo {
     pub workers: Option<u64>,
     pub seed: Option<u64>,
     pub config_toml: Option<String>,
+    /// `status` (running, completed, interrupted, failed) and `status_reason`.
+    pub status: Option<String>,
+    pub status_reason: Option<String>,
+}
+
+/// The snapshot slots of a training trace (`/model/snapshot_0`, `_1` and
+/// the attribute `snapshot` of `/model` naming the committed one).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SlotState {
+    /// No slot: no snapshot, or a trace written before the slots.
+    NoSlots,
+    /// Slots, none committed yet (killed while writing the first).
+    Uncommitted,
+    /// The committed slot: θ and the iterate before it after `iteration`.
+    Committed {
+        slot: usize,
+        iteration: u64,
+        theta: Vec<f64>,
+        previous: Vec<f64>,
+    },
 }
 
 /// One simulated scheme: `/sim/<name>` and its trial groups.
@@ -84,9 +115,9 @@ pub struct ExtraDataset {
     pub shape: Vec<usize>,
     pub unit: Option<String>,
     pub description: Option<String>,
-    /// Over every finite entry; `None` when not numeric, when none is
-    /// finite, or when it claims more bytes than the file has (compressed,
-    /// or corrupt): then it is not read.
+    /// Over every finite entry; `None` when not numeric (then not read) or
+    /// when none is finite. A numeric one that claims more bytes than the
+    /// file holds, alone or with what was read before it, is an error.
     pub values: Option<Distribution>,
 }
 
@@ -191,12 +222,18 @@ impl SchemaDatasets {
     }
 }
 
+/// How deep below a trace group the walk over groups outside the schema goes
+/// (`/notes/a/b` is 3 deep); a deeper group makes the file an input error.
+pub const MAX_GROUP_DEPTH: usize = 32;
+
 /// A trace file open for reading, through the guard (see the module doc).
 pub struct TraceFile {
     file: File,
     path: PathBuf,
     /// The file's size on disk, which no dataset may claim to exceed.
     file_bytes: u64,
+    /// Bytes the reads through this file may still claim, all together.
+    budget: Cell<u128>,
 }
 
 impl TraceFile {
@@ -233,7 +270,38 @@ impl TraceFile {
             file,
             path: path.to_path_buf(),
             file_bytes,
+            budget: Cell::new(u128::from(file_bytes)),
         })
+    }
+
+    /// Take `bytes` from the read budget (see the module doc); `false`, with
+    /// nothing taken, when less is left.
+    fn take_budget(&self, bytes: u128) -> bool {
+        let left = self.budget.get();
+        if bytes > left {
+            return false;
+        }
+        self.budget.set(left - bytes);
+        true
+    }
+
+    /// Take the bytes `ds` (at `path`, of `shape`) claims read as `read_size`-byte
+    /// values from the read budget, or refuse it naming the rule.
+    fn charge(&self, ds: &Dataset, path: &str, shape: &[usize], read_size: usize) -> Result<()> {
+        let size = ds
+            .dtype()
+            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?
+            .size()
+            .max(read_size);
+        let bytes = claimed_bytes(shape, size).unwrap_or(u128::MAX);
+        if !self.take_budget(bytes) {
+            return Err(record(format!(
+                "dataset {path} claims {bytes} bytes, which with the datasets read before it is \
+                 more than the {}-byte file holds (a dataset or group linked more than once?)",
+                self.file_bytes
+            )));
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -412,6 +480,8 @@ impl TraceFile {
             workers: self.number_attr::<u64>(root, "/", "workers")?,
             seed: self.number_attr::<u64>(root, "/", "seed")?,
             config_toml: self.string_attr(root, "/", "config_toml")?,
+            status: self.string_attr(root, "/", "status")?,
+            status_reason: self.string_attr(root, "/", "status_reason")?,
         })
     }
 
@@ -512,11 +582,13 @@ impl TraceFile {
         }
         let mut columns = TraceColumns::empty(k, n);
         columns.visit(&mut ColumnReader {
+            file: self,
             datasets: &datasets,
         })?;
         if let Some(spec) = columns.misshapen().first() {
             return Err(misshapen(spec));
         }
+        check_clusters(&columns, group)?;
         Ok(columns)
     }
 
@@ -586,16 +658,91 @@ impl TraceFile {
         let ds = g
             .dataset(&rel)
             .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
-        self.guard(
+        let shape = self.guard(
             &ds,
             &path,
             &Expect::vector::<f64>("[parameters]", Kind::Number),
         )?;
+        self.charge(&ds, &path, &shape, 8)?;
         let values = ds
             .read_raw::<f64>()
             .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
         let iteration = self.number_attr::<u64>(&ds, &path, "iteration")?;
         Ok(Some((values, iteration)))
+    }
+
+    /// The snapshot slots under `<group>/model`, the committed one read
+    /// (guarded: `[2, parameters]` numbers within the file's size, with its
+    /// attribute `iteration`).
+    pub(crate) fn snapshot_slot(&self, group: &str) -> Result<SlotState> {
+        use super::{NO_SNAPSHOT, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS};
+        let g = self.group(group)?;
+        if !self.has_group(&g, group, "model")? {
+            return Ok(SlotState::NoSlots);
+        }
+        let model_path = full(group, "model");
+        let model = self.group(&model_path)?;
+        let present: Vec<bool> = SNAPSHOT_SLOTS
+            .iter()
+            .map(|s| model.link_exists(s))
+            .collect();
+        if !present.iter().any(|&p| p) {
+            return Ok(SlotState::NoSlots);
+        }
+        let committed = match self.number_attr::<u64>(&model, &model_path, SNAPSHOT_COMMITTED)? {
+            None | Some(NO_SNAPSHOT) => return Ok(SlotState::Uncommitted),
+            Some(c) => c,
+        };
+        let slot = usize::try_from(committed)
+            .ok()
+            .filter(|&c| c < SNAPSHOT_SLOTS.len() && present[c])
+            .ok_or_else(|| {
+                record(format!(
+                    "attribute {SNAPSHOT_COMMITTED} of {model_path} = {committed} names no snapshot slot ({})",
+                    SNAPSHOT_SLOTS.join(", ")
+                ))
+            })?;
+        let path = full(&model_path, SNAPSHOT_SLOTS[slot]);
+        let ds = model
+            .dataset(SNAPSHOT_SLOTS[slot])
+            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
+        let expect = Expect {
+            dims: "[2, parameters]",
+            ndim: 2,
+            kind: Kind::Number,
+            read_size: 8,
+        };
+        let shape = self.guard(&ds, &path, &expect)?;
+        self.charge(&ds, &path, &shape, 8)?;
+        if shape[0] != 2 {
+            return Err(record(format!(
+                "dataset {path} has shape {shape:?}, not [2, parameters]"
+            )));
+        }
+        let iteration = self
+            .number_attr::<u64>(&ds, &path, "iteration")?
+            .ok_or_else(|| record(format!("dataset {path} has no attribute iteration")))?;
+        let mut theta = ds
+            .read_raw::<f64>()
+            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))?;
+        let previous = theta.split_off(shape[1]);
+        Ok(SlotState::Committed {
+            slot,
+            iteration,
+            theta,
+            previous,
+        })
+    }
+
+    /// The iteration of the committed snapshot under `<group>/model`, the
+    /// one `train --resume` continues from: the committed slot's, or in a
+    /// trace without slots `/model/theta`'s; `None` when there is none.
+    pub fn snapshot_iteration(&self, group: &str) -> Result<Option<u64>> {
+        match self.snapshot_slot(group)? {
+            SlotState::Committed { iteration, .. } => Ok(Some(iteration)),
+            SlotState::Uncommitted => Ok(None),
+            SlotState::NoSlots => Ok(self.model_vector(group, "theta")?.and_then(|(_, it)| it)),
+        }
     }
 
     /// `<group>/model/theta`, when present.
@@ -606,12 +753,7 @@ impl TraceFile {
         Ok(Some(ModelInfo {
             parameters: theta.len(),
             iteration,
-            norm: theta
-                .iter()
-                .filter(|x| x.is_finite())
-                .map(|x| x * x)
-                .sum::<f64>()
-                .sqrt(),
+            norm: norm(&theta),
             non_finite: theta.iter().filter(|x| !x.is_finite()).count(),
         }))
     }
@@ -644,6 +786,7 @@ impl TraceFile {
                 read_size: size,
             };
             let shape = self.guard(&ds, &path, &expect)?;
+            self.charge(&ds, &path, &shape, size)?;
             found.push((ds, shape, path));
         }
         if found.iter().any(|(_, shape, _)| *shape != found[0].1) {
@@ -677,87 +820,134 @@ impl TraceFile {
     }
 
     /// Datasets under `group` outside the schema (and outside `/sim`), and
-    /// the groups outside the schema with scalar attributes.
+    /// the groups outside the schema with scalar attributes. Each object is
+    /// read once, known by its address in the file: a second link to a
+    /// dataset is listed with the first's summary, and a second link to a
+    /// group (a group linked into itself, a soft link to a parent) is an
+    /// error, as are a link into another file (never followed) and a group
+    /// more than [`MAX_GROUP_DEPTH`] below `group`. The walk keeps its own
+    /// stack: no recursion.
     pub fn extras(&self, group: &str) -> Result<(Vec<ExtraDataset>, Vec<ExtraGroup>)> {
-        let g = self.group(group)?;
-        let mut datasets = Vec::new();
+        let root = self.group(group)?;
+        let mut datasets: Vec<ExtraDataset> = Vec::new();
         let mut groups = Vec::new();
         let base = group.trim_end_matches('/').to_string();
-        self.walk(&g, &base, "", &mut datasets, &mut groups)?;
+        // Groups seen (file number, address) → their path; datasets seen →
+        // the index of the one listed for them.
+        let mut seen_groups: HashMap<(u64, String), String> = HashMap::new();
+        let mut seen: HashMap<(u64, String), usize> = HashMap::new();
+        let here = if base.is_empty() { "/" } else { group };
+        seen_groups.insert(self.object_key(&root, here)?, here.to_string());
+        // Depth-first, without recursion: (group, path relative to `group`, depth).
+        let mut stack = vec![(root, String::new(), 0usize)];
+        while let Some((g, rel, depth)) = stack.pop() {
+            let here = format!("{base}/{rel}");
+            let mut links = Vec::new();
+            g.iter_visit_default(|name, info| {
+                links.push((name.to_string(), info.link_type));
+                Ok(())
+            })
+            .map_err(|e| TraceError::hdf5(format!("group {here}"), e))?;
+            let mut children = Vec::new();
+            for (name, link) in links {
+                let child_rel = if rel.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let child_path = format!("{base}/{child_rel}");
+                if depth == 0 && name == "sim" {
+                    continue;
+                }
+                if link == LinkType::External {
+                    return Err(record(format!(
+                        "{child_path} is a link into another file (a gradcode trace has none; it is not followed)"
+                    )));
+                }
+                let kind = g
+                    .loc_type_by_name(&name)
+                    .map_err(|e| TraceError::hdf5(format!("object {child_path}"), e))?;
+                match kind {
+                    LocationType::Group => {
+                        let sub = g
+                            .group(&name)
+                            .map_err(|e| TraceError::hdf5(format!("group {child_path}"), e))?;
+                        let key = self.object_key(&sub, &child_path)?;
+                        if let Some(first) = seen_groups.insert(key, child_path.clone()) {
+                            return Err(record(format!(
+                                "group {child_path} is {first} linked again (a group linked into \
+                                 itself, or twice: a gradcode trace links every group once)"
+                            )));
+                        }
+                        if depth + 1 > MAX_GROUP_DEPTH {
+                            return Err(record(format!(
+                                "group {child_path} is nested more than {MAX_GROUP_DEPTH} groups deep \
+                                 (a gradcode trace has no such groups)"
+                            )));
+                        }
+                        if depth > 0
+                            || !matches!(name.as_str(), "iteration" | "worker" | "model" | "timing")
+                        {
+                            let attributes = self.scalar_attrs(&sub, &child_path)?;
+                            if !attributes.is_empty() {
+                                groups.push(ExtraGroup {
+                                    path: child_path.clone(),
+                                    attributes,
+                                });
+                            }
+                        }
+                        children.push((sub, child_rel, depth + 1));
+                    }
+                    LocationType::Dataset => {
+                        if in_schema(&child_rel) {
+                            continue;
+                        }
+                        let ds = g
+                            .dataset(&name)
+                            .map_err(|e| TraceError::hdf5(format!("dataset {child_path}"), e))?;
+                        let key = self.object_key(&ds, &child_path)?;
+                        match seen.get(&key) {
+                            Some(&first) => {
+                                let mut again = datasets[first].clone();
+                                again.path = child_path;
+                                datasets.push(again);
+                            }
+                            None => {
+                                seen.insert(key, datasets.len());
+                                datasets.push(self.extra_dataset(&ds, child_path)?);
+                            }
+                        }
+                    }
+                    // Named datatypes: nothing to summarise.
+                    _ => {}
+                }
+            }
+            // Visit the children in link order.
+            stack.extend(children.into_iter().rev());
+        }
         Ok((datasets, groups))
     }
 
-    fn walk(
-        &self,
-        g: &Group,
-        base: &str,
-        rel: &str,
-        datasets: &mut Vec<ExtraDataset>,
-        groups: &mut Vec<ExtraGroup>,
-    ) -> Result<()> {
-        let here = format!("{base}/{rel}");
-        let members = g
-            .member_names()
-            .map_err(|e| TraceError::hdf5(format!("group {here}"), e))?;
-        for name in members {
-            let child_rel = if rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel}/{name}")
-            };
-            let child_path = format!("{base}/{child_rel}");
-            let kind = g
-                .loc_type_by_name(&name)
-                .map_err(|e| TraceError::hdf5(format!("object {child_path}"), e))?;
-            match kind {
-                LocationType::Group => {
-                    if child_rel == "sim" {
-                        continue;
-                    }
-                    let sub = g
-                        .group(&name)
-                        .map_err(|e| TraceError::hdf5(format!("group {child_path}"), e))?;
-                    if !matches!(
-                        child_rel.as_str(),
-                        "iteration" | "worker" | "model" | "timing"
-                    ) {
-                        let attributes = self.scalar_attrs(&sub, &child_path)?;
-                        if !attributes.is_empty() {
-                            groups.push(ExtraGroup {
-                                path: child_path.clone(),
-                                attributes,
-                            });
-                        }
-                    }
-                    self.walk(&sub, base, &child_rel, datasets, groups)?;
-                }
-                LocationType::Dataset => {
-                    if in_schema(&child_rel) {
-                        continue;
-                    }
-                    let ds = g
-                        .dataset(&name)
-                        .map_err(|e| TraceError::hdf5(format!("dataset {child_path}"), e))?;
-                    datasets.push(self.extra_dataset(&ds, child_path)?);
-                }
-                // Named datatypes: nothing to summarise.
-                _ => {}
-            }
-        }
-        Ok(())
+    /// What identifies the object at `loc` in the file: its file number and address.
+    fn object_key(&self, loc: &Location, path: &str) -> Result<(u64, String)> {
+        let info = loc
+            .loc_info()
+            .map_err(|e| TraceError::hdf5(format!("object {path}"), e))?;
+        Ok((info.fileno, format!("{:?}", info.token)))
     }
 
     /// A dataset outside the schema: its shape and attributes; its values
-    /// summarised when numeric and within the file's size, else not read.
+    /// summarised when numeric (within the file's size and the read budget,
+    /// else an error), not read otherwise.
     fn extra_dataset(&self, ds: &Dataset, path: String) -> Result<ExtraDataset> {
         let hdf5 = |e| TraceError::hdf5(format!("dataset {path}"), e);
         let shape = ds.get_shape().map_err(hdf5)?;
         let dtype = ds.dtype().map_err(hdf5)?;
         let desc = dtype.to_descriptor().ok();
         let numeric = desc.as_ref().and_then(Kind::of) == Some(Kind::Number);
-        let fits = claimed_bytes(&shape, dtype.size().max(8))
-            .is_some_and(|b| b <= u128::from(self.file_bytes));
-        let values = if numeric && fits {
+        let values = if numeric {
+            self.fits(&path, &shape, dtype.size().max(8))?;
+            self.charge(ds, &path, &shape, 8)?;
             Distribution::of(ds.read_raw::<f64>().map_err(hdf5)?)
         } else {
             None
@@ -826,6 +1016,24 @@ impl TraceFile {
     }
 }
 
+/// The Euclidean norm of the finite entries of `v`, scaled by the largest
+/// so that entries near 1e300 give their norm, not an overflow.
+fn norm(v: &[f64]) -> f64 {
+    let largest = v
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, |m, x| m.max(x.abs()));
+    if largest == 0.0 {
+        return 0.0;
+    }
+    largest
+        * v.iter()
+            .filter(|x| x.is_finite())
+            .map(|x| (x / largest) * (x / largest))
+            .sum::<f64>()
+            .sqrt()
+}
+
 /// A path (relative to a trace group) the schema reads: not an extra.
 fn in_schema(rel: &str) -> bool {
     DATASETS.iter().any(|d| d.path == rel)
@@ -833,6 +1041,8 @@ fn in_schema(rel: &str) -> bool {
             rel,
             "model/theta"
                 | "model/previous_theta"
+                | "model/snapshot_0"
+                | "model/snapshot_1"
                 | "timing/event"
                 | "timing/total_s"
                 | "timing/count"
@@ -883,22 +1093,46 @@ fn read_strings(ds: &Dataset, path: &str) -> Result<Vec<String>> {
     }
 }
 
+/// Every cluster id of `/worker/cluster` is −1 (no cluster) or 1..=K: the
+/// summaries size a count per cluster by the largest.
+fn check_clusters(columns: &TraceColumns, group: &str) -> Result<()> {
+    let Some(ids) = &columns.cluster else {
+        return Ok(());
+    };
+    let k = columns.workers;
+    let bad = ids
+        .iter()
+        .position(|&c| c != -1 && !(1..=k as i64).contains(&c));
+    if let Some(i) = bad {
+        return Err(record(format!(
+            "dataset {} holds cluster id {} at iteration {}, worker {}: a cluster id is 1..={k} \
+             (at most one cluster per worker, K = {k}) or -1 (no cluster)",
+            full(group, "worker/cluster"),
+            ids[i],
+            i / k.max(1) + 1,
+            i % k.max(1) + 1
+        )));
+    }
+    Ok(())
+}
+
 /// Reads the guarded datasets of the schema into [`TraceColumns`].
 struct ColumnReader<'a> {
+    file: &'a TraceFile,
     datasets: &'a SchemaDatasets,
 }
 
 impl ColumnReader<'_> {
     fn read<T: H5Type>(&self, spec: &DatasetSpec) -> Result<Option<Vec<T>>> {
-        let Some((ds, _)) = &self.datasets.found[spec.index] else {
+        let Some((ds, shape)) = &self.datasets.found[spec.index] else {
             return Ok(None);
         };
-        ds.read_raw::<T>().map(Some).map_err(|e| {
-            TraceError::hdf5(
-                format!("dataset {}", full(&self.datasets.group, spec.path)),
-                e,
-            )
-        })
+        let path = full(&self.datasets.group, spec.path);
+        self.file
+            .charge(ds, &path, shape, std::mem::size_of::<T>())?;
+        ds.read_raw::<T>()
+            .map(Some)
+            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))
     }
 }
 

@@ -20,6 +20,23 @@ pub struct Report {
     pub scheme: Option<String>,
     pub workers: Option<u64>,
     pub seed: Option<u64>,
+    /// Root attribute `status`: `running`, `completed`, `interrupted` or
+    /// `failed` (null in a trace written before gradcode recorded it).
+    pub status: Option<String>,
+    /// Root attribute `status_reason`: one line (null when absent or empty).
+    pub status_reason: Option<String>,
+    /// Whether a process has the file open for writing now (holds its HDF5
+    /// lock exclusively); null when that cannot be found out. A trace whose
+    /// `status` is `running` with `writer_open` false is the trace of a run
+    /// that died (killed, crashed, disk full).
+    pub writer_open: Option<bool>,
+    /// What ran, where and when (root attributes, see
+    /// [`crate::provenance::TRACE_KEYS`]); the ones present.
+    pub provenance: std::collections::BTreeMap<String, String>,
+    /// Training trace: the iteration of the committed snapshot `train
+    /// --resume` continues from (null when there is none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_iteration: Option<Option<u64>>,
     /// Training trace: the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
@@ -64,7 +81,6 @@ impl Report {
     pub fn read(path: &Path) -> Result<Report, TraceError> {
         let file = TraceFile::open(path)?;
         let root = file.root()?;
-        let (extra_datasets, extra_groups) = file.extras("/")?;
         let mut report = Report {
             file: path.display().to_string(),
             kind: root.kind,
@@ -72,18 +88,34 @@ impl Report {
             scheme: root.scheme.clone(),
             workers: root.workers,
             seed: root.seed,
+            status: root.status.clone(),
+            status_reason: root.status_reason.clone().filter(|r| !r.is_empty()),
+            writer_open: match super::place::holder(path) {
+                Ok(holder) => Some(holder == super::place::Holder::Writer),
+                Err(_) => None,
+            },
+            provenance: crate::provenance::TRACE_KEYS
+                .iter()
+                .filter_map(|&key| match file.group_string_attr("/", key) {
+                    Ok(Some(value)) => Some(Ok((key.to_string(), value))),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect::<Result<_, _>>()?,
+            snapshot_iteration: None,
             summary: None,
             model: None,
             timing: None,
             schemes: None,
-            extra_datasets,
-            extra_groups,
+            extra_datasets: Vec::new(),
+            extra_groups: Vec::new(),
         };
         match root.kind {
             TraceKind::Train => {
                 let columns = file.columns("/", root.workers)?;
                 report.summary = Some(summarize(&[&columns]));
                 report.model = Some(file.model("/")?);
+                report.snapshot_iteration = Some(file.snapshot_iteration("/")?);
                 report.timing = Some(file.timing("/")?);
             }
             TraceKind::Simulation => {
@@ -114,6 +146,8 @@ impl Report {
                 report.schemes = Some(schemes);
             }
         }
+        // Last: the extras are summarised with what the read budget has left.
+        (report.extra_datasets, report.extra_groups) = file.extras("/")?;
         Ok(report)
     }
 }

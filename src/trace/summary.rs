@@ -251,7 +251,7 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
     let per_iteration_mean =
         |v: Option<Vec<u64>>| v.and_then(|v| mean_of(v.into_iter().map(|x| x as f64)));
     let stale_dropped = pooled(parts, |p| p.stale_dropped.as_ref()).map(|v| Stale {
-        total: v.iter().sum(),
+        total: v.iter().fold(0u64, |sum, &x| sum.saturating_add(x)),
         iterations: v.iter().filter(|&&x| x > 0).count(),
     });
     let overrun = pooled(parts, |p| p.overrun_s.as_ref()).and_then(|v| {
@@ -287,7 +287,7 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
     let stragglers = straggling
         .as_ref()
         .and_then(|r| straggler_stats(r, workers));
-    let clusters = cluster.as_ref().and_then(|r| cluster_stats(r));
+    let clusters = cluster.as_ref().and_then(|r| cluster_stats(r, workers));
     let stragglers_per_cluster = match (&straggling, &cluster, &clusters) {
         (Some(s), Some(c), Some(info)) => Some(cluster_stragglers(s, c, info.count, single)),
         _ => None,
@@ -346,18 +346,25 @@ fn straggler_stats(parts: &[Vec<&[bool]>], workers: usize) -> Option<Stragglers>
     })
 }
 
-fn cluster_stats(parts: &[Vec<&[i64]>]) -> Option<Clusters> {
+/// A cluster id of a trace of `workers` workers: 1..=workers (the reader
+/// refuses any other but −1; a summary never sizes memory by a larger one).
+fn cluster_id(id: i64, workers: usize) -> Option<usize> {
+    usize::try_from(id)
+        .ok()
+        .filter(|&c| (1..=workers).contains(&c))
+}
+
+fn cluster_stats(parts: &[Vec<&[i64]>], workers: usize) -> Option<Clusters> {
     let count = parts
         .iter()
         .flatten()
         .flat_map(|row| row.iter())
-        .copied()
-        .max()
-        .filter(|&c| c >= 1)? as usize;
+        .filter_map(|&c| cluster_id(c, workers))
+        .max()?;
     let clustered_iterations = parts
         .iter()
         .flatten()
-        .filter(|row| row.iter().any(|&c| c >= 1))
+        .filter(|row| row.iter().any(|&c| cluster_id(c, workers).is_some()))
         .count();
     let changes = parts
         .iter()
@@ -379,14 +386,14 @@ fn cluster_stragglers(
     let mut series = Vec::new();
     for (s_rows, c_rows) in straggling.iter().zip(cluster) {
         for (s, c) in s_rows.iter().zip(c_rows) {
-            if !c.iter().any(|&id| id >= 1) {
+            if !c.iter().any(|&id| cluster_id(id, count).is_some()) {
                 series.push(None);
                 continue;
             }
             let mut row = vec![0u32; count];
             for (&straggles, &id) in s.iter().zip(c.iter()) {
-                if straggles && id >= 1 {
-                    row[id as usize - 1] += 1;
+                if let (true, Some(id)) = (straggles, cluster_id(id, count)) {
+                    row[id - 1] += 1;
                 }
             }
             series.push(Some(row));
@@ -565,6 +572,25 @@ mod tests {
         let s = summarize(&[&c]);
         assert_eq!(s.clusters, None);
         assert_eq!(s.stragglers_per_cluster, None);
+    }
+
+    #[test]
+    fn cluster_ids_beyond_the_workers_size_nothing() {
+        // The reader refuses such ids; the summary alone still never sizes
+        // memory by them (2^62 would be a capacity overflow, 1e9 24 GB).
+        for huge in [1i64 << 62, 1_000_000_000, i64::MAX] {
+            let mut c = columns();
+            let mut ids = c.cluster.clone().unwrap();
+            ids[0] = huge;
+            c.cluster = Some(ids);
+            let s = summarize(&[&c]);
+            let cl = s.clusters.unwrap();
+            assert_eq!(cl.count, 2, "{huge}: P from the ids within 1..=K");
+            assert_eq!(s.stragglers_per_cluster.unwrap().per_cluster.len(), 2);
+        }
+        let mut c = columns();
+        c.stale_dropped = Some(vec![u64::MAX, 1, 0, 0]);
+        assert_eq!(summarize(&[&c]).stale_dropped.unwrap().total, u64::MAX);
     }
 
     #[test]

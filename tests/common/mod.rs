@@ -139,3 +139,37 @@ pub fn full_batch(config: &gradcode::config::Config, partitions: usize) -> (Vec<
     }
     (opt.theta().to_vec(), train_loss)
 }
+
+/// The pid of MPI rank `rank` of the `gradcode train` job whose command line
+/// names `needle` (its trace, say), when it runs (OpenMPI sets
+/// OMPI_COMM_WORLD_RANK in each rank's environment).
+pub fn rank_pid_of(needle: &str, rank: usize) -> Option<u32> {
+    let rank_env = format!("OMPI_COMM_WORLD_RANK={rank}");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if !cmdline.contains("gradcode\0train") || !cmdline.contains(needle) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|&b| b == 0).any(|v| v == rank_env.as_bytes()) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Send `signal` (`KILL`, `STOP`, ...) to `pid`; whether it was delivered.
+pub fn send_signal(pid: u32, signal: &str) -> bool {
+    Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success())
+}

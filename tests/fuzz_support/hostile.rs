@@ -149,3 +149,300 @@ pub fn hostile_trace(path: &Path, target: Option<&str>, rows: usize) {
     }
     file.close().unwrap();
 }
+
+// ------------------------------------------------- structures beyond one blown-up dataset
+
+/// How a [`Structure`] links objects in ways a gradcode trace never does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// `/loop/self` is a hard link to `/loop`: a group inside itself.
+    SelfHard,
+    /// `/loop/root` is a hard link to the root group.
+    RootHard,
+    /// `/loop/up` is a soft link to the root group.
+    RootSoft,
+    /// `/loop/dangling` is a soft link to nothing.
+    Dangling,
+    /// `/loop/ext` is a link to the root of another file (`/dev/zero`).
+    External,
+    /// `/notes/copy_<i>` are hard links to `/notes/big` (8 of them).
+    DatasetCopies,
+}
+
+/// Every [`Link`].
+pub const LINKS: [Link; 6] = [
+    Link::SelfHard,
+    Link::RootHard,
+    Link::RootSoft,
+    Link::Dangling,
+    Link::External,
+    Link::DatasetCopies,
+];
+
+/// A hostile trace file, structure first: the datasets of a run (or of a
+/// simulation's trials) holding real values, of which some claim another
+/// shape than the one written, cluster ids of any size, links that make
+/// loops or leave the file, groups nested deep. [`build`] writes it with the
+/// hdf5 crate; the fuzz harness derives one from bytes ([`Structure::from_bytes`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Structure {
+    /// `/sim/gc/trial_<k>` groups (k < trials) instead of a run at the root;
+    /// trial k > 0 is a hard link to trial 0 when `linked_trials`.
+    pub simulation: Option<(usize, bool)>,
+    /// Rows written in every dataset of the schema.
+    pub iterations: usize,
+    pub workers: usize,
+    /// (dataset of the table, by index, rows, columns) claimed after writing:
+    /// a resize that HDF5 stores without writing a chunk.
+    pub claims: Vec<(usize, usize, usize)>,
+    /// `/worker/cluster`, row by row, cycled (empty: 1, 2, 1, 2, ...).
+    pub cluster_ids: Vec<i64>,
+    /// `/notes/big`: (rows claimed, rows written), when present.
+    pub extra: Option<(usize, usize)>,
+    pub links: Vec<Link>,
+    /// Groups nested below `/deep` (0: none).
+    pub depth: usize,
+    /// A snapshot after the last iteration (`/model/theta` and
+    /// `/model/previous_theta` of 2 parameters): a run `train --resume` reads.
+    pub model: bool,
+}
+
+impl Structure {
+    /// A valid trace of `iterations` × `workers`, nothing hostile.
+    pub fn valid(iterations: usize, workers: usize) -> Self {
+        Structure {
+            simulation: None,
+            iterations,
+            workers,
+            claims: Vec::new(),
+            cluster_ids: Vec::new(),
+            extra: None,
+            links: Vec::new(),
+            depth: 0,
+            model: false,
+        }
+    }
+
+    /// A structure from fuzz bytes: every byte string gives one, and every
+    /// hostile shape, link and id above is a few bytes away.
+    pub fn from_bytes(data: &[u8]) -> Self {
+        // Rows: small, ordinary, and far beyond any file.
+        const SIZES: [usize; 12] = [
+            0,
+            1,
+            3,
+            17,
+            1000,
+            1 << 16,
+            1_000_000,
+            1_000_000_000,
+            2_000_000_000,
+            1 << 31,
+            1 << 33,
+            1 << 40,
+        ];
+        const IDS: [i64; 10] = [
+            -1,
+            0,
+            1,
+            2,
+            3,
+            -2,
+            1_000_000_000,
+            1 << 62,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let mut bytes = data.iter().copied();
+        let mut next = move || bytes.next().unwrap_or(0);
+        let flags = next();
+        let mut s = Structure::valid(usize::from(next() % 9), 1 + usize::from(next() % 4));
+        if flags & 1 != 0 {
+            s.simulation = Some((1 + usize::from(next() % 4), flags & 2 != 0));
+        }
+        // Columns: up to 2·10^9 (the (3, 2·10^9) /worker/finish_s of issue 17).
+        const COLUMNS: [usize; 8] = [0, 1, 3, 17, 1000, 1 << 16, 1_000_000, 2_000_000_000];
+        for _ in 0..next() % 4 {
+            let spec = usize::from(next()) % DATASETS.len();
+            let columns = COLUMNS[usize::from(next()) % COLUMNS.len()];
+            // At most 2^62 values: HDF5's sizes are 64-bit.
+            let rows = SIZES[usize::from(next()) % SIZES.len()].min((1 << 62) / columns.max(1));
+            s.claims.push((spec, rows, columns));
+        }
+        for _ in 0..next() % 4 {
+            s.cluster_ids.push(IDS[usize::from(next()) % IDS.len()]);
+        }
+        if flags & 4 != 0 {
+            let claimed = SIZES[usize::from(next()) % SIZES.len()];
+            s.extra = Some((claimed, usize::from(next() % 64)));
+        }
+        for (i, link) in LINKS.iter().enumerate() {
+            if u16::from(next()) & (1 << (i % 8)) != 0 && flags & 8 != 0 {
+                s.links.push(*link);
+            }
+        }
+        if flags & 16 != 0 {
+            s.depth = [1, 8, 32, 33, 100, 600][usize::from(next()) % 6];
+        }
+        s.model = flags & 32 != 0;
+        s
+    }
+}
+
+fn attr_u64(loc: &hdf5::Location, name: &str, v: u64) {
+    loc.new_attr::<u64>()
+        .create(name)
+        .unwrap()
+        .write_scalar(&v)
+        .unwrap();
+}
+
+/// A chunked dataset, resizable in every dimension, holding `values` as
+/// `rows` × `columns` (`columns = None`: one dimension).
+fn written<T: H5Type + Copy>(
+    g: &Group,
+    name: &str,
+    values: &[T],
+    rows: usize,
+    columns: Option<usize>,
+) -> Dataset {
+    let b = g.new_dataset::<T>();
+    let ds = match columns {
+        None => b
+            .chunk((64,))
+            .shape((Extent::resizable(rows),))
+            .create(name),
+        Some(k) => b
+            .chunk((16, k.clamp(1, 64)))
+            .shape((Extent::resizable(rows), Extent::resizable(k)))
+            .create(name),
+    }
+    .unwrap();
+    if !values.is_empty() {
+        ds.write_raw(values).unwrap();
+    }
+    ds
+}
+
+/// The datasets of the schema table in `g`: `n` rows of `k` workers,
+/// every value real; then the claims of `s` resized over them.
+fn schema_group(g: &Group, s: &Structure) {
+    let (n, k) = (s.iterations, s.workers);
+    let it = g.create_group("iteration").unwrap();
+    let wk = g.create_group("worker").unwrap();
+    for (index, spec) in DATASETS.iter().enumerate() {
+        let (parent, columns, len) = match spec.group {
+            SchemaGroup::Iteration => (&it, None, n),
+            SchemaGroup::Worker => (&wk, Some(k), n * k),
+        };
+        let ds = match spec.element {
+            ElementType::F64 => {
+                let v: Vec<f64> = (0..len).map(|i| 0.25 + i as f64).collect();
+                written(parent, spec.name, &v, n, columns)
+            }
+            ElementType::U64 => written(parent, spec.name, &vec![2u64; len], n, columns),
+            ElementType::I64 => {
+                let ids: Vec<i64> = (0..len)
+                    .map(|i| {
+                        if s.cluster_ids.is_empty() {
+                            1 + (i % 2) as i64
+                        } else {
+                            s.cluster_ids[i % s.cluster_ids.len()]
+                        }
+                    })
+                    .collect();
+                written(parent, spec.name, &ids, n, columns)
+            }
+            ElementType::Flag => {
+                let v: Vec<u8> = (0..len).map(|i| (i % 3 == 0) as u8).collect();
+                written(parent, spec.name, &v, n, columns)
+            }
+        };
+        string_attr(&ds, "unit", spec.unit);
+        for &(_, rows, cols) in s.claims.iter().filter(|c| c.0 == index) {
+            // HDF5 refuses some extents (beyond its 2^64 bytes of address): keep what it takes.
+            let _ = match spec.group {
+                SchemaGroup::Iteration => ds.resize((rows,)),
+                SchemaGroup::Worker => ds.resize((rows, cols)),
+            };
+        }
+    }
+}
+
+/// Write the file of `s` at `path`.
+pub fn build(path: &Path, s: &Structure) {
+    let _ = std::fs::remove_file(path);
+    let file = File::create(path).unwrap();
+    string_attr(&file, "gradcode_version", env!("CARGO_PKG_VERSION"));
+    string_attr(&file, "config_toml", "workers = 2\n");
+    attr_u64(&file, "workers", s.workers as u64);
+    attr_u64(&file, "seed", 1);
+    match s.simulation {
+        None => {
+            string_attr(&file, "scheme", "gc");
+            schema_group(&file, s);
+        }
+        Some((trials, linked)) => {
+            string_attr(&file, "scheme", "gc");
+            let scheme = file.create_group("sim/gc").unwrap();
+            attr_u64(&scheme, "trials", trials as u64);
+            let first = scheme.create_group("trial_0").unwrap();
+            schema_group(&first, s);
+            for t in 1..trials {
+                if linked {
+                    scheme
+                        .link_hard("/sim/gc/trial_0", &format!("trial_{t}"))
+                        .unwrap();
+                } else {
+                    schema_group(&scheme.create_group(&format!("trial_{t}")).unwrap(), s);
+                }
+            }
+        }
+    }
+    if s.model {
+        let model = file.create_group("model").unwrap();
+        for name in ["theta", "previous_theta"] {
+            let ds = written(&model, name, &[0.5f64, -0.5], 2, None);
+            attr_u64(&ds, "iteration", s.iterations as u64);
+        }
+    }
+    if let Some((claimed, rows)) = s.extra {
+        let notes = file.create_group("notes").unwrap();
+        let v: Vec<f64> = (0..rows).map(|i| i as f64).collect();
+        let ds = written(&notes, "big", &v, rows, None);
+        let _ = ds.resize((claimed,));
+    }
+    if !s.links.is_empty() {
+        let lp = file.create_group("loop").unwrap();
+        for link in &s.links {
+            match link {
+                Link::SelfHard => lp.link_hard("/loop", "self").unwrap(),
+                Link::RootHard => lp.link_hard("/", "root").unwrap(),
+                Link::RootSoft => lp.link_soft("/", "up").unwrap(),
+                Link::Dangling => lp.link_soft("/nothing/here", "dangling").unwrap(),
+                Link::External => lp.link_external("/dev/zero", "/", "ext").unwrap(),
+                Link::DatasetCopies => {
+                    let notes = if file.link_exists("notes") {
+                        file.group("notes").unwrap()
+                    } else {
+                        file.create_group("notes").unwrap()
+                    };
+                    if !notes.link_exists("big") {
+                        written(&notes, "big", &[1.0f64, 2.0, 3.0], 3, None);
+                    }
+                    for i in 0..8 {
+                        notes.link_hard("/notes/big", &format!("copy_{i}")).unwrap();
+                    }
+                }
+            }
+        }
+    }
+    if s.depth > 0 {
+        let mut g = file.create_group("deep").unwrap();
+        for _ in 1..s.depth {
+            g = g.create_group("d").unwrap();
+        }
+        attr_u64(&g, "level", s.depth as u64);
+    }
+    file.close().unwrap();
+}

@@ -357,6 +357,10 @@ pub fn trace_csv(text: &[u8], workers: usize, columns: Option<Vec<usize>>) {
 
 // ---------------------------------------------------------------- HDF5 traces
 
+/// Hostile trace files built with the hdf5 crate (also used by tests/inspect.rs).
+#[cfg(feature = "hdf5")]
+pub mod hostile;
+
 #[cfg(feature = "hdf5")]
 pub mod hdf5_trace {
     use super::*;
@@ -422,6 +426,33 @@ pub mod hdf5_trace {
             file.truncate(t % (len + 1));
         }
         hdf5_file(&file);
+    }
+
+    /// Structure-aware generation: bytes → a hostile [`hostile::Structure`]
+    /// (datasets claiming shapes far beyond the file, cluster ids up to
+    /// 2^63 − 1, groups linked into themselves or to the root, soft, dangling
+    /// and external links, hard-linked datasets and trials, deep nesting),
+    /// written with the hdf5 crate and read back by every reader. Each ends
+    /// in `Ok` or a one-line error; under libFuzzer's memory limit an
+    /// allocation sized by a claim or a value is a finding.
+    pub fn structure_bytes(data: &[u8]) {
+        let s = super::hostile::Structure::from_bytes(data);
+        let path = scratch_file("structure.h5");
+        super::hostile::build(&path, &s);
+        let [_, report, _] = read_all(&path);
+        if report.is_none() {
+            // What inspect accepted is bounded by the file.
+            let r = Report::read(&path).expect("read twice, same answer");
+            for summary in r
+                .summary
+                .iter()
+                .chain(r.schemes.iter().flatten().map(|scheme| &scheme.summary))
+            {
+                if let Some(c) = &summary.clusters {
+                    assert!(c.count <= s.workers, "{s:?}: P = {}", c.count);
+                }
+            }
+        }
     }
 
     /// Read a (corrupted) trace file back with every reader of traces: see [`read_all`].

@@ -97,6 +97,11 @@ pub struct GcDcParams {
     pub decode_tolerance: f64,
     /// Arrival sets whose coefficients are cached.
     pub decode_cache_entries: usize,
+    /// Model time after which the master decodes the clusters that have
+    /// l − r + 1 codewords and updates with the mean over their partitions
+    /// (partial recovery); none: wait for every cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<f64>,
 }
 
 impl Default for GcDcParams {
@@ -113,6 +118,7 @@ impl Default for GcDcParams {
             code_draws: code.draws(),
             decode_tolerance: code.tolerance(),
             decode_cache_entries: code.cache_entries(),
+            deadline: None,
         }
     }
 }
@@ -120,19 +126,22 @@ impl Default for GcDcParams {
 fn build_gc_dc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     let p: GcDcParams = args.params()?;
     let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
-    Ok(Box::new(DynamicClustering::new(
-        args.workers,
-        p.clusters,
-        p.load,
-        p.clusters_per_worker,
-        p.assignment.as_deref(),
-        p.assignment_draws,
-        p.straggler_threshold,
-        clustering_policy(p.clustering),
-        options,
-        &mut args.rng(Stream::Code),
-        &mut args.rng(Stream::ClusterShifts),
-    )?))
+    Ok(Box::new(
+        DynamicClustering::new(
+            args.workers,
+            p.clusters,
+            p.load,
+            p.clusters_per_worker,
+            p.assignment.as_deref(),
+            p.assignment_draws,
+            p.straggler_threshold,
+            clustering_policy(p.clustering),
+            options,
+            &mut args.rng(Stream::Code),
+            &mut args.rng(Stream::ClusterShifts),
+        )?
+        .with_deadline(p.deadline)?,
+    ))
 }
 
 impl From<ClusterError> for CodingError {
@@ -171,6 +180,8 @@ pub struct DynamicClustering {
     workers: usize,
     assignment: Assignment,
     source: AssignmentSource,
+    /// Partial recovery: model time after which the master decodes what arrived.
+    deadline: Option<f64>,
     policy: Box<dyn ClusteringPolicy>,
     threshold: f64,
     decoder: GroupDecoder,
@@ -280,6 +291,7 @@ impl DynamicClustering {
             initial,
             assignment,
             source,
+            deadline: None,
             policy,
             threshold,
             decoder: GroupDecoder::cyclic(code, options),
@@ -293,6 +305,18 @@ impl DynamicClustering {
     /// The worker cluster assignment matrix.
     pub fn assignment(&self) -> &Assignment {
         &self.assignment
+    }
+
+    /// GC-DC with a deadline (model time, finite and > 0): at the deadline the
+    /// master decodes the clusters that have l − r + 1 codewords and updates
+    /// with the mean over their partitions (partial recovery). `None` leaves
+    /// it as it is.
+    pub fn with_deadline(mut self, deadline: Option<f64>) -> Result<Self, CodingError> {
+        super::check_deadline(deadline)?;
+        if deadline.is_some() {
+            self.deadline = deadline;
+        }
+        Ok(self)
     }
 
     /// Where the assignment matrix came from (given, the paper's, or drawn).
@@ -371,9 +395,17 @@ impl ArrivalTracker for DynamicTracker<'_> {
         });
         self.counter.all_groups_done()
     }
+
+    fn recoverable(&self) -> bool {
+        self.counter.any_group_done()
+    }
 }
 
 impl Scheme for DynamicClustering {
+    fn decode_tolerance(&self) -> Option<f64> {
+        Some(self.decoder.tolerance())
+    }
+
     fn kind(&self) -> &'static SchemeEntry {
         &GC_DC
     }
@@ -454,7 +486,20 @@ impl Scheme for DynamicClustering {
             plan,
             partitions: &self.partitions,
         };
-        self.decoder.decode_groups(&layout, self.workers, received)
+        let mut decoding = self.decoder.decode_groups(&layout, self.workers, received);
+        if self.deadline.is_some() {
+            // Partial recovery: the clusters that decoded are enough.
+            decoding.decodable = !decoding.recovered.is_empty();
+        }
+        decoding
+    }
+
+    fn deadline(&self) -> Option<f64> {
+        self.deadline
+    }
+
+    fn partial_recovery(&self) -> bool {
+        self.deadline.is_some()
     }
 
     /// As GC-SC in any one clustering: r − 1 stragglers whatever they are (the
@@ -476,8 +521,12 @@ impl Scheme for DynamicClustering {
         Some(self)
     }
 
-    /// P(l − r + 1) workers of load r (000 §VI), as for GC-SC.
+    /// P(l − r + 1) workers of load r (000 §VI), as for GC-SC; none with a
+    /// deadline (partial recovery can end an iteration earlier).
     fn lower_bound(&self) -> Option<LowerBound> {
+        if self.deadline.is_some() {
+            return None;
+        }
         let code = self
             .decoder
             .cyclic_code()

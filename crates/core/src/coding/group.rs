@@ -13,10 +13,15 @@ use faer::Mat;
 use super::mds::solve_ones;
 use super::{Arrival, CodeOptions, CyclicMds, Decoding, GroupDecoding, Solution};
 
+/// The most memory one decoder's cache of coefficients takes (256 MiB), in
+/// whatever `scheme.decode_cache_entries` says: 4096 entries at K = 4096
+/// would take 130 MiB, 2^20 of them 34 GiB.
+pub const MAX_CACHE_BYTES: usize = 256 << 20;
+
 #[derive(Debug, Clone)]
 enum GroupCode {
     /// Tandon's cyclic repetition code (exact answers for r = l and r = 1).
-    Cyclic(CyclicMds),
+    Cyclic(Box<CyclicMds>),
     /// Any encoding matrix; `unique_at` rows give a unique solution.
     Matrix {
         b: Mat<f64>,
@@ -43,7 +48,7 @@ impl GroupDecoder {
     pub fn cyclic(code: CyclicMds, options: CodeOptions) -> Self {
         let (rows, needed) = (code.size(), code.needed());
         Self {
-            code: GroupCode::Cyclic(code),
+            code: GroupCode::Cyclic(Box::new(code)),
             rows,
             cols: rows,
             needed,
@@ -74,7 +79,7 @@ impl GroupDecoder {
     /// The cyclic code of a decoder built with [`GroupDecoder::cyclic`].
     pub fn cyclic_code(&self) -> Option<&CyclicMds> {
         match &self.code {
-            GroupCode::Cyclic(code) => Some(code),
+            GroupCode::Cyclic(code) => Some(code.as_ref()),
             GroupCode::Matrix { .. } => None,
         }
     }
@@ -87,6 +92,11 @@ impl GroupDecoder {
     /// Partitions (columns) of the group.
     pub fn cols(&self) -> usize {
         self.cols
+    }
+
+    /// `scheme.decode_tolerance`: the largest residual a solve accepts.
+    pub fn tolerance(&self) -> f64 {
+        self.options.tolerance()
     }
 
     /// Distinct codewords that always suffice.
@@ -113,7 +123,13 @@ impl GroupDecoder {
             } => solve_ones(b, *max_abs_b, positions, *unique_at, tolerance),
         }
         .map(Arc::new);
-        if self.cache.len() >= self.options.cache_entries() {
+        // An entry: the key (rows bits), up to `rows` coefficients, the map's overhead.
+        let entry_bytes = self.rows.div_ceil(8) + 8 * self.rows + 64;
+        let entries = self
+            .options
+            .cache_entries()
+            .min((MAX_CACHE_BYTES / entry_bytes).max(1));
+        if self.cache.len() >= entries {
             // Bounded memory: start over rather than track recency.
             self.cache.clear();
         }
@@ -245,6 +261,11 @@ impl GroupCounter {
     /// Every group has `needed` distinct arrivals.
     pub(crate) fn all_groups_done(&self) -> bool {
         self.groups_done == self.per_group.len()
+    }
+
+    /// Some group has `needed` distinct arrivals.
+    pub(crate) fn any_group_done(&self) -> bool {
+        self.groups_done > 0
     }
 
     /// Distinct workers heard from.

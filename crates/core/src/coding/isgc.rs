@@ -189,15 +189,7 @@ impl WaitPolicy {
                 ));
             }
         }
-        if let Some(d) = deadline {
-            if !(d.is_finite() && d > 0.0) {
-                return Err(CodingError::invalid(
-                    "scheme.deadline",
-                    d,
-                    "must be a finite model time > 0",
-                ));
-            }
-        }
+        super::check_deadline(deadline)?;
         Ok(Self { wait_for, deadline })
     }
 

@@ -27,6 +27,52 @@ pub struct CyclicMds {
     /// Row i: the coefficients of worker-position i on local partitions 0..size.
     b: Mat<f64>,
     max_abs_b: f64,
+    /// The factors of [`Structured`], computed at the first solve of a code
+    /// of at least [`STRUCTURED_MIN_SIZE`] positions (`None` inside: the
+    /// code did not factor well, every set is solved densely).
+    structured: std::sync::OnceLock<Option<Structured>>,
+}
+
+/// Codes of at least this many positions are decoded by their structure
+/// ([`Structured`]: O(size·r + r³) per arrival set after one dense
+/// factorisation) instead of one dense least-squares solve per set
+/// (O(size³): 3.5 s per set at size 4096). Below it the dense solve is as
+/// fast or faster (`cargo bench --bench decode`, `scripts/bench-large-k.sh`)
+/// and its results are the reference every figure was computed with.
+pub const STRUCTURED_MIN_SIZE: usize = 256;
+
+/// The most construction work [`CyclicMds::best_of`] takes on, in units of
+/// one multiply-add: `draws × size × (r − 1)³ / 3` (each row of each draw
+/// solves an (r − 1) × (r − 1) system). 2^37 (1.4e11) is 10 to 20 s on the
+/// development machine (`scripts/bench-large-k.sh`: K = 4096, r = 200, 8
+/// draws, 8.6e10, takes 7 s); K = 4096 allows r up to 233 with the default 8
+/// draws, K = 1000 up to 373, K = 373 or fewer any r.
+pub const MAX_CONSTRUCTION_WORK: u128 = 1 << 37;
+
+/// Decoding by structure. Every row of B lies in null(H), of dimension
+/// m = size − r + 1, and any m rows are a basis of it, so every solution of
+/// â·B = v (â over all positions, v in the row space) is â_v + Z·y, with â_v
+/// one solution and the r − 1 columns of Z a basis of the left null space of
+/// B. A set W of received positions (S = the others) decodes with the â of
+/// that family that vanishes on S and has the least norm: the minimum-norm
+/// solution of a·B_W = 1 that the dense solve gives. For a minimal set
+/// (|S| = r − 1) y solves the square system Z_S·y = −â_S; for more arrivals
+/// the least-norm one solves `[ZᵀZ  Z_Sᵀ; Z_S  0]·[y; λ] = [−Zᵀâ_v; −â_v,S]`.
+/// â_v comes from one QR factorisation of B_W₀ᵀ for W₀ = the first m
+/// positions (kept, O(size·m) per right-hand side), and column s of Z is
+/// e_{m+s} − c_s where c_s expresses row m + s in the rows of W₀. Two steps of
+/// iterative refinement on the residual (each one more such solve) bring the
+/// residual to that of the dense solve.
+#[derive(Debug, Clone)]
+struct Structured {
+    /// The QR factorisation of B_W₀ᵀ (size × m).
+    w0: faer::linalg::solvers::Qr<f64>,
+    /// Z: size × (r − 1).
+    null: Mat<f64>,
+    /// ZᵀZ.
+    gram: Mat<f64>,
+    /// â₁: the solution of â·B = 1 that vanishes on the positions m..size.
+    ones: Vec<f64>,
 }
 
 /// Decoding coefficients for one arrival set of a [`CyclicMds`] code.
@@ -84,6 +130,23 @@ impl CyclicMds {
                 "must be at least 1",
             ));
         }
+        if load >= 2 && load < size {
+            let work = construction_work(size, load, draws);
+            if work > MAX_CONSTRUCTION_WORK {
+                return Err(CodingError::invalid(
+                    "scheme.load",
+                    load,
+                    format!(
+                        "is too large for a cyclic code of {size} workers with scheme.code_draws = {draws}: \
+                         building it takes {draws} × {size} × (load − 1)³ / 3 ≈ {:.1e} operations, \
+                         more than the limit {:.1e} (about a minute); the largest load within it is {}",
+                        work as f64,
+                        MAX_CONSTRUCTION_WORK as f64,
+                        max_load_within(size, draws),
+                    ),
+                ));
+            }
+        }
         let mut best = Self::new(size, load, rng)?;
         if load == 1 || load == size {
             return Ok(best); // exact constructions: nothing to choose
@@ -111,6 +174,7 @@ impl CyclicMds {
             load,
             b,
             max_abs_b,
+            structured: std::sync::OnceLock::new(),
         }
     }
 
@@ -231,7 +295,208 @@ impl CyclicMds {
                 amplification: 1.0,
             });
         }
+        if self.size >= STRUCTURED_MIN_SIZE {
+            if positions.len() < self.needed() {
+                // Fewer than m rows of a basis of null(H) span a subspace
+                // that holds 1 with probability 0 (001, Theorem 3).
+                return None;
+            }
+            let structured = self
+                .structured
+                .get_or_init(|| Structured::new(&self.b, self.load, tolerance));
+            if let Some(structured) = structured {
+                // With its refinement it is at least as accurate as the dense
+                // solve (scripts/bench-large-k.sh counts both ways).
+                return structured.solve(self, positions, tolerance);
+            }
+            // The code did not factor accurately: every set is solved densely.
+        }
+        self.solve_dense(positions, tolerance)
+    }
+
+    /// [`Self::solve`] by the code's structure (see [`Structured`]), whatever
+    /// the size; the dense solve when the code does not factor accurately.
+    pub fn solve_structured(&self, positions: &[usize], tolerance: f64) -> Option<Solution> {
+        if self.load == self.size || self.load == 1 || positions.len() < self.needed() {
+            return self.solve(positions, tolerance);
+        }
+        match self
+            .structured
+            .get_or_init(|| Structured::new(&self.b, self.load, tolerance))
+        {
+            Some(structured) => structured.solve(self, positions, tolerance),
+            None => self.solve_dense(positions, tolerance),
+        }
+    }
+
+    /// [`Self::solve`] by one dense least-squares solve (QR, or SVD beyond
+    /// `needed()` arrivals), whatever the size: the reference.
+    pub fn solve_dense(&self, positions: &[usize], tolerance: f64) -> Option<Solution> {
         solve_ones(&self.b, self.max_abs_b, positions, self.needed(), tolerance)
+    }
+
+    /// 1 − â·B for coefficients `a` of every position (0 where not
+    /// received), by the cyclic support of the rows (O(size·r)).
+    fn residual_vector(&self, a: &[f64]) -> Vec<f64> {
+        let mut rest = vec![1.0; self.size];
+        for (i, &ai) in a.iter().enumerate() {
+            if ai != 0.0 {
+                for o in 0..self.load {
+                    let c = (i + o) % self.size;
+                    rest[c] -= ai * self.b[(i, c)];
+                }
+            }
+        }
+        rest
+    }
+}
+
+/// `draws × size × (load − 1)³ / 3`.
+fn construction_work(size: usize, load: usize, draws: usize) -> u128 {
+    let s = load.saturating_sub(1) as u128;
+    draws as u128 * size as u128 * s * s * s / 3
+}
+
+/// The largest load whose construction work is within [`MAX_CONSTRUCTION_WORK`].
+fn max_load_within(size: usize, draws: usize) -> usize {
+    let mut load = 2;
+    while load < size && construction_work(size, load + 1, draws) <= MAX_CONSTRUCTION_WORK {
+        load += 1;
+    }
+    load
+}
+
+/// A structured solve whose residual is above `tolerance` times this is
+/// refined (one more O(size·m) solve per step): the decode then keeps a
+/// margin below the tolerance without paying for refinement in the usual case.
+const REFINE_BELOW: f64 = 0.1;
+
+impl Structured {
+    /// The factors of `b` (load `load`, at least 2 and less than its size),
+    /// or `None` when the factorisation of B_W₀ is not accurate to `tolerance`.
+    fn new(b: &Mat<f64>, load: usize, tolerance: f64) -> Option<Self> {
+        let size = b.nrows();
+        let m = size - load + 1;
+        let nulls = load - 1;
+        // B_W₀ᵀ: size × m, column j = row j of B.
+        let bt = Mat::<f64>::from_fn(size, m, |r, c| b[(c, r)]);
+        let w0 = bt.qr();
+        // c_s for the rows m..size of B: each lies in the span of B_W₀ᵀ.
+        let rows = Mat::<f64>::from_fn(size, nulls, |r, c| b[(m + c, r)]);
+        let x = w0.solve_lstsq(&rows);
+        let fit = (&bt * &x - &rows).norm_max();
+        if !(fit.is_finite() && fit <= tolerance * (1.0 + b.norm_max())) {
+            return None;
+        }
+        let null = Mat::<f64>::from_fn(size, nulls, |r, c| {
+            if r < m {
+                -x[(r, c)]
+            } else if r - m == c {
+                1.0
+            } else {
+                0.0
+            }
+        });
+        let gram = null.transpose() * &null;
+        let mut structured = Self {
+            w0,
+            null,
+            gram,
+            ones: Vec::new(),
+        };
+        structured.ones = structured.on_w0(&vec![1.0; size]);
+        Some(structured)
+    }
+
+    /// The solution of d·B = v that vanishes on the positions m..size, for v
+    /// in the row space of B (one entry per partition): O(size·m).
+    fn on_w0(&self, v: &[f64]) -> Vec<f64> {
+        let size = v.len();
+        let m = size - self.gram.nrows();
+        let x = self
+            .w0
+            .solve_lstsq(Mat::<f64>::from_fn(size, 1, |r, _| v[r]));
+        (0..size)
+            .map(|p| if p < m { x[(p, 0)] } else { 0.0 })
+            .collect()
+    }
+
+    /// The least-norm d over the positions with d·B = d₀·B and d = 0 on
+    /// `missing`, from `d`= d₀ (which it changes): O(size·r + r³).
+    fn project(&self, mut d: Vec<f64>, missing: &[usize]) -> Vec<f64> {
+        let size = d.len();
+        let nulls = self.gram.nrows();
+        let y = if missing.len() == nulls {
+            // A minimal set: Z_S is square and fixes y.
+            let zs = Mat::<f64>::from_fn(nulls, nulls, |r, c| self.null[(missing[r], c)]);
+            let rhs = Mat::<f64>::from_fn(nulls, 1, |r, _| -d[missing[r]]);
+            zs.partial_piv_lu().solve(&rhs)
+        } else {
+            let n = nulls + missing.len();
+            let kkt = Mat::<f64>::from_fn(n, n, |r, c| match (r < nulls, c < nulls) {
+                (true, true) => self.gram[(r, c)],
+                (true, false) => self.null[(missing[c - nulls], r)],
+                (false, true) => self.null[(missing[r - nulls], c)],
+                (false, false) => 0.0,
+            });
+            let rhs = Mat::<f64>::from_fn(n, 1, |r, _| {
+                if r < nulls {
+                    -(0..size).map(|p| self.null[(p, r)] * d[p]).sum::<f64>()
+                } else {
+                    -d[missing[r - nulls]]
+                }
+            });
+            kkt.partial_piv_lu().solve(&rhs)
+        };
+        for (p, dp) in d.iter_mut().enumerate() {
+            *dp += (0..nulls)
+                .map(|c| self.null[(p, c)] * y[(c, 0)])
+                .sum::<f64>();
+        }
+        d
+    }
+
+    /// The minimum-norm a with a·B_W = 1 for the rows `positions` of `code`
+    /// (ascending, distinct, at least `needed()`), `None` when its residual
+    /// exceeds `tolerance` after two steps of refinement: not decodable.
+    fn solve(&self, code: &CyclicMds, positions: &[usize], tolerance: f64) -> Option<Solution> {
+        let size = code.size;
+        let mut received = vec![false; size];
+        for &p in positions {
+            received[p] = true;
+        }
+        let missing: Vec<usize> = (0..size).filter(|&p| !received[p]).collect();
+        if missing.len() > self.gram.nrows() {
+            return None;
+        }
+        let mut a = self.project(self.ones.clone(), &missing);
+        let mut residual = code.residual_vector(&a);
+        // Iterative refinement: correct a by the solution for the residual.
+        for _ in 0..2 {
+            let worst = residual.iter().fold(0.0_f64, |m, r| m.max(r.abs()));
+            if !worst.is_finite() || worst <= tolerance * REFINE_BELOW {
+                break;
+            }
+            let delta = self.project(self.on_w0(&residual), &missing);
+            let next: Vec<f64> = a.iter().zip(&delta).map(|(a, d)| a + d).collect();
+            let next_residual = code.residual_vector(&next);
+            let next_worst = next_residual.iter().fold(0.0_f64, |m, r| m.max(r.abs()));
+            if next_worst.is_nan() || next_worst >= worst {
+                break;
+            }
+            (a, residual) = (next, next_residual);
+        }
+        let worst = residual.iter().fold(0.0_f64, |m, r| m.max(r.abs()));
+        if !worst.is_finite() || worst > tolerance {
+            return None;
+        }
+        let coefficients: Vec<f64> = positions.iter().map(|&p| a[p]).collect();
+        let max_a = coefficients.iter().fold(0.0_f64, |acc, x| acc.max(x.abs()));
+        Some(Solution {
+            coefficients,
+            residual: worst,
+            amplification: max_a * code.max_abs_b,
+        })
     }
 }
 
@@ -326,6 +591,86 @@ mod tests {
             id.solve(&[0, 1, 2, 3], 1e-12).unwrap().coefficients,
             vec![1.0; 4]
         );
+    }
+
+    /// Ascending random subsets of 0..size with `missing` positions left out.
+    fn random_set(size: usize, missing: usize, rng: &mut impl Rng) -> Vec<usize> {
+        use rand::seq::SliceRandom;
+        let mut all: Vec<usize> = (0..size).collect();
+        all.shuffle(rng);
+        let mut set = all[missing..].to_vec();
+        set.sort_unstable();
+        set
+    }
+
+    #[test]
+    fn the_structured_solve_gives_the_dense_minimum_norm_coefficients() {
+        let mut rng = stream(5, Stream::CheckSampling);
+        for (size, load) in [(12, 3), (40, 10), (64, 2), (257, 2), (300, 7)] {
+            let c = CyclicMds::best_of(size, load, 2, &mut stream(9, Stream::Code)).unwrap();
+            for missing in [load - 1, load / 2, 0] {
+                for _ in 0..4 {
+                    let set = random_set(size, missing, &mut rng);
+                    let dense = c.solve_dense(&set, 1e-6).expect("dense decodes");
+                    let fast = c.solve_structured(&set, 1e-6).unwrap_or_else(|| {
+                        panic!("K={size} r={load} missing {missing}: structured fails")
+                    });
+                    let scale = dense
+                        .coefficients
+                        .iter()
+                        .fold(1.0_f64, |m, x| m.max(x.abs()));
+                    for (a, b) in dense.coefficients.iter().zip(&fast.coefficients) {
+                        assert!(
+                            (a - b).abs() <= 1e-7 * scale,
+                            "K={size} r={load} missing {missing}: {a} vs {b}"
+                        );
+                    }
+                    assert!(fast.residual <= 1e-6);
+                    assert!(c.solve(&set, 1e-6).is_some());
+                }
+            }
+            // One missing position more than the code tolerates: not decodable either way.
+            let set = random_set(size, load, &mut rng);
+            assert!(c.solve_dense(&set, 1e-6).is_none());
+            assert!(c.solve_structured(&set, 1e-6).is_none());
+            assert!(c.solve(&set, 1e-6).is_none());
+        }
+    }
+
+    #[test]
+    fn large_codes_are_decoded_by_structure() {
+        let c =
+            CyclicMds::best_of(STRUCTURED_MIN_SIZE, 4, 1, &mut stream(2, Stream::Code)).unwrap();
+        let set: Vec<usize> = (3..STRUCTURED_MIN_SIZE).collect();
+        assert!(c.structured.get().is_none(), "factored at the first solve");
+        let s = c.solve(&set, 1e-8).expect("decodes");
+        assert!(
+            matches!(c.structured.get(), Some(Some(_))),
+            "the code's structure was factored and used"
+        );
+        assert_eq!(Some(s), c.solve_structured(&set, 1e-8));
+    }
+
+    #[test]
+    fn construction_work_beyond_the_limit_is_refused_naming_the_load() {
+        let max = max_load_within(4096, 8);
+        assert!(construction_work(4096, max, 8) <= MAX_CONSTRUCTION_WORK);
+        assert!(construction_work(4096, max + 1, 8) > MAX_CONSTRUCTION_WORK);
+        let e = CyclicMds::best_of(4096, max + 1, 8, &mut stream(1, Stream::Code)).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("scheme.load = {} is too large", max + 1)),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("the largest load within it is {max}")),
+            "{text}"
+        );
+        // Every load of a code of 100 workers is within the limit.
+        assert_eq!(max_load_within(100, 8), 100);
+        // Exact constructions cost nothing: any size may use them.
+        assert!(CyclicMds::best_of(4096, 4096, 8, &mut stream(1, Stream::Code)).is_ok());
+        assert!(CyclicMds::best_of(300, 1, 8, &mut stream(1, Stream::Code)).is_ok());
     }
 
     #[test]

@@ -750,6 +750,10 @@ impl ArrivalTracker for MmcTracker<'_> {
 }
 
 impl Scheme for MultiMessageCode {
+    fn decode_tolerance(&self) -> Option<f64> {
+        Some(self.decoder.tolerance())
+    }
+
     fn kind(&self) -> &'static SchemeEntry {
         self.kind
     }

@@ -27,11 +27,11 @@ mod static_code;
 pub use dynamic::{
     ClusteringKind, ClusteringTotals, DynamicClustering, GC_DC, GcDcParams, clustering_policy,
 };
-pub use group::GroupDecoder;
+pub use group::{GroupDecoder, MAX_CACHE_BYTES};
 pub use isgc::{
     IS_GC, IgnoreStragglerCode, IsGcParams, Layout as IsgcLayout, Placement, WaitPolicy,
 };
-pub use mds::{CyclicMds, Solution};
+pub use mds::{CyclicMds, MAX_CONSTRUCTION_WORK, STRUCTURED_MIN_SIZE, Solution};
 pub use mmc::{
     ACCURACY_SAMPLES, GC_MMC, GcMmcParams, MmcDesign, MultiMessageCode, UC_MMC, UcMmcParams,
     UncorrelatedCode,
@@ -71,7 +71,7 @@ impl CodingError {
     ) -> Self {
         CodingError::Invalid {
             param: param.to_string(),
-            value: value.to_string(),
+            value: crate::error::compact_number(value.to_string()),
             rule: rule.into(),
         }
     }
@@ -101,14 +101,45 @@ pub struct CodeOptions {
     cache_entries: usize,
 }
 
+/// The most `scheme.code_draws`: every draw builds a whole code (a dense
+/// K × K matrix, K small solves) to keep the best conditioned one, so the
+/// setup time grows with the draws; 1024 draws of the K = 100, r = 10 code
+/// take about a second, and the best of 8 already avoids the rare
+/// near-singular draw the option exists for.
+pub const MAX_CODE_DRAWS: usize = 1024;
+
+/// The default `scheme.decode_tolerance`.
+pub const DEFAULT_DECODE_TOLERANCE: f64 = 1e-8;
+
+/// The smallest `scheme.decode_tolerance`: the residual |a·B_W − 1|_inf of
+/// an f64 solve is a rounding error of at least about 1e-16 × the
+/// amplification, so a tolerance below 1e-15 refuses sets that decode as
+/// exactly as f64 allows.
+pub const MIN_DECODE_TOLERANCE: f64 = 1e-15;
+
+/// The most `scheme.decode_cache_entries`. Each entry holds one arrival set's
+/// coefficients; whatever this says, a decoder keeps at most
+/// [`MAX_CACHE_BYTES`] of them.
+pub const MAX_DECODE_CACHE_ENTRIES: usize = 1 << 20;
+
 impl CodeOptions {
-    /// Limits: `draws >= 1`; `0 < tolerance < 1` and finite; `cache_entries >= 1`.
+    /// Limits: `1 <= draws <= MAX_CODE_DRAWS`; `MIN_DECODE_TOLERANCE <=
+    /// tolerance < 1`; `1 <= cache_entries <= MAX_DECODE_CACHE_ENTRIES`.
     pub fn new(draws: usize, tolerance: f64, cache_entries: usize) -> Result<Self, CodingError> {
         if draws == 0 {
             return Err(CodingError::invalid(
                 "scheme.code_draws",
                 0,
                 "must be at least 1",
+            ));
+        }
+        if draws > MAX_CODE_DRAWS {
+            return Err(CodingError::invalid(
+                "scheme.code_draws",
+                draws,
+                format!(
+                    "is more than {MAX_CODE_DRAWS}: every draw builds a whole code to keep the best conditioned, so the setup time grows with the draws (the default 8 already avoids a near-singular draw)"
+                ),
             ));
         }
         if !(tolerance.is_finite() && tolerance > 0.0 && tolerance < 1.0) {
@@ -118,11 +149,29 @@ impl CodeOptions {
                 "must be in (0, 1)",
             ));
         }
+        if tolerance < MIN_DECODE_TOLERANCE {
+            return Err(CodingError::invalid(
+                "scheme.decode_tolerance",
+                tolerance,
+                format!(
+                    "is below {MIN_DECODE_TOLERANCE:e}: an f64 decode has a rounding residual of about 1e-16 × its amplification, so no set of a real-valued code would decode (default 1e-8)"
+                ),
+            ));
+        }
         if cache_entries == 0 {
             return Err(CodingError::invalid(
                 "scheme.decode_cache_entries",
                 0,
                 "must be at least 1",
+            ));
+        }
+        if cache_entries > MAX_DECODE_CACHE_ENTRIES {
+            return Err(CodingError::invalid(
+                "scheme.decode_cache_entries",
+                cache_entries,
+                format!(
+                    "is more than {MAX_DECODE_CACHE_ENTRIES} (every entry keeps one arrival set's coefficients; the default is 4096)"
+                ),
             ));
         }
         Ok(Self {
@@ -152,7 +201,7 @@ impl Default for CodeOptions {
     fn default() -> Self {
         Self {
             draws: 8,
-            tolerance: 1e-8,
+            tolerance: DEFAULT_DECODE_TOLERANCE,
             cache_entries: 4096,
         }
     }
@@ -408,6 +457,26 @@ impl Accuracy {
 pub trait ArrivalTracker {
     /// Record an arrival; returns whether the arrivals so far suffice.
     fn arrive(&mut self, arrival: Arrival) -> bool;
+    /// Whether the arrivals so far recover at least one partition: what a
+    /// partial-recovery scheme needs to decode at its deadline. True for
+    /// schemes where every message recovers its own partitions (the
+    /// default); a clustered code recovers a cluster only with l − r + 1 of
+    /// its codewords.
+    fn recoverable(&self) -> bool {
+        true
+    }
+}
+
+/// `scheme.deadline`'s limits: a finite model time > 0.
+pub(crate) fn check_deadline(deadline: Option<f64>) -> Result<(), CodingError> {
+    match deadline {
+        Some(d) if !(d.is_finite() && d > 0.0) => Err(CodingError::invalid(
+            "scheme.deadline",
+            d,
+            "must be a finite model time > 0",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The parameters of the lower bound of 000 §VI: the iteration cannot end
@@ -452,6 +521,11 @@ pub trait Scheme: Send {
     fn decode(&mut self, plan: &RoundPlan, received: &[Arrival]) -> Decoding;
     /// Stragglers tolerated.
     fn tolerance(&self) -> Tolerance;
+    /// `scheme.decode_tolerance` of a real-valued code (the residual a
+    /// decode may have); `None` for schemes that decode exactly.
+    fn decode_tolerance(&self) -> Option<f64> {
+        None
+    }
     /// GC-DC's clustering state (assignment matrix, last clustering) for
     /// `check` and `explain`; `None` for every other scheme.
     fn dynamic_clustering(&self) -> Option<&DynamicClustering> {

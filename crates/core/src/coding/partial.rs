@@ -212,6 +212,10 @@ impl ArrivalTracker for PartialTracker {
 }
 
 impl Scheme for PartialStragglerCode {
+    fn decode_tolerance(&self) -> Option<f64> {
+        Some(self.decoder.tolerance())
+    }
+
     fn kind(&self) -> &'static SchemeEntry {
         &GC_PARTIAL
     }

@@ -134,6 +134,11 @@ pub struct GcScParams {
     pub decode_tolerance: f64,
     /// Arrival sets whose coefficients are cached.
     pub decode_cache_entries: usize,
+    /// Model time after which the master decodes the clusters that have
+    /// l − r + 1 codewords and updates with the mean over their partitions
+    /// (partial recovery); none: wait for every cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<f64>,
 }
 
 impl Default for GcScParams {
@@ -146,6 +151,7 @@ impl Default for GcScParams {
             code_draws: code.draws(),
             decode_tolerance: code.tolerance(),
             decode_cache_entries: code.cache_entries(),
+            deadline: None,
         }
     }
 }
@@ -187,14 +193,17 @@ fn build_gc_sc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     let p: GcScParams = args.params()?;
     let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
     let mut rng = args.rng(Stream::Code);
-    Ok(Box::new(StaticCode::static_clustering(
-        args.workers,
-        p.clusters,
-        p.load,
-        p.assignment.as_deref(),
-        options,
-        &mut rng,
-    )?))
+    Ok(Box::new(
+        StaticCode::static_clustering(
+            args.workers,
+            p.clusters,
+            p.load,
+            p.assignment.as_deref(),
+            options,
+            &mut rng,
+        )?
+        .with_deadline(p.deadline)?,
+    ))
 }
 
 #[derive(Debug, Clone)]
@@ -284,6 +293,18 @@ impl StaticCode {
     /// Ignore stragglers under a wait policy: the fastest `wait_for` workers, a
     /// deadline (the round engine decodes what arrived by then), or both,
     /// whichever comes first. Limits: those of [`WaitPolicy::new`].
+    /// The code with a deadline (model time, finite and > 0): at the
+    /// deadline the master decodes the groups that have enough codewords and
+    /// updates with their partitions (partial recovery). `None` leaves it as
+    /// it is.
+    pub fn with_deadline(mut self, deadline: Option<f64>) -> Result<Self, CodingError> {
+        super::check_deadline(deadline)?;
+        if deadline.is_some() {
+            self.deadline = deadline;
+        }
+        Ok(self)
+    }
+
     pub fn ignore_stragglers_with(workers: usize, policy: WaitPolicy) -> Result<Self, CodingError> {
         check_workers(workers)?;
         let mut code = Self::singletons(&IGNORE_STRAGGLERS, workers, policy.wait_for());
@@ -558,9 +579,17 @@ impl ArrivalTracker for StaticTracker<'_> {
             None => self.counter.all_groups_done(),
         }
     }
+
+    fn recoverable(&self) -> bool {
+        self.counter.any_group_done()
+    }
 }
 
 impl Scheme for StaticCode {
+    fn decode_tolerance(&self) -> Option<f64> {
+        Some(self.decoder.tolerance())
+    }
+
     fn kind(&self) -> &'static SchemeEntry {
         self.kind
     }
@@ -608,7 +637,7 @@ impl Scheme for StaticCode {
     }
 
     fn partial_recovery(&self) -> bool {
-        *self.kind == IGNORE_STRAGGLERS
+        *self.kind == IGNORE_STRAGGLERS || self.deadline.is_some()
     }
 
     fn static_plan(&self) -> bool {
@@ -617,7 +646,8 @@ impl Scheme for StaticCode {
 
     /// gc-cyclic (P = 1) and gc-sc: P(l − r + 1) workers of load r (000 §VI).
     fn lower_bound(&self) -> Option<LowerBound> {
-        (*self.kind == GC_CYCLIC || *self.kind == GC_SC).then(|| {
+        // A deadline ends iterations with partial recovery: no full-recovery bound.
+        ((*self.kind == GC_CYCLIC || *self.kind == GC_SC) && self.deadline.is_none()).then(|| {
             let code = self.code();
             LowerBound {
                 load: code.load(),

@@ -126,12 +126,46 @@ pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LoadedConfig, I
     match path {
         Some(path) => {
             let origin = path.display().to_string();
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| InputError::new("--config", format!("cannot read {origin}: {e}")))?;
+            let text = read_config_file(path)?;
             parse(&text, &origin, overrides)
         }
         None => parse(DEMO_TOML, "<embedded demo>", overrides),
     }
+}
+
+/// The largest config file read, in bytes (1 MiB): the reference config,
+/// every key with a comment, is 10 KiB; a config is read whole before it is
+/// parsed, so a larger file (or `/dev/zero`) is refused after 1 MiB is read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The text of the config file at `path`, at most [`MAX_CONFIG_BYTES`] long.
+fn read_config_file(path: &Path) -> Result<String, InputError> {
+    use std::io::Read;
+    let origin = path.display().to_string();
+    let cannot =
+        |e: std::io::Error| InputError::new("--config", format!("cannot read {origin}: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(InputError::new(
+            "--config",
+            format!(
+                "{origin} is larger than {MAX_CONFIG_BYTES} bytes (1 MiB), the most a config file may be (the reference config is about 10 KiB)"
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        InputError::new(
+            "--config",
+            format!(
+                "cannot read {origin}: it is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
 }
 
 /// Parse config text; `origin` names it in errors (`file:line:column`).
@@ -424,6 +458,33 @@ mod tests {
         assert_eq!(e.field, "workers");
         let max = parse_ok("workers = 4096\n[data]\ntrain_samples = 4096\n", &[]);
         assert_eq!(max.config.workers, 4096);
+    }
+
+    #[test]
+    fn config_files_are_read_up_to_one_mib() {
+        let e = load(Some(Path::new("/dev/zero")), &[]).unwrap_err();
+        assert_eq!(e.field, "--config");
+        assert!(
+            e.to_string()
+                .contains("/dev/zero is larger than 1048576 bytes"),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("gradcode-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Exactly 1 MiB of comments is a valid (empty) config; one byte more is not.
+        let path = dir.join("big.toml");
+        let mut text = "#".repeat(MAX_CONFIG_BYTES as usize - 1);
+        text.push('\n');
+        std::fs::write(&path, &text).unwrap();
+        assert!(load(Some(&path), &[]).is_ok());
+        text.push('\n');
+        std::fs::write(&path, &text).unwrap();
+        let e = load(Some(&path), &[]).unwrap_err();
+        assert!(e.to_string().contains("is larger than"), "{e}");
+        std::fs::write(&path, b"workers = 3\n\xff\n").unwrap();
+        let e = load(Some(&path), &[]).unwrap_err();
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

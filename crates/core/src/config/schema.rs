@@ -23,6 +23,7 @@ pub struct Config {
     pub train: TrainConfig,
     pub output: OutputConfig,
     pub simulate: SimulateConfig,
+    pub runtime: RuntimeConfig,
 }
 
 impl Default for Config {
@@ -37,6 +38,7 @@ impl Default for Config {
             train: TrainConfig::default(),
             output: OutputConfig::default(),
             simulate: SimulateConfig::default(),
+            runtime: RuntimeConfig::default(),
         }
     }
 }
@@ -446,6 +448,36 @@ impl Default for OutputConfig {
             snapshot_every: 10,
         }
     }
+}
+
+/// How an MPI rank waits for its next message (`runtime.wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeWait {
+    /// Spin when the node's ranks do not outnumber its cores, back off otherwise.
+    #[default]
+    Auto,
+    /// Busy-poll MPI: the lowest latency, a core per rank.
+    Spin,
+    /// Probe, then sleep a growing interval: ranks that share cores stay responsive.
+    Backoff,
+}
+
+impl RuntimeWait {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Spin => "spin",
+            Self::Backoff => "backoff",
+        }
+    }
+}
+
+/// `[runtime]`: how the MPI ranks of `train` run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    pub wait: RuntimeWait,
 }
 
 /// `[simulate]`: the Monte Carlo simulator.

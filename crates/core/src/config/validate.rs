@@ -67,10 +67,24 @@ pub fn validate(config: &Config) -> Result {
     Ok(())
 }
 
+/// The largest `straggler.time_unit_ms`: one day of wall time per model time
+/// unit. Beyond it every emulated time is days long, and around 10^16 ms even
+/// one model time unit no longer fits a clock.
+pub const MAX_TIME_UNIT_MS: f64 = 86_400_000.0;
+
 fn validate_straggler(s: &StragglerConfig) -> Result {
     non_negative("straggler.alpha", s.alpha)?;
     positive("straggler.mu", s.mu)?;
     positive("straggler.time_unit_ms", s.time_unit_ms)?;
+    if s.time_unit_ms > MAX_TIME_UNIT_MS {
+        return Err(InputError::value(
+            "straggler.time_unit_ms",
+            format!("{:e}", s.time_unit_ms),
+            format!(
+                "must be at most {MAX_TIME_UNIT_MS} (one day of wall time per model time unit)"
+            ),
+        ));
+    }
     Ok(())
 }
 

@@ -59,6 +59,25 @@ pub struct Lane {
     learner: Option<Learner>,
     record: IterationRecord,
     totals: Totals,
+    /// The totals a resumed run starts from (see [`Driver::carry_over`]).
+    carried: Totals,
+}
+
+/// What a resumed run carries over from the iterations before its start
+/// (read from its trace), so that its summary, progress and timing count
+/// the whole run rather than the resumed part only.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Carried {
+    pub iterations: u64,
+    /// Sum of the recorded iteration times.
+    pub duration_s: f64,
+    pub stale_dropped: u64,
+    /// Worker-iterations that ran past their emulated time.
+    pub overruns: u64,
+    /// Sum of the recovered fractions.
+    pub recovered: f64,
+    /// The named timing events saved by the earlier part.
+    pub timing: Vec<TimingEvent>,
 }
 
 /// Sums over the iterations of a run, for its summary.
@@ -88,6 +107,7 @@ impl Lane {
             learner,
             record,
             totals: Totals::default(),
+            carried: Totals::default(),
         }
     }
 
@@ -107,6 +127,8 @@ impl Lane {
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunEnd {
+    /// The first iteration of this run (0, or where a resumed run started).
+    pub first: u64,
     /// Iterations completed, counting those before a resumed run's start.
     pub completed: u64,
     /// The signal that stopped the run, if one did.
@@ -122,8 +144,13 @@ pub struct RunSummary {
     pub workers: usize,
     /// Iterations completed, counting those before a resumed run's start.
     pub iterations: usize,
-    /// Mean recorded iteration time over the iterations of this run.
+    /// Mean recorded iteration time over every iteration, a resumed run's
+    /// earlier part included.
     pub mean_iteration_s: f64,
+    /// The iteration a resumed run started from (its earlier part is
+    /// counted in every total above), absent for a run from the start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed_at: Option<u64>,
     /// Wall time of the training loop (setup and shutdown excluded).
     pub wall_s: f64,
     pub stale_dropped: u64,
@@ -226,7 +253,7 @@ impl Driver {
         let started = Instant::now();
         let first = iterations.start;
         for lane in &mut self.lanes {
-            lane.totals = Totals::default();
+            lane.totals = lane.carried.clone();
         }
         let mut have_previous = false;
         if let Straggling::Model(model) = straggling {
@@ -283,10 +310,25 @@ impl Driver {
             }
         }
         Ok(RunEnd {
+            first,
             completed,
             interrupted,
             wall_s: started.elapsed().as_secs_f64(),
         })
+    }
+
+    /// A resumed run: lane `lane` starts its totals from `carried`, and the
+    /// timing events from the earlier part's, so the summary of the run
+    /// counts every iteration.
+    pub fn carry_over(&mut self, lane: usize, carried: &Carried) {
+        self.lanes[lane].carried = Totals {
+            iterations: carried.iterations,
+            duration_s: carried.duration_s,
+            stale_dropped: carried.stale_dropped,
+            overruns: carried.overruns,
+            recovered: carried.recovered,
+        };
+        self.timing.merge(&carried.timing);
     }
 
     /// The summary of lane `lane` after a run that ended as `end`.
@@ -299,6 +341,7 @@ impl Driver {
             workers: l.scheme.workers(),
             iterations: end.completed as usize,
             mean_iteration_s: l.totals.duration_s / n,
+            resumed_at: (end.first > 0).then_some(end.first),
             wall_s: end.wall_s,
             stale_dropped: l.totals.stale_dropped,
             overruns: l.totals.overruns,
@@ -420,6 +463,7 @@ impl Driver {
                 return Err(EngineError::NotDecodable {
                     iteration: t,
                     residual: decoding.residual,
+                    tolerance: lane.scheme.decode_tolerance(),
                 });
             }
             let losses = learner.step(t, combined, &decoding.recovered, timing)?;
@@ -465,7 +509,8 @@ impl Driver {
         totals.overruns += overruns;
         totals.recovered += record.recovered_fraction;
         log::debug!(
-            "iteration {t}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
+            "{}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
+            crate::error::Iteration(t),
             record.duration_s,
             record.messages_received,
             record.messages_used,

@@ -31,7 +31,7 @@ mod simulated;
 mod stop;
 mod timing;
 
-pub use driver::{Driver, Lane, RunEnd, RunSummary, Straggling, state_context};
+pub use driver::{Carried, Driver, Lane, RunEnd, RunSummary, Straggling, state_context};
 pub use learner::{Learner, StepLosses};
 pub use simulated::SimulatedRound;
 pub use stop::{Decision, Stop, StopCause, StopRule, decode_prefix};
@@ -190,6 +190,28 @@ pub trait Observer {
     }
 }
 
+/// Why the arrivals of `iteration` did not decode: a tolerance set below
+/// the default is named as the cause (a decode's rounding residual is about
+/// 1e-16 × its amplification, which a tight tolerance refuses); else the
+/// code's conditioning.
+fn not_decodable(iteration: u64, tolerance: Option<f64>) -> String {
+    let it = crate::error::Iteration(iteration);
+    match tolerance {
+        Some(t) if t < crate::coding::DEFAULT_DECODE_TOLERANCE => format!(
+            "{it}: the arrivals suffice by count but their decode's rounding residual exceeds \
+             scheme.decode_tolerance = {t:e}: the tolerance is the cause (a residual of about \
+             1e-16 × the amplification is f64 rounding); raise it (default {:e}; `gradcode check` \
+             reports the worst residual)",
+            crate::coding::DEFAULT_DECODE_TOLERANCE
+        ),
+        _ => format!(
+            "{it}: the arrivals suffice by count but do not decode within scheme.decode_tolerance{}; \
+             the code is too ill-conditioned, try a smaller scheme.load or more scheme.code_draws",
+            tolerance.map_or(String::new(), |t| format!(" = {t:e}"))
+        ),
+    }
+}
+
 /// Failures of a run.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -206,11 +228,49 @@ pub enum EngineError {
     #[error("{0}")]
     Resume(String),
     /// Something became non-finite.
-    #[error("iteration {iteration}: {what}")]
+    #[error("{}: {what}", crate::error::Iteration(*.iteration))]
     Diverged { iteration: u64, what: String },
-    /// The stop rule was met but the arrivals do not decode.
-    #[error(
-        "iteration {iteration}: the arrivals suffice by count but do not decode (residual {residual:.2e}); the code is too ill-conditioned, try a smaller scheme.load or more scheme.code_draws"
-    )]
-    NotDecodable { iteration: u64, residual: f64 },
+    /// The stop rule was met but the arrivals do not decode: `residual` is
+    /// the largest of the groups that decoded, `tolerance` the scheme's
+    /// `scheme.decode_tolerance` (`None`: an exact code).
+    #[error("{}", not_decodable(*.iteration, *.tolerance))]
+    NotDecodable {
+        iteration: u64,
+        residual: f64,
+        tolerance: Option<f64>,
+    },
+}
+
+#[cfg(test)]
+mod not_decodable_tests {
+    use super::EngineError;
+
+    #[test]
+    fn a_tolerance_below_the_default_is_named_as_the_cause() {
+        let tight = EngineError::NotDecodable {
+            iteration: 3,
+            residual: 0.0,
+            tolerance: Some(1e-15),
+        }
+        .to_string();
+        assert!(tight.starts_with("iteration 4: "), "{tight}");
+        assert!(
+            tight.contains("scheme.decode_tolerance = 1e-15: the tolerance is the cause"),
+            "{tight}"
+        );
+        assert!(!tight.contains("scheme.load"), "{tight}");
+        for tolerance in [Some(1e-8), Some(1e-3), None] {
+            let loose = EngineError::NotDecodable {
+                iteration: 0,
+                residual: 0.0,
+                tolerance,
+            }
+            .to_string();
+            assert!(
+                loose.contains("too ill-conditioned, try a smaller scheme.load"),
+                "{loose}"
+            );
+            assert!(!loose.contains("is the cause"), "{loose}");
+        }
+    }
 }

@@ -10,9 +10,13 @@
 //!    cluster, enough distinct codewords, ...);
 //! 2. with a deadline d (`Scheme::deadline`, model time), it stops at d and
 //!    decodes the messages that arrived at times ≤ d, whichever of 1 and 2
-//!    comes first; a message that arrives after d is not used;
-//! 3. when nothing has arrived by d, a partial-recovery scheme decodes the
-//!    first message that arrives (other schemes wait for their tracker);
+//!    comes first, once they recover at least one partition
+//!    (`ArrivalTracker::recoverable`: any message of is-gc or
+//!    ignore-stragglers; l − r + 1 codewords of one cluster of gc-sc or
+//!    gc-dc); a message that arrives after d is then not used;
+//! 3. when nothing recoverable has arrived by d, a partial-recovery scheme
+//!    decodes as soon as an arrival makes something recoverable (other
+//!    schemes wait for their tracker);
 //! 4. when every message has arrived and none of the above stopped the
 //!    master, it stops at the deadline if there is one, else at the last
 //!    arrival (a non-decodable iteration, in the simulator).
@@ -40,8 +44,8 @@ pub enum StopCause {
     Sufficient,
     /// The deadline passed with messages in hand.
     Deadline,
-    /// Nothing had arrived by the deadline: the first message decides
-    /// (partial-recovery schemes).
+    /// Nothing recoverable had arrived by the deadline: the first arrival
+    /// that recovers something decides (partial-recovery schemes).
     FirstAfterDeadline,
     /// Every message arrived and none of the rules stopped the master earlier.
     Exhausted,
@@ -116,10 +120,12 @@ impl<'a> StopRule<'a> {
     }
 
     /// Model time until which the master waits for the next message before
-    /// it stops and decodes what it has: the deadline, once a message is in
-    /// hand. `None`: wait for the next message however long it takes.
+    /// it stops and decodes what it has: the deadline, once the messages in
+    /// hand recover something. `None`: wait for the next message however
+    /// long it takes.
     pub fn wait_until(&self) -> Option<f64> {
-        (self.accepted > 0 && self.deadline.is_finite()).then_some(self.deadline)
+        (self.accepted > 0 && self.deadline.is_finite() && self.tracker.recoverable())
+            .then_some(self.deadline)
     }
 
     /// A message arrives at model time `time` (not before the previous one).
@@ -129,7 +135,7 @@ impl<'a> StopRule<'a> {
             time >= self.last_time || time.is_nan(),
             "arrivals in time order"
         );
-        if time > self.deadline && self.accepted > 0 {
+        if time > self.deadline && self.accepted > 0 && self.tracker.recoverable() {
             self.stop_at(StopCause::Deadline, self.deadline);
             return Decision::DecodeWithout;
         }
@@ -138,7 +144,7 @@ impl<'a> StopRule<'a> {
         if self.tracker.arrive(arrival) {
             self.stop_at(StopCause::Sufficient, time);
             Decision::Decode
-        } else if self.partial && time > self.deadline {
+        } else if self.partial && time > self.deadline && self.tracker.recoverable() {
             self.stop_at(StopCause::FirstAfterDeadline, time);
             Decision::Decode
         } else {

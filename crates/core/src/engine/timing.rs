@@ -1,5 +1,6 @@
 //! Named timing events summed over a run, like PETSc's `-log_view`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -10,7 +11,7 @@ use crate::record::TimingEvent;
 #[derive(Debug, Default)]
 pub struct Timing {
     enabled: bool,
-    events: BTreeMap<&'static str, (f64, u64)>,
+    events: BTreeMap<Cow<'static, str>, (f64, u64)>,
 }
 
 impl Timing {
@@ -30,7 +31,7 @@ impl Timing {
     /// Add `seconds` to `event` (and count it once).
     pub fn add(&mut self, event: &'static str, seconds: f64) {
         if self.enabled {
-            let e = self.events.entry(event).or_insert((0.0, 0));
+            let e = self.events.entry(Cow::Borrowed(event)).or_insert((0.0, 0));
             e.0 += seconds;
             e.1 += 1;
         }
@@ -47,11 +48,24 @@ impl Timing {
         r
     }
 
+    /// Add the totals and counts of `events` (an earlier part of a resumed
+    /// run), whether or not this timing measures.
+    pub fn merge(&mut self, events: &[TimingEvent]) {
+        for e in events {
+            let sum = self
+                .events
+                .entry(Cow::Owned(e.event.clone()))
+                .or_insert((0.0, 0));
+            sum.0 += e.total_s;
+            sum.1 += e.count;
+        }
+    }
+
     /// Every event with its total and count, by name.
     pub fn summary(&self) -> Vec<TimingEvent> {
         self.events
             .iter()
-            .map(|(&event, &(total_s, count))| TimingEvent {
+            .map(|(event, &(total_s, count))| TimingEvent {
                 event: event.to_string(),
                 total_s,
                 count,

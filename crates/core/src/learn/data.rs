@@ -314,7 +314,7 @@ impl DataPlan {
             std::slice::from_ref(&f.train_rows),
         )?
         .remove(0);
-        Ok(Standardizer::fit(&x))
+        Standardizer::fit(&x, f.kind, &f.path)
     }
 }
 
@@ -402,7 +402,11 @@ struct Standardizer {
 }
 
 impl Standardizer {
-    fn fit(x: &Array2<f64>) -> Self {
+    /// The mean and standard deviation of every column of the training rows
+    /// `x` of the file at `path`; an error naming the first column whose
+    /// mean or variance overflows (values near 1e154 and beyond): the data,
+    /// not the model, is what cannot be used as it is.
+    fn fit(x: &Array2<f64>, kind: DataKind, path: &str) -> Result<Self, InputError> {
         let n = x.nrows().max(1) as f64;
         let d = x.ncols();
         let mut mean = vec![0.0; d];
@@ -423,8 +427,27 @@ impl Standardizer {
             .iter()
             .map(|s| (s / n).sqrt())
             .map(|s| if s > 0.0 { s } else { 1.0 })
-            .collect();
-        Self { mean, std }
+            .collect::<Vec<f64>>();
+        if let Some(j) = (0..d).find(|&j| !(mean[j].is_finite() && std[j].is_finite())) {
+            let column = match kind {
+                DataKind::Csv => format!("column {} (feature {})", j + 2, j + 1),
+                _ => format!("feature {}", j + 1),
+            };
+            let largest = x.column(j).iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            return Err(InputError::new(
+                path,
+                format!(
+                    "{column} cannot be standardised: its {} over the training rows overflows \
+                     (values up to {largest:.3e}); rescale that column, or set data.standardize = false",
+                    if mean[j].is_finite() {
+                        "variance"
+                    } else {
+                        "mean"
+                    }
+                ),
+            ));
+        }
+        Ok(Self { mean, std })
     }
 
     fn apply(&self, x: &mut Array2<f64>) {
@@ -531,16 +554,21 @@ fn parse_number(text: &str) -> Result<f64, ()> {
     }
 }
 
-/// Read the data lines of a file, calling `each(row_index, line_number, row)`.
+/// Read the data lines of a file, calling `each(row_index, line_number, row)`;
+/// with `limit`, stop after that many rows.
 fn for_each_row(
     kind: DataKind,
     path: &str,
     loss: Loss,
+    limit: Option<usize>,
     mut each: impl FnMut(usize, usize, Row) -> Result<(), String>,
 ) -> Result<usize, InputError> {
     let mut rows = 0;
     let mut header_seen = false;
     for item in Lines::new(open(path)?, path) {
+        if limit.is_some_and(|n| rows >= n) {
+            break;
+        }
         let (line_no, line) = item?;
         let at = || format!("{path}:{line_no}");
         if kind == DataKind::Csv && !header_seen {
@@ -562,9 +590,62 @@ fn for_each_row(
 }
 
 fn scan_file(kind: DataKind, path: &str, loss: Loss) -> Result<Scan, InputError> {
+    scan(kind, path, loss, None)
+}
+
+/// Rows of each data file that [`check_data_files`] reads.
+pub const CHECK_ROWS: usize = 1000;
+
+/// The cheap checks of the data files of `config` (`data.path`,
+/// `data.test_path`), made before anything is written: each exists, is a
+/// file that can be read, and its first [`CHECK_ROWS`] data rows parse
+/// (labels, features, the CSV header and width; a shorter file: that it has
+/// rows and features). [`DataPlan::new`] reads the whole files later.
+/// Synthetic data has nothing to check.
+pub fn check_data_files(config: &Config) -> Result<(), InputError> {
+    let d = &config.data;
+    if !matches!(d.kind, DataKind::Libsvm | DataKind::Csv) {
+        return Ok(());
+    }
+    let path = d
+        .path
+        .as_deref()
+        .ok_or_else(|| InputError::new("data.path", "is required"))?;
+    for (field, file) in [
+        ("data.path", Some(path)),
+        ("data.test_path", d.test_path.as_deref()),
+    ] {
+        let Some(file) = file else {
+            continue;
+        };
+        let quoted = format!("\"{file}\"");
+        match std::fs::metadata(file) {
+            Err(e) => {
+                return Err(InputError::value(
+                    field,
+                    quoted,
+                    format!("cannot be read: {e}"),
+                ));
+            }
+            Ok(m) if m.is_dir() => {
+                return Err(InputError::value(
+                    field,
+                    quoted,
+                    "is a folder, not a data file",
+                ));
+            }
+            Ok(_) => {}
+        }
+        scan(d.kind, file, config.model.loss, Some(CHECK_ROWS))?;
+    }
+    Ok(())
+}
+
+/// Count and check the rows of a file (with `limit`, the first so many).
+fn scan(kind: DataKind, path: &str, loss: Loss, limit: Option<usize>) -> Result<Scan, InputError> {
     let mut features = 0usize;
     let mut csv_width: Option<usize> = None;
-    let rows = for_each_row(kind, path, loss, |_, _, (_, feats)| {
+    let rows = for_each_row(kind, path, loss, limit, |_, _, (_, feats)| {
         match kind {
             DataKind::Csv => match csv_width {
                 None => csv_width = Some(feats.len()),
@@ -590,7 +671,8 @@ fn scan_file(kind: DataKind, path: &str, loss: Loss) -> Result<Scan, InputError>
     if kind == DataKind::Csv {
         features = csv_width.unwrap_or(0);
     }
-    if features == 0 {
+    // Sparse rows: the features may come after the rows read.
+    if features == 0 && limit.is_none_or(|n| rows < n) {
         return Err(InputError::new(path, "has no features"));
     }
     Ok(Scan { rows, features })
@@ -615,7 +697,7 @@ fn read_rows(
         .iter()
         .map(|rows| (Array2::zeros((rows.len(), features)), vec![0.0; rows.len()]))
         .collect();
-    for_each_row(kind, path, loss, |row, _, (label, feats)| {
+    for_each_row(kind, path, loss, None, |row, _, (label, feats)| {
         if let Some(&(k, pos)) = slot.get(&row) {
             let (x, y) = &mut out[k];
             y[pos] = label;
@@ -796,6 +878,39 @@ mod tests {
     }
 
     #[test]
+    fn a_column_whose_statistics_overflow_is_named_as_the_cause() {
+        let rows = |f: &dyn Fn(usize) -> String| (0..40).map(f).collect::<String>();
+        // CSV: the variance of column 3 overflows (its mean is 0).
+        let spread = rows(&|i| format!("{i},0.5,{}1e200\n", if i % 2 == 0 { "-" } else { "" }));
+        let e = bad_file("spread.csv", "csv", &spread, "least-squares");
+        assert!(e.field.ends_with("spread.csv"), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("column 3 (feature 2) cannot be standardised: its variance"),
+            "{e}"
+        );
+        assert!(text.contains("values up to 1.000e200"), "{e}");
+        assert!(text.contains("data.standardize = false"), "{e}");
+        assert!(!text.contains("diverged"), "{e}");
+        // LIBSVM: the mean of feature 4 overflows.
+        let large = rows(&|i| format!("{i} 1:0.5 4:1.7e308\n"));
+        let e = bad_file("large.libsvm", "libsvm", &large, "least-squares");
+        assert!(
+            e.to_string()
+                .contains("feature 4 cannot be standardised: its mean"),
+            "{e}"
+        );
+        // The same file unstandardised loads (the values are finite).
+        let dir = std::env::temp_dir().join("gradcode-data-tests");
+        let path = dir.join("spread.csv");
+        let c = config(&format!(
+            "workers = 1\n[data]\nkind = \"csv\"\npath = \"{}\"\nstandardize = false\n",
+            path.display()
+        ));
+        assert!(DataPlan::new(&c, 1).unwrap().load(&[0]).is_ok());
+    }
+
+    #[test]
     fn malformed_lines_are_reported_as_file_and_line() {
         let e = bad_file(
             "a.libsvm",
@@ -955,5 +1070,57 @@ mod tests {
         };
         assert_eq!(plan.rows(3).end, usize::MAX / 2);
         assert_eq!(plan.rows(1).start, plan.rows(0).end);
+    }
+
+    #[test]
+    fn the_cheap_data_check_reads_the_first_rows_and_the_plan_the_rest() {
+        let dir = std::env::temp_dir().join(format!("gradcode-check-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = |path: &Path| {
+            config(&format!(
+                "workers = 2\n[data]\nkind = \"libsvm\"\npath = \"{}\"\n",
+                path.display()
+            ))
+        };
+        let missing = dir.join("missing.libsvm");
+        let e = check_data_files(&cfg(&missing)).unwrap_err().to_string();
+        assert!(
+            e.starts_with("data.path = ") && e.contains("missing.libsvm"),
+            "{e}"
+        );
+        let e = check_data_files(&cfg(&dir)).unwrap_err().to_string();
+        assert!(e.contains("is a folder"), "{e}");
+        let rows: Vec<String> = (0..2 * CHECK_ROWS)
+            .map(|i| format!("{} 1:{i}", i % 3))
+            .collect();
+        let write = |name: &str, bad_line: usize, bad: &str| {
+            let mut lines = rows.clone();
+            lines[bad_line - 1] = bad.to_string();
+            let p = dir.join(name);
+            std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+            p
+        };
+        let early = write("early.libsvm", 2, "yes 1:1");
+        let e = check_data_files(&cfg(&early)).unwrap_err().to_string();
+        assert!(
+            e.contains("early.libsvm:2: label `yes` is not a number"),
+            "{e}"
+        );
+        let late = write("late.libsvm", CHECK_ROWS + 500, "1 1:zero");
+        check_data_files(&cfg(&late)).unwrap();
+        let e = DataPlan::new(&cfg(&late), 2).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("late.libsvm:{}", CHECK_ROWS + 500)),
+            "{e}"
+        );
+        // Sparse rows without features at the head are not refused for it.
+        let mut sparse: Vec<String> = (0..CHECK_ROWS).map(|_| "1".to_string()).collect();
+        sparse.push("1 3:1".to_string());
+        let p = dir.join("sparse.libsvm");
+        std::fs::write(&p, sparse.join("\n") + "\n").unwrap();
+        check_data_files(&cfg(&p)).unwrap();
+        // Synthetic data has nothing to check.
+        check_data_files(&config("workers = 2\n")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

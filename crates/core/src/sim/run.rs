@@ -68,6 +68,9 @@ pub struct SimReport {
     /// The lower bound of `scheme.kind` with the config's parameters, when
     /// that scheme defines one (gc-cyclic, gc-sc, gc-dc).
     pub lower_bound: Option<BoundSummary>,
+    /// Trace replay: how many distinct rows the rounds rest on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::straggler::ReplayCoverage>,
 }
 
 /// A ready-to-run simulation of a config.
@@ -334,6 +337,7 @@ impl Tallies {
             baseline: sim.names[sim.baseline].clone(),
             schemes,
             lower_bound: top_bound.map(|i| bounds[i].clone()),
+            replay: sim.spec.replay_coverage(sim.trials, sim.iterations),
         }
     }
 }

@@ -35,7 +35,7 @@
 mod models;
 mod replay;
 
-pub use replay::TraceTable;
+pub use replay::{TraceSummary, TraceTable, looks_like_clock_readings};
 
 use std::sync::Arc;
 
@@ -145,6 +145,10 @@ pub struct DelaySpec {
     trace: Option<Arc<TraceTable>>,
     /// Trace column (0-based) replayed by each worker.
     columns: Vec<usize>,
+    /// Rows between the first rows of consecutive trials of a trace
+    /// (`simulate.iterations`: trials read disjoint blocks while the trace is
+    /// long enough).
+    trial_stride: u64,
 }
 
 impl DelaySpec {
@@ -174,6 +178,7 @@ impl DelaySpec {
             seed: config.seed,
             trace,
             columns,
+            trial_stride: config.simulate.iterations as u64,
         })
     }
 
@@ -187,9 +192,31 @@ impl DelaySpec {
         self.workers
     }
 
+    /// How much independent data `trials` × `iterations` rounds of trace
+    /// replay rest on (the `trace` model only).
+    pub fn replay_coverage(&self, trials: usize, iterations: usize) -> Option<ReplayCoverage> {
+        let table = self.trace.as_ref()?;
+        let rounds = trials.saturating_mul(iterations);
+        Some(ReplayCoverage {
+            rows: table.rows(),
+            rounds,
+            independent_rows: rounds.min(table.rows()),
+            rows_reused: rounds > table.rows(),
+        })
+    }
+
+    /// Rows, median and range of the replayed trace columns, and those that
+    /// look like clock readings (the `trace` model only).
+    pub fn trace_summary(&self) -> Option<TraceSummary> {
+        Some(self.trace.as_ref()?.summary(&self.columns))
+    }
+
     /// The delay model of trial `trial`, on its own random stream
     /// (`rng::substream(seed, Straggler, trial)`). Trial 0 is what the MPI
-    /// runtime replays. A trace starts at row `trial` (mod the rows).
+    /// runtime replays. Trial k of a trace starts at row k ·
+    /// `simulate.iterations` (mod the rows), so trials replay disjoint
+    /// blocks of rows while the trace has trials × iterations rows; see
+    /// [`DelaySpec::replay_coverage`] for what a shorter trace means.
     pub fn model(&self, trial: u64) -> Box<dyn DelayModel> {
         let rng = substream(self.seed, Stream::Straggler, trial);
         let s = &self.config;
@@ -247,12 +274,28 @@ impl DelaySpec {
             StragglerModel::Trace => Box::new(replay::TraceReplay::new(
                 Arc::clone(self.trace.as_ref().expect("trace loaded by from_config")),
                 self.columns.clone(),
-                trial,
+                trial.wrapping_mul(self.trial_stride),
                 s.trace_threshold,
                 s.trace_compute_share,
             )),
         }
     }
+}
+
+/// How many rows of a replayed trace a simulation rests on. When trials ×
+/// iterations exceed the rows, rounds reuse rows: the trials are not
+/// independent, so their spread (the ci95 of a simulation) understates the
+/// uncertainty; nothing is widened to make up for it, the report says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ReplayCoverage {
+    /// Rows of the trace file.
+    pub rows: usize,
+    /// Rounds simulated per scheme: trials × iterations.
+    pub rounds: usize,
+    /// Distinct rows those rounds replay.
+    pub independent_rows: usize,
+    /// Whether rounds reuse rows (rounds > rows).
+    pub rows_reused: bool,
 }
 
 /// The delay model of `trial` for `config` (reads the trace file, if any).

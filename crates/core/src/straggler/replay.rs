@@ -14,8 +14,9 @@
 //! replays them in real time in the MPI runtime.
 //!
 //! Workers 1..K replay the columns `straggler.trace_columns` (1-based data
-//! columns) or the first K. Trial k starts at row k (mod the rows) and the
-//! rows wrap around. A worker straggles in a round when its value exceeds
+//! columns) or the first K. A model starts at the row it is given (trial k
+//! of a simulation at row k · `simulate.iterations`, see
+//! `DelaySpec::model`) and the rows wrap around. A worker straggles in a round when its value exceeds
 //! `straggler.trace_threshold` times the median of the K replayed values.
 
 use std::path::Path;
@@ -246,6 +247,91 @@ impl TraceTable {
     }
 }
 
+/// What `check` reports about the replayed columns of a trace file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TraceSummary {
+    pub file: String,
+    /// Data rows (rounds).
+    pub rows: usize,
+    /// Columns in the file.
+    pub columns: usize,
+    /// The replayed columns, 1-based, in worker order.
+    pub replayed: Vec<usize>,
+    /// Median, smallest and largest of every replayed value.
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Replayed columns (1-based) that look like clock readings rather than
+    /// durations (see [`looks_like_clock_readings`]).
+    pub clock_like: Vec<usize>,
+}
+
+/// Rows a column needs before [`looks_like_clock_readings`] judges it.
+pub const CLOCK_CHECK_MIN_ROWS: usize = 8;
+
+/// Whether a column of a trace looks like readings of a clock (a time stamp
+/// per round) rather than the durations the replay expects. Two signs, each
+/// judged only with at least [`CLOCK_CHECK_MIN_ROWS`] rows:
+/// - the values never decrease from one row to the next and rise in at least
+///   half of the steps: time stamps do, while the durations of independent
+///   rounds fall somewhere with near certainty (all of 8 independent
+///   continuous values in rising order has probability 1/8! = 2.5e-5);
+/// - the values vary, but by less than 1e-3 of their median: durations
+///   measured against a large common offset (seconds since boot or an
+///   epoch) do, while round durations vary by far more than 0.1%.
+pub fn looks_like_clock_readings(column: &[f64]) -> bool {
+    if column.len() < CLOCK_CHECK_MIN_ROWS {
+        return false;
+    }
+    let steps = column.windows(2);
+    let never_falls = steps.clone().all(|w| w[1] >= w[0]);
+    let rises = steps.filter(|w| w[1] > w[0]).count();
+    if never_falls && 2 * rises >= column.len() - 1 {
+        return true;
+    }
+    let (min, max) = column
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    let mut sorted = column.to_vec();
+    let median = median(&mut sorted);
+    max > min && median > 0.0 && max - min < 1e-3 * median
+}
+
+impl TraceTable {
+    /// Rows, median and range of the replayed `columns` (0-based), and the
+    /// ones that look like clock readings.
+    pub fn summary(&self, columns: &[usize]) -> TraceSummary {
+        let mut all = Vec::with_capacity(columns.len() * self.rows());
+        let mut column = Vec::with_capacity(self.rows());
+        let mut clock_like = Vec::new();
+        for &c in columns {
+            column.clear();
+            column.extend((0..self.rows()).map(|row| self.value(row, c)));
+            if looks_like_clock_readings(&column) {
+                clock_like.push(c + 1);
+            }
+            all.extend_from_slice(&column);
+        }
+        let (min, max) = all
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            });
+        TraceSummary {
+            file: self.origin.clone(),
+            rows: self.rows(),
+            columns: self.columns,
+            replayed: columns.iter().map(|c| c + 1).collect(),
+            median: median(&mut all),
+            min,
+            max,
+            clock_like,
+        }
+    }
+}
+
 /// How many cells `cells(line)` returns.
 fn count_cells(line: &str) -> usize {
     line.bytes().filter(|&b| b == b',').count() + 1
@@ -281,14 +367,15 @@ pub(super) struct TraceReplay {
 }
 
 impl TraceReplay {
+    /// Replay from row `first_row` (mod the rows) on.
     pub fn new(
         table: Arc<TraceTable>,
         columns: Vec<usize>,
-        trial: u64,
+        first_row: u64,
         threshold: f64,
         compute_share: f64,
     ) -> Self {
-        let row = (trial % table.rows() as u64) as usize;
+        let row = (first_row % table.rows() as u64) as usize;
         let (values, scratch) = (
             Vec::with_capacity(columns.len()),
             Vec::with_capacity(columns.len()),
@@ -414,13 +501,56 @@ mod tests {
     }
 
     #[test]
+    fn clock_readings_are_told_from_durations() {
+        // Durations of independent rounds: heavy-tailed, no order.
+        let durations = [1.2, 0.9, 3.5, 1.1, 1.0, 0.95, 7.2, 1.3, 1.05, 0.99];
+        assert!(!looks_like_clock_readings(&durations));
+        // The same rounds as time stamps: the running sum.
+        let stamps: Vec<f64> = durations
+            .iter()
+            .scan(0.0, |t, d| {
+                *t += d;
+                Some(*t)
+            })
+            .collect();
+        assert!(looks_like_clock_readings(&stamps));
+        // Durations on top of seconds since boot.
+        let offset: Vec<f64> = durations.iter().map(|d| 6e5 + d).collect();
+        assert!(looks_like_clock_readings(&offset));
+        // Constant durations and short columns are not judged.
+        assert!(!looks_like_clock_readings(&[2.0; 10]));
+        assert!(!looks_like_clock_readings(
+            &stamps[..CLOCK_CHECK_MIN_ROWS - 1]
+        ));
+    }
+
+    #[test]
+    fn a_summary_covers_the_replayed_columns_only() {
+        let mut text = String::from("a,b,c\n");
+        for row in 0..10 {
+            let clock = 6e5 + row as f64;
+            let shuffled = [3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0, 6.0, 5.5, 3.5][row];
+            text.push_str(&format!("{shuffled},{clock},1000\n"));
+        }
+        let t = TraceTable::parse(&text, "t.csv").unwrap();
+        let s = t.summary(&[0, 1]);
+        assert_eq!((s.rows, s.columns), (10, 3));
+        assert_eq!(s.replayed, [1, 2]);
+        assert_eq!(s.clock_like, [2]);
+        assert_eq!((s.min, s.max), (1.0, 6e5 + 9.0));
+        // 20 values: the middle two are the largest duration and the first clock reading.
+        assert_eq!(s.median, 0.5 * (9.0 + 6e5));
+        assert!(t.summary(&[0]).clock_like.is_empty());
+    }
+
+    #[test]
     fn median_of_odd_and_even_counts() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
     }
 
     #[test]
-    fn replay_wraps_and_starts_at_the_trial_row() {
+    fn replay_wraps_and_starts_at_the_given_row() {
         let t = Arc::new(TraceTable::parse("a,b\n1,10\n2,20\n3,30\n", "t.csv").unwrap());
         let mut m = TraceReplay::new(t, vec![1, 0], 2, 2.0, 1.0);
         let mut s = RoundSample::new(2);

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Scale benchmark of the MPI runtime (issue 12): peak resident memory of the
+# master and of the workers, and the master's own work per iteration, for
+# K in {16, 64, 128} emulated workers (K + 1 ranks oversubscribed on this
+# machine, mostly sleeping until their sampled due times) and d in {10^4, 10^6}
+# model parameters. The data is tiny (one sample per partition), so what is
+# measured is the runtime's memory: models in flight, result buffers,
+# MPI's own. gc-cyclic with load 2 (tolerates one straggler).
+#
+# Peak RSS per rank is VmHWM as /usr/bin/time -v reports it ("Maximum
+# resident set size"), one file per rank. Target (issue 12): the master's
+# peak at K = 128, d = 10^6 at most 256 MiB + 6 x 8 x d bytes.
+# Results: a table on stdout and results/bench-scale.json.
+#
+# Usage: scripts/bench-scale.sh [ITERATIONS]   (default 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+iterations=${1:-5}
+cargo build --release --locked --bin gradcode
+bin=$PWD/target/release/gradcode
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+[ -x /usr/bin/time ] || { echo "error: /usr/bin/time is needed (apt-get install time)" >&2; exit 1; }
+mkdir -p results
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Each rank under /usr/bin/time, its report in rss.RANK.
+cat > "$work/rank.sh" <<'SH'
+#!/bin/sh
+exec /usr/bin/time -v -o "$RSS_DIR/rss.$OMPI_COMM_WORLD_RANK" "$@"
+SH
+chmod +x "$work/rank.sh"
+
+rows=()
+for d in 10000 1000000; do
+  for k in 16 64 128; do
+    name="k$k-d$d"
+    mkdir -p "$work/$name"
+    cat > "$work/$name.toml" <<TOML
+workers = $k
+seed = 7
+[scheme]
+kind = "gc-cyclic"
+load = 2
+[straggler]
+model = "shifted-exponential"
+alpha = 1.0
+mu = 2.0
+time_unit_ms = 20.0
+[data]
+kind = "synthetic-linear"
+train_samples = $k
+test_samples = 1
+features = $d
+[train]
+iterations = $iterations
+learning_rate = 0.01
+eval_every = 1000
+result_timeout_s = 600.0
+TOML
+    start=$(date +%s.%N)
+    RSS_DIR="$work/$name" mpirun --oversubscribe -x RSS_DIR -n $((k + 1)) "$work/rank.sh" "$bin" train \
+      --config "$work/$name.toml" --out "$work/$name.h5" --json --quiet > "$work/$name.json"
+    wall=$(python3 -c "import time; print(time.time() - $start)")
+    rows+=("$name $k $d $wall")
+    echo "$name: done in ${wall%.*} s" >&2
+  done
+done
+
+python3 - "$work" "$iterations" "${rows[@]}" <<'PY'
+import json, os, statistics, sys
+work, iterations = sys.argv[1], int(sys.argv[2])
+def peak_mib(path):
+    for line in open(path):
+        if "Maximum resident set size" in line:
+            return int(line.split(":")[1]) / 1024  # kbytes
+    raise SystemExit(f"no peak RSS in {path}")
+out = []
+for row in sys.argv[3:]:
+    name, k, d, wall = row.split()
+    k, d = int(k), int(d)
+    summary = json.load(open(os.path.join(work, name + ".json")))
+    master = peak_mib(os.path.join(work, name, "rss.0"))
+    workers = [peak_mib(os.path.join(work, name, f"rss.{r}")) for r in range(1, k + 1)]
+    master_work_s = sum(e["total_s"] for e in summary["timing"]
+                        if e["event"] not in ("wait", "compute (workers)")) / summary["iterations"]
+    target = 256 + 6 * 8 * d / 2**20
+    out.append({"workers": k, "features": d, "iterations": summary["iterations"],
+                "master_peak_mib": master, "worker_peak_mib_median": statistics.median(workers),
+                "worker_peak_mib_max": max(workers), "master_work_per_iteration_s": master_work_s,
+                "mean_iteration_s": summary["mean_iteration_s"], "master_target_mib": target,
+                "job_wall_s": float(wall)})
+json.dump(out, open("results/bench-scale.json", "w"), indent=2)
+print(f"{'K':>4} {'d':>8} {'master MiB':>11} {'target MiB':>11} {'worker MiB (median/max)':>24} {'master work ms/it':>18} {'iteration ms':>13}")
+for r in out:
+    print(f"{r['workers']:>4} {r['features']:>8} {r['master_peak_mib']:>11.1f} {r['master_target_mib']:>11.1f} "
+          f"{r['worker_peak_mib_median']:>13.1f} / {r['worker_peak_mib_max']:<8.1f} {1e3*r['master_work_per_iteration_s']:>18.2f} {1e3*r['mean_iteration_s']:>13.1f}")
+big = [r for r in out if r["workers"] == 128 and r["features"] == 10**6]
+for r in big:
+    ok = r["master_peak_mib"] <= r["master_target_mib"]
+    print(f"target K = 128, d = 10^6: master peak {r['master_peak_mib']:.1f} MiB <= {r['master_target_mib']:.1f} MiB: {'met' if ok else 'NOT met'}")
+print("written: results/bench-scale.json")
+PY

@@ -1,0 +1,484 @@
+//! `gradcode sweep`: simulate every combination of a grid of config values
+//! for one or more schemes, on common random numbers (the same seed, so the
+//! same straggler samples wherever K is the same), skip the invalid
+//! combinations with their reason, and rank what ran.
+//!
+//! ```text
+//! gradcode sweep --config F --grid 'scheme.load=2,3,4' --grid 'scheme.clusters=1,2,4' \
+//!     [--schemes gc-sc,gc-dc,is-gc] [--trials N] [--iterations T] [--out table.csv|table.json [--force]] [--json]
+//! ```
+//!
+//! A variant is one value per grid key plus one scheme. Each runs exactly
+//! what `gradcode simulate --set KEY=VALUE ... --set scheme.kind=S --set
+//! simulate.compare=["S"]` runs (so its numbers are that command's), with
+//! its own lower bound (000 §VI) where the scheme defines one. A grid key
+//! that the scheme does not read would repeat a variant: it is listed as a
+//! duplicate of the first, not run again.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::ConfigArgs;
+use crate::error::InputError;
+use crate::sim::Simulation;
+
+/// The flags of `sweep` besides the config.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SweepFlags {
+    pub grid: Vec<String>,
+    pub schemes: Option<String>,
+    pub trials: Option<u64>,
+    pub iterations: Option<u64>,
+    pub out: Option<PathBuf>,
+    pub force: bool,
+}
+
+/// One grid key and its values, as TOML text.
+#[derive(Debug, Clone, PartialEq)]
+struct Axis {
+    key: String,
+    values: Vec<String>,
+}
+
+/// Split `text` at the commas outside brackets and quotes.
+fn split_values(text: &str) -> Vec<String> {
+    let (mut parts, mut current) = (Vec::new(), String::new());
+    let (mut depth, mut quote) = (0i32, None::<char>);
+    for c in text.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '{') => depth += 1,
+            (None, ']' | '}') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                parts.push(current.trim().to_string());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    parts.push(current.trim().to_string());
+    parts
+}
+
+/// `KEY=V1,V2,...` → an axis; errors name `--grid`.
+fn parse_axis(text: &str) -> Result<Axis, InputError> {
+    let (key, values) = text.split_once('=').ok_or_else(|| {
+        InputError::value(
+            "--grid",
+            text,
+            "is not KEY=V1,V2,... (e.g. scheme.load=2,3,4)",
+        )
+    })?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(InputError::value("--grid", text, "has no key before `=`"));
+    }
+    let values = split_values(values);
+    if values.iter().any(String::is_empty) {
+        return Err(InputError::value("--grid", text, "has an empty value"));
+    }
+    Ok(Axis {
+        key: key.to_string(),
+        values,
+    })
+}
+
+/// One row of the table: a variant that ran.
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    /// 1 = the smallest mean iteration time.
+    rank: usize,
+    scheme: String,
+    /// The grid values of this variant, by key.
+    settings: BTreeMap<String, String>,
+    mean_iteration_time: f64,
+    ci95: f64,
+    p50: f64,
+    p99: f64,
+    recovered_fraction: f64,
+    messages_per_iteration: f64,
+    /// The scheme's own lower bound on the same samples (null when none).
+    lower_bound: Option<f64>,
+}
+
+/// A variant that did not run, and why.
+#[derive(Debug, Clone, Serialize)]
+struct Skipped {
+    scheme: String,
+    settings: BTreeMap<String, String>,
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+struct SweepReport {
+    origin: String,
+    seed: u64,
+    trials: usize,
+    iterations: usize,
+    grid: BTreeMap<String, Vec<String>>,
+    rows: Vec<Row>,
+    skipped: Vec<Skipped>,
+}
+
+/// Every combination of the axes' values, in order (the last axis fastest).
+fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
+    let mut all = vec![Vec::new()];
+    for axis in axes {
+        all = all
+            .into_iter()
+            .flat_map(|prefix: Vec<(String, String)>| {
+                axis.values.iter().map(move |v| {
+                    let mut next = prefix.clone();
+                    next.push((axis.key.clone(), v.clone()));
+                    next
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
+    // Every input error before any work: the grid, the schemes, the base config, the output path.
+    if flags.grid.is_empty() {
+        return Err(
+            InputError::new("--grid", "is required (e.g. --grid scheme.load=2,3,4)").into(),
+        );
+    }
+    let axes = flags
+        .grid
+        .iter()
+        .map(|g| parse_axis(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, a) in axes.iter().enumerate() {
+        if axes[..i].iter().any(|b| b.key == a.key) {
+            return Err(InputError::value("--grid", &a.key, "is given twice").into());
+        }
+    }
+    let mut base = args.clone();
+    if let Some(n) = flags.trials {
+        base.overrides.push(format!("simulate.trials={n}"));
+    }
+    if let Some(n) = flags.iterations {
+        base.overrides.push(format!("simulate.iterations={n}"));
+    }
+    let loaded = super::load(&base)?.loaded;
+    let schemes: Vec<String> = match &flags.schemes {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => loaded
+            .config
+            .compared()
+            .iter()
+            .map(|e| e.name().to_string())
+            .collect(),
+    };
+    for s in &schemes {
+        if crate::coding::SCHEMES.get(s).is_none() {
+            return Err(InputError::value(
+                "--schemes",
+                s,
+                format!(
+                    "is not a scheme (one of {})",
+                    crate::coding::SCHEMES.names().join(", ")
+                ),
+            )
+            .into());
+        }
+    }
+    if let Some(out) = &flags.out {
+        check_out(out, flags.force)?;
+    }
+
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    // A variant's signature: the scheme and the grid values it reads.
+    let mut seen: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for combo in combinations(&axes) {
+        for scheme in &schemes {
+            let settings: BTreeMap<String, String> = combo.iter().cloned().collect();
+            let mut overrides = base.overrides.clone();
+            overrides.extend(combo.iter().map(|(k, v)| format!("{k}={v}")));
+            overrides.push(format!("scheme.kind=\"{scheme}\""));
+            overrides.push(format!("simulate.compare=[\"{scheme}\"]"));
+            overrides.push(format!("simulate.baseline=\"{scheme}\""));
+            let setup = match crate::setup::load(base.config.as_deref(), &overrides) {
+                Ok(setup) => setup,
+                Err(e) => {
+                    skipped.push(Skipped {
+                        scheme: scheme.clone(),
+                        settings,
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            let unused = setup.loaded.unused_keys();
+            let read: BTreeMap<String, String> = settings
+                .iter()
+                .filter(|(k, _)| !unused.iter().any(|w| w.starts_with(&format!("{k} "))))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let signature = format!("{scheme} {read:?}");
+            if let Some(first) = seen.get(&signature) {
+                skipped.push(Skipped {
+                    scheme: scheme.clone(),
+                    settings,
+                    reason: format!(
+                        "the same variant as {}: {scheme} does not read {}",
+                        describe(first),
+                        settings_not_read(&combo, &read)
+                    ),
+                });
+                continue;
+            }
+            seen.insert(signature, settings.clone());
+            let report = match Simulation::from_config(&setup.loaded.config) {
+                Ok(mut sim) => sim.run(&mut [])?,
+                Err(e) => {
+                    skipped.push(Skipped {
+                        scheme: scheme.clone(),
+                        settings,
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            let s = &report.schemes[0];
+            rows.push(Row {
+                rank: 0,
+                scheme: scheme.clone(),
+                settings,
+                mean_iteration_time: s.mean_iteration_time,
+                ci95: s.ci95,
+                p50: s.p50,
+                p99: s.p99,
+                recovered_fraction: s.recovered_fraction,
+                messages_per_iteration: s.messages_per_iteration,
+                lower_bound: s.lower_bound.as_ref().map(|b| b.mean_iteration_time),
+            });
+        }
+    }
+    rows.sort_by(|a, b| a.mean_iteration_time.total_cmp(&b.mean_iteration_time));
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.rank = i + 1;
+    }
+    let report = SweepReport {
+        origin: loaded.origin.clone(),
+        seed: loaded.config.seed,
+        trials: loaded.config.simulate.trials,
+        iterations: loaded.config.simulate.iterations,
+        grid: axes
+            .iter()
+            .map(|a| (a.key.clone(), a.values.clone()))
+            .collect(),
+        rows,
+        skipped,
+    };
+    if let Some(out) = &flags.out {
+        write_table(out, &report, flags.force)?;
+    }
+    if args.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+        if let Some(out) = &flags.out {
+            crate::outln!("\ntable written to {}", out.display());
+        }
+    }
+    Ok(())
+}
+
+fn describe(settings: &BTreeMap<String, String>) -> String {
+    settings
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn settings_not_read(combo: &[(String, String)], read: &BTreeMap<String, String>) -> String {
+    combo
+        .iter()
+        .filter(|(k, _)| !read.contains_key(k))
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The output file: `.json` or `.csv`, not present unless `force`.
+fn check_out(out: &Path, force: bool) -> Result<(), InputError> {
+    let name = out.display().to_string();
+    match out.extension().and_then(|e| e.to_str()) {
+        Some("json" | "csv") => {}
+        _ => {
+            return Err(InputError::value(
+                "--out",
+                &name,
+                "must end in .json or .csv (the table's format)",
+            ));
+        }
+    }
+    if out.exists() && !force {
+        return Err(InputError::value(
+            "--out",
+            &name,
+            "exists; use --force to replace it",
+        ));
+    }
+    Ok(())
+}
+
+/// A CSV cell: quoted when it holds a comma, a quote or a newline.
+fn csv_cell(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn write_table(out: &Path, report: &SweepReport, force: bool) -> anyhow::Result<()> {
+    check_out(out, force)?;
+    let text = if out.extension().is_some_and(|e| e == "csv") {
+        let keys: Vec<&String> = report.grid.keys().collect();
+        let mut lines = vec![
+            ["rank", "scheme"]
+                .into_iter()
+                .map(String::from)
+                .chain(keys.iter().map(|k| csv_cell(k)))
+                .chain(
+                    [
+                        "mean_iteration_time",
+                        "ci95",
+                        "p50",
+                        "p99",
+                        "recovered_fraction",
+                        "messages_per_iteration",
+                        "lower_bound",
+                    ]
+                    .into_iter()
+                    .map(String::from),
+                )
+                .collect::<Vec<_>>()
+                .join(","),
+        ];
+        let number = |x: f64| {
+            if x.is_finite() {
+                x.to_string()
+            } else {
+                String::new()
+            }
+        };
+        for r in &report.rows {
+            let mut cells = vec![r.rank.to_string(), csv_cell(&r.scheme)];
+            cells.extend(keys.iter().map(|k| csv_cell(&r.settings[*k])));
+            cells.extend(
+                [
+                    r.mean_iteration_time,
+                    r.ci95,
+                    r.p50,
+                    r.p99,
+                    r.recovered_fraction,
+                    r.messages_per_iteration,
+                ]
+                .map(number),
+            );
+            cells.push(r.lower_bound.map_or(String::new(), number));
+            lines.push(cells.join(","));
+        }
+        lines.join("\n") + "\n"
+    } else {
+        serde_json::to_string_pretty(report)? + "\n"
+    };
+    // Written whole under a temporary name, then renamed: never half a table.
+    let tmp = out.with_extension(format!(
+        "{}.part",
+        out.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, out))
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
+    Ok(())
+}
+
+fn print_text(r: &SweepReport) {
+    crate::outln!(
+        "gradcode sweep: {} ({} trials x {} iterations, seed {}; common random numbers)",
+        r.origin,
+        r.trials,
+        r.iterations,
+        r.seed
+    );
+    let keys: Vec<&String> = r.grid.keys().collect();
+    let mut header = format!("{:>4}  {:<18}", "rank", "scheme");
+    for k in &keys {
+        header.push_str(&format!("  {k:>16}"));
+    }
+    header.push_str("        mean ± ci95        p99  recovered  messages        LB");
+    crate::outln!("{header}");
+    for row in &r.rows {
+        let mut line = format!("{:>4}  {:<18}", row.rank, row.scheme);
+        for k in &keys {
+            line.push_str(&format!("  {:>16}", row.settings[*k]));
+        }
+        line.push_str(&format!(
+            "  {:>9.4} ± {:<7.4} {:>9.4}  {:>9.3}  {:>8.2}  {:>8}",
+            row.mean_iteration_time,
+            row.ci95,
+            row.p99,
+            row.recovered_fraction,
+            row.messages_per_iteration,
+            row.lower_bound
+                .map_or("-".to_string(), |b| format!("{b:.4}"))
+        ));
+        crate::outln!("{line}");
+    }
+    if !r.skipped.is_empty() {
+        crate::outln!("\nskipped ({}):", r.skipped.len());
+        for s in &r.skipped {
+            crate::outln!("  {} {}: {}", s.scheme, describe(&s.settings), s.reason);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_split_outside_brackets_and_quotes() {
+        assert_eq!(split_values("2, 3,4"), ["2", "3", "4"]);
+        assert_eq!(
+            split_values("[1, 2],[3], \"a,b\""),
+            ["[1, 2]", "[3]", "\"a,b\""]
+        );
+    }
+
+    #[test]
+    fn a_grid_needs_a_key_and_values() {
+        assert_eq!(
+            parse_axis("scheme.load=2,3").unwrap(),
+            Axis {
+                key: "scheme.load".into(),
+                values: vec!["2".into(), "3".into()]
+            }
+        );
+        for bad in ["scheme.load", "=2,3", "scheme.load=2,,3"] {
+            assert_eq!(parse_axis(bad).unwrap_err().field, "--grid", "{bad}");
+        }
+    }
+
+    #[test]
+    fn combinations_cover_the_product_in_order() {
+        let axes = [parse_axis("a=1,2").unwrap(), parse_axis("b=x,y,z").unwrap()];
+        let all = combinations(&axes);
+        assert_eq!(all.len(), 6);
+        assert_eq!(all[1], [("a".into(), "1".into()), ("b".into(), "y".into())]);
+    }
+}

@@ -1,0 +1,247 @@
+//! The runtime at scale on a workstation: 64 emulated workers (65 ranks on
+//! 2 cores) follow the full-batch trajectory with vectors above MPI's eager
+//! limit; every rank completes all its sends before it finalises MPI; and
+//! `runtime.wait` resolves per node and is recorded in the trace.
+#![cfg(all(feature = "mpi", feature = "hdf5"))]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use gradcode::coding;
+use gradcode::config::parse;
+use gradcode::trace::read_attr_string;
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch("scale-tests", name)
+}
+
+/// Train `text` on `ranks` ranks with info logs; the output and the trace.
+fn train(name: &str, ranks: usize, text: &str, extra: &[&str]) -> (Output, PathBuf) {
+    let config = scratch(&format!("{name}.toml"));
+    std::fs::write(&config, text).unwrap();
+    let trace = scratch(&format!("{name}.h5"));
+    let mut args = vec![
+        "train",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        trace.to_str().unwrap(),
+        "--force",
+        "--json",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let _one = common::one_at_a_time();
+    let out = common::mpirun_command(ranks, &args)
+        .env("GRADCODE_LOG", "gradcode::runtime=info")
+        .output()
+        .expect("mpirun must be installed");
+    assert!(
+        out.status.success(),
+        "{name}: train failed: {}",
+        common::stderr(&out)
+    );
+    (out, trace)
+}
+
+/// Every one of `ranks` ranks logged that no send request was pending when it finalised MPI.
+fn assert_no_request_left(name: &str, out: &Output, ranks: usize) {
+    let err = common::stderr(out);
+    let mut clean: Vec<i64> = err
+        .lines()
+        .filter(|l| l.contains("requests pending at shutdown"))
+        .filter(|l| l.contains(" completed, 0 requests pending"))
+        .map(|l| {
+            let at = l.find("[gradcode rank ").expect("the line names its rank") + 15;
+            l[at..].split(' ').next().unwrap().parse().unwrap()
+        })
+        .collect();
+    clean.sort_unstable();
+    let want: Vec<i64> = (0..ranks as i64).collect();
+    assert_eq!(clean, want, "{name}: every rank completes its sends\n{err}");
+    // The posted and completed counts agree on every rank.
+    for line in err.lines().filter(|l| l.contains("sends posted")) {
+        let message = line.split("] ").nth(1).unwrap_or("");
+        let numbers: Vec<u64> = message
+            .split_whitespace()
+            .filter_map(|w| w.trim_end_matches(',').parse().ok())
+            .collect();
+        assert!(
+            numbers.len() >= 3 && numbers[0] == numbers[1] && numbers[0] > 0,
+            "{name}: {line}"
+        );
+    }
+}
+
+#[test]
+fn sixty_four_emulated_workers_on_two_cores_follow_the_full_batch_trajectory() {
+    // d = 1000: tasks' models and results are 8 KB, above the shared-memory
+    // eager limit, so they take MPI's rendezvous path.
+    let text = "workers = 64\nseed = 3\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmodel = \"shifted-exponential\"\nalpha = 0.01\nmu = 2.0\ntime_unit_ms = 2.0\n[data]\nkind = \"synthetic-linear\"\ntrain_samples = 256\ntest_samples = 16\nfeatures = 1000\n[train]\niterations = 8\nlearning_rate = 0.05\nresult_timeout_s = 60.0\n";
+    let (out, trace) = train("k64", 65, text, &[]);
+    let summary = common::json(&out);
+    assert_eq!(summary["iterations"], 8);
+    let config = parse(text, "test", &[]).unwrap().config;
+    let partitions = coding::build(&config).unwrap().partitions();
+    let (theta, _) = common::full_batch(&config, partitions);
+    let err = common::relative_error(&common::theta(&summary), &theta);
+    assert!(err <= 1e-9, "relative error {err} against the full batch");
+    assert_no_request_left("k64", &out, 65);
+    // 65 ranks on this machine's cores: auto backs off.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    if cores < 65 {
+        assert_eq!(
+            read_attr_string(&trace, "/", "runtime_wait").unwrap(),
+            "backoff"
+        );
+        let reason = read_attr_string(&trace, "/", "runtime_wait_reason").unwrap();
+        assert!(
+            reason.starts_with("runtime.wait = auto; 65 ranks on the master's node"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn auto_spins_when_every_rank_has_a_core_and_the_choice_is_recorded() {
+    let text = "workers = 1\n[scheme]\nkind = \"uncoded\"\n[straggler]\nmode = \"measured\"\n[data]\ntrain_samples = 100\ntest_samples = 10\nfeatures = 600\n[train]\niterations = 20\n";
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let cases = [
+        ("auto", if cores >= 2 { "spin" } else { "backoff" }),
+        ("spin", "spin"),
+        ("backoff", "backoff"),
+    ];
+    for (requested, chosen) in cases {
+        let name = format!("wait-{requested}");
+        let set = format!("runtime.wait=\"{requested}\"");
+        let (out, trace) = train(&name, 2, text, &["--set", &set]);
+        let summary = common::json(&out);
+        assert_eq!(summary["iterations"], 20, "{name}");
+        assert_eq!(
+            read_attr_string(&trace, "/", "runtime_wait").unwrap(),
+            chosen,
+            "{name}"
+        );
+        let err = common::stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "runtime.wait = {requested}: {chosen} (2 ranks on this node"
+            )),
+            "{name}: the choice is logged: {err}"
+        );
+        assert_no_request_left(&name, &out, 2);
+    }
+}
+
+#[test]
+fn an_unknown_wait_is_refused_naming_the_key() {
+    let out = common::gradcode(&["check", "--set", "runtime.wait=\"poll\""]);
+    common::assert_rejected("runtime.wait", &out, "runtime.wait");
+}
+
+/// The ranks of a running job: (MPI rank, pid) of every `gradcode` process
+/// whose environment names `job` (a marker variable set for this run).
+fn ranks_of(job: &str) -> Vec<(u32, u32)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let vars: Vec<String> = environ
+            .split(|&b| b == 0)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect();
+        if !vars
+            .iter()
+            .any(|v| v == &format!("GRADCODE_SCALE_JOB={job}"))
+        {
+            continue;
+        }
+        if let Some(rank) = vars
+            .iter()
+            .find_map(|v| v.strip_prefix("OMPI_COMM_WORLD_RANK="))
+        {
+            found.push((rank.parse().unwrap(), pid));
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+#[test]
+fn three_stopped_workers_exhaust_the_models_in_flight_and_end_the_run_naming_them() {
+    // gc-cyclic with load 4 tolerates 3 stragglers, so the run goes on while
+    // they are stopped; but each holds the models of the 2 tasks it has not
+    // taken (d = 20000: 160 KB, above the eager limit, so the sends stay
+    // pending), and 3 stopped at different iterations hold all 6 buffers.
+    let text = "workers = 6\nseed = 2\n[scheme]\nkind = \"gc-cyclic\"\nload = 4\n[straggler]\nmode = \"measured\"\n[data]\ntrain_samples = 60\ntest_samples = 6\nfeatures = 20000\n[train]\niterations = 1000000\nlearning_rate = 0.001\neval_every = 1000000\nresult_timeout_s = 4.0\n";
+    let config = scratch("stopped.toml");
+    std::fs::write(&config, text).unwrap();
+    let trace = scratch("stopped.h5");
+    let _ = std::fs::remove_file(&trace);
+    let _one = common::one_at_a_time();
+    let job = format!("stopped-{}", std::process::id());
+    let child = common::mpirun_command(
+        7,
+        &[
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
+            "--quiet",
+        ],
+    )
+    .env("GRADCODE_SCALE_JOB", &job)
+    .env("GRADCODE_LOG", "gradcode::runtime::round=warn")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let started = std::time::Instant::now();
+    let mut ranks = Vec::new();
+    while ranks.len() < 7 && started.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        ranks = ranks_of(&job);
+    }
+    assert_eq!(ranks.len(), 7, "all ranks started: {ranks:?}");
+    // Training has started once the trace exists (created at the first iteration).
+    while !trace.exists() && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for &(rank, pid) in &ranks[2..5] {
+        assert!((2..=4).contains(&rank));
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        std::thread::sleep(std::time::Duration::from_millis(700));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = common::stderr(&out);
+    // Leave no stopped process behind whatever happened.
+    for &(_, pid) in &ranks {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    assert!(!out.status.success(), "the run cannot go on: {err}");
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "it ends within seconds of train.result_timeout_s"
+    );
+    assert!(
+        err.contains("all 6 model buffers are held by sends to workers"),
+        "the master waited at the bound: {err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.contains("models in flight are held by sends that workers"))
+        .unwrap_or_else(|| panic!("the error names the workers: {err}"));
+    assert!(
+        line.contains("2, 3, 4") && line.contains("train.result_timeout_s"),
+        "{line}"
+    );
+}
