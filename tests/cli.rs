@@ -685,15 +685,7 @@ fn version_names_the_build() {
         concat!("gradcode ", env!("CARGO_PKG_VERSION")),
         "{text}"
     );
-    let commit = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map_or("unknown".to_string(), |o| {
-            String::from_utf8_lossy(&o.stdout).trim().to_string()
-        });
+    let commit = common::git_head();
     assert_eq!(lines[1], format!("commit {commit}"), "{text}");
     let features = match (cfg!(feature = "mpi"), cfg!(feature = "hdf5")) {
         (true, true) => "mpi,hdf5",

@@ -369,15 +369,7 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
             .contains(&format!("from iteration {done}: ")),
         "{p}"
     );
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map_or("unknown".to_string(), |o| {
-            String::from_utf8_lossy(&o.stdout).trim().to_string()
-        });
+    let commit = common::git_head();
     assert_eq!(p["git_commit"], commit.as_str(), "{p}");
 }
 

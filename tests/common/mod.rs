@@ -173,3 +173,17 @@ pub fn send_signal(pid: u32, signal: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// The commit of this checkout as `gradcode --version` and the traces name
+/// it: `git rev-parse HEAD`, or "unknown" outside a checkout.
+pub fn git_head() -> String {
+    Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".to_string(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        })
+}
