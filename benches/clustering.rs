@@ -69,7 +69,7 @@ fn clustering(c: &mut Criterion) {
             None,
             8,
             0.5,
-            clustering_policy(ClusteringKind::Greedy),
+            clustering_policy(ClusteringKind::Greedy, 3).unwrap(),
             CodeOptions::default(),
             &mut stream(1, Stream::Code),
             &mut stream(1, Stream::ClusterShifts),

@@ -86,6 +86,7 @@ fn phase_name(how: How) -> &'static str {
         How::PhaseTwo => "phase-2",
         How::Swap { .. } => "swap",
         How::Repair => "repair",
+        How::Optimal => "optimal",
     }
 }
 
