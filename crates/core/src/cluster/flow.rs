@@ -1,6 +1,6 @@
 //! A small flow network with reusable buffers: Dinic's maximum flow over the
-//! zero-cost edges, and successive shortest paths (queue-based Bellman-Ford)
-//! for a minimum-cost flow. Used by [`super::OptimalClustering`] once or a
+//! zero-cost edges (after a quick start along direct paths), and successive
+//! shortest paths (queue-based Bellman-Ford) for a minimum-cost flow. Used by [`super::OptimalClustering`] once or a
 //! few times per iteration, so nothing is allocated once the buffers are warm.
 //!
 //! Capacities are unit counts (`usize`), costs `i128` (the lexicographic
@@ -9,7 +9,6 @@
 use std::collections::VecDeque;
 
 const UNSEEN: u32 = u32::MAX;
-const NO_EDGE: usize = usize::MAX;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FlowNetwork {
@@ -23,8 +22,10 @@ pub(crate) struct FlowNetwork {
     level: Vec<u32>,
     next_edge: Vec<usize>,
     queue: VecDeque<usize>,
-    distance: Vec<i128>,
+    /// Node potentials: 0 for the zero-cost flow, else cheapest-path distances.
+    potential: Vec<i128>,
     queued: Vec<bool>,
+    /// Per node: the edge a cheapest path reached it by.
     via: Vec<usize>,
 }
 
@@ -62,23 +63,74 @@ impl FlowNetwork {
     }
 
     /// Push as much flow as possible from `source` to `sink` along residual
-    /// edges of cost 0 (Dinic: blocking flows on BFS level graphs); returns
-    /// the units pushed. On a network whose costs are all 0 this is its
-    /// maximum flow; in general it is a flow of cost 0, hence of least cost
-    /// for its value while every cost is >= 0.
+    /// edges of cost 0; returns the units pushed. On a network whose costs
+    /// are all 0 this is its maximum flow; in general it is a flow of cost 0,
+    /// hence of least cost for its value while every cost is >= 0.
     pub(crate) fn max_flow_at_zero_cost(&mut self, source: usize, sink: usize) -> usize {
+        self.potential.clear();
+        self.potential.resize(self.adjacent.len(), 0);
+        let direct = self.direct_paths(source, sink);
+        direct + self.admissible_flow(source, sink, usize::MAX)
+    }
+
+    /// Whether residual edge `e` from `u` has reduced cost 0 under the
+    /// potentials (both ends reachable).
+    fn admissible(&self, e: usize, u: usize) -> bool {
+        let v = self.to[e];
+        self.residual[e] > 0
+            && self.potential[u] != i128::MAX
+            && self.potential[v] != i128::MAX
+            && self.potential[u] + self.cost[e] == self.potential[v]
+    }
+
+    /// A quick start: for every unit edge out of the source, one path of
+    /// admissible *forward* edges to the sink if there is one (forward edges
+    /// lead from the source towards the sink, so the search is short).
+    fn direct_paths(&mut self, source: usize, sink: usize) -> usize {
+        let mut pushed = 0;
+        for i in 0..self.adjacent[source].len() {
+            let e = self.adjacent[source][i];
+            if e % 2 == 0 && self.admissible(e, source) && self.forward_path(self.to[e], sink) {
+                self.residual[e] -= 1;
+                self.residual[e ^ 1] += 1;
+                pushed += 1;
+            }
+        }
+        pushed
+    }
+
+    /// One unit from `u` to `sink` along admissible forward edges (DFS).
+    fn forward_path(&mut self, u: usize, sink: usize) -> bool {
+        if u == sink {
+            return true;
+        }
+        for i in 0..self.adjacent[u].len() {
+            let e = self.adjacent[u][i];
+            if e % 2 == 0 && self.admissible(e, u) && self.forward_path(self.to[e], sink) {
+                self.residual[e] -= 1;
+                self.residual[e ^ 1] += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Dinic's blocking flows on the admissible edges (reduced cost 0 under
+    /// the potentials), up to `limit` units; returns the units pushed.
+    fn admissible_flow(&mut self, source: usize, sink: usize, limit: usize) -> usize {
         let n = self.adjacent.len();
         let mut total = 0;
-        loop {
+        while total < limit {
             self.level.clear();
             self.level.resize(n, UNSEEN);
             self.queue.clear();
             self.level[source] = 0;
             self.queue.push_back(source);
             while let Some(u) = self.queue.pop_front() {
-                for &e in &self.adjacent[u] {
+                for i in 0..self.adjacent[u].len() {
+                    let e = self.adjacent[u][i];
                     let v = self.to[e];
-                    if self.residual[e] > 0 && self.cost[e] == 0 && self.level[v] == UNSEEN {
+                    if self.level[v] == UNSEEN && self.admissible(e, u) {
                         self.level[v] = self.level[u] + 1;
                         self.queue.push_back(v);
                     }
@@ -89,14 +141,15 @@ impl FlowNetwork {
             }
             self.next_edge.clear();
             self.next_edge.resize(n, 0);
-            loop {
-                let pushed = self.blocking_path(source, sink, usize::MAX);
+            while total < limit {
+                let pushed = self.blocking_path(source, sink, limit - total);
                 if pushed == 0 {
                     break;
                 }
                 total += pushed;
             }
         }
+        total
     }
 
     /// One augmenting path of the level graph (depth-first, with the
@@ -108,7 +161,7 @@ impl FlowNetwork {
         while self.next_edge[u] < self.adjacent[u].len() {
             let e = self.adjacent[u][self.next_edge[u]];
             let v = self.to[e];
-            if self.residual[e] > 0 && self.cost[e] == 0 && self.level[v] == self.level[u] + 1 {
+            if self.level[v] == self.level[u] + 1 && self.admissible(e, u) {
                 let pushed = self.blocking_path(v, sink, limit.min(self.residual[e]));
                 if pushed > 0 {
                     self.residual[e] -= pushed;
@@ -122,36 +175,37 @@ impl FlowNetwork {
     }
 
     /// Successive shortest paths: push up to `units` more units from
-    /// `source` to `sink`, each along a cheapest residual path; returns the
-    /// units pushed. Starting from a least-cost flow (for example one of
-    /// cost 0 while every cost is >= 0), the flow stays a least-cost flow of
-    /// its value after every augmentation (the residual network never gets a
+    /// `source` to `sink`, each along a cheapest residual path (queue-based
+    /// Bellman-Ford, as residual costs can be negative); returns the units
+    /// pushed. Starting from a least-cost flow (for example one of cost 0
+    /// while every cost is >= 0), the flow stays a least-cost flow of its
+    /// value after every augmentation (the residual network never gets a
     /// negative cycle), so the result is a minimum-cost flow of its value.
     pub(crate) fn augment_cheapest(&mut self, source: usize, sink: usize, units: usize) -> usize {
         let n = self.adjacent.len();
         let mut pushed = 0;
         while pushed < units {
-            self.distance.clear();
-            self.distance.resize(n, i128::MAX);
+            self.potential.clear();
+            self.potential.resize(n, i128::MAX);
             self.queued.clear();
             self.queued.resize(n, false);
             self.via.clear();
-            self.via.resize(n, NO_EDGE);
+            self.via.resize(n, usize::MAX);
             self.queue.clear();
-            self.distance[source] = 0;
+            self.potential[source] = 0;
             self.queue.push_back(source);
             self.queued[source] = true;
             while let Some(u) = self.queue.pop_front() {
                 self.queued[u] = false;
-                let du = self.distance[u];
+                let du = self.potential[u];
                 for &e in &self.adjacent[u] {
                     if self.residual[e] == 0 {
                         continue;
                     }
                     let v = self.to[e];
                     let dv = du + self.cost[e];
-                    if dv < self.distance[v] {
-                        self.distance[v] = dv;
+                    if dv < self.potential[v] {
+                        self.potential[v] = dv;
                         self.via[v] = e;
                         if !self.queued[v] {
                             self.queued[v] = true;
@@ -160,7 +214,7 @@ impl FlowNetwork {
                     }
                 }
             }
-            if self.distance[sink] == i128::MAX {
+            if self.potential[sink] == i128::MAX {
                 return pushed;
             }
             let mut bottleneck = units - pushed;

@@ -76,7 +76,9 @@
 //!
 //! # Cost
 //!
-//! One greedy run, at most log2(K) + 1 maximum flows with rates, and one
+//! One greedy run, with rates at most log2(K) + 1 maximum flows (over the
+//! rates between the greedy's bottleneck and the smallest over columns of
+//! the column's (l − r + 1)-th largest rate, a bound no clustering beats), and one
 //! least-cost flow: under 50 µs at K = 20 and under 5 ms at K = 200
 //! (`benches/clustering.rs`; figures in the README).
 
@@ -289,13 +291,17 @@ impl OptimalClustering {
 /// whose costs keep every path cost of the network within `i128` get
 /// weights (see the module docs' limits), the lower ones cost 0.
 fn level_costs(p: usize, nodes: usize, hi: usize) -> Vec<i128> {
+    if hi == 0 {
+        return Vec::new();
+    }
     let m = (p + 1) as i128;
     // A path cost sums at most `nodes` edges, a flow cost at most K·nodes
     // level costs; nodes² bounds both.
     let room = i128::MAX / (nodes as i128 * nodes as i128).max(1);
-    let mut top = 0u32; // the largest exponent that fits
-    while m.checked_pow(top + 1).is_some_and(|v| v <= room) {
+    let (mut top, mut power) = (0u32, 1i128); // the largest exponent that fits, M^top
+    while top + 1 < hi as u32 && power.checked_mul(m).is_some_and(|v| v <= room) {
         top += 1;
+        power *= m;
     }
     let shift = (hi as u32).saturating_sub(1).saturating_sub(top);
     (1..=hi as u32)
@@ -334,9 +340,23 @@ impl ClusteringPolicy for OptimalClustering {
             let start = ClusteringScore::of(&self.start.members, states, self.load)
                 .bottleneck_rate
                 .expect("rates are given");
+            // No clustering beats the need-th largest rate of a column.
+            let need = l + 1 - self.load;
+            let mut ceiling = f64::INFINITY;
+            for c in 0..p {
+                self.sorted.clear();
+                self.sorted
+                    .extend(a.column(c).iter().map(|&w| self.keys[w]));
+                self.sorted.sort_unstable_by(|x, y| y.total_cmp(x));
+                ceiling = ceiling.min(self.sorted[need - 1]);
+            }
             self.sorted.clear();
-            self.sorted
-                .extend(self.keys.iter().copied().filter(|&x| x >= start));
+            self.sorted.extend(
+                self.keys
+                    .iter()
+                    .copied()
+                    .filter(|&x| x >= start && x <= ceiling),
+            );
             self.sorted.sort_unstable_by(f64::total_cmp);
             self.sorted.dedup();
             let sorted = std::mem::take(&mut self.sorted);
