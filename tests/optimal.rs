@@ -145,6 +145,29 @@ fn flags_optimum_equals_brute_force_for_every_straggler_set() {
     assert!(strictly_better > 0);
 }
 
+/// Why the optimal policy does not help in Fig. 3 (results/paper/NOTES.md):
+/// on eq. (13) with 6 stragglers of 12 (Fig. 3 starts with 6 slow, and the
+/// Gilbert-Elliott chain keeps about that many), the greedy reaches the
+/// optimal profile on more than 99% of the sets, but not on all.
+#[test]
+fn on_eq13_the_greedy_misses_few_six_straggler_optima() {
+    let a = eq13();
+    let mut optimal = OptimalClustering::new(2).unwrap();
+    let mut greedy = GreedyClustering::new();
+    let (mut out, mut g) = (Clustering::default(), Clustering::default());
+    let (mut missed, mut sets) = (0, 0);
+    for set in (0u32..1 << 12).filter(|s| s.count_ones() == 6) {
+        let flags: Vec<bool> = (0..12).map(|w| set >> w & 1 == 1).collect();
+        optimal.cluster(&a, &WorkerStates::flags(&flags), &mut out);
+        greedy.cluster(&a, &WorkerStates::flags(&flags), &mut g);
+        missed += usize::from(profile(&masks_of(&g), set) > profile(&masks_of(&out), set));
+        sets += 1;
+    }
+    eprintln!("greedy misses the optimum on {missed} of {sets} six-straggler sets of eq. (13)");
+    assert_eq!(sets, 924);
+    assert!(missed > 0 && 100 * missed < sets, "{missed} of {sets}");
+}
+
 /// With the rates of a two-rate state (10 for a non-straggler, 0.1 for a
 /// straggler, tau = 0.5), as the paper configs give GC-DC in Figs. 3-4, the
 /// optimal clustering reaches the same profile as with the flags of that
