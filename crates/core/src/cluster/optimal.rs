@@ -79,8 +79,8 @@
 //! One greedy run, with rates at most log2(K) + 1 maximum flows (over the
 //! rates between the greedy's bottleneck and the smallest over columns of
 //! the column's (l − r + 1)-th largest rate, a bound no clustering beats), and one
-//! least-cost flow: under 50 µs at K = 20 and under 5 ms at K = 200
-//! (`benches/clustering.rs`; figures in the README).
+//! least-cost flow: under 50 µs at K = 20 and under 5 ms at K = 200, for
+//! flags and rates (`benches/clustering.rs`; figures in the README).
 
 use std::cmp::Ordering;
 
