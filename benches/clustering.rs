@@ -4,14 +4,18 @@
 //! minimum) and K = 1024 (P = 64, n = 8, where Lemma 1 does not hold and
 //! conflicts may need the augmenting-path repair; target under 1 ms), for
 //! straggler flags and for rates; and a whole gc-dc `plan_round` (clustering
-//! plus the RoundPlan it returns).
+//! plus the RoundPlan it returns). The optimal clustering (beyond 000, the
+//! exact optimum by flows, load r = 3) at K = 20 (target under 50 µs) and
+//! K = 200 (target under 5 ms), for flags and for rates.
 //!
 //! Run: `cargo bench --bench clustering`.
 
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use gradcode::cluster::{Assignment, Clustering, ClusteringPolicy, GreedyClustering, WorkerStates};
+use gradcode::cluster::{
+    Assignment, Clustering, ClusteringPolicy, GreedyClustering, OptimalClustering, WorkerStates,
+};
 use gradcode::coding::ClusteringKind;
 use gradcode::coding::{CodeOptions, DynamicClustering, RoundContext, Scheme, clustering_policy};
 use gradcode::rng::{Stream, stream};
@@ -69,7 +73,7 @@ fn clustering(c: &mut Criterion) {
             None,
             8,
             0.5,
-            clustering_policy(ClusteringKind::Greedy),
+            clustering_policy(ClusteringKind::Greedy, 3).unwrap(),
             CodeOptions::default(),
             &mut stream(1, Stream::Code),
             &mut stream(1, Stream::ClusterShifts),
@@ -90,5 +94,39 @@ fn clustering(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, clustering);
+fn optimal(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gc-dc optimal clustering");
+    for (k, p, n) in [(20, 5, 3), (200, 10, 5)] {
+        let a =
+            Assignment::circular_shifts(k, p, n, &mut stream(1, Stream::ClusterShifts)).unwrap();
+        let sets = straggler_sets(k, 64);
+        let rates = rate_sets(k, 64);
+        let label = format!("K={k},P={p},n={n}");
+        let mut policy = OptimalClustering::new(3).unwrap();
+        let mut out = Clustering::default();
+        group.bench_with_input(BenchmarkId::new("flags", &label), &sets, |b, sets| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % sets.len();
+                policy.cluster(&a, &WorkerStates::flags(black_box(&sets[i])), &mut out);
+                black_box(out.members.len())
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("rates", &label), &rates, |b, rates| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % rates.len();
+                policy.cluster(
+                    &a,
+                    &WorkerStates::rates(black_box(&rates[i]), 2.5),
+                    &mut out,
+                );
+                black_box(out.members.len())
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, clustering, optimal);
 criterion_main!(benches);

@@ -56,6 +56,71 @@ fn explain_reproduces_the_worked_example() {
     assert!(v.get("decoding").is_none());
 }
 
+/// With clustering = optimal, `explain` shows the optimal clustering, its
+/// objective and the greedy's on the same state: stragglers 2, 3, 4, 7 of
+/// eq. (13) can be spread one per cluster, which the greedy misses.
+#[test]
+fn explain_shows_the_optimal_clustering_and_the_greedys_objective() {
+    let ex = example();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "explain",
+            "--config",
+            &ex,
+            "--set",
+            "scheme.clustering=optimal",
+        ];
+        args.extend_from_slice(extra);
+        gradcode(&args)
+    };
+    let v = json(&run(&["--stragglers", "2,3,4,7", "--json"]));
+    assert_eq!(v["clustering"], "optimal");
+    assert_eq!(v["stragglers_per_cluster"], serde_json::json!([1, 1, 1, 1]));
+    assert_eq!(
+        v["objective"]["straggler_profile"],
+        serde_json::json!([1, 1, 1, 1])
+    );
+    assert_eq!(
+        v["greedy_objective"]["straggler_profile"],
+        serde_json::json!([2, 1, 1, 0])
+    );
+    assert_eq!(v["phases"], serde_json::json!([]));
+    for p in v["placements"].as_array().unwrap() {
+        assert_eq!(p["phase"], "optimal");
+    }
+    // Every cluster only holds workers of its column of eq. (13).
+    let columns = [
+        [1, 4, 6, 7, 9, 10],
+        [2, 1, 7, 8, 10, 11],
+        [3, 2, 8, 5, 11, 12],
+        [4, 3, 5, 6, 12, 9],
+    ];
+    for (c, members) in v["clusters"].as_array().unwrap().iter().enumerate() {
+        for w in members.as_array().unwrap() {
+            assert!(columns[c].contains(&(w.as_u64().unwrap() as i32)), "{v}");
+        }
+    }
+    // Rates: the bottleneck beside the greedy's, in text.
+    let text =
+        String::from_utf8(run(&["--rates", "1,2,0.1,4,0.2,0.3,0.2,0.1,3,2,5,1"]).stdout).unwrap();
+    assert!(text.contains("objective   bottleneck rate"), "{text}");
+    assert!(text.contains("greedy      bottleneck rate"), "{text}");
+    // The greedy policy shows its own objective only.
+    let g = json(&gradcode(&[
+        "explain",
+        "--config",
+        &ex,
+        "--stragglers",
+        "2,3,4,7",
+        "--json",
+    ]));
+    assert_eq!(
+        g["objective"]["straggler_profile"],
+        serde_json::json!([2, 1, 1, 0])
+    );
+    assert!(g.get("greedy_objective").is_none());
+}
+
 #[test]
 fn explain_decodes_with_the_clusters_it_formed() {
     let ex = example();
@@ -189,6 +254,11 @@ fn bad_gc_dc_input_names_the_key_or_flag() {
             "n-zero",
             &["scheme.clusters_per_worker=0"],
             "scheme.clusters_per_worker = 0",
+        ),
+        (
+            "clustering-unknown",
+            &["scheme.clustering=best"],
+            "scheme.clustering = \"best\" is not known (expected `greedy` or `optimal`)",
         ),
         (
             "n-above-p",

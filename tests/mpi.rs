@@ -526,6 +526,11 @@ fn train_agrees_with_simulate_iteration_by_iteration() {
             "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
         ),
         (
+            "agree-gc-dc-optimal",
+            "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 3\nclusters_per_worker = 2\nclustering = \"optimal\"\n",
+            "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",
+        ),
+        (
             "agree-gc-dc-deadline",
             "[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2\ndeadline = 1.0\n",
             "model = \"gilbert-elliott\"\nmu_fast = 2.0\nmu_slow = 0.2\nswitch_probability = 0.1\ninitial_stragglers = 2\n",

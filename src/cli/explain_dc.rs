@@ -7,7 +7,9 @@ use serde::Serialize;
 use super::decoding::{ExplainReport, decode_report, print_text as print_decoding};
 use super::{ConfigArgs, ExplainFlags, one_based, parse_rates, parse_workers};
 use crate::cluster::spread::min_max_stragglers;
-use crate::cluster::{Clustering, How, Resolution};
+use crate::cluster::{
+    Clustering, ClusteringPolicy, ClusteringScore, GreedyClustering, How, Resolution, WorkerStates,
+};
 use crate::coding::{RoundContext, Scheme};
 use crate::error::InputError;
 
@@ -52,6 +54,27 @@ struct ConflictReport {
     moved: Option<usize>,
 }
 
+/// What a clustering achieves on the optimal policy's objective.
+#[derive(Debug, Serialize)]
+struct ObjectiveReport {
+    /// Stragglers per cluster, largest first (the flags objective: smaller
+    /// lexicographically is better).
+    straggler_profile: Vec<usize>,
+    /// With rates: the smallest over clusters of the cluster's (l − r + 1)-th
+    /// largest rate (larger is better; null for a NaN rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bottleneck_rate: Option<Option<f64>>,
+}
+
+impl ObjectiveReport {
+    fn of(score: &ClusteringScore) -> Self {
+        Self {
+            straggler_profile: score.profile.clone(),
+            bottleneck_rate: score.bottleneck_rate.map(|r| r.is_finite().then_some(r)),
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct DynamicReport {
     scheme: String,
@@ -69,6 +92,12 @@ struct DynamicReport {
     stragglers_per_cluster: Vec<usize>,
     /// The least, over every valid clustering, of the most stragglers in one cluster.
     most_even_max_stragglers: usize,
+    /// With state information: this clustering's objective (see `scheme.clustering`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    objective: Option<ObjectiveReport>,
+    /// With state information and clustering = optimal: the greedy's (000 §V) on the same state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    greedy_objective: Option<ObjectiveReport>,
     phases: Vec<PhaseReport>,
     placements: Vec<PlacementReport>,
     conflicts: Vec<ConflictReport>,
@@ -86,6 +115,7 @@ fn phase_name(how: How) -> &'static str {
         How::PhaseTwo => "phase-2",
         How::Swap { .. } => "swap",
         How::Repair => "repair",
+        How::Optimal => "optimal",
     }
 }
 
@@ -110,6 +140,8 @@ fn report(
         clusters: c.members.iter().map(|m| one_based(m)).collect(),
         stragglers_per_cluster: c.straggler_counts(),
         most_even_max_stragglers: min_max_stragglers(dc.assignment(), &flags),
+        objective: None,
+        greedy_objective: None,
         phases: c
             .phases
             .iter()
@@ -212,7 +244,32 @@ pub(super) fn run(
         .expect("explain_dc runs on gc-dc")
         .last_clustering()
         .clone();
-    let mut out = report(scheme, &clustering, info, rates);
+    let mut out = report(scheme, &clustering, info, rates.clone());
+    if info != "none" {
+        let dc = scheme
+            .dynamic_clustering()
+            .expect("explain_dc runs on gc-dc");
+        let states = WorkerStates {
+            straggling: straggling.as_deref(),
+            rates: rates.as_deref(),
+            threshold: dc.threshold(),
+        };
+        let load = dc.code().load();
+        out.objective = Some(ObjectiveReport::of(&ClusteringScore::of(
+            &clustering.members,
+            &states,
+            load,
+        )));
+        if dc.policy_name() != "greedy" {
+            let mut greedy = Clustering::default();
+            GreedyClustering::new().cluster(dc.assignment(), &states, &mut greedy);
+            out.greedy_objective = Some(ObjectiveReport::of(&ClusteringScore::of(
+                &greedy.members,
+                &states,
+                load,
+            )));
+        }
+    }
     out.decoding = received.map(|r| {
         let arrivals: Vec<crate::coding::Arrival> =
             r.into_iter().map(crate::coding::Arrival::only).collect();
@@ -231,6 +288,20 @@ fn list(ids: &[usize]) -> String {
         .map(|i| i.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn objective_text(o: &ObjectiveReport) -> String {
+    let profile = format!(
+        "stragglers per cluster, largest first: {}",
+        list(&o.straggler_profile)
+    );
+    match o.bottleneck_rate {
+        Some(rate) => format!(
+            "bottleneck rate (worst cluster's (l - r + 1)-th fastest) {}; {profile}",
+            rate.map_or("NaN".to_string(), |r| format!("{r}"))
+        ),
+        None => profile,
+    }
 }
 
 fn print_text(r: &DynamicReport) {
@@ -319,7 +390,7 @@ fn print_text(r: &DynamicReport) {
                 let p = &r.placements[w - 1];
                 let mark = if p.straggler { "*" } else { "" };
                 let how = match p.phase {
-                    "phase-1" | "initial" => String::new(),
+                    "phase-1" | "initial" | "optimal" => String::new(),
                     other => format!(" ({other})"),
                 };
                 format!("{w}{mark}{how}")
@@ -342,6 +413,15 @@ fn print_text(r: &DynamicReport) {
         "spread      at most {most} stragglers in a cluster; the most even valid clustering has {}",
         r.most_even_max_stragglers
     );
+    if let Some(o) = &r.objective {
+        println!("objective   {}", objective_text(o));
+        if let Some(g) = &r.greedy_objective {
+            println!(
+                "greedy      {} (000 §V on the same state)",
+                objective_text(g)
+            );
+        }
+    }
     if let Some(d) = &r.decoding {
         crate::outln!();
         print_decoding(d);

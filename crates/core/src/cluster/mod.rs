@@ -13,6 +13,8 @@
 //!   ([`WorkerStates`]) into a [`Clustering`] with a per-worker placement log.
 //!   [`GreedyClustering`] is Algorithm 1 of §V (see its docs for how the
 //!   worked example of §V is read where the pseudo-code disagrees).
+//!   [`OptimalClustering`] (beyond 000, whose §VII leaves it open) is exact
+//!   for the objective of [`ClusteringScore`], by flows.
 //! - [`augment`]: the augmenting-path repair that completes any partial
 //!   clustering; it makes every policy return a valid clustering even when no
 //!   single swap resolves a conflict (Lemma 1 does not hold).
@@ -22,12 +24,15 @@
 //! Worker and cluster ids are 0-based here; the CLI prints them 1-based.
 
 mod assignment;
+mod flow;
 mod greedy;
+mod optimal;
 mod repair;
 pub mod spread;
 
 pub use assignment::{Assignment, AssignmentSource, EQ13_SHIFTS, cluster_size};
 pub use greedy::{GreedyClustering, PhaseOneRule};
+pub use optimal::{ClusteringScore, OptimalClustering};
 pub use repair::augment;
 
 use std::fmt;
@@ -134,6 +139,8 @@ pub enum How {
     Swap { partner: usize },
     /// Moved along an augmenting path by the repair ([`augment`]).
     Repair,
+    /// Placed by the exact optimisation of [`OptimalClustering`].
+    Optimal,
 }
 
 /// Where a worker ended up and how.

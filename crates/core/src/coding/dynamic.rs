@@ -43,7 +43,7 @@ use super::{
 };
 use crate::cluster::{
     Assignment, AssignmentSource, ClusterError, Clustering, ClusteringPolicy, GreedyClustering,
-    WorkerStates,
+    OptimalClustering, WorkerStates,
 };
 use crate::rng::Stream;
 use serde::{Deserialize, Serialize};
@@ -65,6 +65,10 @@ pub enum ClusteringKind {
     /// The two-phase greedy of 000 §V (Algorithm 1), with an augmenting-path repair.
     #[default]
     Greedy,
+    /// Beyond 000: the exact optimum over every valid clustering of the
+    /// straggler profile, or with rates of the bottleneck rate then the
+    /// profile ([`crate::cluster::OptimalClustering`]).
+    Optimal,
 }
 
 /// The `[scheme]` keys of `gc-dc`.
@@ -90,6 +94,8 @@ pub struct GcDcParams {
     pub assignment_draws: usize,
     /// tau: with estimated rates, a worker with rate < tau straggles (1 / model time).
     pub straggler_threshold: f64,
+    /// The per-iteration clustering: `greedy` (000 §V, the default) or
+    /// `optimal` (the exact optimum of its objective, beyond 000).
     pub clustering: ClusteringKind,
     /// Random MDS matrices drawn, the best conditioned kept.
     pub code_draws: usize,
@@ -135,7 +141,7 @@ fn build_gc_dc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
             p.assignment.as_deref(),
             p.assignment_draws,
             p.straggler_threshold,
-            clustering_policy(p.clustering),
+            clustering_policy(p.clustering, p.load)?,
             options,
             &mut args.rng(Stream::Code),
             &mut args.rng(Stream::ClusterShifts),
@@ -154,11 +160,16 @@ impl From<ClusterError> for CodingError {
     }
 }
 
-/// The policy named by `scheme.clustering`.
-pub fn clustering_policy(kind: ClusteringKind) -> Box<dyn ClusteringPolicy> {
-    match kind {
+/// The policy named by `scheme.clustering` for code load r = `load` (the
+/// optimal policy's bottleneck depends on it; `scheme.load` >= 1).
+pub fn clustering_policy(
+    kind: ClusteringKind,
+    load: usize,
+) -> Result<Box<dyn ClusteringPolicy>, ClusterError> {
+    Ok(match kind {
         ClusteringKind::Greedy => Box::new(GreedyClustering::new()),
-    }
+        ClusteringKind::Optimal => Box::new(OptimalClustering::new(load)?),
+    })
 }
 
 /// Counts over the iterations planned so far.
