@@ -245,7 +245,7 @@ fn write(name: &str, text: &str) -> String {
 fn trace_replay_uses_the_chosen_columns_and_wraps() {
     let path = write("ok.csv", "w0,w1,w2,w3\n1,2,3,40\n5,6,7,8\n");
     let c = config(&format!(
-        "workers = 2\n[straggler]\nmodel = \"trace\"\ntrace_file = \"{path}\"\ntrace_columns = [4, 2]\ntrace_threshold = 2.0\n"
+        "workers = 2\n[straggler]\nmodel = \"trace\"\ntrace_file = \"{path}\"\ntrace_columns = [4, 2]\ntrace_threshold = 2.0\n[simulate]\niterations = 3\n"
     ));
     let all = samples(&c, 0, 3);
     assert_eq!(all[0].unit_time, [40.0, 2.0]);
@@ -253,7 +253,9 @@ fn trace_replay_uses_the_chosen_columns_and_wraps() {
     assert_eq!(all[2].unit_time, [40.0, 2.0]);
     // Median of (40, 2) is 21: nobody exceeds 42.
     assert!(all[0].straggling.iter().all(|&b| !b));
+    // Trial k starts at row k · simulate.iterations (mod the rows): 3 and 6.
     assert_eq!(samples(&c, 1, 1)[0].unit_time, [8.0, 6.0]);
+    assert_eq!(samples(&c, 2, 1)[0].unit_time, [40.0, 2.0]);
     let c = config(&format!(
         "workers = 3\n[straggler]\nmodel = \"trace\"\ntrace_file = \"{path}\"\n"
     ));
