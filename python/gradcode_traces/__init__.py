@@ -11,7 +11,7 @@
 See python/README.md.
 """
 
-from .compare import compare, markdown, run_label
+from .table import compare, markdown, run_label
 from .summary import distribution, even_fraction, summarize
 from .trace import PROVENANCE_KEYS, Run, Trace, TraceError, open_trace
 

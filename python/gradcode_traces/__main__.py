@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from .compare import compare, markdown
+from .table import compare, markdown
 from .trace import TraceError
 
 
