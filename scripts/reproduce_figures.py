@@ -311,7 +311,7 @@ def save_all(fig, stem, caption_text):
     paths = []
     for ext in ("png", "pdf", "svg"):
         paths.append(pathlib.Path(f"{stem}.{ext}"))
-        fig.savefig(paths[-1], dpi=110, metadata=None if ext == "png" else {"Title": caption_text[:200]})
+        fig.savefig(paths[-1], dpi=110, metadata=None if ext == "png" else {"Title": caption_text})
     plt.close(fig)
     return paths
 
