@@ -119,12 +119,12 @@ class FiguresTest(unittest.TestCase):
         r = result("mmc-fig1")
         fig, _ = rf.draw(CONFIGS / "mmc-fig1.toml", r, self.cites)
         drawn = markers(fig)
-        panels = rf.directives((CONFIGS / "mmc-fig1.toml").read_text())[1]
-        if "messages" in panels:
-            (ax, x, y, label), = drawn
-            self.assertEqual(fig.axes[ax].get_ylabel(), rf.PANEL["messages"][1])
-            self.assertEqual(y, r["workers"] * 1.0)
-            self.assertIn("[003]", label)
+        self.assertIn("messages", rf.directives((CONFIGS / "mmc-fig1.toml").read_text())[1])
+        (ax, x, y, label), = drawn
+        self.assertEqual(fig.axes[ax].get_ylabel(), rf.PANEL["messages"][1])
+        self.assertEqual(x, [s["name"] for s in r["schemes"]].index("gc-mmc-2"))
+        self.assertEqual(y, r["workers"] * 1.0)
+        self.assertIn("[003] Ozfatura et al., IEEE Data Science Workshop (DSW), 2019, Fig. 1(b)", label.replace("\n", " "))
         r = result("isgc-recovery")
         fig, _ = rf.draw(CONFIGS / "isgc-recovery.toml", r, self.cites)
         pts = {(ax, x, y) for ax, x, y, _ in markers(fig)}
