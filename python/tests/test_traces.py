@@ -194,8 +194,9 @@ class TracesTest(unittest.TestCase):
         ds = t.to_xarray()
         self.assertEqual(list(ds["event"].values), [e["event"] for e in v["timing"]])
         self.assertEqual(ds["timing_count"].sel(event=v["timing"][0]["event"]).item(), v["timing"][0]["count"])
-        np.testing.assert_array_equal(t.theta, v["model"]["parameters"])
-        self.assertEqual(ds.sizes["parameter"], len(v["model"]["parameters"]))
+        self.assertEqual(len(t.theta), v["model"]["parameters"])
+        self.assert_close(float(np.linalg.norm(t.theta)), v["model"]["norm"], "norm of theta")
+        self.assertEqual(ds.sizes["parameter"], v["model"]["parameters"])
         self.assertEqual(t.status, "completed")
         self.assertIn("ranks", t.provenance["hosts"])
 
@@ -233,7 +234,7 @@ class TracesTest(unittest.TestCase):
                 self.check_summary(gt.summarize(run_), tr["summary"], f"{name} trial {tr['trial']}")
                 np.testing.assert_array_equal(
                     ds["duration_s"].sel(scheme=name, trial=tr["trial"]).values,
-                    df.loc[(name, tr["trial"]), "duration_s"].to_numpy(),
+                    df.xs((name, tr["trial"]), level=("scheme", "trial"))["duration_s"].to_numpy(),
                 )
         w = t.workers_frame()
         self.assertEqual(w.index.names, ["scheme", "trial", "iteration", "worker"])
