@@ -296,6 +296,44 @@ class TracesTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("not a directory", r.stderr)
 
+    def test_the_files_carry_dimension_scales_that_xarray_reads_without_the_package(self):
+        import xarray as xr
+
+        groups = [(self.train, ""), (self.mpi, "")]
+        groups += [(self.sim, f"sim/{s}/trial_{k}/") for s in ("gc", "dc-r4") for k in (0, 2)]
+        for path, g in groups:
+            where = f"{path.name}:{g}"
+            with h5py.File(path) as f:
+                n, k = f[g + "iteration/duration_s"].shape[0], f[g + "worker/finish_s"].shape[1]
+                for name in f[g + "iteration"]:
+                    if name != "iteration":
+                        d = f[g + "iteration"][name]
+                        self.assertEqual(d.dims[0].label, "iteration", where + name)
+                        np.testing.assert_array_equal(d.dims[0][0][:], np.arange(1, n + 1))
+                for name in f[g + "worker"]:
+                    if name not in ("iteration", "worker"):
+                        d = f[g + "worker"][name]
+                        self.assertEqual((d.dims[0].label, d.dims[1].label), ("iteration", "worker"), where + name)
+                        np.testing.assert_array_equal(d.dims[0][0][:], np.arange(1, n + 1))
+                        np.testing.assert_array_equal(d.dims[1][0][:], np.arange(1, k + 1))
+            # xarray through h5netcdf (no gradcode_traces): named dimensions, 1-based coordinates, the same values.
+            t = gt.open_trace(path)
+            ours = t.to_xarray()
+            if t.kind == "simulation":
+                scheme, trial = g.split("/")[1], int(g.split("_")[-1].rstrip("/"))
+                ours = ours.sel(scheme=scheme, trial=trial)
+            with xr.open_dataset(path, group=g + "worker", engine="h5netcdf") as w:
+                self.assertEqual(w["straggling"].dims, ("iteration", "worker"), where)
+                self.assertEqual(list(w["worker"].values), list(range(1, k + 1)))
+                np.testing.assert_array_equal(w["finish_s"].values, ours["finish_s"].values)
+            with xr.open_dataset(path, group=g + "iteration", engine="h5netcdf") as it:
+                self.assertEqual(it["duration_s"].dims, ("iteration",), where)
+                self.assertEqual(list(it["iteration"].values), list(range(1, n + 1)))
+                np.testing.assert_array_equal(it["duration_s"].values, ours["duration_s"].values)
+        # Not data: the package leaves the scales out of the frames.
+        self.assertNotIn("iteration", gt.open_trace(self.train).iterations().columns)
+        self.assertNotIn("worker", gt.open_trace(self.train).workers_frame().columns)
+
     def test_bad_files_are_errors_naming_the_file(self):
         (self.tmp / "plain.h5").write_text("x")
         for path, needle in ((self.tmp / "missing.h5", "no such file"), (self.tmp / "plain.h5", "not a readable HDF5")):
