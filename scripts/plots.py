@@ -14,7 +14,8 @@ FILE.h5:SCHEME (all its trials) or FILE.h5:SCHEME:TRIAL.
     plots.py report RESULTS_DIR [-o OUT]     every *.h5 under RESULTS_DIR: PNGs and an index (OUT = RESULTS_DIR/report)
 
 scripts/report.sh RESULTS_DIR sets up the pinned Python environment and runs
-`report`. Everything here is also a function for use from Python.
+`report`. Everything here is also a function for use from Python; the traces
+are read with the gradcode_traces package (python/).
 """
 
 import argparse
@@ -25,154 +26,23 @@ import pathlib
 import subprocess
 import sys
 
-import h5py
 import matplotlib
 import numpy as np
+
+# The trace reader (python/gradcode_traces, installed into .venv by
+# scripts/python-env.sh); from a checkout without it installed, python/ is used.
+try:
+    import gradcode_traces as gt
+except ModuleNotFoundError:
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
+    import gradcode_traces as gt
+from gradcode_traces import Run, Trace, TraceError, even_fraction  # noqa: E402,F401 (re-exported)
+from gradcode_traces import table as gtt  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import BoundaryNorm, ListedColormap, to_rgb  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-
-
-class TraceError(Exception):
-    """A file that is not a readable gradcode trace; the message names it."""
-
-
-class Run:
-    """One trace: a training run or one trial of a simulated scheme.
-
-    Arrays are None when the file lacks the dataset (only
-    /iteration/duration_s is required). Per-worker arrays are iterations x
-    workers; column k is worker k + 1.
-    """
-
-    def __init__(self, label, group, workers, where):
-        self.label = label
-        it = group.get("iteration")
-        wk = group.get("worker")
-        if it is None or "duration_s" not in it:
-            raise TraceError(f"{where}: no dataset iteration/duration_s, not a gradcode trace")
-        self.duration_s = np.asarray(it["duration_s"][...], dtype=float)
-        n = len(self.duration_s)
-
-        def column(g, name, dtype, per_worker):
-            if g is None or name not in g:
-                return None
-            v = np.asarray(g[name][...], dtype=dtype)
-            want = 2 if per_worker else 1
-            if v.ndim != want or v.shape[0] != n:
-                raise TraceError(
-                    f"{where}: dataset {g.name}/{name} has shape {v.shape}, "
-                    f"not one row per iteration ({n})"
-                )
-            return v
-
-        self.decode_s = column(it, "decode_s", float, False)
-        self.recovered_fraction = column(it, "recovered_fraction", float, False)
-        self.messages_received = column(it, "messages_received", float, False)
-        self.stale_dropped = column(it, "stale_dropped", float, False)
-        self.train_loss = column(it, "train_loss", float, False)
-        self.test_loss = column(it, "test_loss", float, False)
-        self.finish_s = column(wk, "finish_s", float, True)
-        self.straggling = column(wk, "straggling", bool, True)
-        self.cluster = column(wk, "cluster", np.int64, True)
-        self.used = column(wk, "used", bool, True)
-        shapes = [a.shape[1] for a in (self.finish_s, self.straggling, self.cluster, self.used) if a is not None]
-        self.workers = shapes[0] if shapes else int(workers or 0)
-
-    @property
-    def iterations(self):
-        return len(self.duration_s)
-
-    def wall_s(self):
-        """Wall-clock (or emulated) time at the end of each iteration: the running sum of duration_s."""
-        return np.cumsum(np.nan_to_num(self.duration_s, nan=0.0))
-
-    def has_losses(self):
-        return any(v is not None and np.isfinite(v).any() for v in (self.train_loss, self.test_loss))
-
-    def clusters(self):
-        """P, the largest cluster id (0: never clustered)."""
-        if self.cluster is None or self.cluster.size == 0:
-            return 0
-        return max(int(self.cluster.max()), 0)
-
-    def stragglers_per_cluster(self):
-        """(counts, clustered): counts[i, p] = straggling workers in cluster p + 1 in
-        iteration i + 1; clustered[i] = some worker is in a cluster. None without
-        /worker/cluster, /worker/straggling or clusters."""
-        p = self.clusters()
-        if p == 0 or self.straggling is None:
-            return None
-        counts = np.zeros((self.iterations, p), dtype=int)
-        for c in range(1, p + 1):
-            counts[:, c - 1] = ((self.cluster == c) & self.straggling).sum(axis=1)
-        clustered = (self.cluster >= 1).any(axis=1)
-        return counts, clustered
-
-
-class Trace:
-    """A trace file: kind 'train' (runs = {scheme: [run]}) or 'simulation'
-    (runs = {scheme: [trial 0, trial 1, ...]}, in simulate.compare order)."""
-
-    def __init__(self, path):
-        self.path = pathlib.Path(path)
-        if not self.path.is_file():
-            raise TraceError(f"{path}: no such file")
-        try:
-            f = h5py.File(self.path, "r")
-        except OSError as e:
-            raise TraceError(f"{path}: not a readable HDF5 file ({e})") from None
-        with f:
-            attrs = f.attrs
-            if "gradcode_version" not in attrs:
-                raise TraceError(f"{path}: not a gradcode trace (no root attribute gradcode_version)")
-
-            def text(name):
-                v = attrs.get(name)
-                return v.decode() if isinstance(v, bytes) else (None if v is None else str(v))
-
-            self.gradcode_version = text("gradcode_version")
-            self.scheme = text("scheme")
-            self.workers = int(attrs["workers"]) if "workers" in attrs else None
-            self.seed = int(attrs["seed"]) if "seed" in attrs else None
-            self.runs = {}
-            self.model_time_unit_s = None
-            if "sim" in f:
-                self.kind = "simulation"
-                order = [s.strip() for s in (self.scheme or "").split(",")]
-                names = sorted(f["sim"].keys(), key=lambda n: (order.index(n) if n in order else len(order), n))
-                for name in names:
-                    g = f["sim"][name]
-                    if "model_time_unit_s" in g.attrs:
-                        self.model_time_unit_s = float(g.attrs["model_time_unit_s"])
-                    trials = sorted(
-                        (int(k[len("trial_"):]), k) for k in g.keys() if k.startswith("trial_") and k[6:].isdigit()
-                    )
-                    self.runs[name] = [
-                        Run(f"{name} trial {k}", g[key], self.workers, f"{path}:/sim/{name}/{key}")
-                        for k, key in trials
-                    ]
-            elif "iteration" in f:
-                self.kind = "train"
-                label = self.scheme or self.path.stem
-                self.runs[label] = [Run(label, f, self.workers, str(path))]
-            else:
-                raise TraceError(f"{path}: not a gradcode trace (neither an /iteration nor a /sim group)")
-
-    def select(self, scheme=None, trial=None):
-        """[(label, [runs])]: every scheme, or one scheme, or one trial of it."""
-        if scheme is None:
-            return list(self.runs.items())
-        if scheme not in self.runs:
-            raise TraceError(f"{self.path}: no scheme {scheme} (has {', '.join(self.runs)})")
-        runs = self.runs[scheme]
-        if trial is None:
-            return [(scheme, runs)]
-        if not 0 <= trial < len(runs):
-            raise TraceError(f"{self.path}: scheme {scheme} has no trial {trial} (0..{len(runs) - 1})")
-        return [(f"{scheme} trial {trial}", [runs[trial]])]
 
 
 def parse_selector(arg):
@@ -226,16 +96,6 @@ def ecdf(values):
     """(x, y): the sorted finite values and the share of values <= each."""
     v = np.sort(np.asarray(values, dtype=float)[np.isfinite(values)])
     return v, np.arange(1, len(v) + 1) / max(len(v), 1)
-
-
-def even_fraction(counts, clustered):
-    """Share of clustered iterations whose most stragglers in one cluster is
-    ceil(S / P) (as `gradcode inspect`'s even_fraction)."""
-    c = counts[clustered]
-    if len(c) == 0:
-        return float("nan")
-    p = counts.shape[1]
-    return float(np.mean(c.max(axis=1) == -(-c.sum(axis=1) // p)))
 
 
 def time_unit(seconds):
@@ -551,27 +411,27 @@ def save(fig, path):
 
 
 def summary_row(runs):
-    """Key numbers of runs (pooled): for the index."""
-    d = np.concatenate([r.duration_s for r in runs]) if runs else np.array([])
-    d = d[np.isfinite(d)]
+    """Key numbers of runs (pooled): for the index (gradcode_traces.summarize, as inspect)."""
+    s = gt.summarize(runs)
+    t = s["iteration_time_s"] or {}
     row = {
         "trials": len(runs),
-        "iterations": int(sum(r.iterations for r in runs)),
-        "mean_s": float(d.mean()) if len(d) else float("nan"),
-        "p50_s": float(np.percentile(d, 50)) if len(d) else float("nan"),
-        "p99_s": float(np.percentile(d, 99)) if len(d) else float("nan"),
+        "iterations": s["iterations"],
+        "mean_s": t.get("mean", float("nan")),
+        "p50_s": t.get("p50", float("nan")),
+        "p99_s": t.get("p99", float("nan")),
     }
-    strag = [r.straggling for r in runs if r.straggling is not None]
-    row["stragglers_per_iteration"] = float(np.concatenate(strag).sum(axis=1).mean()) if strag else float("nan")
+    spi = s["stragglers_mean_per_iteration"]
+    row["stragglers_per_iteration"] = float("nan") if spi is None else spi
     spcs = [r.stragglers_per_cluster() for r in runs]
-    if spcs and all(s is not None for s in spcs):
-        counts = np.concatenate([s[0] for s in spcs if s[0].shape[1] == spcs[0][0].shape[1]])
-        clustered = np.concatenate([s[1] for s in spcs if s[0].shape[1] == spcs[0][0].shape[1]])
+    if spcs and all(x is not None for x in spcs):
+        counts = np.concatenate([x[0] for x in spcs if x[0].shape[1] == spcs[0][0].shape[1]])
+        clustered = np.concatenate([x[1] for x in spcs if x[0].shape[1] == spcs[0][0].shape[1]])
         row["even_fraction"] = even_fraction(counts, clustered)
     else:
         row["even_fraction"] = float("nan")
-    losses = [r.train_loss[np.isfinite(r.train_loss)] for r in runs if r.train_loss is not None]
-    row["final_train_loss"] = float(losses[0][-1]) if len(runs) == 1 and losses and len(losses[0]) else float("nan")
+    loss = s["train_loss"]
+    row["final_train_loss"] = float("nan") if loss is None else loss["final"]
     return row
 
 
@@ -588,13 +448,18 @@ def report(results_dir, out_dir=None, gradcode=None, log=print):
         raise TraceError(f"{results_dir}: not a directory")
     out_dir = pathlib.Path(out_dir) if out_dir else results_dir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = sorted(p for p in results_dir.rglob("*.h5") if out_dir.resolve() not in p.resolve().parents)
-    entries, errors, written = [], [], []
+    files = gtt.trace_files(results_dir, exclude=out_dir)
+    table = gt.compare(results_dir, exclude=out_dir)
+    table.to_csv(out_dir / "compare.csv", index=False)
+    entries, errors, written = [], [], [out_dir / "compare.csv"]
     all_cdf, all_loss = [], []
     for path in files:
         rel = path.relative_to(results_dir)
         stem = str(rel.with_suffix("")).replace(os.sep, "-")
-        entry = {"file": str(rel), "images": [], "rows": [], "inspect": None}
+        # A sweep run (run.txt beside its trace) is titled by its line of the runs file.
+        label = gt.run_label(path, results_dir)
+        title = str(rel) if label == str(rel) else f"{label} ({rel})"
+        entry = {"file": title, "images": [], "rows": [], "inspect": None}
         entries.append(entry)
         try:
             t = Trace(path)
@@ -606,31 +471,31 @@ def report(results_dir, out_dir=None, gradcode=None, log=print):
         entry["kind"] = t.kind
         entry["meta"] = f"{t.kind} trace, scheme {t.scheme}, K = {t.workers}, seed {t.seed}, gradcode {t.gradcode_version}"
         if t.kind == "train":
-            (label, runs), = t.runs.items()
+            (scheme, runs), = t.runs.items()
             run = runs[0]
-            name = f"{rel} ({label})"
+            name = label if label != str(rel) else f"{rel} ({scheme})"
             written.append(save(figure_overview(name, run), out_dir / f"{stem}.png"))
             entry["images"].append(written[-1].name)
-            entry["rows"].append((label, summary_row(runs)))
+            entry["rows"].append((scheme, summary_row(runs)))
             all_cdf.append((name, run.duration_s))
             if run.has_losses():
                 all_loss.append((name, run))
         else:
-            if t.model_time_unit_s is not None:
-                entry["meta"] += f"; model time × {t.model_time_unit_s:g} s"
+            if t.model_time_unit_s() is not None:
+                entry["meta"] += f"; model time × {t.model_time_unit_s():g} s"
             sel = [(n, r) for n, r in t.runs.items() if r]
             if len(sel) > 1:
-                written.append(save(figure_cdf(sel, f"Iteration time CDF: {rel} (trials pooled)"), out_dir / f"{stem}-cdf.png"))
+                written.append(save(figure_cdf(sel, f"Iteration time CDF: {label} (trials pooled)"), out_dir / f"{stem}-cdf.png"))
                 entry["images"].append(written[-1].name)
             for scheme, runs in sel:
                 pooled = np.concatenate([r.duration_s for r in runs])
                 fig = figure_overview(
-                    f"{rel}: {scheme} (trial 0 of {len(runs)})", runs[0], pooled, "trial 0", f"{scheme}, {len(runs)} trials"
+                    f"{label}: {scheme} (trial 0 of {len(runs)})", runs[0], pooled, "trial 0", f"{scheme}, {len(runs)} trials"
                 )
                 written.append(save(fig, out_dir / f"{stem}-{scheme}.png"))
                 entry["images"].append(written[-1].name)
                 entry["rows"].append((scheme, summary_row(runs)))
-                all_cdf.append((f"{rel}: {scheme}", pooled))
+                all_cdf.append((f"{label}: {scheme}", pooled))
         if gradcode:
             txt = out_dir / f"{stem}.inspect.txt"
             res = subprocess.run([gradcode, "inspect", str(path)], capture_output=True, text=True)
@@ -651,11 +516,11 @@ def report(results_dir, out_dir=None, gradcode=None, log=print):
     if len(all_loss) > 1:
         written.append(save(figure_loss(all_loss, f"Loss: every training trace in {results_dir.name}"), out_dir / "all-loss.png"))
         overview.append(written[-1].name)
-    written += write_index(out_dir, results_dir, entries, overview, errors)
+    written += write_index(out_dir, results_dir, entries, overview, errors, table)
     return written, errors
 
 
-def write_index(out_dir, results_dir, entries, overview, errors):
+def write_index(out_dir, results_dir, entries, overview, errors, table=None):
     head = ["trace", "trials", "iterations", "mean (s)", "p50 (s)", "p99 (s)", "stragglers/it", "even spread", "final train loss"]
 
     def cells(label, r):
@@ -684,6 +549,16 @@ def write_index(out_dir, results_dir, entries, overview, errors):
         "Even spread: share of clustered iterations whose most stragglers in one cluster is ceil(stragglers / P). "
         "Summaries by <code>gradcode inspect</code> where linked.</p>",
     ]
+    if table is not None and len(table):
+        md += ["## Every run", "", "One row per training run and per simulated scheme (its trials pooled); "
+               "also in [compare.csv](compare.csv).", "", gt.markdown(table), ""]
+        h.append("<h2>Every run</h2><p>One row per training run and per simulated scheme (its trials pooled); "
+                 "also in <a href='compare.csv'>compare.csv</a>.</p>")
+        h.append("<table id='compare'><tr>" + "".join(f"<th>{html.escape(gtt.HEADERS[c])}</th>"
+                                                    for c in gtt.COLUMNS) + "</tr>")
+        for _, row in table.iterrows():
+            h.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in gtt.cells(row)) + "</tr>")
+        h.append("</table>")
     if errors:
         md += ["**Errors:**", ""] + [f"- {e}" for e in errors] + [""]
         h.append("<ul class='error'>" + "".join(f"<li>{html.escape(e)}</li>" for e in errors) + "</ul>")

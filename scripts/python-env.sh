@@ -1,13 +1,16 @@
 # Source this from a script of scripts/ (bash): python_env makes .venv at the
 # top of the repository with the pinned packages of scripts/requirements.txt
-# (h5py, numpy, matplotlib) and sets PYTHON to its interpreter.
+# (h5py, numpy, pandas, xarray, matplotlib), installs the trace reader of
+# python/ (gradcode_traces) into it, editable (the venv sees changes to
+# python/ at once), and sets PYTHON to its interpreter.
 #
 #   source "$(dirname "$0")/python-env.sh"
 #   python_env || exit 1          # prints why on stderr when it cannot
 #   "$PYTHON" scripts/plots.py ...
 #
-# pip runs only when requirements.txt changed since the last install (a copy
-# is kept as .venv/requirements.installed). Needs python3 (and python3-venv on
+# pip runs only when requirements.txt (or python/pyproject.toml) changed since
+# the last install (copies are kept as .venv/requirements.installed and
+# .venv/pyproject.installed). Needs python3 (and python3-venv on
 # Debian, installed here when root or sudo is available) and access to PyPI.
 
 python_env() {
@@ -35,6 +38,12 @@ python_env() {
   if ! cmp -s "$req" "$venv/requirements.installed"; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" || return 1
     cp "$req" "$venv/requirements.installed"
+  fi
+  # The reader package, built with the pinned setuptools (no download, no other packages).
+  if ! cmp -s "$root/python/pyproject.toml" "$venv/pyproject.installed"; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+      -e "$root/python" || return 1
+    cp "$root/python/pyproject.toml" "$venv/pyproject.installed"
   fi
   PYTHON="$venv/bin/python"
 }

@@ -24,10 +24,18 @@ the lower bound LB, and the deadline trade-off of gcdc-deadline.toml with
 both; results/paper/clustering-study.{json,png} and
 results/paper/clustering-deadline.{json,png}, and a section of the README.
 
+Every figure is written as PNG, PDF and SVG, with a caption (the paper's
+full citation and figure, from docs/papers.md, and the setting: K, P, r, n,
+the straggler model, trials x iterations), the numbers the papers state drawn
+as black-edged markers labelled with their source (PAPER_NUMBERS), and one
+colour-blind-safe colour per scheme (Okabe-Ito, SCHEME_COLORS) in every figure.
+
 Usage: scripts/reproduce_figures.py [--bin target/release/gradcode]
-           [--configs configs/paper] [--out results/paper] [names...]
-       (a name `clustering-study` runs only the study; no names: everything)
-(scripts/reproduce-figures.sh builds the binary and the Python venv first.)
+           [--configs configs/paper] [--out results/paper] [--replot] [names...]
+       (a name `clustering-study` runs only the clustering study; no names: everything)
+--replot draws the figures and README again from the results/paper/*.json
+present, without simulating. (scripts/reproduce-figures.sh builds the binary
+and the Python venv first.)
 """
 
 import argparse
@@ -129,19 +137,134 @@ PANEL = {
     "recovered": ("recovered_fraction", "recovered fraction"),
 }
 
-# One colour per scheme name across all figures, so GC-DC looks the same everywhere.
-COLORS = {
-    "gc": "#4c72b0", "gc-sc": "#dd8452", "gc-dc": "#55a868", "uc-mmc": "#c44e52",
-    "gc-mmc-1": "#8172b3", "gc-mmc-2": "#937860", "fr": "#4c72b0", "hr-8-3-1": "#64b5cd",
-    "hr-8-2-2": "#55a868", "hr-8-1-3": "#dd8452", "cr": "#c44e52", "is-sgd": "#7f7f7f",
+# One colour per scheme name across all figures, so GC-DC looks the same
+# everywhere: the Okabe-Ito palette (Okabe and Ito, "Color Universal Design",
+# 2008), distinguishable with the common colour-vision deficiencies. Schemes
+# of one figure never share a colour (tests check it).
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "reddish purple": "#CC79A7",
+    "grey": "#999999",
 }
+SCHEME_COLORS = {
+    "gc": OKABE_ITO["blue"], "gc-sc": OKABE_ITO["orange"], "gc-dc": OKABE_ITO["bluish green"],
+    "uc-mmc": OKABE_ITO["vermillion"], "gc-mmc-1": OKABE_ITO["reddish purple"], "gc-mmc-2": OKABE_ITO["sky blue"],
+    "fr": OKABE_ITO["blue"], "hr-8-3-1": OKABE_ITO["sky blue"], "hr-8-2-2": OKABE_ITO["bluish green"],
+    "hr-8-1-3": OKABE_ITO["orange"], "cr": OKABE_ITO["vermillion"], "is-sgd": OKABE_ITO["grey"],
+}
+EXTRA_COLORS = [OKABE_ITO[c] for c in ("reddish purple", "yellow", "black", "sky blue", "vermillion")]
 
 
 def color(name, i):
-    return COLORS.get(name, f"C{i}")
+    """The scheme's colour (SCHEME_COLORS); a scheme not listed gets an unused Okabe-Ito colour."""
+    return SCHEME_COLORS.get(name, EXTRA_COLORS[i % len(EXTRA_COLORS)])
 
 
-def plot_bars(result, panels, title, png):
+# --- citations, settings and the papers' numbers on the figures ---------------------
+
+
+def citations(path=ROOT / "docs/papers.md"):
+    """{"000": "B. Buyukates, ..., IEEE Transactions on Communications, 2022", ...} from docs/papers.md's table."""
+    out = {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        m = re.match(r"\|\s*(\d{3})\s*\|\s*(.+?)\s*\|", line)
+        if m:
+            out[m.group(1)] = m.group(2).replace("*", "")
+    return out
+
+
+def short_citation(full):
+    """'Buyukates et al., IEEE Transactions on Communications, 2022' from a full citation."""
+    authors, _, rest = full.partition(', "')
+    first = authors.split(",")[0].split()[-1]
+    more = " et al." if "," in authors else ""
+    venue = rest.split('", ', 1)[1] if '", ' in rest else ""
+    return f"{first}{more}" + (f", {venue}" if venue else "")
+
+
+def figure_source(text):
+    """(paper number, figure) the config reproduces, from its first comment line:
+    '000 §VI-A, Fig. 4(a): ...' -> ('000', 'Fig. 4(a)'); a figure beyond the papers: ('000', None)."""
+    first = title_of(text)
+    paper = re.search(r"\b(00\d)\b", first)
+    fig = re.search(r"Figs?\. ?[\dA-Za-z()\-–]+", first)
+    beyond = first.lower().startswith("beyond")
+    return (paper.group(1) if paper else None), (None if beyond or not fig else fig.group(0).rstrip(":,"))
+
+
+MODEL_KEYS = {
+    "shifted-exponential": ["alpha", "mu"],
+    "gilbert-elliott": ["switch_probability", "alpha", "mu_slow", "mu_fast", "initial_stragglers", "state_info"],
+}
+
+
+def setting(config):
+    """The setting of a figure in one line: K, P, r, n, the straggler model and its parameters, trials x iterations."""
+    sch, st, sim = config.get("scheme", {}), config.get("straggler", {}), config.get("simulate", {})
+    parts = [f"K = {config['workers']}"]
+    for key, sym in (("clusters", "P"), ("load", "r"), ("clusters_per_worker", "n")):
+        if key in sch:
+            parts.append(f"{sym} = {sch[key]}" + (" (GC-DC)" if key == "clusters_per_worker" else ""))
+    model = st.get("model", "?")
+    keys = MODEL_KEYS.get(model) or [k for k in st if k not in ("model", "time_unit_ms") and not isinstance(st[k], dict)]
+    params = ", ".join(f"{k} = {st[k]}" for k in keys if k in st)
+    parts.append(f"straggler model {model}" + (f" ({params})" if params else ""))
+    parts.append(f"{sim.get('trials', '?')} trials x {sim.get('iterations', '?')} iterations")
+    return "; ".join(parts)
+
+
+def caption(text, config, cites):
+    """The figure's caption: what it reproduces (full citation) and its setting."""
+    paper, fig = figure_source(text)
+    cite = cites.get(paper, f"paper {paper}") if paper else ""
+    if fig:
+        head = f"Reproduction of {fig} of [{paper}] {cite}."
+    elif paper:
+        head = f"Beyond the papers, in the setting of [{paper}] {cite}."
+    else:
+        head = ""
+    return f"{head} Setting: {setting(config)}.".strip()
+
+
+# The numbers the papers state, drawn on the figures (and checked in the README's table):
+# (config, paper, where, scheme, what, value), what one of
+#   ("gain", over): the scheme's mean per-iteration time is `value` percent below `over`'s,
+#   ("messages_per_worker",): the scheme's messages per iteration per worker,
+#   ("recovered_at", w): the scheme's recovered share (percent) at the swept value w.
+PAPER_NUMBERS = [
+    ("gcdc-fig4a", "000", "Fig. 4(a)", "gc-dc", ("gain", "gc-sc"), 34),
+    ("gcdc-fig4b", "000", "Fig. 4(b)", "gc-dc", ("gain", "gc-sc"), 45),
+    ("gcdc-fig6a", "000", "Fig. 6(a)", "gc-dc", ("gain", "gc-sc"), 16),
+    ("gcdc-fig6b", "000", "Fig. 6(b)", "gc-dc", ("gain", "gc-sc"), 20),
+    ("mmc-fig1", "003", "Fig. 1(b)", "gc-mmc-2", ("messages_per_worker",), 1.0),
+] + [("isgc-recovery", "004", "Thms. 10-11", s, ("recovered_at", 1), 50.0)
+     for s in ("fr", "hr-8-3-1", "hr-8-2-2", "hr-8-1-3", "cr")]
+
+
+def paper_markers(name, result, cites):
+    """[(panel, x, y, label)] of the papers' numbers for a figure: panel 'time', 'messages'
+    (bar charts: x the scheme) or 'recovered' (sweeps: x the swept value, y in percent)."""
+    out = []
+    for config, paper, where, scheme, what, value in PAPER_NUMBERS:
+        if config != name:
+            continue
+        src = f"[{paper}] {short_citation(cites.get(paper, paper))}, {where}"
+        if what[0] == "gain":
+            over = next((s for s in result.get("schemes", []) if s["name"] == what[1]), None)
+            if over is None:
+                continue
+            y = over["mean_iteration_time"] * (1 - value / 100)
+            out.append(("time", scheme, y, f"paper: {scheme.upper()} ≈{value:g}% below {what[1].upper()} ({src})"))
+        elif what[0] == "messages_per_worker":
+            out.append(("messages", scheme, value * result["workers"],
+                        f"paper: {scheme.upper()} ≈{value:g} message per worker ({src})"))
+        elif what[0] == "recovered_at":
+            out.append(("recovered", what[1], value, f"paper: c/n = {value:g}% at w = {what[1]} ({src})"))
+    return out
+
+
+def plot_bars(result, panels, title, markers=()):
+    """The bar chart of a figure (a matplotlib Figure): one bar per scheme, in its colour."""
     schemes = result["schemes"]
     bound = result.get("lower_bound_shown", True)
     bars_per_panel = len(schemes) + (1 if bound else 0)
@@ -166,6 +289,13 @@ def plot_bars(result, panels, title, png):
         for b, v, e in zip(bars, values, errors):
             ax.annotate(f"{v:.3g}", (b.get_x() + b.get_width() / 2, v + e), ha="center", va="bottom",
                         fontsize=8, xytext=(0, 2), textcoords="offset points")
+        for where, scheme, y, text in markers:
+            if where == panel and scheme.upper() in names:
+                ax.plot([names.index(scheme.upper())], [y], linestyle="none", marker="D", markersize=7,
+                        markerfacecolor="white", markeredgecolor="black", markeredgewidth=1.4, zorder=5,
+                        label=textwrap.fill(text, 48))
+        if any(where == panel for where, *_ in markers):
+            ax.legend(fontsize=6.5, loc="upper right")
         ax.set_ylabel(label)
         if len(panels) > 1:
             ax.set_title(f"({chr(ord('a') + n)}) {label.split(' (')[0]}", fontsize=9)
@@ -175,11 +305,27 @@ def plot_bars(result, panels, title, png):
         ax.set_axisbelow(True)
     fig.suptitle(textwrap.fill(title, int(14 * width)), fontsize=8)
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
+    return fig
+
+
+def save_all(fig, stem, caption_text):
+    """The figure with its caption below, as stem.png, stem.pdf and stem.svg."""
+    width = fig.get_size_inches()[0]
+    wrapped = textwrap.fill(caption_text, int(15.5 * width))
+    lines = wrapped.count("\n") + 1
+    fig.set_size_inches(width, fig.get_size_inches()[1] + 0.16 * lines + 0.1)
+    fig.tight_layout(rect=(0, (0.16 * lines + 0.1) / fig.get_size_inches()[1], 1, 1))
+    fig.text(0.01, 0.01, wrapped, fontsize=6.5, ha="left", va="bottom")
+    paths = []
+    for ext in ("png", "pdf", "svg"):
+        paths.append(pathlib.Path(f"{stem}.{ext}"))
+        fig.savefig(paths[-1], dpi=110, metadata=None if ext == "png" else {"Title": caption_text})
     plt.close(fig)
+    return paths
 
 
-def plot_sweep(result, title, png, exact=None):
+def plot_sweep(result, title, exact=None, paper=()):
+    """The line chart of a swept figure (a matplotlib Figure): recovered share and time against the value."""
     key, values = result["sweep"]["key"], result["sweep"]["values"]
     runs = result["runs"]
     names = [s["name"] for s in runs[0]["schemes"]]
@@ -220,11 +366,17 @@ def plot_sweep(result, title, png, exact=None):
             axes[0].plot(xs, [100 * per_w[v] for v in xs], linestyle="none", marker="+", color="black",
                          markersize=7, label="exact (all w-sets)" if first else None, zorder=5)
             first = False
+    first = True
+    for where, x, y, text in paper:
+        if where == "recovered":
+            axes[0].plot([x], [y], linestyle="none", marker="D", markersize=8, markerfacecolor="white",
+                         markeredgecolor="black", markeredgewidth=1.4, zorder=6,
+                         label=textwrap.fill(text, 40) if first else None)
+            first = False
     axes[0].legend(fontsize=7)
     fig.suptitle(textwrap.fill(title, 120), fontsize=8)
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 # --- exact values, computed here independently of the Rust code ------------
@@ -480,18 +632,24 @@ def claim_exact(config):
     return check
 
 
+def stated(config, scheme):
+    """The number PAPER_NUMBERS states for a scheme of a figure."""
+    (value,) = [v for c, _, _, s, _, v in PAPER_NUMBERS if c == config and s == scheme]
+    return value
+
+
 CLAIMS = [
     ("000 Fig. 3", "clustering far ahead of GC: GC-SC's gain over GC", "large (no number in the text)",
      claim_gain("gcdc-fig3", "gc-sc", "gc", None)),
     ("000 Fig. 3", "GC-DC is the fastest of GC, GC-SC, GC-DC", "GC-DC", claim_best("gcdc-fig3", ["gc", "gc-sc", "gc-dc"])),
     ("000 Fig. 3", "GC-DC's gain over GC-SC is smaller than GC-SC's over GC", "smaller",
      claim_ordering(("gcdc-fig3", "gc-sc", "gc"), ("gcdc-fig3", "gc-dc", "gc-sc"), "GC-SC/GC > GC-DC/GC-SC")),
-    ("000 Fig. 4(a)", "GC-DC faster than GC-SC, imperfect SSI", "≈34%", claim_gain("gcdc-fig4a", "gc-dc", "gc-sc", 34)),
-    ("000 Fig. 4(b)", "GC-DC faster than GC-SC, perfect SSI", "≈45%", claim_gain("gcdc-fig4b", "gc-dc", "gc-sc", 45)),
+    ("000 Fig. 4(a)", "GC-DC faster than GC-SC, imperfect SSI", "≈34%", claim_gain("gcdc-fig4a", "gc-dc", "gc-sc", stated("gcdc-fig4a", "gc-dc"))),
+    ("000 Fig. 4(b)", "GC-DC faster than GC-SC, perfect SSI", "≈45%", claim_gain("gcdc-fig4b", "gc-dc", "gc-sc", stated("gcdc-fig4b", "gc-dc"))),
     ("000 Fig. 5", "GC-DC beats GC-SC, by more with perfect SSI", "larger in (b)",
      claim_ordering(("gcdc-fig5b", "gc-dc", "gc-sc"), ("gcdc-fig5a", "gc-dc", "gc-sc"), "gain (b) > gain (a)")),
-    ("000 Fig. 6(a)", "GC-DC faster than GC-SC, imperfect SSI, tau = 1", "≈16%", claim_gain("gcdc-fig6a", "gc-dc", "gc-sc", 16)),
-    ("000 Fig. 6(b)", "GC-DC faster than GC-SC, perfect SSI, tau = 1", "≈20%", claim_gain("gcdc-fig6b", "gc-dc", "gc-sc", 20)),
+    ("000 Fig. 6(a)", "GC-DC faster than GC-SC, imperfect SSI, tau = 1", "≈16%", claim_gain("gcdc-fig6a", "gc-dc", "gc-sc", stated("gcdc-fig6a", "gc-dc"))),
+    ("000 Fig. 6(b)", "GC-DC faster than GC-SC, perfect SSI, tau = 1", "≈20%", claim_gain("gcdc-fig6b", "gc-dc", "gc-sc", stated("gcdc-fig6b", "gc-dc"))),
     ("000 Fig. 7(a)", "GC-DC's gain over GC-SC larger than in Fig. 6(a)", "larger",
      claim_ordering(("gcdc-fig7a", "gc-dc", "gc-sc"), ("gcdc-fig6a", "gc-dc", "gc-sc"), "Fig. 7(a) > Fig. 6(a)")),
     ("000 Fig. 7(b)", "GC-DC's gain over GC-SC larger than in Fig. 6(b)", "larger",
@@ -561,7 +719,8 @@ def sweep_table(result):
     return "\n".join(rows)
 
 
-def readme(results, titles, notes, study=()):
+def readme(results, titles, notes, captions=None, cites=None, study=()):
+    captions, cites = captions or {}, cites or {}
     out = [
         "# Reproduced figures",
         "",
@@ -571,7 +730,15 @@ def readme(results, titles, notes, study=()):
         "all schemes of a figure see the same sampled delays (common random numbers), so a gain",
         "`x% ± h` has a paired 95% interval (delta method over the per-trial means);",
         "LB is the lower bound of 000 §VI (the P(l - r + 1)-th fastest of all K).",
+        "Every figure is also in PDF and SVG beside the PNG; a white diamond with a black edge marks",
+        "a number a paper states, labelled with its source. Colours: one per scheme, the same in",
+        "every figure (the colour-blind-safe Okabe-Ito palette).",
         "",
+        "## References",
+        "",
+    ]
+    out += [f"- [{n}] {c}" for n, c in sorted(cites.items())] + [""]
+    out += [
         "## The papers' statements beside ours",
         "",
         claims_table(results),
@@ -583,6 +750,8 @@ def readme(results, titles, notes, study=()):
     for name in sorted(results):
         r = results[name]
         out += [f"## {name}", "", titles[name], "", f"![{name}]({name}.png)", ""]
+        if name in captions:
+            out += [f"*{captions[name]}* ([PDF]({name}.pdf), [SVG]({name}.svg))", ""]
         out += [sweep_table(r) if "sweep" in r else result_table(r), ""]
     return "\n".join(out)
 
@@ -701,36 +870,64 @@ def study_section(out):
     return lines
 
 
-def main():
+def draw(path, result, cites):
+    """Draw the figure of config `path` from its result: (Figure, caption)."""
+    text = path.read_text()
+    _, panels, _ = directives(text)
+    title = title_of(text)
+    cap = caption(text, tomllib.loads(text), cites)
+    marks = paper_markers(path.stem, result, cites)
+    if "sweep" in result:
+        exact = {n: {int(w) if float(w).is_integer() else float(w): x for w, x in per.items()}
+                 for n, per in (result.get("exact") or {}).items()} or None
+        return plot_sweep(result, title, exact, marks), cap
+    return plot_bars(result, panels, title, marks), cap
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=str(ROOT / "target/release/gradcode"))
     ap.add_argument("--configs", default=str(ROOT / "configs/paper"))
     ap.add_argument("--out", default=str(ROOT / "results/paper"))
+    ap.add_argument("--replot", action="store_true",
+                    help="draw the figures and README from the JSON present, without simulating")
     ap.add_argument("names", nargs="*", help="config names (default: all)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    cites = citations()
     # A figure is a config with a [simulate] section (gcdc-example.toml is a worked example for `explain`).
     configs = [c for c in sorted(pathlib.Path(args.configs).glob("*.toml"))
                if "simulate" in tomllib.loads(c.read_text())]
     if args.names:
+        unknown = set(args.names) - {c.stem for c in configs} - {"clustering-study"}
+        if unknown:
+            sys.exit(f"no figure config {', '.join(sorted(unknown))} in {args.configs}")
         configs = [c for c in configs if c.stem in args.names]
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if not args.names or "clustering-study" in args.names:
+    if not args.replot and (not args.names or "clustering-study" in args.names):
         run_study(args.bin, args.configs, out)
     for path in configs:
         print(f"== {path.stem}", flush=True)
-        result, panels, title = run_config(args.bin, path)
-        if "sweep" in result:
-            exact = exact_sweep(path, result)
-            if exact:
-                # JSON keys are strings.
-                result["exact"] = {n: {str(w): x for w, x in per.items()} for n, per in exact.items()}
-            plot_sweep(result, title, out / f"{path.stem}.png", exact)
+        if args.replot:
+            j = out / f"{path.stem}.json"
+            if not j.is_file():
+                if args.names:
+                    sys.exit(f"--replot: no {j} (run without --replot to simulate it)")
+                print(f"   no {j}: skipped (not simulated yet)")
+                continue
+            result = json.loads(j.read_text())
         else:
-            plot_bars(result, panels, title, out / f"{path.stem}.png")
-        (out / f"{path.stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+            result, _, _ = run_config(args.bin, path)
+            if "sweep" in result:
+                exact = exact_sweep(path, result)
+                if exact:
+                    # JSON keys are strings.
+                    result["exact"] = {n: {str(w): x for w, x in per.items()} for n, per in exact.items()}
+            (out / f"{path.stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+        fig, cap = draw(path, result, cites)
+        save_all(fig, out / path.stem, cap)
     # The README covers every result present, also those of earlier runs.
-    results, titles = {}, {}
+    results, titles, captions = {}, {}, {}
     figures = {c.stem for c in sorted(pathlib.Path(args.configs).glob("*.toml"))
                if "simulate" in tomllib.loads(c.read_text())}
     for j in sorted(out.glob("*.json")):
@@ -738,10 +935,12 @@ def main():
         if j.stem not in figures:
             continue
         results[j.stem] = json.loads(j.read_text())
-        titles[j.stem] = title_of(cfg.read_text())
+        text = cfg.read_text()
+        titles[j.stem] = title_of(text)
+        captions[j.stem] = caption(text, tomllib.loads(text), cites)
     notes_path = out / "NOTES.md"
     notes = notes_path.read_text() if notes_path.exists() else ""
-    (out / "README.md").write_text(readme(results, titles, notes, study_section(out)))
+    (out / "README.md").write_text(readme(results, titles, notes, captions, cites, study_section(out)))
     print(f"wrote {out}/README.md")
 
 

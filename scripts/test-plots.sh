@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Test the Python plotting scripts (scripts/test_plots.py) on real traces.
+# Test the Python tools on real traces: the trace reader package
+# (python/tests/test_traces.py), the plotting and report scripts
+# (scripts/test_plots.py) and the paper figures (scripts/test_figures.py).
 # Needs python3 with venv and pip access to PyPI for the pinned packages of
 # scripts/requirements.txt; without them this prints SKIPPED and exits 0, so
 # a machine without Python still runs the Rust tests, and says so loudly.
@@ -22,4 +24,6 @@ if ! python_env; then
 fi
 cargo build --release --locked --quiet --bin gradcode --example synthetic_trace
 export GRADCODE=$PWD/target/release/gradcode SYNTHETIC_TRACE=$PWD/target/release/examples/synthetic_trace
+"$PYTHON" python/tests/test_traces.py
 "$PYTHON" scripts/test_plots.py
+"$PYTHON" scripts/test_figures.py

@@ -207,6 +207,21 @@ class PlotsTest(unittest.TestCase):
         # The index's even spread is inspect's.
         v = self.inspect(self.train["gc-dc"])
         self.assertIn(f"{100 * v['summary']['stragglers_per_cluster']['even_fraction']:.1f}%", index)
+        # One table over every run leads the index: a row per training run and per simulated scheme.
+        table = (rep / "compare.csv").read_text().splitlines()
+        self.assertEqual(len(table), 1 + 2 + 3)
+        self.assertIn("## Every run", (rep / "index.md").read_text())
+        self.assertIn("<table id='compare'>", index)
+        # A sweep run (run.txt beside its trace) is titled by its run line.
+        (self.results / "run.txt").write_text("configs/x.toml --set scheme.kind=gc-dc\n")
+        try:
+            r = run(HERE / "report.sh", self.tmp / "results", env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            index = (rep / "index.html").read_text()
+            self.assertIn("<h2>configs/x.toml --set scheme.kind=gc-dc (gradcode-train-17/gc-dc-run.h5)</h2>", index)
+            self.assertIn("<td>configs/x.toml --set scheme.kind=gc-dc</td>", index)
+        finally:
+            (self.results / "run.txt").unlink()
         # A second run replaces the report and does not read its own output.
         r = run(HERE / "report.sh", self.tmp / "results", env=env)
         self.assertEqual(r.returncode, 0, r.stderr)

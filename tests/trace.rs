@@ -461,6 +461,70 @@ fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
     let back = read_trace(&p, "/").unwrap().records;
     let want: Vec<IterationRecord> = records[..4].iter().chain(&records[6..]).cloned().collect();
     assert_eq!(format!("{back:?}"), format!("{want:?}"));
+    // The iteration scales were cut with the rows and continued: 1..=7 again.
+    assert_scales(&p, "", 7, 3);
+}
+
+/// The dimension scales of the trace group `group` (e.g. "" or "sim/gc/trial_0/"):
+/// `iteration/iteration` and `worker/iteration` are 1..=iterations, `worker/worker`
+/// 1..=workers, each marked as a dimension scale (attribute CLASS, NAME), and
+/// every dataset of the schema has them attached (attribute DIMENSION_LIST).
+fn assert_scales(p: &std::path::Path, group: &str, iterations: u64, workers: u64) {
+    let f = hdf5::File::open(p).unwrap();
+    for (scale, n) in [
+        ("iteration/iteration", iterations),
+        ("worker/iteration", iterations),
+        ("worker/worker", workers),
+    ] {
+        let ds = f.dataset(&format!("{group}{scale}")).unwrap();
+        assert_eq!(
+            ds.read_raw::<u64>().unwrap(),
+            (1..=n).collect::<Vec<_>>(),
+            "{group}{scale}"
+        );
+        let class = ds
+            .attr("CLASS")
+            .unwrap()
+            .read_scalar::<hdf5::types::FixedAscii<16>>()
+            .unwrap();
+        assert_eq!(class.as_str(), "DIMENSION_SCALE", "{group}{scale}");
+        let name = ds
+            .attr("NAME")
+            .unwrap()
+            .read_scalar::<hdf5::types::FixedAscii<16>>()
+            .unwrap();
+        assert_eq!(
+            name.as_str(),
+            scale.split('/').next_back().unwrap(),
+            "{group}{scale}"
+        );
+    }
+    for spec in DATASETS {
+        let ds = f.dataset(&format!("{group}{}", spec.path)).unwrap();
+        assert!(
+            ds.attr("DIMENSION_LIST").is_ok(),
+            "{group}{} has no dimension scales",
+            spec.path
+        );
+    }
+    // Not extras for inspect.
+    let report = Report::read(p).unwrap();
+    assert!(
+        report.extra_datasets.is_empty(),
+        "{:?}",
+        report.extra_datasets
+    );
+}
+
+#[test]
+fn traces_have_dimension_scales_for_iteration_and_worker() {
+    let p = path("scales.h5");
+    let mut w = TraceWriter::create(&p, &meta(3)).unwrap();
+    for r in distinct_records(3, 5) {
+        w.append(&r).unwrap();
+    }
+    w.close().unwrap();
+    assert_scales(&p, "", 5, 3);
 }
 
 /// Every reader's error on `p`, which must refuse it: (read_trace, inspect, resume).

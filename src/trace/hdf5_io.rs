@@ -115,6 +115,137 @@ fn h5_type(element: ElementType) -> Result<Datatype> {
     .map_err(|e| TraceError::hdf5(format!("type {}", element.name()), e))
 }
 
+/// HDF5 dimension scales (the high-level library's H5DS, libhdf5_hl, which
+/// hdf5-metno has no API for), so that netCDF tools and xarray see the
+/// dimensions `iteration` and `worker` of a trace by name: each trace group
+/// has `iteration/iteration`, `worker/iteration` (1, 2, ..., one row per
+/// iteration) and `worker/worker` (1..K), marked as scales and attached to
+/// dimension 0 (and 1) of every `/iteration/` and `/worker/` dataset.
+mod dimension_scales {
+    use std::ffi::{CString, c_char, c_uint};
+
+    use hdf5::Dataset;
+    use hdf5_sys::h5::herr_t;
+    use hdf5_sys::h5i::hid_t;
+
+    use super::{Result, TraceError};
+
+    // The H5DS functions of libhdf5_hl (hdf5-metno-sys links it with its `hl` feature).
+    unsafe extern "C" {
+        fn H5DSset_scale(dsid: hid_t, dimname: *const c_char) -> herr_t;
+        fn H5DSattach_scale(did: hid_t, dsid: hid_t, idx: c_uint) -> herr_t;
+        fn H5DSset_label(did: hid_t, idx: c_uint, label: *const c_char) -> herr_t;
+    }
+
+    fn check(status: herr_t, what: impl FnOnce() -> String) -> Result<()> {
+        if status < 0 {
+            Err(TraceError::hdf5(
+                what(),
+                "the HDF5 dimension-scale call failed",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Make `ds` the dimension scale called `name`.
+    pub(super) fn set_scale(ds: &Dataset, name: &str) -> Result<()> {
+        let c = CString::new(name).map_err(|e| TraceError::Record(e.to_string()))?;
+        // SAFETY: `ds` is an open dataset and `c` a NUL-terminated string that outlives the call;
+        // HDF5 calls are serialised by hdf5-metno's lock.
+        let status = hdf5::sync::sync(|| unsafe { H5DSset_scale(ds.id(), c.as_ptr()) });
+        check(status, || format!("dimension scale {}", ds.name()))
+    }
+
+    /// Attach the scale to dimension `dim` of `ds`, and label that dimension with the scale's name.
+    pub(super) fn attach(ds: &Dataset, scale: &Dataset, dim: usize, name: &str) -> Result<()> {
+        let c = CString::new(name).map_err(|e| TraceError::Record(e.to_string()))?;
+        let idx = c_uint::try_from(dim).map_err(|e| TraceError::Record(e.to_string()))?;
+        // SAFETY: both datasets are open, `dim` is one of the dataset's dimensions (0 or 1),
+        // `c` outlives the call; HDF5 calls are serialised by hdf5-metno's lock.
+        let status = hdf5::sync::sync(|| unsafe {
+            let attached = H5DSattach_scale(ds.id(), scale.id(), idx);
+            if attached < 0 {
+                attached
+            } else {
+                H5DSset_label(ds.id(), idx, c.as_ptr())
+            }
+        });
+        check(status, || {
+            format!("dimension scale {} of dataset {}", scale.name(), ds.name())
+        })
+    }
+}
+
+/// The scales of a new trace group (see [`dimension_scales`]), attached to
+/// its datasets; returns the two iteration scales, which grow with the rows.
+fn new_scales(
+    it: &Group,
+    wk: &Group,
+    workers: usize,
+    datasets: &[Dataset],
+) -> Result<Vec<Dataset>> {
+    let counter = |g: &Group| -> Result<Dataset> {
+        let ctx = || format!("dataset {}/iteration", g.name());
+        let ds = g
+            .new_dataset::<u64>()
+            .chunk((CHUNK_ROWS,))
+            .shape((Extent::resizable(0),))
+            .create("iteration")
+            .map_err(|e| TraceError::hdf5(ctx(), e))?;
+        string_attr(&ds, "unit", "id")?;
+        string_attr(
+            &ds,
+            "description",
+            "the iteration, 1-based: the dimension scale of dimension 0",
+        )?;
+        dimension_scales::set_scale(&ds, "iteration")?;
+        Ok(ds)
+    };
+    let (it_scale, wk_scale) = (counter(it)?, counter(wk)?);
+    let ids: Vec<u64> = (1..=workers as u64).collect();
+    let worker_scale = wk
+        .new_dataset_builder()
+        .with_data(&ids)
+        .create("worker")
+        .map_err(|e| TraceError::hdf5("dataset /worker/worker", e))?;
+    string_attr(&worker_scale, "unit", "id")?;
+    string_attr(
+        &worker_scale,
+        "description",
+        "the worker, 1-based: the dimension scale of dimension 1",
+    )?;
+    dimension_scales::set_scale(&worker_scale, "worker")?;
+    for (spec, ds) in DATASETS.iter().zip(datasets) {
+        match spec.group {
+            SchemaGroup::Iteration => dimension_scales::attach(ds, &it_scale, 0, "iteration")?,
+            SchemaGroup::Worker => {
+                dimension_scales::attach(ds, &wk_scale, 0, "iteration")?;
+                dimension_scales::attach(ds, &worker_scale, 1, "worker")?;
+            }
+        }
+    }
+    Ok(vec![it_scale, wk_scale])
+}
+
+/// The iteration scales of a trace being resumed, cut to `keep` rows (none
+/// in a trace of a gradcode without scales).
+fn kept_scales(it: &Group, wk: &Group, keep: usize) -> Result<Vec<Dataset>> {
+    let mut out = Vec::new();
+    for g in [it, wk] {
+        if !g.link_exists("iteration") {
+            continue;
+        }
+        let ctx = || format!("dataset {}/iteration", g.name());
+        let ds = g
+            .dataset("iteration")
+            .map_err(|e| TraceError::hdf5(ctx(), e))?;
+        ds.resize((keep,)).map_err(|e| TraceError::hdf5(ctx(), e))?;
+        out.push(ds);
+    }
+    Ok(out)
+}
+
 /// The `/iteration/` and `/worker/` datasets of one trace, with the rows not yet written.
 struct GroupWriter {
     workers: usize,
@@ -122,6 +253,8 @@ struct GroupWriter {
     pending: Vec<IterationRecord>,
     /// The datasets of the schema, in table order ([`DATASETS`]).
     datasets: Vec<Dataset>,
+    /// The iteration dimension scales (`iteration/iteration`, `worker/iteration`), one row per iteration.
+    scales: Vec<Dataset>,
 }
 
 impl GroupWriter {
@@ -143,12 +276,17 @@ impl GroupWriter {
                 };
                 growing(keep, parent, spec, workers)
             })
-            .collect::<Result<_>>()?;
+            .collect::<Result<Vec<_>>>()?;
+        let scales = match keep {
+            None => new_scales(&it, &wk, workers, &datasets)?,
+            Some(keep) => kept_scales(&it, &wk, keep)?,
+        };
         Ok(Self {
             workers,
             written: keep.unwrap_or(0),
             pending: Vec::new(),
             datasets,
+            scales,
         })
     }
 
@@ -178,6 +316,14 @@ impl GroupWriter {
             rows: self.written..self.written + m,
             workers: self.workers,
         })?;
+        let rows = self.written..self.written + m;
+        let numbers: Vec<u64> = (rows.start as u64 + 1..=rows.end as u64).collect();
+        for scale in &self.scales {
+            scale
+                .resize((rows.end,))
+                .and_then(|_| scale.write_slice(&numbers, rows.clone()))
+                .map_err(|e| TraceError::hdf5(format!("dataset {}", scale.name()), e))?;
+        }
         self.written += m;
         self.pending.clear();
         Ok(())

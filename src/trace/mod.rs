@@ -31,6 +31,10 @@
 //! /model/snapshot_1              f64 [2, d]                  the other slot, written in turn
 //! /model/previous_theta          f64 [d]                     traces of gradcode before the slots: the iterate before theta (read by --resume)
 //! /timing/{event,total_s,count}  [events]                    train: named timing events of the master (like PETSc's -log_view)
+//! (dimension scales)            u64                         HDF5 dimension scales: /iteration/iteration and /worker/iteration
+//!                                                            [iterations] = 1, 2, ... (scale `iteration`, dimension 0 of every
+//!                                                            dataset of the two groups), /worker/worker [workers] = 1..K
+//!                                                            (scale `worker`, dimension 1 of every /worker/ dataset)
 //! ```
 //!
 //! `status` is `running` from the moment the trace is created (or a run is

@@ -1046,6 +1046,10 @@ fn in_schema(rel: &str) -> bool {
                 | "timing/event"
                 | "timing/total_s"
                 | "timing/count"
+                // The dimension scales (coordinates) of the iteration and worker dimensions.
+                | "iteration/iteration"
+                | "worker/iteration"
+                | "worker/worker"
         )
 }
 

@@ -1,0 +1,22 @@
+"""Read gradcode HDF5 traces into pandas and xarray.
+
+    import gradcode_traces as gt
+    t = gt.open_trace("results/demo.h5")      # training or simulation trace
+    t.iterations()                            # DataFrame, a row per iteration
+    t.workers_frame()                         # DataFrame, a row per (iteration, worker)
+    t.to_xarray()                             # Dataset, dims iteration, worker (+ scheme, trial)
+    t.config["scheme"]["kind"], t.status, t.provenance["git_commit"]
+    gt.compare("results/gradcode-sweep-17/")  # one table over every run of a folder
+
+See python/README.md.
+"""
+
+from .table import compare, markdown, run_label
+from .summary import distribution, even_fraction, summarize
+from .trace import PROVENANCE_KEYS, Run, Trace, TraceError, open_trace
+
+__all__ = [
+    "PROVENANCE_KEYS", "Run", "Trace", "TraceError", "compare", "distribution", "even_fraction", "markdown",
+    "open_trace", "run_label", "summarize",
+]
+__version__ = "0.1.0"

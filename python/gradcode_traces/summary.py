@@ -1,0 +1,91 @@
+"""Key numbers of runs, with the definitions of `gradcode inspect`'s summary
+(README, *Reference → JSON keys*): finite values only, percentiles by
+linear interpolation (numpy's default), several runs (the trials of a
+simulated scheme) pooled over every iteration, and losses only for one run.
+"""
+
+import numpy as np
+
+
+def _finite(values):
+    v = np.asarray(values, dtype=float)
+    return v[np.isfinite(v)]
+
+
+def distribution(values):
+    """{count, mean, p50, p99, min, max} of the finite values; None when there is none."""
+    v = _finite(values)
+    if len(v) == 0:
+        return None
+    p50, p99 = np.percentile(v, [50, 99])
+    return {"count": int(len(v)), "mean": float(v.mean()), "p50": float(p50), "p99": float(p99),
+            "min": float(v.min()), "max": float(v.max())}
+
+
+def _pooled(runs, name):
+    """The column of every run, concatenated; None when a run lacks it (as inspect)."""
+    cols = [getattr(r, name) for r in runs]
+    if not cols or any(c is None for c in cols):
+        return None
+    return np.concatenate([np.asarray(c) for c in cols])
+
+
+def _mean(values):
+    v = None if values is None else _finite(values)
+    return None if v is None or len(v) == 0 else float(v.mean())
+
+
+def loss(values):
+    """{evaluated, first, first_iteration, final, final_iteration, min, min_iteration} (1-based); None without a finite value."""
+    if values is None:
+        return None
+    v = np.asarray(values, dtype=float)
+    idx = np.flatnonzero(np.isfinite(v))
+    if len(idx) == 0:
+        return None
+    m = idx[np.argmin(v[idx])]
+    return {"evaluated": int(len(idx)), "first": float(v[idx[0]]), "first_iteration": int(idx[0]) + 1,
+            "final": float(v[idx[-1]]), "final_iteration": int(idx[-1]) + 1,
+            "min": float(v[m]), "min_iteration": int(m) + 1}
+
+
+def summarize(runs):
+    """The summary of one Run, or of several pooled (a list of Runs)."""
+    runs = [runs] if not isinstance(runs, (list, tuple)) else list(runs)
+    durations = _pooled(runs, "duration_s")
+    durations = np.array([]) if durations is None else durations.astype(float)
+    rec = _pooled(runs, "recovered_fraction")
+    recovered = None
+    if rec is not None and len(_finite(rec)):
+        f = _finite(rec)
+        recovered = {"mean": float(f.mean()), "min": float(f.min()), "full_fraction": float(np.mean(f >= 1.0 - 1e-12))}
+    straggling = _pooled(runs, "straggling")
+    finish = _pooled(runs, "finish_s")
+    used = _pooled(runs, "used")
+    single = len(runs) == 1
+    return {
+        "iterations": int(sum(r.iterations for r in runs)),
+        "total_time_s": float(_finite(durations).sum()),
+        "iteration_time_s": distribution(durations),
+        "decode_time_s": None if _pooled(runs, "decode_s") is None else distribution(_pooled(runs, "decode_s")),
+        "recovered_fraction": recovered,
+        "messages_received_per_iteration": _mean(_pooled(runs, "messages_received")),
+        "messages_used_per_iteration": _mean(_pooled(runs, "messages_used")),
+        "workers_received_per_iteration": None if finish is None or len(finish) == 0
+        else float(np.isfinite(finish).sum(axis=1).mean()),
+        "workers_used_per_iteration": None if used is None or len(used) == 0 else float(used.sum(axis=1).mean()),
+        "stragglers_mean_per_iteration": None if straggling is None or len(straggling) == 0
+        else float(straggling.sum(axis=1).mean()),
+        "train_loss": loss(runs[0].train_loss) if single else None,
+        "test_loss": loss(runs[0].test_loss) if single else None,
+    }
+
+
+def even_fraction(counts, clustered):
+    """Share of clustered iterations whose most stragglers in one cluster is
+    ceil(S / P) (as `gradcode inspect`'s even_fraction)."""
+    c = counts[clustered]
+    if len(c) == 0:
+        return float("nan")
+    p = counts.shape[1]
+    return float(np.mean(c.max(axis=1) == -(-c.sum(axis=1) // p)))

@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""Tests of the gradcode_traces package on traces the binary writes: a real
+training run under mpirun (`gradcode train --out`), synthetic training traces
+(examples/synthetic_trace, written through TraceWriter) and a simulation
+(`gradcode simulate --out`). Every DataFrame, Dataset and summary value is
+checked against `gradcode inspect --json`. Run by scripts/test-plots.sh:
+GRADCODE and SYNTHETIC_TRACE name the binaries.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import unittest
+
+import h5py
+import numpy as np
+import pandas as pd
+
+import gradcode_traces as gt
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GRADCODE = os.environ.get("GRADCODE", str(ROOT / "target/release/gradcode"))
+SYNTHETIC = os.environ.get("SYNTHETIC_TRACE", str(ROOT / "target/release/examples/synthetic_trace"))
+
+GE = """workers = 8
+seed = {seed}
+[scheme]
+kind = "{kind}"
+load = 2
+clusters = 4
+[straggler]
+model = "gilbert-elliott"
+alpha = 0.01
+mu_fast = 10.0
+mu_slow = 0.1
+switch_probability = 0.05
+initial_stragglers = 3
+state_info = "imperfect"
+time_unit_ms = 10
+[simulate]
+trials = 3
+iterations = {iterations}
+compare = ["gc", "gc-sc", {{ name = "dc-r4", kind = "gc-dc", set = {{ load = 4, clusters = 2 }} }}]
+"""
+
+
+def run(*args, **kw):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)
+
+
+def inspect(path):
+    r = run(GRADCODE, "inspect", path, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+class TracesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = pathlib.Path(tempfile.mkdtemp(prefix="gradcode-traces-"))
+        # A sweep's results folder, as jobs/sweep.sbatch leaves it: <task>/{run.txt, trace.h5, summary.json}.
+        cls.results = cls.tmp / "results" / "gradcode-sweep-7"
+        cls.lines = {}
+        for task, (kind, seed) in enumerate((("gc-dc", 1), ("gc-sc", 2))):
+            d = cls.results / str(task)
+            d.mkdir(parents=True)
+            (d / "config.toml").write_text(GE.format(kind=kind, seed=seed, iterations=60))
+            r = run(SYNTHETIC, d / "trace.h5", d / "config.toml")
+            assert r.returncode == 0, r.stderr
+            cls.lines[task] = f"configs/x.toml --set scheme.kind={kind} --set seed={seed}"
+            (d / "run.txt").write_text(cls.lines[task] + "\n")
+            (d / "summary.json").write_text('{"status": "completed"}\n')
+        # A sweep run that failed before writing a trace.
+        (cls.results / "2").mkdir()
+        (cls.results / "2" / "run.txt").write_text("configs/bad.toml --set workers=0\n")
+        (cls.results / "2" / "summary.json").write_text('{"status": "failed", "error": "workers must be positive"}\n')
+        cls.train = cls.results / "0" / "trace.h5"
+        cfg = cls.tmp / "sim.toml"
+        cfg.write_text(GE.format(kind="gc-sc", seed=3, iterations=50))
+        cls.sim = cls.results / "sim.h5"
+        r = run(GRADCODE, "simulate", "--config", cfg, "--out", cls.sim)
+        assert r.returncode == 0, r.stderr
+        # A real training run: /timing/, /model/theta and the provenance of the MPI runtime.
+        cls.mpi = cls.tmp / "mpi.h5"
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        r = run(
+            "mpirun", "--oversubscribe", "-n", "5", GRADCODE, "train", "--config", "configs/demo.toml", "--quiet",
+            "--out", cls.mpi, "--set", "workers=4", "--set", "scheme.clusters=2", "--set", "train.iterations=12",
+            "--set", "straggler.time_unit_ms=2", "--set", "data.train_samples=200", "--set", "data.features=20",
+            cwd=ROOT, env=env,
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def assert_close(self, a, b, msg=None):
+        if b is None:
+            self.assertIsNone(a, msg)
+            return
+        self.assertIsNotNone(a, msg)
+        self.assertTrue(np.isclose(a, b, rtol=1e-12, atol=1e-15), f"{msg}: {a} != {b}")
+
+    def check_summary(self, s, want, where):
+        """A gradcode_traces summary, and frame/Dataset statistics, against inspect's."""
+        for key in ("iterations",):
+            self.assertEqual(s[key], want[key], where)
+        self.assert_close(s["total_time_s"], want["total_time_s"], where)
+        for block in ("iteration_time_s", "decode_time_s", "recovered_fraction", "train_loss", "test_loss"):
+            if want[block] is None:
+                self.assertIsNone(s[block], f"{where}: {block}")
+                continue
+            for k, v in want[block].items():
+                self.assert_close(s[block][k], v, f"{where}: {block}.{k}")
+        for key in ("messages_received_per_iteration", "messages_used_per_iteration",
+                    "workers_received_per_iteration", "workers_used_per_iteration"):
+            self.assert_close(s[key], want[key], f"{where}: {key}")
+        self.assert_close(s["stragglers_mean_per_iteration"], want["stragglers"]["mean_per_iteration"], where)
+
+    def test_training_trace_as_frames_and_dataset_equals_inspect(self):
+        for path in (self.train, self.mpi):
+            t = gt.open_trace(path)
+            v = inspect(path)
+            s = v["summary"]
+            self.assertEqual((t.kind, t.workers, t.seed, t.scheme), ("train", v["workers"], v["seed"], v["scheme"]))
+            self.assertEqual((t.status, t.status_reason), (v["status"], v["status_reason"]))
+            self.assertEqual(t.gradcode_version, v["gradcode_version"])
+            # The resolved config, parsed: the same TOML as the root attribute, with inspect's K and scheme.
+            with h5py.File(path) as f:
+                self.assertEqual(t.config, tomllib.loads(f.attrs["config_toml"]))
+            self.assertEqual((t.config["workers"], t.config["scheme"]["kind"]), (v["workers"], v["scheme"]))
+            prov = dict(t.provenance)
+            if "resumed" in prov:
+                prov["resumed"] = "\n".join(prov["resumed"])
+            self.assertEqual(prov, {k: x for k, x in v["provenance"].items()})
+            self.assertIn("git_commit", t.provenance)
+            self.assertIsInstance(t.provenance["started_at"], str)
+
+            df = t.iterations()
+            self.assertEqual(df.index.name, "iteration")
+            self.assertEqual(list(df.index), list(range(1, s["iterations"] + 1)))
+            d = df["duration_s"]
+            self.assert_close(d.mean(), s["iteration_time_s"]["mean"], "mean")
+            self.assert_close(d.median(), s["iteration_time_s"]["p50"], "p50")
+            self.assert_close(d.quantile(0.99), s["iteration_time_s"]["p99"], "p99")
+            self.assert_close(df["recovered_fraction"].mean(), s["recovered_fraction"]["mean"], "recovered")
+            self.assert_close(df["messages_received"].mean(), s["messages_received_per_iteration"], "messages")
+            tl = df["train_loss"].dropna()
+            self.assertEqual(len(tl), s["train_loss"]["evaluated"])
+            self.assertEqual((tl.index[-1], tl.iloc[-1]), (s["train_loss"]["final_iteration"], s["train_loss"]["final"]))
+            self.assertEqual((tl.idxmin(), tl.min()), (s["train_loss"]["min_iteration"], s["train_loss"]["min"]))
+
+            w = t.workers_frame()
+            self.assertEqual(w.index.names, ["iteration", "worker"])
+            self.assertEqual(len(w), s["iterations"] * t.workers)
+            self.assertEqual(w["straggling"].dtype, bool)
+            share = w["straggling"].groupby(level="worker").mean()
+            self.assertEqual(list(share.index), list(range(1, t.workers + 1)))
+            np.testing.assert_allclose(share.to_numpy(), s["stragglers"]["per_worker_fraction"], rtol=1e-12)
+            received = w["finish_s"].notna().groupby(level="iteration").sum().mean()
+            self.assert_close(received, s["workers_received_per_iteration"], "workers received")
+
+            ds = t.to_xarray()
+            self.assertEqual((ds.sizes["iteration"], ds.sizes["worker"]), (s["iterations"], t.workers))
+            self.assertEqual(ds["finish_s"].dims, ("iteration", "worker"))
+            self.assertEqual(ds["iteration"].values[0], 1)
+            self.assertEqual(ds["worker"].values[-1], t.workers)
+            np.testing.assert_array_equal(ds["duration_s"].values, d.to_numpy())
+            np.testing.assert_allclose(ds["straggling"].mean("iteration").values,
+                                       s["stragglers"]["per_worker_fraction"], rtol=1e-12)
+            self.assertEqual(ds["duration_s"].attrs["unit"], "s")
+            self.assertEqual(ds.attrs["status"], v["status"])
+            # Worker 1 is column 0 of the file.
+            with h5py.File(path) as f:
+                np.testing.assert_array_equal(ds["cluster"].sel(worker=1).values, f["worker/cluster"][:, 0])
+            self.check_summary(gt.summarize(t.run()), s, str(path))
+            spc = t.run().stragglers_per_cluster()
+            if spc is not None:
+                self.assert_close(gt.even_fraction(*spc), s["stragglers_per_cluster"]["even_fraction"], "even")
+
+    def test_timing_events_are_decoded_strings_and_theta_is_read(self):
+        t = gt.open_trace(self.mpi)
+        v = inspect(self.mpi)
+        self.assertIsInstance(t.timing, pd.DataFrame)
+        self.assertGreater(len(t.timing), 0)
+        self.assertEqual(t.timing.to_dict("records"), v["timing"])
+        self.assertTrue(all(isinstance(e, str) for e in t.timing["event"]))
+        ds = t.to_xarray()
+        self.assertEqual(list(ds["event"].values), [e["event"] for e in v["timing"]])
+        self.assertEqual(ds["timing_count"].sel(event=v["timing"][0]["event"]).item(), v["timing"][0]["count"])
+        self.assertEqual(len(t.theta), v["model"]["parameters"])
+        self.assert_close(float(np.linalg.norm(t.theta)), v["model"]["norm"], "norm of theta")
+        self.assertEqual(ds.sizes["parameter"], v["model"]["parameters"])
+        self.assertEqual(t.status, "completed")
+        self.assertIn("ranks", t.provenance["hosts"])
+
+    def test_simulation_as_frames_and_dataset_equals_inspect(self):
+        t = gt.open_trace(self.sim)
+        v = inspect(self.sim)
+        names = [s["name"] for s in v["schemes"]]
+        self.assertEqual(t.kind, "simulation")
+        self.assertEqual(t.schemes, names)
+        self.assertEqual(names, ["gc", "gc-sc", "dc-r4"])
+        ds = t.to_xarray()
+        self.assertEqual(ds["duration_s"].dims, ("scheme", "trial", "iteration"))
+        self.assertEqual(ds["straggling"].dims, ("scheme", "trial", "iteration", "worker"))
+        self.assertEqual(list(ds["scheme"].values), names)
+        self.assertEqual(list(ds["trial"].values), [0, 1, 2])
+        self.assertEqual(list(ds["iteration"].values), list(range(1, 51)))
+        self.assertEqual(list(ds["worker"].values), list(range(1, 9)))
+        df = t.iterations()
+        self.assertEqual(df.index.names, ["scheme", "trial", "iteration"])
+        pooled = df["duration_s"].groupby(level="scheme", sort=False)
+        for s in v["schemes"]:
+            name = s["name"]
+            self.assertEqual(len(t.runs[name]), s["trials"])
+            self.assert_close(ds["model_time_unit_s"].sel(scheme=name).item(), s["model_time_unit_s"])
+            want = s["summary"]
+            d = ds["duration_s"].sel(scheme=name)
+            self.assert_close(float(d.mean()), want["iteration_time_s"]["mean"], name)
+            self.assert_close(float(d.quantile(0.99)), want["iteration_time_s"]["p99"], name)
+            self.assert_close(pooled.get_group(name).mean(), want["iteration_time_s"]["mean"], name)
+            self.assert_close(float(ds["recovered_fraction"].sel(scheme=name).mean()),
+                              want["recovered_fraction"]["mean"], name)
+            self.check_summary(gt.summarize(t.runs[name]), want, name)
+            for tr in s["per_trial"]:
+                run_ = t.run(name, tr["trial"])
+                self.check_summary(gt.summarize(run_), tr["summary"], f"{name} trial {tr['trial']}")
+                np.testing.assert_array_equal(
+                    ds["duration_s"].sel(scheme=name, trial=tr["trial"]).values,
+                    df.xs((name, tr["trial"]), level=("scheme", "trial"))["duration_s"].to_numpy(),
+                )
+        w = t.workers_frame()
+        self.assertEqual(w.index.names, ["scheme", "trial", "iteration", "worker"])
+        self.assertEqual(len(w), 3 * 3 * 50 * 8)
+
+    def test_compare_table_has_a_row_per_run_equal_to_inspect(self):
+        table = gt.compare(self.results)
+        by_run = table.set_index("run")
+        # Sweep runs are labelled by their line of the runs file.
+        for task, line in self.lines.items():
+            row = by_run.loc[line]
+            path = self.results / str(task) / "trace.h5"
+            self.assertEqual(row["file"], f"{task}/trace.h5")
+            s = inspect(path)["summary"]
+            self.assertEqual(row["kind"], "train")
+            self.assertEqual(row["iterations"], s["iterations"])
+            for col, want in (("mean_s", s["iteration_time_s"]["mean"]), ("p50_s", s["iteration_time_s"]["p50"]),
+                              ("p99_s", s["iteration_time_s"]["p99"]),
+                              ("recovered_mean", s["recovered_fraction"]["mean"]),
+                              ("recovered_full", s["recovered_fraction"]["full_fraction"]),
+                              ("messages_received", s["messages_received_per_iteration"]),
+                              ("messages_used", s["messages_used_per_iteration"]),
+                              ("final_train_loss", s["train_loss"]["final"]),
+                              ("min_test_loss", s["test_loss"]["min"])):
+                self.assert_close(row[col], want, f"{line}: {col}")
+            self.assertEqual(row["status"], "completed")
+            self.assertEqual((row["K"], row["r"], row["P"]), (8, 2, 4))
+        # The simulation: a row per scheme, trials pooled; dc-r4's r and P are its own.
+        v = inspect(self.sim)
+        for s in v["schemes"]:
+            row = by_run.loc[f"sim.h5: {s['name']}"]
+            self.assertEqual((row["kind"], row["trials"]), ("simulation", 3))
+            self.assert_close(row["p99_s"], s["summary"]["iteration_time_s"]["p99"], s["name"])
+            self.assert_close(row["recovered_mean"], s["summary"]["recovered_fraction"]["mean"], s["name"])
+            self.assertTrue(pd.isna(row["final_train_loss"]))
+        self.assertEqual(by_run.loc["sim.h5: dc-r4", "r"], 4)
+        self.assertEqual(by_run.loc["sim.h5: dc-r4", "P"], 2)
+        self.assertEqual(by_run.loc["sim.h5: gc-sc", "r"], 2)
+        self.assertTrue(pd.isna(by_run.loc["sim.h5: gc", "P"]))  # GC is unclustered whatever scheme.clusters says
+        self.assertEqual(by_run.loc["configs/bad.toml --set workers=0", "status"], "failed (no trace)")
+        self.assertEqual(len(table), 2 + 3 + 1)
+        md = gt.markdown(table)
+        self.assertIn("| recovered |", md)
+        self.assertIn(f"| {self.lines[0]} |", md)
+
+    def test_compare_command_lists_unreadable_files_and_fails(self):
+        bad = self.tmp / "bad"
+        bad.mkdir()
+        shutil.copy(self.train, bad / "ok.h5")
+        (bad / "broken.h5").write_text("not hdf5\n")
+        r = run(sys.executable, "-m", "gradcode_traces", "compare", bad, "--csv", bad / "t.csv")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("broken.h5", r.stderr)
+        table = pd.read_csv(bad / "t.csv")
+        self.assertEqual(list(table["run"]), ["broken.h5", "ok.h5"])
+        self.assertTrue(table["status"][0].startswith("unreadable: "))
+        self.assert_close(table["mean_s"][1], inspect(self.train)["summary"]["iteration_time_s"]["mean"])
+        r = run(sys.executable, "-m", "gradcode_traces", "compare", bad / "nope")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not a directory", r.stderr)
+
+    def test_the_files_carry_dimension_scales_that_xarray_reads_without_the_package(self):
+        import xarray as xr
+
+        groups = [(self.train, ""), (self.mpi, "")]
+        groups += [(self.sim, f"sim/{s}/trial_{k}/") for s in ("gc", "dc-r4") for k in (0, 2)]
+        for path, g in groups:
+            where = f"{path.name}:{g}"
+            with h5py.File(path) as f:
+                n, k = f[g + "iteration/duration_s"].shape[0], f[g + "worker/finish_s"].shape[1]
+                for name in f[g + "iteration"]:
+                    if name != "iteration":
+                        d = f[g + "iteration"][name]
+                        self.assertEqual(d.dims[0].label, "iteration", where + name)
+                        np.testing.assert_array_equal(d.dims[0][0][:], np.arange(1, n + 1))
+                for name in f[g + "worker"]:
+                    if name not in ("iteration", "worker"):
+                        d = f[g + "worker"][name]
+                        self.assertEqual((d.dims[0].label, d.dims[1].label), ("iteration", "worker"), where + name)
+                        np.testing.assert_array_equal(d.dims[0][0][:], np.arange(1, n + 1))
+                        np.testing.assert_array_equal(d.dims[1][0][:], np.arange(1, k + 1))
+            # xarray through h5netcdf (no gradcode_traces): named dimensions, 1-based coordinates, the same values.
+            t = gt.open_trace(path)
+            ours = t.to_xarray()
+            if t.kind == "simulation":
+                scheme, trial = g.split("/")[1], int(g.split("_")[-1].rstrip("/"))
+                ours = ours.sel(scheme=scheme, trial=trial)
+            with xr.open_dataset(path, group=g + "worker", engine="h5netcdf") as w:
+                self.assertEqual(w["straggling"].dims, ("iteration", "worker"), where)
+                self.assertEqual(list(w["worker"].values), list(range(1, k + 1)))
+                np.testing.assert_array_equal(w["finish_s"].values, ours["finish_s"].values)
+            with xr.open_dataset(path, group=g + "iteration", engine="h5netcdf") as it:
+                self.assertEqual(it["duration_s"].dims, ("iteration",), where)
+                self.assertEqual(list(it["iteration"].values), list(range(1, n + 1)))
+                np.testing.assert_array_equal(it["duration_s"].values, ours["duration_s"].values)
+        # Not data: the package leaves the scales out of the frames.
+        self.assertNotIn("iteration", gt.open_trace(self.train).iterations().columns)
+        self.assertNotIn("worker", gt.open_trace(self.train).workers_frame().columns)
+
+    def test_bad_files_are_errors_naming_the_file(self):
+        (self.tmp / "plain.h5").write_text("x")
+        for path, needle in ((self.tmp / "missing.h5", "no such file"), (self.tmp / "plain.h5", "not a readable HDF5")):
+            with self.assertRaises(gt.TraceError) as e:
+                gt.open_trace(path)
+            self.assertIn(path.name, str(e.exception))
+            self.assertIn(needle, str(e.exception))
+        odd = self.tmp / "odd.h5"
+        with h5py.File(odd, "w") as f:
+            f.attrs["gradcode_version"] = "x"
+            f["iteration/duration_s"] = np.ones(3)
+            f["iteration/decode_s"] = np.ones(2)
+        with self.assertRaises(gt.TraceError) as e:
+            gt.open_trace(odd)
+        self.assertIn("/iteration/decode_s has shape (2,)", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
