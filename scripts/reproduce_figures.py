@@ -319,7 +319,11 @@ def save_all(fig, stem, caption_text):
     paths = []
     for ext in ("png", "pdf", "svg"):
         paths.append(pathlib.Path(f"{stem}.{ext}"))
-        fig.savefig(paths[-1], dpi=110, metadata=None if ext == "png" else {"Title": caption_text})
+        # No creation date, fixed SVG ids: the same results give the same files.
+        metadata = {"png": None, "pdf": {"Title": caption_text, "CreationDate": None},
+                    "svg": {"Title": caption_text, "Date": None}}[ext]
+        with plt.rc_context({"svg.hashsalt": "gradcode"}):
+            fig.savefig(paths[-1], dpi=110, metadata=metadata)
     plt.close(fig)
     return paths
 
