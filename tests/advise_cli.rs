@@ -1,0 +1,220 @@
+//! `gradcode advise` end to end: a replay CSV drawn from a known model gives
+//! that model back, the paper's Fig. 4(a) setting ranks GC-DC over GC-SC as
+//! the figure does, the memory budget excludes what does not fit, ties are
+//! said plainly, and bad flags are refused naming the flag.
+
+mod common;
+
+use common::{assert_rejected, gradcode, json, scratch, stdout};
+use gradcode::rng::{Stream, stream};
+use rand::RngExt;
+
+const FIG4A: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/paper/gcdc-fig4a.toml");
+
+/// The paper's setting of Fig. 4(a): r = 3, P = 5, n = 3.
+const PAPER_GRID: [&str; 6] = [
+    "--grid",
+    "scheme.load=3",
+    "--grid",
+    "scheme.clusters=5",
+    "--grid",
+    "scheme.clusters_per_worker=3",
+];
+
+/// A replay CSV of `rows` rounds × `workers` columns drawn from alpha +
+/// Exp(mu) by inversion, from a seeded stream.
+fn shifted_exponential_csv(name: &str, workers: usize, rows: usize, alpha: f64, mu: f64) -> String {
+    let path = scratch("advise-cli", name);
+    let mut rng = stream(20_240_601, Stream::CheckSampling);
+    let mut text = (1..=workers)
+        .map(|w| format!("w{w}"))
+        .collect::<Vec<_>>()
+        .join(",")
+        + "\n";
+    for _ in 0..rows {
+        let row: Vec<String> = (0..workers)
+            .map(|_| {
+                let u: f64 = rng.random();
+                format!("{}", alpha - (1.0 - u).ln() / mu)
+            })
+            .collect();
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn within(x: &serde_json::Value, truth: f64, rel: f64) -> bool {
+    let x = x.as_f64().unwrap();
+    (x - truth).abs() <= rel * truth
+}
+
+#[test]
+fn a_replay_of_a_known_shifted_exponential_gives_its_parameters_back() {
+    let (alpha, mu) = (0.5, 2.0);
+    let csv = shifted_exponential_csv("shifted-exp.csv", 8, 2000, alpha, mu);
+    let out = gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--replay",
+        &csv,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=1,2",
+        "--trials",
+        "3",
+        "--iterations",
+        "30",
+    ]);
+    let v = json(&out);
+    let s = &v["straggler"];
+    assert_eq!(s["source"], "replay", "{s}");
+    assert_eq!(s["model"], "shifted-exponential", "{s}");
+    let fits = &s["fits"];
+    let per_worker = fits["per_worker"].as_array().unwrap();
+    assert_eq!(per_worker.len(), 8);
+    for f in per_worker.iter().chain([&fits["pooled"]]) {
+        assert!(within(&f["alpha"], alpha, 0.1), "{f}");
+        assert!(within(&f["mu"], mu, 0.1), "{f}");
+        // The goodness of fit is shown, and a right model passes it.
+        assert!(
+            f["ks"].as_f64().unwrap() < 1.36 / f["samples"].as_f64().unwrap().sqrt(),
+            "{f}"
+        );
+    }
+    assert!(within(&s["set"]["alpha"], alpha, 0.1), "{s}");
+    assert!(within(&s["set"]["mu"], mu, 0.1), "{s}");
+    assert_eq!(v["ranking"].as_array().unwrap().len(), 2, "{v}");
+}
+
+#[test]
+fn fig4a_ranks_gc_dc_over_gc_sc_as_the_paper_does() {
+    let mut args = vec![
+        "advise",
+        "--json",
+        "--config",
+        FIG4A,
+        "--schemes",
+        "gc-sc,gc-dc",
+        "--trials",
+        "4",
+        "--iterations",
+        "100",
+    ];
+    args.extend(PAPER_GRID);
+    let v = json(&gradcode(&args));
+    // The config's own model (000 §VI-A: Gilbert-Elliott), not a fit.
+    assert_eq!(v["straggler"]["source"], "config");
+    assert_eq!(v["straggler"]["model"], "gilbert-elliott");
+    let ranking = v["ranking"].as_array().unwrap();
+    assert_eq!(ranking.len(), 2, "{v}");
+    assert_eq!(ranking[0]["scheme"], "gc-dc", "{v}");
+    assert_eq!(ranking[1]["scheme"], "gc-sc", "{v}");
+    // Told apart: the paired interval of the difference excludes 0.
+    let d = ranking[1]["difference"].as_f64().unwrap();
+    let h = ranking[1]["difference_ci95"].as_f64().unwrap();
+    assert!(d - h > 0.0, "{v}");
+    assert_eq!(ranking[1]["indistinguishable_from_best"], false);
+    // Memory: GC-DC stores n·l = 3 · 4 partitions, GC-SC r = 3.
+    assert_eq!(ranking[0]["stored_partitions"], 12);
+    assert_eq!(ranking[1]["stored_partitions"], 3);
+}
+
+#[test]
+fn the_memory_budget_leaves_out_what_does_not_fit() {
+    let mut args = vec![
+        "advise",
+        "--json",
+        "--config",
+        FIG4A,
+        "--schemes",
+        "gc-sc,gc-dc",
+        "--memory-partitions",
+        "11",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ];
+    args.extend(PAPER_GRID);
+    let v = json(&gradcode(&args));
+    let ranking = v["ranking"].as_array().unwrap();
+    assert_eq!(ranking.len(), 1, "{v}");
+    assert_eq!(ranking[0]["scheme"], "gc-sc");
+    let skipped = v["skipped"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(|s| s["scheme"] == "gc-dc"
+            && s["reason"]
+                .as_str()
+                .unwrap()
+                .contains("stores 12 partitions on a worker, more than --memory-partitions 11")),
+        "{v}"
+    );
+}
+
+#[test]
+fn candidates_that_cannot_be_told_apart_are_said_to_be() {
+    // GC-SC with one cluster is GC-cyclic: on common random numbers every
+    // trial gives both the same times, so the difference is 0 ± 0.
+    let args = [
+        "advise",
+        "--set",
+        "workers=8",
+        "--schemes",
+        "gc-cyclic,gc-sc",
+        "--grid",
+        "scheme.load=2",
+        "--grid",
+        "scheme.clusters=1",
+        "--trials",
+        "3",
+        "--iterations",
+        "30",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let v = json(&gradcode(&with_json));
+    let ranking = v["ranking"].as_array().unwrap();
+    assert_eq!(ranking.len(), 2, "{v}");
+    assert_eq!(ranking[1]["difference"], 0.0, "{v}");
+    assert_eq!(ranking[1]["indistinguishable_from_best"], true, "{v}");
+    let out = gradcode(&args);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("cannot be told apart from it"), "{text}");
+}
+
+#[test]
+fn bad_flags_are_refused_naming_the_flag() {
+    let short_csv = scratch("advise-cli", "two-columns.csv");
+    std::fs::write(&short_csv, "1.0,2.0\n1.5,2.5\n").unwrap();
+    let short_csv = short_csv.to_str().unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (&["--objective", "fastest"], "--objective"),
+        (&["--memory-partitions", "0"], "--memory-partitions"),
+        (&["--trials", "1"], "--trials"),
+        (&["--replay", "/nonexistent/times.csv"], "--replay"),
+        (&["--replay", short_csv], "--replay"),
+        (&["--schemes", "gc-magic"], "--schemes"),
+        (
+            &[
+                "--schemes",
+                "gc-cyclic",
+                "--memory-partitions",
+                "1",
+                "--grid",
+                "scheme.load=2",
+            ],
+            "--memory-partitions",
+        ),
+    ];
+    for (extra, flag) in cases {
+        let mut args = vec!["advise", "--set", "workers=8", "--iterations", "5"];
+        args.extend_from_slice(extra);
+        assert_rejected(&extra.join(" "), &gradcode(&args), flag);
+    }
+}
