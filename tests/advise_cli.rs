@@ -45,6 +45,32 @@ fn shifted_exponential_csv(name: &str, workers: usize, rows: usize, alpha: f64, 
     path.to_str().unwrap().to_string()
 }
 
+/// A replay CSV of a two-state chain: each worker switches between fast
+/// (rate `mu_fast`) and slow (`mu_slow`) with probability `p` per round,
+/// half the workers starting slow; values alpha + Exp(rate of the state).
+fn two_state_csv(name: &str, workers: usize, rows: usize, rates: (f64, f64), p: f64) -> String {
+    let path = scratch("advise-cli", name);
+    let mut rng = stream(7, Stream::CheckSampling);
+    let mut slow: Vec<bool> = (0..workers).map(|w| w % 2 == 0).collect();
+    let mut text = String::new();
+    for _ in 0..rows {
+        let row: Vec<String> = (0..workers)
+            .map(|w| {
+                if rng.random::<f64>() < p {
+                    slow[w] = !slow[w];
+                }
+                let rate = if slow[w] { rates.1 } else { rates.0 };
+                let u: f64 = rng.random();
+                format!("{}", 0.01 - (1.0 - u).ln() / rate)
+            })
+            .collect();
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
 fn within(x: &serde_json::Value, truth: f64, rel: f64) -> bool {
     let x = x.as_f64().unwrap();
     (x - truth).abs() <= rel * truth
@@ -89,6 +115,76 @@ fn a_replay_of_a_known_shifted_exponential_gives_its_parameters_back() {
     assert!(within(&s["set"]["alpha"], alpha, 0.1), "{s}");
     assert!(within(&s["set"]["mu"], mu, 0.1), "{s}");
     assert_eq!(v["ranking"].as_array().unwrap().len(), 2, "{v}");
+}
+
+#[test]
+fn a_replay_of_a_slow_fast_chain_is_fitted_with_two_states() {
+    let csv = two_state_csv("two-state.csv", 8, 2000, (10.0, 0.1), 0.05);
+    let v = json(&gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--replay",
+        &csv,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=2",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ]));
+    let s = &v["straggler"];
+    // One exponential fails the KS test on a 100-fold mixture; the
+    // two-state fit is simulated as a Gilbert-Elliott model.
+    let fits = &s["fits"];
+    assert!(fits["pooled"]["ks"].as_f64().unwrap() > fits["ks_critical"].as_f64().unwrap());
+    assert_eq!(fits["chosen"], "two-state", "{s}");
+    assert_eq!(s["model"], "gilbert-elliott", "{s}");
+    assert!(within(&s["set"]["mu_fast"], 10.0, 0.1), "{s}");
+    assert!(within(&s["set"]["mu_slow"], 0.1, 0.1), "{s}");
+    assert!(within(&s["set"]["switch_probability"], 0.05, 0.2), "{s}");
+    // About half of the 8 workers slow: round(slow fraction · K).
+    let initial = s["set"]["initial_stragglers"].as_f64().unwrap();
+    let fraction = fits["two_state"]["slow_fraction"].as_f64().unwrap();
+    assert_eq!(initial, (fraction * 8.0).round(), "{s}");
+    assert!((3.0..=5.0).contains(&initial), "{s}");
+}
+
+#[test]
+fn the_p99_objective_ranks_by_the_trials_99th_percentiles() {
+    let mut args = vec![
+        "advise",
+        "--json",
+        "--config",
+        FIG4A,
+        "--schemes",
+        "gc-sc,gc-dc",
+        "--objective",
+        "p99",
+        "--trials",
+        "3",
+        "--iterations",
+        "100",
+    ];
+    args.extend(PAPER_GRID);
+    let v = json(&gradcode(&args));
+    assert_eq!(v["objective"], "p99");
+    let ranking = v["ranking"].as_array().unwrap();
+    let objective: Vec<f64> = ranking
+        .iter()
+        .map(|c| c["objective"].as_f64().unwrap())
+        .collect();
+    assert!(objective.windows(2).all(|w| w[0] <= w[1]), "{v}");
+    for c in ranking {
+        // A trial's 99th percentile is above its mean, so their averages are too.
+        assert!(
+            c["objective"].as_f64().unwrap() > c["mean_iteration_time"].as_f64().unwrap(),
+            "{c}"
+        );
+    }
 }
 
 #[test]
