@@ -314,3 +314,127 @@ fn bad_flags_are_refused_naming_the_flag() {
         assert_rejected(&extra.join(" "), &gradcode(&args), flag);
     }
 }
+
+/// A training trace of gc-cyclic (load 2, time unit 10 ms) whose workers'
+/// computations take alpha + Exp(mu) model units; worker 1 has no result in
+/// time every 100th iteration. Returns the path and the finish times.
+#[cfg(feature = "hdf5")]
+fn measured_trace(name: &str, alpha: f64, mu: f64) -> (std::path::PathBuf, Vec<Vec<f64>>) {
+    use gradcode::trace::{IterationRecord, TraceMeta, TraceWriter};
+    let path = scratch("advise-cli", name);
+    let _ = std::fs::remove_file(&path);
+    let meta = TraceMeta {
+        scheme: "gc-cyclic".into(),
+        workers: 8,
+        config_toml: "workers = 8\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\ntime_unit_ms = 10.0\n"
+            .into(),
+        seed: 1,
+    };
+    let mut w = TraceWriter::create(&path, &meta).unwrap();
+    let mut rng = stream(99, Stream::CheckSampling);
+    let mut rows = Vec::new();
+    for i in 0..2000 {
+        let mut r = IterationRecord::new(8);
+        let finish: Vec<f64> = (0..8)
+            .map(|_| {
+                let u: f64 = rng.random();
+                2.0 * (alpha - (1.0 - u).ln() / mu) * 0.01
+            })
+            .collect();
+        r.duration_s = finish.iter().copied().fold(0.0, f64::max);
+        r.finish_s = finish.clone();
+        if i % 100 == 0 {
+            r.finish_s[0] = f64::NAN;
+        }
+        w.append(&r).unwrap();
+        let mut row = r.finish_s.clone();
+        row.push(r.duration_s);
+        rows.push(row);
+    }
+    w.close().unwrap();
+    (path, rows)
+}
+
+#[cfg(feature = "hdf5")]
+#[test]
+fn a_measured_trace_is_exported_as_a_replay_csv_and_fitted() {
+    let (trace, rows) = measured_trace("measured.h5", 0.5, 2.0);
+    let trace = trace.to_str().unwrap();
+    let csv = scratch("advise-cli", "measured.csv");
+    let _ = std::fs::remove_file(&csv);
+    let csv_name = csv.to_str().unwrap();
+    let out = gradcode(&["inspect", trace, "--replay-csv", csv_name]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("20 of 16000 worker-iterations had no result in time"),
+        "{}",
+        common::stderr(&out)
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "w1,w2,w3,w4,w5,w6,w7,w8");
+    assert_eq!(lines.len(), 2001);
+    for (line, row) in lines[1..].iter().zip(&rows) {
+        for (w, cell) in line.split(',').enumerate() {
+            let value: f64 = cell.parse().unwrap();
+            // finish_s / load / time unit; a censored worker: the iteration's end.
+            let seconds = if row[w].is_nan() { row[8] } else { row[w] };
+            assert!(
+                (value - seconds / 2.0 / 0.01).abs() <= 1e-12 * value,
+                "{line}"
+            );
+        }
+    }
+    // Never replaced unasked.
+    assert_rejected(
+        "existing --replay-csv",
+        &gradcode(&["inspect", trace, "--replay-csv", csv_name]),
+        "--replay-csv",
+    );
+
+    let v = json(&gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--trace",
+        trace,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=2",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ]));
+    let s = &v["straggler"];
+    assert_eq!(s["source"], "trace", "{s}");
+    assert_eq!(s["censored"], 20, "{s}");
+    assert_eq!(s["model"], "shifted-exponential", "{s}");
+    assert!(within(&s["set"]["alpha"], 0.5, 0.1), "{s}");
+    assert!(within(&s["set"]["mu"], 2.0, 0.1), "{s}");
+    // The replay CSV gives the same fit.
+    let r = json(&gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--replay",
+        csv_name,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=2",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ]));
+    assert_eq!(r["straggler"]["fits"], s["fits"]);
+    assert_rejected(
+        "missing --trace",
+        &gradcode(&["advise", "--trace", "/nonexistent/run.h5"]),
+        "--trace",
+    );
+}

@@ -2,11 +2,12 @@
 //! straggler behaviour and this memory budget?
 //!
 //! ```text
-//! gradcode advise --config F [--replay times.csv] [--memory-partitions M]
+//! gradcode advise --config F [--replay times.csv | --trace measured.h5] [--memory-partitions M]
 //!     [--objective mean|p99] [--schemes S1,S2] [--grid KEY=V1,V2,...] [--trials N] [--iterations T] [--json]
 //! ```
 //!
-//! 1. The straggler model: the config's, or fitted to a replay CSV
+//! 1. The straggler model: the config's, or fitted to a replay CSV or to
+//!    the per-worker times of a training trace (`super::measured`)
 //!    ([`crate::straggler::fit`]: per-worker and pooled shifted-exponential
 //!    fits and a two-state slow/fast fit, each with its Kolmogorov-Smirnov
 //!    distance; the chosen fit replaces `[straggler]`).
@@ -51,6 +52,7 @@ pub enum Objective {
 /// The flags of `advise` besides the config.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AdviseFlags {
+    pub trace: Option<PathBuf>,
     pub replay: Option<PathBuf>,
     pub memory_partitions: Option<usize>,
     pub objective: Objective,
@@ -66,9 +68,9 @@ const SEARCHED: [&str; 3] = ["load", "clusters", "clusters_per_worker"];
 /// Where the simulated straggler model comes from.
 #[derive(Debug, Serialize)]
 struct ModelSource {
-    /// `config` or `replay`.
+    /// `config`, `replay` or `trace`.
     source: &'static str,
-    /// The replay CSV.
+    /// The replay CSV or the training trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<String>,
     /// The `straggler.model` simulated.
@@ -77,6 +79,10 @@ struct ModelSource {
     set: BTreeMap<String, f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fits: Option<Fits>,
+    /// `trace` only: worker-iterations without a result in time, whose
+    /// value is the iteration's end (a lower bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    censored: Option<usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -159,8 +165,7 @@ fn replay_error(e: impl std::fmt::Display) -> InputError {
     InputError::new("--replay", e)
 }
 
-/// Fit the first `workers` columns of the replay CSV `path`; the
-/// `[straggler]` overrides of the chosen fit.
+/// Fit the first `workers` columns of the replay CSV `path`.
 fn fit_replay(path: &std::path::Path, workers: usize) -> Result<ModelSource, InputError> {
     let table = TraceTable::load(path).map_err(replay_error)?;
     let columns = table.select_columns(None, workers).map_err(replay_error)?;
@@ -168,8 +173,44 @@ fn fit_replay(path: &std::path::Path, workers: usize) -> Result<ModelSource, Inp
         .iter()
         .map(|&c| (0..table.rows()).map(|r| table.value(r, c)).collect())
         .collect();
-    let fits =
-        fit::fit_all(&series).map_err(|e| replay_error(format!("{}: {e}", path.display())))?;
+    fit_series(&series, workers, "replay", "--replay", path)
+}
+
+/// Fit the times of the first `workers` workers of the training trace `path`.
+fn fit_trace(path: &std::path::Path, workers: usize) -> Result<ModelSource, InputError> {
+    let measured = super::measured::read(path, "--trace")?;
+    if measured.series.len() < workers {
+        return Err(InputError::new(
+            "--trace",
+            format!(
+                "{}: has {} workers, fewer than workers = {workers}",
+                path.display(),
+                measured.series.len()
+            ),
+        ));
+    }
+    let mut source = fit_series(
+        &measured.series[..workers],
+        workers,
+        "trace",
+        "--trace",
+        path,
+    )?;
+    source.censored = Some(measured.censored);
+    Ok(source)
+}
+
+/// Fit `series` (one vector per worker) and the `[straggler]` overrides of
+/// the chosen fit; errors name `flag`.
+fn fit_series(
+    series: &[Vec<f64>],
+    workers: usize,
+    source: &'static str,
+    flag: &str,
+    path: &std::path::Path,
+) -> Result<ModelSource, InputError> {
+    let fits = fit::fit_all(series)
+        .map_err(|e| InputError::new(flag, format!("{}: {e}", path.display())))?;
     let (model, set) = match fits.chosen {
         FittedModel::ShiftedExponential => (
             "shifted-exponential",
@@ -196,11 +237,12 @@ fn fit_replay(path: &std::path::Path, workers: usize) -> Result<ModelSource, Inp
         }
     };
     Ok(ModelSource {
-        source: "replay",
+        source,
         file: Some(path.display().to_string()),
         model: model.to_string(),
         set,
         fits: Some(fits),
+        censored: None,
     })
 }
 
@@ -280,14 +322,16 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
             )
         })?);
     }
-    let straggler = match &flags.replay {
-        Some(path) => fit_replay(path, k)?,
-        None => ModelSource {
+    let straggler = match (&flags.replay, &flags.trace) {
+        (Some(path), _) => fit_replay(path, k)?,
+        (None, Some(path)) => fit_trace(path, k)?,
+        (None, None) => ModelSource {
             source: "config",
             file: None,
             model: config.straggler.model.name().to_string(),
             set: BTreeMap::new(),
             fits: None,
+            censored: None,
         },
     };
     base.overrides.extend(model_overrides(&straggler));
@@ -492,6 +536,11 @@ fn print_text(r: &AdviseReport) {
             );
             let set: Vec<String> = m.set.iter().map(|(k, v)| format!("{k} = {v:.6}")).collect();
             crate::outln!("  simulated: {} ({})", m.model, set.join(", "));
+            if let Some(c) = m.censored.filter(|c| *c > 0) {
+                crate::outln!(
+                    "  note: {c} worker-iterations had no result in time; their value is the iteration's end, a lower bound, so the fit is faster than those workers were"
+                );
+            }
         }
     }
     let what = match r.objective {
@@ -613,6 +662,7 @@ mod tests {
                 ("initial_stragglers".to_string(), 10.0),
             ]),
             fits: None,
+            censored: None,
         };
         assert_eq!(
             model_overrides(&m),

@@ -10,6 +10,7 @@ mod decoding;
 mod explain;
 mod explain_dc;
 mod inspect;
+mod measured;
 mod simulate;
 mod sweep;
 
@@ -155,8 +156,12 @@ pub enum Command {
         args: ConfigArgs,
         /// Fit the straggler model to this replay CSV (rows = rounds, one
         /// column per worker, the model time of one partition computation).
-        #[arg(long, value_name = "FILE.csv")]
+        #[arg(long, value_name = "FILE.csv", conflicts_with = "trace")]
         replay: Option<PathBuf>,
+        /// Fit the straggler model to the per-worker times measured in this
+        /// training trace (`/worker/finish_s` / scheme.load).
+        #[arg(long, value_name = "F.h5")]
+        trace: Option<PathBuf>,
         /// Keep only schemes that store at most M partitions on every worker.
         #[arg(long, value_name = "M", value_parser = clap::value_parser!(u64).range(1..))]
         memory_partitions: Option<u64>,
@@ -184,6 +189,14 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Write the per-worker times of one partition computation of this
+        /// training trace as a replay CSV (for straggler.model = "trace")
+        /// instead of the summary.
+        #[arg(long, value_name = "OUT.csv", conflicts_with = "json")]
+        replay_csv: Option<PathBuf>,
+        /// Replace an existing --replay-csv file.
+        #[arg(long, requires = "replay_csv")]
+        force: bool,
     },
 }
 
@@ -287,6 +300,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Advise {
             args,
+            trace,
             replay,
             memory_partitions,
             objective,
@@ -297,6 +311,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => advise::run(
             &args,
             &advise::AdviseFlags {
+                trace,
                 replay,
                 memory_partitions: memory_partitions.map(|m| m as usize),
                 objective,
@@ -306,7 +321,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 iterations,
             },
         ),
-        Command::Inspect { file, json } => inspect::run(&file, json),
+        Command::Inspect {
+            file,
+            replay_csv: Some(out),
+            force,
+            ..
+        } => inspect::export_replay(&file, &out, force),
+        Command::Inspect { file, json, .. } => inspect::run(&file, json),
     }
 }
 
