@@ -5,9 +5,20 @@
 
 mod common;
 
-use common::{assert_rejected, gradcode, json, scratch, stdout};
+use common::{assert_rejected, json, scratch, stdout};
 use gradcode::rng::{Stream, stream};
 use rand::RngExt;
+
+/// Held for reading while a child runs, for writing while this process has
+/// a trace open: a child spawned meanwhile would inherit the file's
+/// descriptor, and with it the HDF5 lock, for as long as it runs.
+static OPEN_FILES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// `gradcode ARGS...`, never while this process writes a trace.
+fn gradcode(args: &[&str]) -> std::process::Output {
+    let _guard = OPEN_FILES.read().unwrap_or_else(|e| e.into_inner());
+    common::gradcode(args)
+}
 
 const FIG4A: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/paper/gcdc-fig4a.toml");
 
@@ -289,7 +300,8 @@ fn bad_flags_are_refused_naming_the_flag() {
     let short_csv = scratch("advise-cli", "two-columns.csv");
     std::fs::write(&short_csv, "1.0,2.0\n1.5,2.5\n").unwrap();
     let short_csv = short_csv.to_str().unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
+        (&["--replay", short_csv, "--trace", "run.h5"], "--trace"),
         (&["--objective", "fastest"], "--objective"),
         (&["--memory-partitions", "0"], "--memory-partitions"),
         (&["--trials", "1"], "--trials"),
@@ -323,6 +335,7 @@ fn measured_trace(name: &str, alpha: f64, mu: f64) -> (std::path::PathBuf, Vec<V
     use gradcode::trace::{IterationRecord, TraceMeta, TraceWriter};
     let path = scratch("advise-cli", name);
     let _ = std::fs::remove_file(&path);
+    let _guard = OPEN_FILES.write().unwrap_or_else(|e| e.into_inner());
     let meta = TraceMeta {
         scheme: "gc-cyclic".into(),
         workers: 8,
