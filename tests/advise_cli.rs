@@ -229,6 +229,32 @@ fn fig4a_ranks_gc_dc_over_gc_sc_as_the_paper_does() {
     // Memory: GC-DC stores n·l = 3 · 4 partitions, GC-SC r = 3.
     assert_eq!(ranking[0]["stored_partitions"], 12);
     assert_eq!(ranking[1]["stored_partitions"], 3);
+    // Each candidate is what `sweep` gives for that variant.
+    let mut sweep = vec![
+        "sweep",
+        "--json",
+        "--config",
+        FIG4A,
+        "--schemes",
+        "gc-sc,gc-dc",
+        "--trials",
+        "4",
+        "--iterations",
+        "100",
+    ];
+    sweep.extend(PAPER_GRID);
+    let rows = json(&gradcode(&sweep))["rows"].clone();
+    for c in ranking {
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["scheme"] == c["scheme"])
+            .unwrap();
+        assert_eq!(row["mean_iteration_time"], c["mean_iteration_time"], "{c}");
+        assert_eq!(row["p99"], c["p99"], "{c}");
+        assert_eq!(row["mean_iteration_time"], c["objective"], "{c}");
+    }
 }
 
 #[test]

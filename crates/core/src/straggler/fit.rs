@@ -8,7 +8,8 @@
 //!   values are split into fast and slow at a threshold, first Otsu's (the
 //!   split of their logarithms with the largest between-class variance),
 //!   then moved to where the two fitted states are equally likely until the
-//!   classes stop changing. alpha is the smallest value, the fast rate
+//!   classes stop changing (or a move would leave a class under 1% of the
+//!   values). alpha is the smallest value, the fast rate
 //!   1 / (mean of the fast values − alpha), the slow rate 1 / (mean of the
 //!   slow values − threshold) (memorylessness). The slow fraction and the
 //!   switch probability (the share of a worker's consecutive rounds whose
@@ -206,7 +207,15 @@ pub fn fit_two_state(series: &[Vec<f64>]) -> Option<TwoStateFit> {
             break;
         }
         let next = alpha + ((1.0 - slow) * mu_fast / (slow * mu_slow)).ln() / (mu_fast - mu_slow);
-        if next.is_nan() || next <= alpha || all.partition_point(|&x| x <= next) == split {
+        let next_split = all.partition_point(|&x| x <= next);
+        // A move that leaves a class under 1% of the values finds no second state.
+        let smallest = n.div_ceil(100);
+        if next.is_nan()
+            || next <= alpha
+            || next_split == split
+            || next_split < smallest
+            || n - next_split < smallest
+        {
             break;
         }
         threshold = next;
