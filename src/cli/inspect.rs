@@ -27,12 +27,48 @@ pub(super) fn run(path: &Path, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `inspect F.h5 --replay-csv OUT`: the measured per-worker times of one
+/// partition computation of a training trace (see `super::measured`) as a
+/// replay CSV, written whole under a temporary name and renamed; an
+/// existing OUT only with `force`.
+pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
+    let shown = out.display().to_string();
+    if out.exists() && !force {
+        return Err(
+            InputError::value("--replay-csv", &shown, "exists; use --force to replace it").into(),
+        );
+    }
+    let measured = super::measured::read(path, &path.display().to_string())?;
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(".part");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, measured.to_csv())
+        .and_then(|()| std::fs::rename(&tmp, out))
+        .map_err(|e| anyhow::anyhow!("writing {shown}: {e}"))?;
+    let rows = measured.series[0].len();
+    crate::outln!(
+        "{shown}: {rows} rows x {} workers of {} (model time of one partition computation: finish_s / {} / {} s)",
+        measured.series.len(),
+        measured.scheme,
+        measured.computations,
+        measured.time_unit_s
+    );
+    if measured.censored > 0 {
+        crate::errln!(
+            "note: {} of {} worker-iterations had no result in time; their value is the iteration's end, a lower bound",
+            measured.censored,
+            rows * measured.series.len()
+        );
+    }
+    Ok(())
+}
+
 /// The bytes an HDF5 file starts with (at offset 0, or 512, 1024, ... after a user block).
 const HDF5_SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\n'];
 
 /// A file that exists, can be read and is HDF5; the error names the file.
 #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
-fn check_file(path: &Path) -> Result<(), InputError> {
+pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
     use std::io::{Read, Seek, SeekFrom};
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {

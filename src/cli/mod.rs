@@ -1,14 +1,16 @@
-//! The command line: `check`, `explain`, `simulate`, `train`, `inspect`.
+//! The command line: `check`, `explain`, `simulate`, `sweep`, `advise`, `train`, `inspect`.
 //!
 //! Every subcommand but `inspect` takes `--config F` (the embedded demo when absent) and
 //! any number of `--set section.key=value`. Errors in input are
 //! [`InputError`]s: one line on stderr, exit status 2, nothing written.
 
+mod advise;
 mod check;
 mod decoding;
 mod explain;
 mod explain_dc;
 mod inspect;
+mod measured;
 mod simulate;
 mod sweep;
 
@@ -145,6 +147,40 @@ pub enum Command {
         #[arg(long, requires = "out")]
         force: bool,
     },
+    /// Which scheme and parameters for this straggler behaviour and memory
+    /// budget: fit the model (the config's, or a replay CSV's), simulate the
+    /// candidates on common random numbers, rank them with paired 95%
+    /// confidence intervals against the best.
+    Advise {
+        #[command(flatten)]
+        args: ConfigArgs,
+        /// Fit the straggler model to this replay CSV (rows = rounds, one
+        /// column per worker, the model time of one partition computation).
+        #[arg(long, value_name = "FILE.csv", conflicts_with = "trace")]
+        replay: Option<PathBuf>,
+        /// Fit the straggler model to the per-worker times measured in this
+        /// training trace (`/worker/finish_s` / scheme.load).
+        #[arg(long, value_name = "F.h5")]
+        trace: Option<PathBuf>,
+        /// Keep only schemes that store at most M partitions on every worker.
+        #[arg(long, value_name = "M", value_parser = clap::value_parser!(u64).range(1..))]
+        memory_partitions: Option<u64>,
+        /// What to rank by.
+        #[arg(long, value_enum, default_value_t = advise::Objective::Mean)]
+        objective: advise::Objective,
+        /// The schemes to consider, comma separated (default: the kinds of simulate.compare).
+        #[arg(long, value_name = "S1,S2,...")]
+        schemes: Option<String>,
+        /// Values of a key instead of the default search (repeatable, as in sweep).
+        #[arg(long, value_name = "KEY=V1,V2,...")]
+        grid: Vec<String>,
+        /// Independent trials per candidate (overrides simulate.trials; at least 2).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+        trials: Option<u64>,
+        /// Iterations per trial (overrides simulate.iterations).
+        #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: Option<u64>,
+    },
     /// Summarise an HDF5 trace: a training run (`train --out`) or a simulation (`simulate --out`).
     Inspect {
         /// The trace file.
@@ -153,6 +189,14 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Write the per-worker times of one partition computation of this
+        /// training trace as a replay CSV (for straggler.model = "trace")
+        /// instead of the summary.
+        #[arg(long, value_name = "OUT.csv", conflicts_with = "json")]
+        replay_csv: Option<PathBuf>,
+        /// Replace an existing --replay-csv file.
+        #[arg(long, requires = "replay_csv")]
+        force: bool,
     },
 }
 
@@ -254,7 +298,36 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 force,
             },
         ),
-        Command::Inspect { file, json } => inspect::run(&file, json),
+        Command::Advise {
+            args,
+            trace,
+            replay,
+            memory_partitions,
+            objective,
+            schemes,
+            grid,
+            trials,
+            iterations,
+        } => advise::run(
+            &args,
+            &advise::AdviseFlags {
+                trace,
+                replay,
+                memory_partitions: memory_partitions.map(|m| m as usize),
+                objective,
+                schemes,
+                grid,
+                trials,
+                iterations,
+            },
+        ),
+        Command::Inspect {
+            file,
+            replay_csv: Some(out),
+            force,
+            ..
+        } => inspect::export_replay(&file, &out, force),
+        Command::Inspect { file, json, .. } => inspect::run(&file, json),
     }
 }
 

@@ -37,9 +37,9 @@ pub(crate) struct SweepFlags {
 
 /// One grid key and its values, as TOML text.
 #[derive(Debug, Clone, PartialEq)]
-struct Axis {
-    key: String,
-    values: Vec<String>,
+pub(super) struct Axis {
+    pub key: String,
+    pub values: Vec<String>,
 }
 
 /// Split `text` at the commas outside brackets and quotes.
@@ -67,7 +67,7 @@ fn split_values(text: &str) -> Vec<String> {
 }
 
 /// `KEY=V1,V2,...` → an axis; errors name `--grid`.
-fn parse_axis(text: &str) -> Result<Axis, InputError> {
+pub(super) fn parse_axis(text: &str) -> Result<Axis, InputError> {
     let (key, values) = text.split_once('=').ok_or_else(|| {
         InputError::value(
             "--grid",
@@ -109,10 +109,10 @@ struct Row {
 
 /// A variant that did not run, and why.
 #[derive(Debug, Clone, Serialize)]
-struct Skipped {
-    scheme: String,
-    settings: BTreeMap<String, String>,
-    reason: String,
+pub(super) struct Skipped {
+    pub scheme: String,
+    pub settings: BTreeMap<String, String>,
+    pub reason: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -127,7 +127,7 @@ struct SweepReport {
 }
 
 /// Every combination of the axes' values, in order (the last axis fastest).
-fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
+pub(super) fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
     let mut all = vec![Vec::new()];
     for axis in axes {
         all = all
@@ -142,6 +142,95 @@ fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
             .collect();
     }
     all
+}
+
+/// What became of one variant.
+pub(super) enum Outcome {
+    /// It ran: its resolved setup and the simulation's report (one scheme).
+    Ran {
+        settings: BTreeMap<String, String>,
+        setup: Box<crate::setup::Setup>,
+        report: crate::sim::SimReport,
+    },
+    /// Invalid, refused by the caller, or a duplicate, with the reason.
+    Skipped(Skipped),
+}
+
+/// Runs variants of one base config (its file and `--set`s), each exactly
+/// what `simulate` runs with the variant's values and `scheme.kind`,
+/// `simulate.compare` and `simulate.baseline` set to its scheme, and
+/// recognises the variants that repeat an earlier one.
+pub(super) struct VariantRunner {
+    config: Option<PathBuf>,
+    overrides: Vec<String>,
+    /// A variant's signature (the scheme and the grid values it reads) → its settings.
+    seen: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl VariantRunner {
+    pub(super) fn new(base: &ConfigArgs) -> Self {
+        Self {
+            config: base.config.clone(),
+            overrides: base.overrides.clone(),
+            seen: BTreeMap::new(),
+        }
+    }
+
+    /// Run `scheme` with the values of `combo`, unless the config they make
+    /// is invalid, `admit` refuses its setup (its reason), or it repeats an
+    /// earlier variant (a key the scheme does not read).
+    pub(super) fn run(
+        &mut self,
+        combo: &[(String, String)],
+        scheme: &str,
+        admit: impl FnOnce(&crate::setup::Setup) -> Result<(), String>,
+    ) -> anyhow::Result<Outcome> {
+        let settings: BTreeMap<String, String> = combo.iter().cloned().collect();
+        let skip = |settings, reason| {
+            Ok(Outcome::Skipped(Skipped {
+                scheme: scheme.to_string(),
+                settings,
+                reason,
+            }))
+        };
+        let mut overrides = self.overrides.clone();
+        overrides.extend(combo.iter().map(|(k, v)| format!("{k}={v}")));
+        overrides.push(format!("scheme.kind=\"{scheme}\""));
+        overrides.push(format!("simulate.compare=[\"{scheme}\"]"));
+        overrides.push(format!("simulate.baseline=\"{scheme}\""));
+        let setup = match crate::setup::load(self.config.as_deref(), &overrides) {
+            Ok(setup) => setup,
+            Err(e) => return skip(settings, e.to_string()),
+        };
+        let unused = setup.loaded.unused_keys();
+        let read: BTreeMap<String, String> = settings
+            .iter()
+            .filter(|(k, _)| !unused.iter().any(|w| w.starts_with(&format!("{k} "))))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let signature = format!("{scheme} {read:?}");
+        if let Some(first) = self.seen.get(&signature) {
+            let reason = format!(
+                "the same variant as {}: {scheme} does not read {}",
+                describe(first),
+                settings_not_read(combo, &read)
+            );
+            return skip(settings, reason);
+        }
+        self.seen.insert(signature, settings.clone());
+        if let Err(reason) = admit(&setup) {
+            return skip(settings, reason);
+        }
+        let report = match Simulation::from_config(&setup.loaded.config) {
+            Ok(mut sim) => sim.run(&mut [])?,
+            Err(e) => return skip(settings, e.to_string()),
+        };
+        Ok(Outcome::Ran {
+            settings,
+            setup: Box::new(setup),
+            report,
+        })
+    }
 }
 
 pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
@@ -197,55 +286,15 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
 
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
-    // A variant's signature: the scheme and the grid values it reads.
-    let mut seen: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut runner = VariantRunner::new(&base);
     for combo in combinations(&axes) {
         for scheme in &schemes {
-            let settings: BTreeMap<String, String> = combo.iter().cloned().collect();
-            let mut overrides = base.overrides.clone();
-            overrides.extend(combo.iter().map(|(k, v)| format!("{k}={v}")));
-            overrides.push(format!("scheme.kind=\"{scheme}\""));
-            overrides.push(format!("simulate.compare=[\"{scheme}\"]"));
-            overrides.push(format!("simulate.baseline=\"{scheme}\""));
-            let setup = match crate::setup::load(base.config.as_deref(), &overrides) {
-                Ok(setup) => setup,
-                Err(e) => {
-                    skipped.push(Skipped {
-                        scheme: scheme.clone(),
-                        settings,
-                        reason: e.to_string(),
-                    });
-                    continue;
-                }
-            };
-            let unused = setup.loaded.unused_keys();
-            let read: BTreeMap<String, String> = settings
-                .iter()
-                .filter(|(k, _)| !unused.iter().any(|w| w.starts_with(&format!("{k} "))))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let signature = format!("{scheme} {read:?}");
-            if let Some(first) = seen.get(&signature) {
-                skipped.push(Skipped {
-                    scheme: scheme.clone(),
-                    settings,
-                    reason: format!(
-                        "the same variant as {}: {scheme} does not read {}",
-                        describe(first),
-                        settings_not_read(&combo, &read)
-                    ),
-                });
-                continue;
-            }
-            seen.insert(signature, settings.clone());
-            let report = match Simulation::from_config(&setup.loaded.config) {
-                Ok(mut sim) => sim.run(&mut [])?,
-                Err(e) => {
-                    skipped.push(Skipped {
-                        scheme: scheme.clone(),
-                        settings,
-                        reason: e.to_string(),
-                    });
+            let (settings, report) = match runner.run(&combo, scheme, |_| Ok(()))? {
+                Outcome::Ran {
+                    settings, report, ..
+                } => (settings, report),
+                Outcome::Skipped(s) => {
+                    skipped.push(s);
                     continue;
                 }
             };
@@ -294,7 +343,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn describe(settings: &BTreeMap<String, String>) -> String {
+pub(super) fn describe(settings: &BTreeMap<String, String>) -> String {
     settings
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -335,7 +384,7 @@ fn check_out(out: &Path, force: bool) -> Result<(), InputError> {
 }
 
 /// A CSV cell: quoted when it holds a comma, a quote or a newline.
-fn csv_cell(text: &str) -> String {
+pub(super) fn csv_cell(text: &str) -> String {
     if text.contains([',', '"', '\n']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

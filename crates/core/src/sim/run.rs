@@ -41,6 +41,13 @@ pub struct SchemeSummary {
     /// The scheme's own lower bound ([`Scheme::lower_bound`]) on the same
     /// samples; `None` (null) when it defines none.
     pub lower_bound: Option<BoundSummary>,
+    /// Per trial, in order: the mean iteration time (not serialized; the
+    /// paired comparisons of `advise` use it).
+    #[serde(skip)]
+    pub trial_means: Vec<f64>,
+    /// Per trial, in order: the 99th percentile of its iteration times (not serialized).
+    #[serde(skip)]
+    pub trial_p99: Vec<f64>,
 }
 
 /// Results of a lower bound LB of 000 §VI.
@@ -193,7 +200,10 @@ impl Simulation {
 struct Tally {
     times: Vec<f64>,
     trial_means: Vec<f64>,
+    trial_p99: Vec<f64>,
     trial_sum: f64,
+    /// Scratch for the per-trial percentile.
+    trial_sorted: Vec<f64>,
     received: u64,
     used: u64,
     recovered: f64,
@@ -205,7 +215,9 @@ impl Tally {
         Self {
             times: Vec::with_capacity(capacity),
             trial_means: Vec::with_capacity(trials),
+            trial_p99: Vec::with_capacity(trials),
             trial_sum: 0.0,
+            trial_sorted: Vec::new(),
             received: 0,
             used: 0,
             recovered: 0.0,
@@ -221,6 +233,11 @@ impl Tally {
     fn end_trial(&mut self, iterations: usize) {
         self.trial_means.push(self.trial_sum / iterations as f64);
         self.trial_sum = 0.0;
+        let trial = &self.times[self.times.len().saturating_sub(iterations)..];
+        self.trial_sorted.clear();
+        self.trial_sorted.extend_from_slice(trial);
+        self.trial_sorted.sort_unstable_by(f64::total_cmp);
+        self.trial_p99.push(percentile(&self.trial_sorted, 0.99));
     }
 
     /// (mean, ci95, p50, p99); sorts `times`.
@@ -320,6 +337,8 @@ impl Tallies {
                     improvement_percent: f64::NAN,
                     improvement_ci95: f64::NAN,
                     lower_bound: bound.map(|i| bounds[i].clone()),
+                    trial_means: tally.trial_means.clone(),
+                    trial_p99: tally.trial_p99.clone(),
                 }
             })
             .collect();
@@ -367,5 +386,57 @@ impl Observer for Tallies {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StragglerModel;
+
+    /// Every iteration time, by lane and trial.
+    struct Times(Vec<Vec<Vec<f64>>>);
+
+    impl Observer for Times {
+        fn wants_workers(&self) -> bool {
+            false
+        }
+
+        fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
+            let lane = &mut self.0[event.lane];
+            if lane.len() <= event.trial as usize {
+                lane.resize(event.trial as usize + 1, Vec::new());
+            }
+            lane[event.trial as usize].push(event.duration);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn per_trial_values_are_each_trials_mean_and_p99() {
+        let mut config = Config {
+            workers: 8,
+            ..Config::default()
+        };
+        config.straggler.model = StragglerModel::ShiftedExponential;
+        config.simulate.trials = 3;
+        config.simulate.iterations = 40;
+        let mut sim = Simulation::from_config(&config).unwrap();
+        let lanes = sim.names().len();
+        let mut times = Times(vec![Vec::new(); lanes]);
+        let report = sim.run(&mut [&mut times]).unwrap();
+        for (s, trials) in report.schemes.iter().zip(&times.0) {
+            assert_eq!(s.trial_means.len(), 3);
+            assert_eq!(s.trial_p99.len(), 3);
+            for (t, values) in trials.iter().enumerate() {
+                let mean = values.iter().sum::<f64>() / values.len() as f64;
+                assert!((s.trial_means[t] - mean).abs() < 1e-12 * mean);
+                let mut sorted = values.clone();
+                sorted.sort_unstable_by(f64::total_cmp);
+                assert_eq!(s.trial_p99[t], percentile(&sorted, 0.99));
+            }
+            let overall = s.trial_means.iter().sum::<f64>() / 3.0;
+            assert!((overall - s.mean_iteration_time).abs() < 1e-12 * overall);
+        }
     }
 }

@@ -32,6 +32,7 @@
 //! | `extra-delay` | alpha + Exp(mu), plus e ~ Exp(1/delay_mean) on delayed workers | delayed | 001 §5, 004 §VIII-B |
 //! | `trace` | the CSV value of the worker's column, row by row, wrapped | u > trace_threshold · median of the row | AWS Lambda traces |
 
+pub mod fit;
 mod models;
 mod replay;
 

@@ -1,0 +1,676 @@
+//! `gradcode advise`: which scheme and parameters, for this K, this
+//! straggler behaviour and this memory budget?
+//!
+//! ```text
+//! gradcode advise --config F [--replay times.csv | --trace measured.h5] [--memory-partitions M]
+//!     [--objective mean|p99] [--schemes S1,S2] [--grid KEY=V1,V2,...] [--trials N] [--iterations T] [--json]
+//! ```
+//!
+//! 1. The straggler model: the config's, or fitted to a replay CSV or to
+//!    the per-worker times of a training trace (`super::measured`)
+//!    ([`crate::straggler::fit`]: per-worker and pooled shifted-exponential
+//!    fits and a two-state slow/fast fit, each with its Kolmogorov-Smirnov
+//!    distance; the chosen fit replaces `[straggler]`).
+//! 2. The candidates: every scheme of `--schemes` (default: the kinds of
+//!    `simulate.compare`) with every combination of the parameters it reads
+//!    among `scheme.load` (1..=min(M, K)), `scheme.clusters` (the divisors of
+//!    K) and `scheme.clusters_per_worker` (1..=K), or the values `--grid`
+//!    gives for a key. Invalid combinations are skipped with the reason, as
+//!    are those whose built scheme stores more than M partitions on some
+//!    worker (`scheme.stored(w)`).
+//! 3. Each candidate runs exactly what `sweep` runs for it (the same seed,
+//!    so every candidate sees the same straggler samples: common random
+//!    numbers), and they are ranked by the objective: the mean iteration
+//!    time, or the 99th percentile of a trial's iteration times, averaged
+//!    over trials. Each is compared with the best through the per-trial
+//!    differences (paired): when the 95% confidence interval of the
+//!    difference contains 0, the two cannot be told apart, and it says so.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::ConfigArgs;
+use super::sweep::{self, Axis, Outcome, Skipped, VariantRunner};
+use crate::error::InputError;
+use crate::stats::mean_ci95;
+use crate::straggler::TraceTable;
+use crate::straggler::fit::{self, Fits, FittedModel};
+
+/// What `advise` ranks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// Mean iteration time.
+    #[default]
+    Mean,
+    /// 99th percentile of the iteration times of a trial, averaged over trials.
+    P99,
+}
+
+/// The flags of `advise` besides the config.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AdviseFlags {
+    pub trace: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+    pub memory_partitions: Option<usize>,
+    pub objective: Objective,
+    pub schemes: Option<String>,
+    pub grid: Vec<String>,
+    pub trials: Option<u64>,
+    pub iterations: Option<u64>,
+}
+
+/// The scheme keys advise searches by default.
+const SEARCHED: [&str; 3] = ["load", "clusters", "clusters_per_worker"];
+
+/// Where the simulated straggler model comes from.
+#[derive(Debug, Serialize)]
+struct ModelSource {
+    /// `config`, `replay` or `trace`.
+    source: &'static str,
+    /// The replay CSV or the training trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    /// The `straggler.model` simulated.
+    model: String,
+    /// The `[straggler]` keys the fit set (empty for the config's model).
+    set: BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fits: Option<Fits>,
+    /// `trace` only: worker-iterations without a result in time, whose
+    /// value is the iteration's end (a lower bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    censored: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct Candidate {
+    /// 1 = the best by the objective.
+    rank: usize,
+    scheme: String,
+    settings: BTreeMap<String, String>,
+    /// The most partitions a worker stores.
+    stored_partitions: usize,
+    /// The objective: mean over trials.
+    objective: f64,
+    /// Half-width of its 95% confidence interval over trials.
+    ci95: f64,
+    /// Mean over trials of (this − the best), paired by trial.
+    difference: f64,
+    /// Half-width of the 95% confidence interval of `difference` (0 for the best).
+    difference_ci95: f64,
+    /// The interval of the difference contains 0 (true for the best).
+    indistinguishable_from_best: bool,
+    mean_iteration_time: f64,
+    p99: f64,
+    recovered_fraction: f64,
+    messages_per_iteration: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct AdviseReport {
+    origin: String,
+    workers: usize,
+    seed: u64,
+    trials: usize,
+    iterations: usize,
+    objective: Objective,
+    memory_partitions: Option<usize>,
+    straggler: ModelSource,
+    ranking: Vec<Candidate>,
+    skipped: Vec<Skipped>,
+}
+
+/// The divisors of `k`, ascending.
+fn divisors(k: usize) -> Vec<usize> {
+    (1..=k).filter(|d| k % d == 0).collect()
+}
+
+/// The axes of `scheme`: the user's `--grid` axes it reads (a `scheme.*`
+/// key it declares, or any other key), then the default ones of
+/// [`SEARCHED`] it declares and `--grid` does not give.
+fn axes_for(
+    entry: &crate::coding::SchemeEntry,
+    grid: &[Axis],
+    workers: usize,
+    memory: Option<usize>,
+) -> Vec<Axis> {
+    let reads = |key: &str| match key.strip_prefix("scheme.") {
+        Some(k) => entry.declares(k),
+        None => true,
+    };
+    let mut axes: Vec<Axis> = grid.iter().filter(|a| reads(&a.key)).cloned().collect();
+    for key in SEARCHED {
+        let full = format!("scheme.{key}");
+        if !entry.declares(key) || grid.iter().any(|a| a.key == full) {
+            continue;
+        }
+        let values: Vec<usize> = match key {
+            "load" => (1..=memory.unwrap_or(workers).min(workers)).collect(),
+            "clusters" => divisors(workers),
+            _ => (1..=workers).collect(),
+        };
+        axes.push(Axis {
+            key: full,
+            values: values.iter().map(ToString::to_string).collect(),
+        });
+    }
+    axes
+}
+
+/// `--replay`'s error: the flag, then the reader's message.
+fn replay_error(e: impl std::fmt::Display) -> InputError {
+    InputError::new("--replay", e)
+}
+
+/// Fit the first `workers` columns of the replay CSV `path`.
+fn fit_replay(path: &std::path::Path, workers: usize) -> Result<ModelSource, InputError> {
+    let table = TraceTable::load(path).map_err(replay_error)?;
+    let columns = table.select_columns(None, workers).map_err(replay_error)?;
+    let series: Vec<Vec<f64>> = columns
+        .iter()
+        .map(|&c| (0..table.rows()).map(|r| table.value(r, c)).collect())
+        .collect();
+    fit_series(&series, workers, "replay", "--replay", path)
+}
+
+/// Fit the times of the first `workers` workers of the training trace `path`.
+fn fit_trace(path: &std::path::Path, workers: usize) -> Result<ModelSource, InputError> {
+    let measured = super::measured::read(path, "--trace")?;
+    if measured.series.len() < workers {
+        return Err(InputError::new(
+            "--trace",
+            format!(
+                "{}: has {} workers, fewer than workers = {workers}",
+                path.display(),
+                measured.series.len()
+            ),
+        ));
+    }
+    let mut source = fit_series(
+        &measured.series[..workers],
+        workers,
+        "trace",
+        "--trace",
+        path,
+    )?;
+    source.censored = Some(measured.censored);
+    Ok(source)
+}
+
+/// Fit `series` (one vector per worker) and the `[straggler]` overrides of
+/// the chosen fit; errors name `flag`.
+fn fit_series(
+    series: &[Vec<f64>],
+    workers: usize,
+    source: &'static str,
+    flag: &str,
+    path: &std::path::Path,
+) -> Result<ModelSource, InputError> {
+    let fits = fit::fit_all(series)
+        .map_err(|e| InputError::new(flag, format!("{}: {e}", path.display())))?;
+    let (model, set) = match fits.chosen {
+        FittedModel::ShiftedExponential => (
+            "shifted-exponential",
+            BTreeMap::from([
+                ("alpha".to_string(), fits.pooled.alpha),
+                ("mu".to_string(), fits.pooled.mu),
+            ]),
+        ),
+        FittedModel::TwoState => {
+            let t = &fits.two_state;
+            (
+                "gilbert-elliott",
+                BTreeMap::from([
+                    ("alpha".to_string(), t.alpha),
+                    ("mu_fast".to_string(), t.mu_fast),
+                    ("mu_slow".to_string(), t.mu_slow),
+                    ("switch_probability".to_string(), t.switch_probability),
+                    (
+                        "initial_stragglers".to_string(),
+                        (t.slow_fraction * workers as f64).round(),
+                    ),
+                ]),
+            )
+        }
+    };
+    Ok(ModelSource {
+        source,
+        file: Some(path.display().to_string()),
+        model: model.to_string(),
+        set,
+        fits: Some(fits),
+        censored: None,
+    })
+}
+
+/// The `--set` lines of a fitted model.
+fn model_overrides(m: &ModelSource) -> Vec<String> {
+    if m.source == "config" {
+        return Vec::new();
+    }
+    let mut out = vec![format!("straggler.model=\"{}\"", m.model)];
+    for (k, v) in &m.set {
+        if k == "initial_stragglers" {
+            out.push(format!("straggler.{k}={}", *v as u64));
+        } else {
+            out.push(format!("straggler.{k}={v:?}"));
+        }
+    }
+    out
+}
+
+pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> {
+    // Every input error before any work.
+    let grid = flags
+        .grid
+        .iter()
+        .map(|g| sweep::parse_axis(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, a) in grid.iter().enumerate() {
+        if grid[..i].iter().any(|b| b.key == a.key) {
+            return Err(InputError::value("--grid", &a.key, "is given twice").into());
+        }
+    }
+    let mut base = args.clone();
+    if let Some(n) = flags.trials {
+        base.overrides.push(format!("simulate.trials={n}"));
+    }
+    if let Some(n) = flags.iterations {
+        base.overrides.push(format!("simulate.iterations={n}"));
+    }
+    let loaded = super::load(&base)?.loaded;
+    let config = &loaded.config;
+    if config.simulate.trials < 2 {
+        let field = if flags.trials.is_some() {
+            "--trials"
+        } else {
+            "simulate.trials"
+        };
+        return Err(InputError::value(
+            field,
+            config.simulate.trials,
+            "must be at least 2: advise compares candidates by confidence intervals over trials",
+        )
+        .into());
+    }
+    let k = config.workers;
+    let schemes: Vec<String> = match &flags.schemes {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => {
+            let mut kinds: Vec<String> = Vec::new();
+            for e in config.compared() {
+                if !kinds.iter().any(|x| x == e.kind()) {
+                    kinds.push(e.kind().to_string());
+                }
+            }
+            kinds
+        }
+    };
+    let mut entries = Vec::with_capacity(schemes.len());
+    for s in &schemes {
+        entries.push(crate::coding::SCHEMES.get(s).ok_or_else(|| {
+            InputError::value(
+                "--schemes",
+                s,
+                format!(
+                    "is not a scheme (one of {})",
+                    crate::coding::SCHEMES.names().join(", ")
+                ),
+            )
+        })?);
+    }
+    let straggler = match (&flags.replay, &flags.trace) {
+        (Some(path), _) => fit_replay(path, k)?,
+        (None, Some(path)) => fit_trace(path, k)?,
+        (None, None) => ModelSource {
+            source: "config",
+            file: None,
+            model: config.straggler.model.name().to_string(),
+            set: BTreeMap::new(),
+            fits: None,
+            censored: None,
+        },
+    };
+    base.overrides.extend(model_overrides(&straggler));
+    // The fitted model must make a valid config (it does for every fit; an
+    // error here names the key).
+    super::load(&base)?;
+
+    let memory = flags.memory_partitions;
+    let mut runner = VariantRunner::new(&base);
+    let mut ran = Vec::new();
+    let mut skipped = Vec::new();
+    for entry in entries {
+        let axes = axes_for(entry, &grid, k, memory);
+        for combo in sweep::combinations(&axes) {
+            let outcome = runner.run(&combo, entry.name(), |setup| {
+                let stored = max_stored(setup);
+                match memory {
+                    Some(m) if stored > m => Err(format!(
+                        "stores {stored} partitions on a worker, more than --memory-partitions {m}"
+                    )),
+                    _ => Ok(()),
+                }
+            })?;
+            match outcome {
+                Outcome::Ran {
+                    settings,
+                    setup,
+                    report,
+                } => ran.push((
+                    entry.name().to_string(),
+                    settings,
+                    max_stored(&setup),
+                    report,
+                )),
+                Outcome::Skipped(s) => skipped.push(s),
+            }
+        }
+    }
+    if ran.is_empty() {
+        let rule = match memory {
+            Some(m) => format!(
+                "leaves no candidate that runs (the budget is {m} partitions per worker; see the skipped reasons with --json)"
+            ),
+            None => "leaves no candidate that runs".to_string(),
+        };
+        return Err(InputError::new(
+            if memory.is_some() {
+                "--memory-partitions"
+            } else {
+                "--schemes"
+            },
+            rule,
+        )
+        .into());
+    }
+    let ranking = rank(ran, flags.objective);
+    let report = AdviseReport {
+        origin: loaded.origin.clone(),
+        workers: k,
+        seed: config.seed,
+        trials: config.simulate.trials,
+        iterations: config.simulate.iterations,
+        objective: flags.objective,
+        memory_partitions: memory,
+        straggler,
+        ranking,
+        skipped,
+    };
+    if args.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+/// The most partitions a worker of the setup's scheme stores.
+fn max_stored(setup: &crate::setup::Setup) -> usize {
+    let s = &setup.scheme;
+    (0..s.workers())
+        .map(|w| s.stored(w).len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Per trial, the objective of a report's one scheme.
+fn per_trial(report: &crate::sim::SimReport, objective: Objective) -> &[f64] {
+    let s = &report.schemes[0];
+    match objective {
+        Objective::Mean => &s.trial_means,
+        Objective::P99 => &s.trial_p99,
+    }
+}
+
+/// Rank the candidates by the mean over trials of the objective, and
+/// compare each with the best on the paired per-trial differences.
+fn rank(
+    ran: Vec<(
+        String,
+        BTreeMap<String, String>,
+        usize,
+        crate::sim::SimReport,
+    )>,
+    objective: Objective,
+) -> Vec<Candidate> {
+    let mut scored: Vec<_> = ran
+        .into_iter()
+        .map(|(scheme, settings, stored, report)| {
+            let (mean, ci) = mean_ci95(per_trial(&report, objective));
+            (mean, ci, scheme, settings, stored, report)
+        })
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let best: Vec<f64> = per_trial(&scored[0].5, objective).to_vec();
+    scored
+        .into_iter()
+        .enumerate()
+        .map(|(i, (mean, ci, scheme, settings, stored, report))| {
+            let diffs: Vec<f64> = per_trial(&report, objective)
+                .iter()
+                .zip(&best)
+                .map(|(x, b)| x - b)
+                .collect();
+            let (difference, difference_ci95) = if i == 0 {
+                (0.0, 0.0)
+            } else {
+                mean_ci95(&diffs)
+            };
+            let s = &report.schemes[0];
+            Candidate {
+                rank: i + 1,
+                scheme,
+                settings,
+                stored_partitions: stored,
+                objective: mean,
+                ci95: ci,
+                difference,
+                difference_ci95,
+                indistinguishable_from_best: difference - difference_ci95 <= 0.0,
+                mean_iteration_time: s.mean_iteration_time,
+                p99: s.p99,
+                recovered_fraction: s.recovered_fraction,
+                messages_per_iteration: s.messages_per_iteration,
+            }
+        })
+        .collect()
+}
+
+fn print_text(r: &AdviseReport) {
+    crate::outln!(
+        "gradcode advise: {} (K = {}, {} trials x {} iterations, seed {}; common random numbers)",
+        r.origin,
+        r.workers,
+        r.trials,
+        r.iterations,
+        r.seed
+    );
+    let m = &r.straggler;
+    match &m.fits {
+        None => crate::outln!("straggler model: {} (from the config)", m.model),
+        Some(f) => {
+            crate::outln!(
+                "straggler model: fitted to {} ({} values; KS = Kolmogorov-Smirnov distance, 5% critical: {:.4} per worker, {:.4} pooled)",
+                m.file.as_deref().unwrap_or("?"),
+                f.pooled.samples,
+                fit::ks_critical_5(f.per_worker[0].samples),
+                f.ks_critical
+            );
+            crate::outln!(
+                "  {:>8}  {:>10}  {:>10}  {:>7}",
+                "worker",
+                "alpha",
+                "mu",
+                "KS"
+            );
+            for (w, p) in f.per_worker.iter().enumerate() {
+                crate::outln!(
+                    "  {:>8}  {:>10.4}  {:>10.4}  {:>7.4}",
+                    w + 1,
+                    p.alpha,
+                    p.mu,
+                    p.ks
+                );
+            }
+            crate::outln!(
+                "  {:>8}  {:>10.4}  {:>10.4}  {:>7.4}  shifted exponential",
+                "pooled",
+                f.pooled.alpha,
+                f.pooled.mu,
+                f.pooled.ks
+            );
+            let t = &f.two_state;
+            crate::outln!(
+                "  two-state: threshold {:.4}, alpha {:.4}, mu_fast {:.4}, mu_slow {:.4}, switch probability {:.4}, slow {:.1}%, KS {:.4}",
+                t.threshold,
+                t.alpha,
+                t.mu_fast,
+                t.mu_slow,
+                t.switch_probability,
+                100.0 * t.slow_fraction,
+                t.ks
+            );
+            let set: Vec<String> = m.set.iter().map(|(k, v)| format!("{k} = {v:.6}")).collect();
+            crate::outln!("  simulated: {} ({})", m.model, set.join(", "));
+            if let Some(c) = m.censored.filter(|c| *c > 0) {
+                crate::outln!(
+                    "  note: {c} worker-iterations had no result in time; their value is the iteration's end, a lower bound, so the fit is faster than those workers were"
+                );
+            }
+        }
+    }
+    let what = match r.objective {
+        Objective::Mean => "mean iteration time",
+        Objective::P99 => "p99 iteration time (mean over trials)",
+    };
+    match r.memory_partitions {
+        Some(mp) => crate::outln!("objective: {what}; memory budget: {mp} partitions per worker"),
+        None => crate::outln!("objective: {what}; no memory budget"),
+    }
+    let width = r
+        .ranking
+        .iter()
+        .map(|c| sweep::describe(&c.settings).len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    crate::outln!(
+        "\n{:>4}  {:<18}  {:<width$}  {:>6}  {:>20}  {:>22}",
+        "rank",
+        "scheme",
+        "settings",
+        "stored",
+        "objective ± ci95",
+        "vs best (paired ci95)"
+    );
+    for c in &r.ranking {
+        let versus = if c.rank == 1 {
+            "best".to_string()
+        } else {
+            format!(
+                "+{:.4} ± {:.4}{}",
+                c.difference,
+                c.difference_ci95,
+                if c.indistinguishable_from_best {
+                    " ~"
+                } else {
+                    ""
+                }
+            )
+        };
+        crate::outln!(
+            "{:>4}  {:<18}  {:<width$}  {:>6}  {:>9.4} ± {:<8.4}  {:>22}",
+            c.rank,
+            c.scheme,
+            sweep::describe(&c.settings),
+            c.stored_partitions,
+            c.objective,
+            c.ci95,
+            versus
+        );
+    }
+    let best = &r.ranking[0];
+    crate::outln!(
+        "\nadvice: {} {} ({} partitions per worker)",
+        best.scheme,
+        sweep::describe(&best.settings),
+        best.stored_partitions
+    );
+    let ties: Vec<String> = r.ranking[1..]
+        .iter()
+        .filter(|c| c.indistinguishable_from_best)
+        .map(|c| format!("{} {}", c.scheme, sweep::describe(&c.settings)))
+        .collect();
+    if ties.is_empty() {
+        crate::outln!(
+            "every other candidate is slower than it (the paired 95% interval of the difference excludes 0)"
+        );
+    } else {
+        crate::outln!(
+            "cannot be told apart from it (~: the paired 95% interval of the difference contains 0; more --trials may separate them): {}",
+            ties.join("; ")
+        );
+    }
+    if !r.skipped.is_empty() {
+        crate::outln!(
+            "skipped: {} variants (invalid, over the memory budget, or repeating another; --json lists them with the reason)",
+            r.skipped.len()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn divisors_of_twenty() {
+        assert_eq!(divisors(20), [1, 2, 4, 5, 10, 20]);
+        assert_eq!(divisors(1), [1]);
+    }
+
+    #[test]
+    fn axes_search_only_the_keys_a_scheme_reads() {
+        let gc_sc = crate::coding::SCHEMES.get("gc-sc").unwrap();
+        let uncoded = crate::coding::SCHEMES.get("uncoded").unwrap();
+        let grid = [
+            sweep::parse_axis("scheme.clusters=2,4").unwrap(),
+            sweep::parse_axis("scheme.wait_for=3").unwrap(),
+        ];
+        let axes = axes_for(gc_sc, &grid, 12, Some(3));
+        let keys: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
+        // wait_for is not a gc-sc key; clusters comes from --grid; load
+        // from the default range capped by the budget.
+        assert_eq!(keys, ["scheme.clusters", "scheme.load"]);
+        assert_eq!(axes[0].values, ["2", "4"]);
+        assert_eq!(axes[1].values, ["1", "2", "3"]);
+        assert!(axes_for(uncoded, &[], 12, None).is_empty());
+    }
+
+    #[test]
+    fn fitted_models_become_straggler_overrides() {
+        let m = ModelSource {
+            source: "replay",
+            file: None,
+            model: "gilbert-elliott".into(),
+            set: BTreeMap::from([
+                ("alpha".to_string(), 0.01),
+                ("initial_stragglers".to_string(), 10.0),
+            ]),
+            fits: None,
+            censored: None,
+        };
+        assert_eq!(
+            model_overrides(&m),
+            [
+                "straggler.model=\"gilbert-elliott\"",
+                "straggler.alpha=0.01",
+                "straggler.initial_stragglers=10"
+            ]
+        );
+    }
+}

@@ -1,0 +1,479 @@
+//! `gradcode advise` end to end: a replay CSV drawn from a known model gives
+//! that model back, the paper's Fig. 4(a) setting ranks GC-DC over GC-SC as
+//! the figure does, the memory budget excludes what does not fit, ties are
+//! said plainly, and bad flags are refused naming the flag.
+
+mod common;
+
+use common::{assert_rejected, json, scratch, stdout};
+use gradcode::rng::{Stream, stream};
+use rand::RngExt;
+
+/// Held for reading while a child runs, for writing while this process has
+/// a trace open: a child spawned meanwhile would inherit the file's
+/// descriptor, and with it the HDF5 lock, for as long as it runs.
+static OPEN_FILES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// `gradcode ARGS...`, never while this process writes a trace.
+fn gradcode(args: &[&str]) -> std::process::Output {
+    let _guard = OPEN_FILES.read().unwrap_or_else(|e| e.into_inner());
+    common::gradcode(args)
+}
+
+const FIG4A: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/paper/gcdc-fig4a.toml");
+
+/// The paper's setting of Fig. 4(a): r = 3, P = 5, n = 3.
+const PAPER_GRID: [&str; 6] = [
+    "--grid",
+    "scheme.load=3",
+    "--grid",
+    "scheme.clusters=5",
+    "--grid",
+    "scheme.clusters_per_worker=3",
+];
+
+/// A replay CSV of `rows` rounds × `workers` columns drawn from alpha +
+/// Exp(mu) by inversion, from a seeded stream.
+fn shifted_exponential_csv(name: &str, workers: usize, rows: usize, alpha: f64, mu: f64) -> String {
+    let path = scratch("advise-cli", name);
+    let mut rng = stream(20_240_601, Stream::CheckSampling);
+    let mut text = (1..=workers)
+        .map(|w| format!("w{w}"))
+        .collect::<Vec<_>>()
+        .join(",")
+        + "\n";
+    for _ in 0..rows {
+        let row: Vec<String> = (0..workers)
+            .map(|_| {
+                let u: f64 = rng.random();
+                format!("{}", alpha - (1.0 - u).ln() / mu)
+            })
+            .collect();
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// A replay CSV of a two-state chain: each worker switches between fast
+/// (rate `mu_fast`) and slow (`mu_slow`) with probability `p` per round,
+/// half the workers starting slow; values alpha + Exp(rate of the state).
+fn two_state_csv(name: &str, workers: usize, rows: usize, rates: (f64, f64), p: f64) -> String {
+    let path = scratch("advise-cli", name);
+    let mut rng = stream(7, Stream::CheckSampling);
+    let mut slow: Vec<bool> = (0..workers).map(|w| w % 2 == 0).collect();
+    let mut text = String::new();
+    for _ in 0..rows {
+        let row: Vec<String> = (0..workers)
+            .map(|w| {
+                if rng.random::<f64>() < p {
+                    slow[w] = !slow[w];
+                }
+                let rate = if slow[w] { rates.1 } else { rates.0 };
+                let u: f64 = rng.random();
+                format!("{}", 0.01 - (1.0 - u).ln() / rate)
+            })
+            .collect();
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn within(x: &serde_json::Value, truth: f64, rel: f64) -> bool {
+    let x = x.as_f64().unwrap();
+    (x - truth).abs() <= rel * truth
+}
+
+#[test]
+fn a_replay_of_a_known_shifted_exponential_gives_its_parameters_back() {
+    let (alpha, mu) = (0.5, 2.0);
+    let csv = shifted_exponential_csv("shifted-exp.csv", 8, 2000, alpha, mu);
+    let out = gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--replay",
+        &csv,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=1,2",
+        "--trials",
+        "3",
+        "--iterations",
+        "30",
+    ]);
+    let v = json(&out);
+    let s = &v["straggler"];
+    assert_eq!(s["source"], "replay", "{s}");
+    assert_eq!(s["model"], "shifted-exponential", "{s}");
+    let fits = &s["fits"];
+    let per_worker = fits["per_worker"].as_array().unwrap();
+    assert_eq!(per_worker.len(), 8);
+    for f in per_worker.iter().chain([&fits["pooled"]]) {
+        assert!(within(&f["alpha"], alpha, 0.1), "{f}");
+        assert!(within(&f["mu"], mu, 0.1), "{f}");
+        // The goodness of fit is shown, and a right model passes it.
+        assert!(
+            f["ks"].as_f64().unwrap() < 1.36 / f["samples"].as_f64().unwrap().sqrt(),
+            "{f}"
+        );
+    }
+    assert!(within(&s["set"]["alpha"], alpha, 0.1), "{s}");
+    assert!(within(&s["set"]["mu"], mu, 0.1), "{s}");
+    assert_eq!(v["ranking"].as_array().unwrap().len(), 2, "{v}");
+}
+
+#[test]
+fn a_replay_of_a_slow_fast_chain_is_fitted_with_two_states() {
+    let csv = two_state_csv("two-state.csv", 8, 2000, (10.0, 0.1), 0.05);
+    let v = json(&gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--replay",
+        &csv,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=2",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ]));
+    let s = &v["straggler"];
+    // One exponential fails the KS test on a 100-fold mixture; the
+    // two-state fit is simulated as a Gilbert-Elliott model.
+    let fits = &s["fits"];
+    assert!(fits["pooled"]["ks"].as_f64().unwrap() > fits["ks_critical"].as_f64().unwrap());
+    assert_eq!(fits["chosen"], "two-state", "{s}");
+    assert_eq!(s["model"], "gilbert-elliott", "{s}");
+    assert!(within(&s["set"]["mu_fast"], 10.0, 0.1), "{s}");
+    assert!(within(&s["set"]["mu_slow"], 0.1, 0.1), "{s}");
+    assert!(within(&s["set"]["switch_probability"], 0.05, 0.2), "{s}");
+    // About half of the 8 workers slow: round(slow fraction · K).
+    let initial = s["set"]["initial_stragglers"].as_f64().unwrap();
+    let fraction = fits["two_state"]["slow_fraction"].as_f64().unwrap();
+    assert_eq!(initial, (fraction * 8.0).round(), "{s}");
+    assert!((3.0..=5.0).contains(&initial), "{s}");
+}
+
+#[test]
+fn the_p99_objective_ranks_by_the_trials_99th_percentiles() {
+    let mut args = vec![
+        "advise",
+        "--json",
+        "--config",
+        FIG4A,
+        "--schemes",
+        "gc-sc,gc-dc",
+        "--objective",
+        "p99",
+        "--trials",
+        "3",
+        "--iterations",
+        "100",
+    ];
+    args.extend(PAPER_GRID);
+    let v = json(&gradcode(&args));
+    assert_eq!(v["objective"], "p99");
+    let ranking = v["ranking"].as_array().unwrap();
+    let objective: Vec<f64> = ranking
+        .iter()
+        .map(|c| c["objective"].as_f64().unwrap())
+        .collect();
+    assert!(objective.windows(2).all(|w| w[0] <= w[1]), "{v}");
+    for c in ranking {
+        // A trial's 99th percentile is above its mean, so their averages are too.
+        assert!(
+            c["objective"].as_f64().unwrap() > c["mean_iteration_time"].as_f64().unwrap(),
+            "{c}"
+        );
+    }
+}
+
+#[test]
+fn fig4a_ranks_gc_dc_over_gc_sc_as_the_paper_does() {
+    let mut args = vec![
+        "advise",
+        "--json",
+        "--config",
+        FIG4A,
+        "--schemes",
+        "gc-sc,gc-dc",
+        "--trials",
+        "4",
+        "--iterations",
+        "100",
+    ];
+    args.extend(PAPER_GRID);
+    let v = json(&gradcode(&args));
+    // The config's own model (000 §VI-A: Gilbert-Elliott), not a fit.
+    assert_eq!(v["straggler"]["source"], "config");
+    assert_eq!(v["straggler"]["model"], "gilbert-elliott");
+    let ranking = v["ranking"].as_array().unwrap();
+    assert_eq!(ranking.len(), 2, "{v}");
+    assert_eq!(ranking[0]["scheme"], "gc-dc", "{v}");
+    assert_eq!(ranking[1]["scheme"], "gc-sc", "{v}");
+    // Told apart: the paired interval of the difference excludes 0.
+    let d = ranking[1]["difference"].as_f64().unwrap();
+    let h = ranking[1]["difference_ci95"].as_f64().unwrap();
+    assert!(d - h > 0.0, "{v}");
+    assert_eq!(ranking[1]["indistinguishable_from_best"], false);
+    // Memory: GC-DC stores n·l = 3 · 4 partitions, GC-SC r = 3.
+    assert_eq!(ranking[0]["stored_partitions"], 12);
+    assert_eq!(ranking[1]["stored_partitions"], 3);
+    // Each candidate is what `sweep` gives for that variant.
+    let mut sweep = vec![
+        "sweep",
+        "--json",
+        "--config",
+        FIG4A,
+        "--schemes",
+        "gc-sc,gc-dc",
+        "--trials",
+        "4",
+        "--iterations",
+        "100",
+    ];
+    sweep.extend(PAPER_GRID);
+    let rows = json(&gradcode(&sweep))["rows"].clone();
+    for c in ranking {
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["scheme"] == c["scheme"])
+            .unwrap();
+        assert_eq!(row["mean_iteration_time"], c["mean_iteration_time"], "{c}");
+        assert_eq!(row["p99"], c["p99"], "{c}");
+        assert_eq!(row["mean_iteration_time"], c["objective"], "{c}");
+    }
+}
+
+#[test]
+fn the_memory_budget_leaves_out_what_does_not_fit() {
+    let mut args = vec![
+        "advise",
+        "--json",
+        "--config",
+        FIG4A,
+        "--schemes",
+        "gc-sc,gc-dc",
+        "--memory-partitions",
+        "11",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ];
+    args.extend(PAPER_GRID);
+    let v = json(&gradcode(&args));
+    let ranking = v["ranking"].as_array().unwrap();
+    assert_eq!(ranking.len(), 1, "{v}");
+    assert_eq!(ranking[0]["scheme"], "gc-sc");
+    let skipped = v["skipped"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(|s| s["scheme"] == "gc-dc"
+            && s["reason"]
+                .as_str()
+                .unwrap()
+                .contains("stores 12 partitions on a worker, more than --memory-partitions 11")),
+        "{v}"
+    );
+}
+
+#[test]
+fn candidates_that_cannot_be_told_apart_are_said_to_be() {
+    // GC-SC with one cluster is GC-cyclic: on common random numbers every
+    // trial gives both the same times, so the difference is 0 ± 0.
+    let args = [
+        "advise",
+        "--set",
+        "workers=8",
+        "--schemes",
+        "gc-cyclic,gc-sc",
+        "--grid",
+        "scheme.load=2",
+        "--grid",
+        "scheme.clusters=1",
+        "--trials",
+        "3",
+        "--iterations",
+        "30",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let v = json(&gradcode(&with_json));
+    let ranking = v["ranking"].as_array().unwrap();
+    assert_eq!(ranking.len(), 2, "{v}");
+    assert_eq!(ranking[1]["difference"], 0.0, "{v}");
+    assert_eq!(ranking[1]["indistinguishable_from_best"], true, "{v}");
+    let out = gradcode(&args);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("cannot be told apart from it"), "{text}");
+}
+
+#[test]
+fn bad_flags_are_refused_naming_the_flag() {
+    let short_csv = scratch("advise-cli", "two-columns.csv");
+    std::fs::write(&short_csv, "1.0,2.0\n1.5,2.5\n").unwrap();
+    let short_csv = short_csv.to_str().unwrap();
+    let cases: [(&[&str], &str); 8] = [
+        (&["--replay", short_csv, "--trace", "run.h5"], "--trace"),
+        (&["--objective", "fastest"], "--objective"),
+        (&["--memory-partitions", "0"], "--memory-partitions"),
+        (&["--trials", "1"], "--trials"),
+        (&["--replay", "/nonexistent/times.csv"], "--replay"),
+        (&["--replay", short_csv], "--replay"),
+        (&["--schemes", "gc-magic"], "--schemes"),
+        (
+            &[
+                "--schemes",
+                "gc-cyclic",
+                "--memory-partitions",
+                "1",
+                "--grid",
+                "scheme.load=2",
+            ],
+            "--memory-partitions",
+        ),
+    ];
+    for (extra, flag) in cases {
+        let mut args = vec!["advise", "--set", "workers=8", "--iterations", "5"];
+        args.extend_from_slice(extra);
+        assert_rejected(&extra.join(" "), &gradcode(&args), flag);
+    }
+}
+
+/// A training trace of gc-cyclic (load 2, time unit 10 ms) whose workers'
+/// computations take alpha + Exp(mu) model units; worker 1 has no result in
+/// time every 100th iteration. Returns the path and the finish times.
+#[cfg(feature = "hdf5")]
+fn measured_trace(name: &str, alpha: f64, mu: f64) -> (std::path::PathBuf, Vec<Vec<f64>>) {
+    use gradcode::trace::{IterationRecord, TraceMeta, TraceWriter};
+    let path = scratch("advise-cli", name);
+    let _ = std::fs::remove_file(&path);
+    let _guard = OPEN_FILES.write().unwrap_or_else(|e| e.into_inner());
+    let meta = TraceMeta {
+        scheme: "gc-cyclic".into(),
+        workers: 8,
+        config_toml: "workers = 8\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\ntime_unit_ms = 10.0\n"
+            .into(),
+        seed: 1,
+    };
+    let mut w = TraceWriter::create(&path, &meta).unwrap();
+    let mut rng = stream(99, Stream::CheckSampling);
+    let mut rows = Vec::new();
+    for i in 0..2000 {
+        let mut r = IterationRecord::new(8);
+        let finish: Vec<f64> = (0..8)
+            .map(|_| {
+                let u: f64 = rng.random();
+                2.0 * (alpha - (1.0 - u).ln() / mu) * 0.01
+            })
+            .collect();
+        r.duration_s = finish.iter().copied().fold(0.0, f64::max);
+        r.finish_s = finish.clone();
+        if i % 100 == 0 {
+            r.finish_s[0] = f64::NAN;
+        }
+        w.append(&r).unwrap();
+        let mut row = r.finish_s.clone();
+        row.push(r.duration_s);
+        rows.push(row);
+    }
+    w.close().unwrap();
+    (path, rows)
+}
+
+#[cfg(feature = "hdf5")]
+#[test]
+fn a_measured_trace_is_exported_as_a_replay_csv_and_fitted() {
+    let (trace, rows) = measured_trace("measured.h5", 0.5, 2.0);
+    let trace = trace.to_str().unwrap();
+    let csv = scratch("advise-cli", "measured.csv");
+    let _ = std::fs::remove_file(&csv);
+    let csv_name = csv.to_str().unwrap();
+    let out = gradcode(&["inspect", trace, "--replay-csv", csv_name]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("20 of 16000 worker-iterations had no result in time"),
+        "{}",
+        common::stderr(&out)
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "w1,w2,w3,w4,w5,w6,w7,w8");
+    assert_eq!(lines.len(), 2001);
+    for (line, row) in lines[1..].iter().zip(&rows) {
+        for (w, cell) in line.split(',').enumerate() {
+            let value: f64 = cell.parse().unwrap();
+            // finish_s / load / time unit; a censored worker: the iteration's end.
+            let seconds = if row[w].is_nan() { row[8] } else { row[w] };
+            assert!(
+                (value - seconds / 2.0 / 0.01).abs() <= 1e-12 * value,
+                "{line}"
+            );
+        }
+    }
+    // Never replaced unasked.
+    assert_rejected(
+        "existing --replay-csv",
+        &gradcode(&["inspect", trace, "--replay-csv", csv_name]),
+        "--replay-csv",
+    );
+
+    let v = json(&gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--trace",
+        trace,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=2",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ]));
+    let s = &v["straggler"];
+    assert_eq!(s["source"], "trace", "{s}");
+    assert_eq!(s["censored"], 20, "{s}");
+    assert_eq!(s["model"], "shifted-exponential", "{s}");
+    assert!(within(&s["set"]["alpha"], 0.5, 0.1), "{s}");
+    assert!(within(&s["set"]["mu"], 2.0, 0.1), "{s}");
+    // The replay CSV gives the same fit.
+    let r = json(&gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--replay",
+        csv_name,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=2",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ]));
+    assert_eq!(r["straggler"]["fits"], s["fits"]);
+    assert_rejected(
+        "missing --trace",
+        &gradcode(&["advise", "--trace", "/nonexistent/run.h5"]),
+        "--trace",
+    );
+}
