@@ -78,6 +78,7 @@ pub(super) struct MpiRound<'c> {
 }
 
 impl<'c> MpiRound<'c> {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         comm: &'c Comm<'c>,
         workers: usize,
