@@ -691,3 +691,35 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
         );
     }
 }
+
+/// A worker that never answers (an emulated delay of 1e300 model time units) holds the only copy of its
+/// partition under ignore-stragglers: the full-data training loss cannot be
+/// known, so it is not recorded (NaN, `final_train_loss` null) and the run
+/// does not wait `train.result_timeout_s` (300 s) at each evaluation.
+#[test]
+fn a_partition_no_message_covers_in_time_leaves_the_train_loss_unrecorded() {
+    let text = format!(
+        "{}[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 4\n",
+        EMULATED.replace(
+            "model = \"shifted-exponential\"",
+            "model = \"extra-delay\"\ndelayed_workers = [3]\ndelay_mean = 1e300"
+        )
+    );
+    let started = std::time::Instant::now();
+    let (summary, trace) = train("full-loss-silent-worker", 7, &text, &[]);
+    assert!(started.elapsed().as_secs() < 60, "the run did not wait");
+    let records = read(&trace).records;
+    assert_eq!(records.len(), 30);
+    assert!(
+        records
+            .iter()
+            .all(|r| !r.used[2] && r.recovered_fraction < 1.0 && r.train_loss.is_nan()),
+        "worker 3 never answered, so no iteration knows partition 3's loss"
+    );
+    assert!(summary["final_train_loss"].is_null(), "{summary}");
+    assert!(
+        summary["final_test_loss"]
+            .as_f64()
+            .is_some_and(f64::is_finite)
+    );
+}

@@ -245,6 +245,30 @@ impl<'c> MpiRound<'c> {
         })
     }
 
+    /// In emulation, a partition whose loss is not known yet and that no
+    /// message of the plan covers by `train.result_timeout_s` after the
+    /// iteration started (the earliest emulated due time of a message sent
+    /// after computing it).
+    fn emulated_beyond_timeout(&self, task: &RoundTask<'_>) -> Option<usize> {
+        if !self.emulate {
+            return None;
+        }
+        let time_unit_s = self.time_unit_ms / 1000.0;
+        let mut earliest = vec![f64::INFINITY; self.partitions];
+        for (w, work) in task.plan.tasks.iter().enumerate() {
+            for message in &work.messages {
+                let due_s = task.sample.message_time(w, message.after) * time_unit_s;
+                for &p in &work.compute[..message.after] {
+                    earliest[p] = earliest[p].min(due_s);
+                }
+            }
+        }
+        (0..self.partitions).find(|&p| {
+            self.partition_loss[p].is_nan()
+                && (earliest[p] > self.result_timeout_s || earliest[p].is_nan())
+        })
+    }
+
     /// The loss sum over every partition, summed in partition order, when
     /// every partition's loss is known.
     fn known_loss(&self) -> Option<f64> {
@@ -456,6 +480,20 @@ impl Round for MpiRound<'_> {
         _timing: &mut Timing,
     ) -> Result<Option<f64>, RoundError> {
         let t = task.iteration;
+        if let Some(sum) = self.known_loss() {
+            return Ok(Some(sum));
+        }
+        if let Some(p) = self.emulated_beyond_timeout(task) {
+            // A worker that straggles for hours (or forever) would make every
+            // evaluation wait the whole timeout: the loss is not recorded.
+            log::warn!(
+                "iteration {t}: training loss not recorded: the loss of partition {} comes from no message \
+                 emulated within train.result_timeout_s = {} s",
+                p + 1,
+                self.result_timeout_s
+            );
+            return Ok(None);
+        }
         let mut last_progress = Instant::now();
         loop {
             if let Some(sum) = self.known_loss() {
