@@ -604,3 +604,171 @@ fn train_agrees_with_simulate_iteration_by_iteration() {
         );
     }
 }
+
+/// The objective over all the training data at `point`: every partition's
+/// loss summed in partition order (as the oracle `common::full_batch` does).
+fn full_data_objective(
+    parts: &[gradcode::learn::Partition],
+    config: &gradcode::config::Config,
+    opt: &gradcode::learn::Optimizer,
+    samples: usize,
+) -> f64 {
+    let mut scratch = vec![0.0; opt.eval_point().len()];
+    let loss: f64 = parts
+        .iter()
+        .map(|part| {
+            part.accumulate(
+                config.model.loss,
+                0..part.len(),
+                opt.eval_point(),
+                &mut scratch,
+            )
+        })
+        .sum();
+    opt.objective(loss, samples)
+}
+
+/// A partial scheme records the training loss over all the data, never over
+/// the recovered partitions alone. The test replays the run independently:
+/// from the trace's `used` workers it rebuilds each iteration's recovered
+/// partitions (the union of the used workers' codewords, which IS-GC and
+/// ignore-stragglers keep disjoint) and takes the same partial-mean step;
+/// the replay ends at the run's θ, and at every iteration the recorded
+/// `train_loss` is either the full-data objective at the replayed model (to
+/// 1e-12 relative) or NaN, recorded exactly at the fully recovered iterations
+/// and every `train.eval_every` iterations (and the last).
+#[test]
+fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
+    use gradcode::learn::{DataPlan, Optimizer};
+    for (name, scheme, eval_every) in [
+        (
+            "full-loss-ignore-stragglers",
+            "kind = \"ignore-stragglers\"\nwait_for = 4",
+            1,
+        ),
+        (
+            "full-loss-is-gc-deadline",
+            "kind = \"is-gc\"\nload = 2\nplacement = \"cr\"\ndeadline = 0.3",
+            4,
+        ),
+    ] {
+        let text = format!("{EMULATED}eval_every = {eval_every}\n[scheme]\n{scheme}\n");
+        let (summary, trace) = train(name, 7, &text, &[]);
+        let records = read(&trace).records;
+        let config = parse(&text, "test", &[]).unwrap().config;
+        let iterations = config.train.iterations;
+        assert_eq!(records.len(), iterations, "{name}");
+        let mut built = coding::build(&config).unwrap();
+        // Both schemes plan every iteration alike (is-gc's plan is its code).
+        let plan = built.plan_round(&Default::default());
+        let partitions = built.partitions();
+        let data = DataPlan::new(&config, partitions).unwrap();
+        let ids: Vec<usize> = (0..partitions).collect();
+        let parts = data.load(&ids).unwrap();
+        let samples = data.train_samples();
+        let d = data.features();
+        let mut opt = Optimizer::new(&config.train, config.model.l2, d);
+        let (mut partial_recorded, mut skipped) = (0, 0);
+        for (t, r) in records.iter().enumerate() {
+            let want = full_data_objective(&parts, &config, &opt, samples);
+            let evaluated = t % eval_every == 0 || t + 1 == iterations;
+            if r.recovered_fraction == 1.0 || evaluated {
+                let err = (r.train_loss - want).abs() / want.abs();
+                assert!(
+                    err <= 1e-12,
+                    "{name}: iteration {t}: recorded train loss {} vs the full-data {want} (relative {err:e}), recovered {}",
+                    r.train_loss,
+                    r.recovered_fraction
+                );
+                if r.recovered_fraction < 1.0 {
+                    partial_recorded += 1;
+                }
+            } else {
+                assert!(
+                    r.train_loss.is_nan(),
+                    "{name}: iteration {t} is not evaluated but records {}",
+                    r.train_loss
+                );
+                skipped += 1;
+            }
+            // The step the master took: the mean gradient over the recovered partitions.
+            let mut recovered = vec![false; partitions];
+            for w in (0..r.used.len()).filter(|&w| r.used[w]) {
+                for &(p, c) in &plan.tasks[w].messages[0].codeword.terms {
+                    assert_eq!(c, 1.0, "{name}: an uncoded sum");
+                    assert!(!recovered[p], "{name}: iteration {t}: disjoint codewords");
+                    recovered[p] = true;
+                }
+            }
+            let count = recovered.iter().filter(|&&x| x).count();
+            assert_eq!(
+                count as f64 / partitions as f64,
+                r.recovered_fraction,
+                "{name}: iteration {t}"
+            );
+            let mut gradient = vec![0.0; d];
+            let mut used_samples = 0;
+            for p in (0..partitions).filter(|&p| recovered[p]) {
+                let part = &parts[p];
+                part.accumulate(
+                    config.model.loss,
+                    0..part.len(),
+                    opt.eval_point(),
+                    &mut gradient,
+                );
+                used_samples += part.len();
+            }
+            opt.step(&gradient, used_samples);
+        }
+        let err = common::relative_error(&common::theta(&summary), opt.theta());
+        assert!(err <= 1e-10, "{name}: the replay ends elsewhere ({err:e})");
+        assert!(
+            partial_recorded > 0,
+            "{name}: some partially recovered iteration has its full-data loss"
+        );
+        if eval_every > 1 {
+            assert!(
+                skipped > 0,
+                "{name}: iterations between evaluations are NaN"
+            );
+        }
+        let last = records.last().unwrap().train_loss;
+        assert_eq!(
+            summary["final_train_loss"].as_f64(),
+            Some(last),
+            "{name}: final_train_loss is the last iteration's"
+        );
+    }
+}
+
+/// A worker that never answers (an emulated delay of 1e300 model time units) holds the only copy of its
+/// partition under ignore-stragglers: the full-data training loss cannot be
+/// known, so it is not recorded (NaN, `final_train_loss` null) and the run
+/// does not wait `train.result_timeout_s` (300 s) at each evaluation.
+#[test]
+fn a_partition_no_message_covers_in_time_leaves_the_train_loss_unrecorded() {
+    let text = format!(
+        "{}[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 4\n",
+        EMULATED.replace(
+            "model = \"shifted-exponential\"",
+            "model = \"extra-delay\"\ndelayed_workers = [3]\ndelay_mean = 1e300"
+        )
+    );
+    let started = std::time::Instant::now();
+    let (summary, trace) = train("full-loss-silent-worker", 7, &text, &[]);
+    assert!(started.elapsed().as_secs() < 60, "the run did not wait");
+    let records = read(&trace).records;
+    assert_eq!(records.len(), 30);
+    assert!(
+        records
+            .iter()
+            .all(|r| !r.used[2] && r.recovered_fraction < 1.0 && r.train_loss.is_nan()),
+        "worker 3 never answered, so no iteration knows partition 3's loss"
+    );
+    assert!(summary["final_train_loss"].is_null(), "{summary}");
+    assert!(
+        summary["final_test_loss"]
+            .as_f64()
+            .is_some_and(f64::is_finite)
+    );
+}

@@ -333,6 +333,7 @@ impl Master<'_> {
             self.comm,
             k,
             data.features(),
+            data.partitions(),
             s.mode == StragglerMode::Emulate,
             s.time_unit_ms,
             config.train.result_timeout_s,

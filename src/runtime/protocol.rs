@@ -12,7 +12,7 @@
 //! | error | either way | one line of UTF-8, one byte per f64 |
 //! | task | master → worker | [`Task`]: the iteration's pace and work |
 //! | model | master → worker | right after a task: the evaluation point theta (d values), one buffer shared by the sends to all workers |
-//! | result | worker → master | [`ResultHeader`] |
+//! | result | worker → master | [`ResultHeader`]: iteration, message, codeword, computations, compute and overrun seconds, then the loss sum of each partition computed so far (uncoded) |
 //! | vector | worker → master | right after a result: its coded vector (gradient sum, loss sum; d + 1 values) |
 //! | stop | master → worker | nothing |
 //! | bye | worker → master | tasks received, tasks abandoned |
@@ -285,7 +285,7 @@ impl Task {
 }
 
 /// What a worker says about one message besides the coded vector.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResultHeader {
     pub iteration: u64,
     /// Index of the message in the worker's task.
@@ -297,9 +297,14 @@ pub struct ResultHeader {
     pub compute_s: f64,
     /// Seconds the real work ran past the emulated due time (0 when on time or measured).
     pub overrun_s: f64,
+    /// The loss sum of each partition computed so far (one per computation,
+    /// in the task's `compute` order), uncoded: from every result the master
+    /// learns the losses of the partitions it covers, which gives the
+    /// full-data training loss when the decode recovers only some partitions.
+    pub losses: Vec<f64>,
 }
 
-/// Header length of a result message.
+/// Length of a result header's fixed part; `computations` losses follow.
 pub const RESULT_HEADER: usize = 7;
 
 impl ResultHeader {
@@ -315,11 +320,12 @@ impl ResultHeader {
             self.compute_s,
             self.overrun_s,
         ]);
+        out.extend_from_slice(&self.losses);
     }
 
     pub fn decode(data: &[f64]) -> Result<Self, ProtocolError> {
         let mut r = Reader::new("result", data);
-        let header = Self {
+        let mut header = Self {
             iteration: r.count()? as u64,
             message: r.count()?,
             codeword: CodewordId {
@@ -329,14 +335,20 @@ impl ResultHeader {
             computations: r.count()?,
             compute_s: r.f64()?,
             overrun_s: r.f64()?,
+            losses: Vec::new(),
         };
         let rest = r.rest();
-        if !rest.is_empty() {
+        if rest.len() != header.computations {
             return Err(malformed(
                 "result",
-                format!("{} values after the header", rest.len()),
+                format!(
+                    "{} losses after the header of {} computations",
+                    rest.len(),
+                    header.computations
+                ),
             ));
         }
+        header.losses = rest.to_vec();
         Ok(header)
     }
 }
@@ -429,12 +441,17 @@ mod tests {
             computations: 2,
             compute_s: 0.5,
             overrun_s: 0.0,
+            losses: vec![1.25, 3.5],
         };
         let mut buf = Vec::new();
         h.encode_into(&mut buf);
-        assert_eq!(buf.len(), RESULT_HEADER);
+        assert_eq!(buf.len(), RESULT_HEADER + 2);
         assert_eq!(ResultHeader::decode(&buf).unwrap(), h);
         assert!(ResultHeader::decode(&buf[..6]).is_err(), "truncated");
+        assert!(
+            ResultHeader::decode(&buf[..RESULT_HEADER + 1]).is_err(),
+            "a loss missing"
+        );
         buf.push(1.0);
         assert!(ResultHeader::decode(&buf).is_err(), "trailing values");
     }

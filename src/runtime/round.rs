@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use mpi::point_to_point::Message;
 
-use super::comm::{Backoff, Comm, ModelPool, Wait, WaitMode, instant_after, receive_into};
+use super::comm::{
+    Backoff, Comm, ModelPool, Received, Wait, WaitMode, instant_after, receive_into,
+};
 use super::interrupt;
 use super::protocol::{self, Pace, ResultHeader, Task};
 use crate::coding::Arrival;
@@ -66,13 +68,23 @@ pub(super) struct MpiRound<'c> {
     vectors: Vec<Option<(Message, usize, usize)>>,
     /// Where vectors are received, one at a time.
     scratch: Vec<f64>,
+    /// Partitions of the training data.
+    partitions: usize,
+    /// The loss sum of each partition at this iteration's model, from the
+    /// headers of its results (NaN: not known yet).
+    partition_loss: Vec<f64>,
+    /// A worker's signal that came while [`Round::full_loss`] waited: the
+    /// next iteration is interrupted.
+    pending_signal: Option<i32>,
 }
 
 impl<'c> MpiRound<'c> {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         comm: &'c Comm<'c>,
         workers: usize,
         dim: usize,
+        partitions: usize,
         emulate: bool,
         time_unit_ms: f64,
         result_timeout_s: f64,
@@ -90,6 +102,9 @@ impl<'c> MpiRound<'c> {
             models: ModelPool::new(MAX_MODELS_IN_FLIGHT),
             vectors: Vec::new(),
             scratch: Vec::new(),
+            partitions,
+            partition_loss: Vec::new(),
+            pending_signal: None,
         }
     }
 
@@ -114,7 +129,8 @@ impl<'c> MpiRound<'c> {
         let start = Instant::now();
         let give_up = instant_after(start, self.result_timeout_s);
         log::warn!(
-            "iteration {t}: all {MAX_MODELS_IN_FLIGHT} model buffers are held by sends to workers {:?}; waiting",
+            "{}: all {MAX_MODELS_IN_FLIGHT} model buffers are held by sends to workers {:?}; waiting",
+            Iteration(t),
             self.comm.pending_ranks()
         );
         loop {
@@ -133,8 +149,9 @@ impl<'c> MpiRound<'c> {
                     .map(|r| r.to_string())
                     .collect();
                 return Err(format!(
-                    "iteration {t}: the {MAX_MODELS_IN_FLIGHT} models in flight are held by sends that workers {} \
+                    "{}: the {MAX_MODELS_IN_FLIGHT} models in flight are held by sends that workers {} \
                      have not taken for {} s (train.result_timeout_s): they are stopped or hung",
+                    Iteration(t),
                     ranks.join(", "),
                     self.result_timeout_s
                 )
@@ -142,6 +159,128 @@ impl<'c> MpiRound<'c> {
             }
             self.backoff.pause(give_up);
         }
+    }
+
+    /// Handle a message that came while the master waits for the results of
+    /// `task`: acknowledgements, errors, signals, results of older iterations
+    /// (dropped, counted in `report`) and results of this iteration, whose
+    /// partition losses are noted and whose vector is matched, not received.
+    fn incoming(
+        &mut self,
+        m: Received,
+        task: &RoundTask<'_>,
+        report: &mut RoundReport,
+    ) -> Result<Incoming, RoundError> {
+        let (t, dim) = (task.iteration, self.dim);
+        match m.tag {
+            protocol::TAG_ACK => {
+                let taken = m.data.first().copied().unwrap_or(f64::NAN);
+                let queue = &mut self.untaken[(m.rank - 1) as usize];
+                while queue.front().is_some_and(|&i| i as f64 <= taken) {
+                    queue.pop_front();
+                }
+                return Ok(Incoming::Handled);
+            }
+            protocol::TAG_SIGNAL => {
+                // A worker caught SIGTERM or SIGINT: the job is being stopped.
+                return Ok(Incoming::Signal(m.data.first().map_or(15, |&s| s as i32)));
+            }
+            protocol::TAG_ERROR => {
+                return Err(
+                    format!("worker {}: {}", m.rank, protocol::decode_text(&m.data)).into(),
+                );
+            }
+            tag if !protocol::is_iteration_tag(tag) => {
+                return Err(
+                    format!("worker {} sent tag {tag} during {}", m.rank, Iteration(t)).into(),
+                );
+            }
+            _ => {}
+        }
+        let header = ResultHeader::decode(&m.data)?;
+        // Its vector follows at once (the worker posts both sends together).
+        let vector_by = instant_after(Instant::now(), self.result_timeout_s);
+        let Some((vector, len)) =
+            self.comm
+                .probe_from(m.rank, protocol::TAG_VECTOR, &mut self.backoff, vector_by)
+        else {
+            return Err(format!(
+                "{}: worker {} sent a result header without its vector",
+                Iteration(t),
+                m.rank
+            )
+            .into());
+        };
+        if header.iteration < t || len != dim + 1 {
+            receive_into(vector, len, &mut self.scratch);
+            if len != dim + 1 {
+                return Err(format!(
+                    "worker {} sent a vector of {len} values, expected {}",
+                    m.rank,
+                    dim + 1
+                )
+                .into());
+            }
+            report.stale_dropped += 1;
+            return Ok(Incoming::Handled);
+        }
+        let w = (m.rank - 1) as usize;
+        let work = &task.plan.tasks[w];
+        let expected = work.messages.get(header.message).map(|msg| msg.codeword.id);
+        if header.iteration > t
+            || expected != Some(header.codeword)
+            || header.computations > work.compute.len()
+        {
+            receive_into(vector, len, &mut self.scratch);
+            return Err(format!(
+                "worker {} sent a result that {} did not ask for: {header:?}",
+                m.rank,
+                Iteration(t)
+            )
+            .into());
+        }
+        for (&p, &loss) in work.compute.iter().zip(&header.losses) {
+            self.partition_loss[p] = loss;
+        }
+        Ok(Incoming::Result {
+            header,
+            vector,
+            len,
+            worker: w,
+        })
+    }
+
+    /// In emulation, a partition whose loss is not known yet and that no
+    /// message of the plan covers by `train.result_timeout_s` after the
+    /// iteration started (the earliest emulated due time of a message sent
+    /// after computing it).
+    fn emulated_beyond_timeout(&self, task: &RoundTask<'_>) -> Option<usize> {
+        if !self.emulate {
+            return None;
+        }
+        let time_unit_s = self.time_unit_ms / 1000.0;
+        let mut earliest = vec![f64::INFINITY; self.partitions];
+        for (w, work) in task.plan.tasks.iter().enumerate() {
+            for message in &work.messages {
+                let due_s = task.sample.message_time(w, message.after) * time_unit_s;
+                for &p in &work.compute[..message.after] {
+                    earliest[p] = earliest[p].min(due_s);
+                }
+            }
+        }
+        (0..self.partitions).find(|&p| {
+            self.partition_loss[p].is_nan()
+                && (earliest[p] > self.result_timeout_s || earliest[p].is_nan())
+        })
+    }
+
+    /// The loss sum over every partition, summed in partition order, when
+    /// every partition's loss is known.
+    fn known_loss(&self) -> Option<f64> {
+        self.partition_loss
+            .iter()
+            .all(|l| !l.is_nan())
+            .then(|| self.partition_loss.iter().sum())
     }
 
     fn send_tasks(&mut self, task: &RoundTask<'_>) -> Result<Option<RoundStatus>, RoundError> {
@@ -192,12 +331,14 @@ impl Round for MpiRound<'_> {
         report: &mut RoundReport,
         timing: &mut Timing,
     ) -> Result<RoundStatus, RoundError> {
-        if let Some(signal) = interrupt::received() {
+        if let Some(signal) = interrupt::received().or(self.pending_signal.take()) {
             return Ok(RoundStatus::Interrupted { signal });
         }
-        let (t, k, dim) = (task.iteration, self.workers, self.dim);
+        let (t, k) = (task.iteration, self.workers);
         let time_unit_s = self.time_unit_ms / 1000.0;
         self.discard_vectors();
+        self.partition_loss.clear();
+        self.partition_loss.resize(self.partitions, f64::NAN);
         report.overrun_s.resize(k, 0.0);
         report.per_computation_s.resize(k, f64::NAN);
         let start = Instant::now();
@@ -267,75 +408,16 @@ impl Round for MpiRound<'_> {
                     .into());
                 }
             };
-            match m.tag {
-                protocol::TAG_ACK => {
-                    let taken = m.data.first().copied().unwrap_or(f64::NAN);
-                    let queue = &mut self.untaken[(m.rank - 1) as usize];
-                    while queue.front().is_some_and(|&i| i as f64 <= taken) {
-                        queue.pop_front();
-                    }
-                    continue;
-                }
-                protocol::TAG_SIGNAL => {
-                    // A worker caught SIGTERM or SIGINT: the job is being stopped.
-                    let signal = m.data.first().map_or(15, |&s| s as i32);
-                    break RoundStatus::Interrupted { signal };
-                }
-                protocol::TAG_ERROR => {
-                    return Err(
-                        format!("worker {}: {}", m.rank, protocol::decode_text(&m.data)).into(),
-                    );
-                }
-                tag if !protocol::is_iteration_tag(tag) => {
-                    return Err(format!(
-                        "worker {} sent tag {tag} during {}",
-                        m.rank,
-                        Iteration(t)
-                    )
-                    .into());
-                }
-                _ => {}
-            }
-            let header = ResultHeader::decode(&m.data)?;
-            // Its vector follows at once (the worker posts both sends together).
-            let vector_by = instant_after(Instant::now(), self.result_timeout_s);
-            let Some((vector, len)) =
-                self.comm
-                    .probe_from(m.rank, protocol::TAG_VECTOR, &mut self.backoff, vector_by)
-            else {
-                return Err(format!(
-                    "iteration {t}: worker {} sent a result header without its vector",
-                    m.rank
-                )
-                .into());
+            let (header, vector, len, w) = match self.incoming(m, task, report)? {
+                Incoming::Handled => continue,
+                Incoming::Signal(signal) => break RoundStatus::Interrupted { signal },
+                Incoming::Result {
+                    header,
+                    vector,
+                    len,
+                    worker,
+                } => (header, vector, len, worker),
             };
-            if header.iteration < t || len != dim + 1 {
-                receive_into(vector, len, &mut self.scratch);
-                if len != dim + 1 {
-                    return Err(format!(
-                        "worker {} sent a vector of {len} values, expected {}",
-                        m.rank,
-                        dim + 1
-                    )
-                    .into());
-                }
-                report.stale_dropped += 1;
-                continue;
-            }
-            let w = (m.rank - 1) as usize;
-            let expected = task.plan.tasks[w]
-                .messages
-                .get(header.message)
-                .map(|msg| msg.codeword.id);
-            if header.iteration > t || expected != Some(header.codeword) {
-                receive_into(vector, len, &mut self.scratch);
-                return Err(format!(
-                    "worker {} sent a result that {} did not ask for: {header:?}",
-                    m.rank,
-                    Iteration(t)
-                )
-                .into());
-            }
             let arrived_s = start.elapsed().as_secs_f64();
             last_progress = Instant::now();
             report.overrun_s[w] = report.overrun_s[w].max(header.overrun_s);
@@ -398,6 +480,88 @@ impl Round for MpiRound<'_> {
     fn measures_time(&self) -> bool {
         true
     }
+
+    fn full_loss(
+        &mut self,
+        task: &RoundTask<'_>,
+        report: &mut RoundReport,
+        _timing: &mut Timing,
+    ) -> Result<Option<f64>, RoundError> {
+        let t = task.iteration;
+        if let Some(sum) = self.known_loss() {
+            return Ok(Some(sum));
+        }
+        if let Some(p) = self.emulated_beyond_timeout(task) {
+            // A worker that straggles for hours (or forever) would make every
+            // evaluation wait the whole timeout: the loss is not recorded.
+            log::warn!(
+                "{}: training loss not recorded: the loss of partition {} comes from no message \
+                 emulated within train.result_timeout_s = {} s",
+                Iteration(t),
+                p + 1,
+                self.result_timeout_s
+            );
+            return Ok(None);
+        }
+        let mut last_progress = Instant::now();
+        loop {
+            if let Some(sum) = self.known_loss() {
+                return Ok(Some(sum));
+            }
+            let give_up = instant_after(last_progress, self.result_timeout_s);
+            let m = match self
+                .comm
+                .receive_or_signal(&mut self.backoff, give_up, true)
+            {
+                Wait::Message(m) => m,
+                Wait::Signal(_) => return Ok(None), // `run` reports it next
+                Wait::Timeout => {
+                    if give_up.is_some_and(|g| Instant::now() < g) {
+                        continue;
+                    }
+                    let missing: Vec<String> = (0..self.partitions)
+                        .filter(|&p| self.partition_loss[p].is_nan())
+                        .map(|p| (p + 1).to_string())
+                        .collect();
+                    log::warn!(
+                        "{}: training loss not recorded: no result for {} s (train.result_timeout_s) \
+                         and no loss yet of partitions {}",
+                        Iteration(t),
+                        self.result_timeout_s,
+                        missing.join(", ")
+                    );
+                    return Ok(None);
+                }
+            };
+            match self.incoming(m, task, report)? {
+                Incoming::Handled => {}
+                Incoming::Signal(signal) => {
+                    self.pending_signal = Some(signal);
+                    return Ok(None);
+                }
+                Incoming::Result { vector, len, .. } => {
+                    // Only its header's losses are needed.
+                    receive_into(vector, len, &mut self.scratch);
+                    last_progress = Instant::now();
+                }
+            }
+        }
+    }
+}
+
+/// What a message that came during an iteration was.
+enum Incoming {
+    /// Nothing for the caller: an acknowledgement, a stale result dropped.
+    Handled,
+    /// A worker caught a signal: the job is being stopped.
+    Signal(i32),
+    /// A result of this iteration: its header and matched vector.
+    Result {
+        header: ResultHeader,
+        vector: Message,
+        len: usize,
+        worker: usize,
+    },
 }
 
 impl Drop for MpiRound<'_> {

@@ -450,6 +450,11 @@ impl Worker<'_> {
             computations: message.after,
             compute_s,
             overrun_s,
+            // The loss sum of each partition computed so far, uncoded.
+            losses: self.slots[..message.after]
+                .iter()
+                .map(|slot| slot[dim])
+                .collect(),
         };
         header.encode_into(&mut self.header);
         let comm = self.link.comm;

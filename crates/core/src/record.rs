@@ -375,9 +375,9 @@ trace_schema! {
     iteration stale_dropped: u64 = 0,
         unit "count", "results of older iterations received and dropped";
     iteration train_loss: f64 = f64::NAN,
-        unit "1", "training loss; NaN when not evaluated";
+        unit "1", "training objective over all the training data at the iteration's model (the workers' evaluation point), never over the recovered partitions alone: recorded at every iteration whose decode recovered every partition, otherwise every train.eval_every-th iteration from the first and the last (the master waits for every partition's loss); NaN when not evaluated (and in simulation)";
     iteration test_loss: f64 = f64::NAN,
-        unit "1", "test loss; NaN when not evaluated";
+        unit "1", "test objective at the iteration's model: every train.eval_every-th iteration from the first and the last; NaN when not evaluated (and in simulation)";
     /// Per worker: arrival time of its last message received in time, NaN if none.
     worker finish_s: f64 = f64::NAN,
         unit "s", "column k = worker k+1: arrival of its last message received in time, NaN if none";

@@ -441,7 +441,9 @@ pub struct TrainConfig {
     pub schedule: Schedule,
     /// c2 of the inverse-time schedule, in iterations.
     pub decay_iterations: f64,
-    /// Evaluate train and test loss every this many iterations.
+    /// Evaluate the test loss, and the full-data training loss of an
+    /// iteration that recovered only some partitions, every this many
+    /// iterations (from the first) and at the last.
     pub eval_every: usize,
     /// Give up (an error) when no result arrives for this long while the scheme still needs one.
     pub result_timeout_s: f64,

@@ -442,6 +442,32 @@ impl Driver {
         };
         let decode_s = decode_start.map_or(f64::NAN, |s| s.elapsed().as_secs_f64());
         timing.add("decode", decode_s);
+        // The training loss over all the data when the decode recovered only
+        // part of it: the round waits for the partitions' losses (not counted
+        // in the iteration's duration, which ended at the stop).
+        let full_loss = match &lane.learner {
+            Some(learner)
+                if has_vectors
+                    && decoding.recovered.len() < learner.partitions()
+                    && learner.evaluates(t) =>
+            {
+                let task = RoundTask {
+                    iteration: t,
+                    plan,
+                    sample: current,
+                    eval_point: Some(learner.eval_point()),
+                };
+                let start = measured.then(Instant::now);
+                let loss = round
+                    .full_loss(&task, report, timing)
+                    .map_err(EngineError::Round)?;
+                if let Some(start) = start {
+                    timing.add("evaluate train loss (wait)", start.elapsed().as_secs_f64());
+                }
+                loss
+            }
+            _ => None,
+        };
 
         let record = &mut lane.record;
         let (duration_s, duration) = if measured {
@@ -466,7 +492,7 @@ impl Driver {
                     tolerance: lane.scheme.decode_tolerance(),
                 });
             }
-            let losses = learner.step(t, combined, &decoding.recovered, timing)?;
+            let losses = learner.step(t, combined, &decoding.recovered, full_loss, timing)?;
             record.train_loss = losses.train;
             record.test_loss = losses.test;
         }

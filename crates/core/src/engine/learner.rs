@@ -79,7 +79,8 @@ impl Learner {
         self.opt.eval_point()
     }
 
-    /// The last evaluated training and test losses.
+    /// The last evaluated training and test losses (the training loss over
+    /// all the training data, see [`Learner::step`]).
     pub fn last_losses(&self) -> StepLosses {
         StepLosses {
             train: self.train_loss,
@@ -87,15 +88,32 @@ impl Learner {
         }
     }
 
+    /// Whether iteration `iteration` evaluates the losses: every
+    /// `train.eval_every` iterations from the first, and the last.
+    pub fn evaluates(&self, iteration: u64) -> bool {
+        iteration % self.eval_every == 0 || iteration + 1 == self.iterations
+    }
+
+    /// Partitions of the training data.
+    pub fn partitions(&self) -> usize {
+        self.samples.len()
+    }
+
     /// Iteration `iteration`'s update with the decoded sum over the
     /// `recovered` partitions: `combined` holds the gradient sum (d entries)
     /// and the loss sum (one more). The update uses the mean over the
-    /// recovered samples. Errors when anything is not finite (divergence).
+    /// recovered samples. The training loss is the objective over all the
+    /// training data at the evaluation point: from `full_loss`, the loss sum
+    /// over every partition when known, else from the decoded loss sum when
+    /// `recovered` is every partition, else not evaluated (NaN); never the
+    /// loss of the recovered part alone. Errors when anything is not finite
+    /// (divergence).
     pub fn step(
         &mut self,
         iteration: u64,
         combined: &[f64],
         recovered: &[usize],
+        full_loss: Option<f64>,
         timing: &mut Timing,
     ) -> Result<StepLosses, EngineError> {
         let dim = self.dim();
@@ -106,12 +124,17 @@ impl Learner {
             });
         }
         let samples: usize = recovered.iter().map(|&p| self.samples[p]).sum();
+        let everything = recovered.len() == self.samples.len();
+        let loss_sum = full_loss.or(everything.then_some(combined[dim]));
+        let total: usize = self.samples.iter().sum();
         let mut losses = StepLosses {
-            train: self.opt.objective(combined[dim], samples),
+            train: loss_sum.map_or(f64::NAN, |sum| self.opt.objective(sum, total)),
             test: f64::NAN,
         };
-        self.train_loss = losses.train;
-        if iteration % self.eval_every == 0 || iteration + 1 == self.iterations {
+        if loss_sum.is_some() {
+            self.train_loss = losses.train;
+        }
+        if self.evaluates(iteration) {
             losses.test = timing.time("evaluate", || {
                 let sum = self.test.loss_sum(self.loss, self.opt.eval_point());
                 self.opt.objective(sum, self.test.len())
