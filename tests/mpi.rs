@@ -732,6 +732,12 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
                 "{name}: iterations between evaluations are NaN"
             );
         }
+        let losses = gradcode::trace::read_attr_string(&trace, "/", "losses").unwrap();
+        assert!(
+            losses.contains("over all the training data")
+                && losses.contains(&format!("train.eval_every = {eval_every}")),
+            "{name}: the trace says what train_loss is: {losses}"
+        );
         let last = records.last().unwrap().train_loss;
         assert_eq!(
             summary["final_train_loss"].as_f64(),

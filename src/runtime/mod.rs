@@ -314,6 +314,7 @@ fn run_rank(
         let mut progress = progress::Progress::new(config, options.quiet, &carried);
         let mut trace = trace;
         if let Some(trace) = trace.as_mut() {
+            trace.set_losses(config);
             trace.set_wait(
                 wait.name(),
                 &format!(

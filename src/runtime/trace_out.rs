@@ -44,6 +44,8 @@ pub struct TraceOut {
     /// `end` does not repeat.
     #[cfg(feature = "hdf5")]
     write_failed: bool,
+    /// What the loss datasets hold: the root attribute `losses`.
+    losses: Option<String>,
 }
 
 impl TraceOut {
@@ -85,6 +87,7 @@ impl TraceOut {
                 writer: None,
                 wait: None,
                 write_failed: false,
+                losses: None,
             }))
         }
     }
@@ -131,6 +134,7 @@ impl TraceOut {
                     writer: None,
                     wait: None,
                     write_failed: false,
+                    losses: None,
                 },
                 snapshot,
                 carried,
@@ -140,6 +144,19 @@ impl TraceOut {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Say what `/iteration/train_loss` and `test_loss` hold for this run's
+    /// `train.eval_every` (the root attribute `losses`, written when the
+    /// file is opened).
+    pub fn set_losses(&mut self, config: &Config) {
+        let n = config.train.eval_every;
+        self.losses = Some(format!(
+            "train_loss: the objective over all the training data at the iteration's model (never over the \
+             recovered partitions alone), recorded at every iteration whose decode recovered every partition \
+             and otherwise every {n} iteration(s) from the first and at the last (train.eval_every = {n}), NaN \
+             in between; test_loss: the test objective every {n} iteration(s) from the first and at the last"
+        ));
     }
 
     /// Record how the ranks wait (`runtime_wait`: spin or backoff) and why
@@ -171,6 +188,9 @@ impl TraceOut {
             if let Some((mode, reason)) = &self.wait {
                 writer.set_root_attr("runtime_wait", mode)?;
                 writer.set_root_attr("runtime_wait_reason", reason)?;
+            }
+            if let Some(losses) = &self.losses {
+                writer.set_root_attr("losses", losses)?;
             }
             self.writer = Some(writer);
         }
