@@ -32,7 +32,7 @@ up() {
     for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
   fi
   munge -n | unmunge | grep -q "STATUS: *Success" || { echo "slurm-local: munge does not work" >&2; exit 3; }
-  # slurm.conf: the one of ../shared/slurm with this host and our state folder.
+  # slurm.conf: a single node claiming 16 CPUs (config_overrides lets slurmd accept that on a small machine), this host, our state folder.
   mkdir -p "$state"/{state,spool,log} /etc/slurm
   host=$(hostname)
   # Keep a config that is not ours; `down` puts it back.
