@@ -264,23 +264,8 @@ fn model_overrides(m: &ModelSource) -> Vec<String> {
 
 pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> {
     // Every input error before any work.
-    let grid = flags
-        .grid
-        .iter()
-        .map(|g| sweep::parse_axis(g))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (i, a) in grid.iter().enumerate() {
-        if grid[..i].iter().any(|b| b.key == a.key) {
-            return Err(InputError::value("--grid", &a.key, "is given twice").into());
-        }
-    }
-    let mut base = args.clone();
-    if let Some(n) = flags.trials {
-        base.overrides.push(format!("simulate.trials={n}"));
-    }
-    if let Some(n) = flags.iterations {
-        base.overrides.push(format!("simulate.iterations={n}"));
-    }
+    let grid = sweep::parse_grid(&flags.grid)?;
+    let mut base = sweep::with_run_length(args, flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
     let config = &loaded.config;
     if config.simulate.trials < 2 {

@@ -89,6 +89,36 @@ pub(super) fn parse_axis(text: &str) -> Result<Axis, InputError> {
     })
 }
 
+/// Every `--grid` axis, each key at most once.
+pub(super) fn parse_grid(grid: &[String]) -> Result<Vec<Axis>, InputError> {
+    let axes = grid
+        .iter()
+        .map(|g| parse_axis(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, a) in axes.iter().enumerate() {
+        if axes[..i].iter().any(|b| b.key == a.key) {
+            return Err(InputError::value("--grid", &a.key, "is given twice"));
+        }
+    }
+    Ok(axes)
+}
+
+/// `args` with `--trials` and `--iterations` appended as overrides (flags win).
+pub(super) fn with_run_length(
+    args: &ConfigArgs,
+    trials: Option<u64>,
+    iterations: Option<u64>,
+) -> ConfigArgs {
+    let mut base = args.clone();
+    if let Some(n) = trials {
+        base.overrides.push(format!("simulate.trials={n}"));
+    }
+    if let Some(n) = iterations {
+        base.overrides.push(format!("simulate.iterations={n}"));
+    }
+    base
+}
+
 /// One row of the table: a variant that ran.
 #[derive(Debug, Clone, Serialize)]
 struct Row {
@@ -240,23 +270,8 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
             InputError::new("--grid", "is required (e.g. --grid scheme.load=2,3,4)").into(),
         );
     }
-    let axes = flags
-        .grid
-        .iter()
-        .map(|g| parse_axis(g))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (i, a) in axes.iter().enumerate() {
-        if axes[..i].iter().any(|b| b.key == a.key) {
-            return Err(InputError::value("--grid", &a.key, "is given twice").into());
-        }
-    }
-    let mut base = args.clone();
-    if let Some(n) = flags.trials {
-        base.overrides.push(format!("simulate.trials={n}"));
-    }
-    if let Some(n) = flags.iterations {
-        base.overrides.push(format!("simulate.iterations={n}"));
-    }
+    let axes = parse_grid(&flags.grid)?;
+    let base = with_run_length(args, flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
     let schemes: Vec<String> = match &flags.schemes {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),

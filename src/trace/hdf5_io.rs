@@ -416,6 +416,20 @@ fn write_meta(file: &File, meta: &TraceMeta) -> Result<()> {
     string_attr(file, "status_reason", "")
 }
 
+/// The end of a writer: after a successful flush, record how the run ended;
+/// close the file either way (the flush's error first).
+fn close_with_status(
+    file: File,
+    path: &Path,
+    flushed: Result<()>,
+    status: RunStatus,
+    reason: &str,
+) -> Result<()> {
+    flushed.and_then(|()| write_status(&file, status, reason))?;
+    file.close()
+        .map_err(|e| TraceError::hdf5(format!("close {}", path.display()), e))
+}
+
 /// Set the string attribute `name` of `loc`, creating it when absent.
 fn set_string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
     let names = loc
@@ -834,17 +848,9 @@ impl TraceWriter {
     /// Record how the run ended (`status`, with a one-line `reason`), flush
     /// and close the file.
     pub fn finish(mut self, status: RunStatus, reason: &str) -> Result<()> {
-        let written = self.flush().and_then(|()| {
-            write_status(
-                self.file.as_ref().expect("open until close"),
-                status,
-                reason,
-            )
-        });
+        let flushed = self.flush();
         let file = self.file.take().expect("open until close");
-        written?;
-        file.close()
-            .map_err(|e| TraceError::hdf5(format!("close {}", self.path.display()), e))
+        close_with_status(file, &self.path, flushed, status, reason)
     }
 }
 
@@ -978,17 +984,9 @@ impl SimTraceWriter {
     /// Record how the simulation ended (`status`, a one-line `reason`),
     /// flush and close the file.
     pub fn finish(mut self, status: RunStatus, reason: &str) -> Result<()> {
-        let written = self.flush().and_then(|()| {
-            write_status(
-                self.file.as_ref().expect("open until close"),
-                status,
-                reason,
-            )
-        });
+        let flushed = self.flush();
         let file = self.file.take().expect("open until close");
-        written?;
-        file.close()
-            .map_err(|e| TraceError::hdf5(format!("close {}", self.path.display()), e))
+        close_with_status(file, &self.path, flushed, status, reason)
     }
 }
 
