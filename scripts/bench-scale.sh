@@ -83,7 +83,7 @@ for row in sys.argv[3:]:
     master = peak_mib(os.path.join(work, name, "rss.0"))
     workers = [peak_mib(os.path.join(work, name, f"rss.{r}")) for r in range(1, k + 1)]
     master_work_s = sum(e["total_s"] for e in summary["timing"]
-                        if e["event"] not in ("wait", "compute (workers)")) / summary["iterations"]
+                        if e["event"] != "wait" and not e["event"].startswith("compute (workers")) / summary["iterations"]
     target = 256 + 6 * 8 * d / 2**20
     out.append({"workers": k, "features": d, "iterations": summary["iterations"],
                 "master_peak_mib": master, "worker_peak_mib_median": statistics.median(workers),

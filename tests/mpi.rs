@@ -277,9 +277,21 @@ fn thirteen_ranks_on_two_cores_complete_at_the_emulated_speed() {
         .iter()
         .all(|r| r.cluster.iter().all(|&c| (1..=4).contains(&c)));
     assert!(clustered, "every worker is in a cluster every iteration");
+    let event = |name: &str| {
+        data.timing
+            .iter()
+            .find(|e| e.event == name)
+            .unwrap_or_else(|| panic!("timing event {name:?} in {:?}", data.timing))
+    };
+    // 12 workers on 2 cores: each measures its compute in wall-clock time and
+    // in its thread's CPU time, which leaves out the waits for a core.
+    let (wall, cpu) = (event("compute (workers)"), event("compute (workers, CPU)"));
+    assert_eq!(wall.count, cpu.count, "one CPU figure per wall-clock one");
     assert!(
-        !data.timing.is_empty(),
-        "the timing summary is in the trace"
+        cpu.total_s > 0.0 && cpu.total_s <= wall.total_s * 1.001 + 1e-6,
+        "CPU {} s within wall clock {} s",
+        cpu.total_s,
+        wall.total_s
     );
 }
 

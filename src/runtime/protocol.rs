@@ -12,7 +12,7 @@
 //! | error | either way | one line of UTF-8, one byte per f64 |
 //! | task | master → worker | [`Task`]: the iteration's pace and work |
 //! | model | master → worker | right after a task: the evaluation point theta (d values), one buffer shared by the sends to all workers |
-//! | result | worker → master | [`ResultHeader`]: iteration, message, codeword, computations, compute and overrun seconds, then the loss sum of each partition computed so far (uncoded) |
+//! | result | worker → master | [`ResultHeader`]: iteration, message, codeword, computations, compute seconds (wall clock and CPU) and overrun seconds, then the loss sum of each partition computed so far (uncoded) |
 //! | vector | worker → master | right after a result: its coded vector (gradient sum, loss sum; d + 1 values) |
 //! | stop | master → worker | nothing |
 //! | bye | worker → master | tasks received, tasks abandoned |
@@ -293,8 +293,11 @@ pub struct ResultHeader {
     pub codeword: CodewordId,
     /// Partition computations done for this message.
     pub computations: usize,
-    /// Real seconds spent computing them.
+    /// Real (wall-clock) seconds spent computing them.
     pub compute_s: f64,
+    /// CPU seconds the worker's thread spent computing them: below
+    /// `compute_s` when the worker shares its core with other ranks.
+    pub compute_cpu_s: f64,
     /// Seconds the real work ran past the emulated due time (0 when on time or measured).
     pub overrun_s: f64,
     /// The loss sum of each partition computed so far (one per computation,
@@ -305,7 +308,7 @@ pub struct ResultHeader {
 }
 
 /// Length of a result header's fixed part; `computations` losses follow.
-pub const RESULT_HEADER: usize = 7;
+pub const RESULT_HEADER: usize = 8;
 
 impl ResultHeader {
     /// The header into `out` (cleared first); the vector is its own message.
@@ -318,6 +321,7 @@ impl ResultHeader {
             self.codeword.index as f64,
             self.computations as f64,
             self.compute_s,
+            self.compute_cpu_s,
             self.overrun_s,
         ]);
         out.extend_from_slice(&self.losses);
@@ -334,6 +338,7 @@ impl ResultHeader {
             },
             computations: r.count()?,
             compute_s: r.f64()?,
+            compute_cpu_s: r.f64()?,
             overrun_s: r.f64()?,
             losses: Vec::new(),
         };
@@ -440,6 +445,7 @@ mod tests {
             codeword: CodewordId { group: 3, index: 0 },
             computations: 2,
             compute_s: 0.5,
+            compute_cpu_s: 0.25,
             overrun_s: 0.0,
             losses: vec![1.25, 3.5],
         };

@@ -76,6 +76,11 @@ pub(super) struct MpiRound<'c> {
     /// A worker's signal that came while [`Round::full_loss`] waited: the
     /// next iteration is interrupted.
     pending_signal: Option<i32>,
+    /// Per worker: the compute seconds (wall clock, CPU) of this iteration's
+    /// task already added to the timing events. A result header carries the
+    /// task's compute so far, so a multi-message task adds only what its
+    /// newer message adds.
+    counted_compute_s: Vec<(f64, f64)>,
 }
 
 impl<'c> MpiRound<'c> {
@@ -105,6 +110,7 @@ impl<'c> MpiRound<'c> {
             partitions,
             partition_loss: Vec::new(),
             pending_signal: None,
+            counted_compute_s: Vec::new(),
         }
     }
 
@@ -341,6 +347,8 @@ impl Round for MpiRound<'_> {
         self.partition_loss.resize(self.partitions, f64::NAN);
         report.overrun_s.resize(k, 0.0);
         report.per_computation_s.resize(k, f64::NAN);
+        self.counted_compute_s.clear();
+        self.counted_compute_s.resize(k, (0.0, 0.0));
         let start = Instant::now();
         if let Some(status) = timing.time("send", || self.send_tasks(task))? {
             return Ok(status);
@@ -423,7 +431,12 @@ impl Round for MpiRound<'_> {
             report.overrun_s[w] = report.overrun_s[w].max(header.overrun_s);
             if header.computations > 0 {
                 report.per_computation_s[w] = header.compute_s / header.computations as f64;
-                timing.add("compute (workers)", header.compute_s);
+                let (wall_s, cpu_s) = &mut self.counted_compute_s[w];
+                if header.compute_s > *wall_s {
+                    timing.add("compute (workers)", header.compute_s - *wall_s);
+                    timing.add("compute (workers, CPU)", header.compute_cpu_s - *cpu_s);
+                    (*wall_s, *cpu_s) = (header.compute_s, header.compute_cpu_s);
+                }
             }
             let arrival = Arrival {
                 worker: w,

@@ -31,8 +31,14 @@ const HEARTBEAT_MIN: Duration = Duration::from_millis(10);
 const HEARTBEAT_MAX: Duration = Duration::from_secs(1);
 /// Longest sleep between probes while the data loads.
 const LOADING_CAP: Duration = Duration::from_millis(5);
-/// Values read per block between probes: 512 KiB of dense samples, 768 KiB sparse.
+/// Values read per block between clock checks: 512 KiB of dense samples, 768 KiB sparse.
 const BLOCK_VALUES: usize = 1 << 16;
+/// While computing, a worker probes for a newer task or a stop after a block
+/// when this long has passed since its last probe: an MPI probe runs
+/// OpenMPI's progress engine (about 1-2 µs), so one per block cost 8% of the
+/// gradient at 10000 × 1000 (`scripts/bench-runtime.sh`, K = 1), while a
+/// clock read costs nanoseconds.
+const POLL_INTERVAL: Duration = Duration::from_micros(200);
 /// How long a worker waits for the model that follows a task (the master
 /// posts both sends together) before it reports a protocol error.
 const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -357,6 +363,33 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
     Ok(())
 }
 
+/// Seconds a task's computations took so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct ComputeTime {
+    /// Wall clock: includes the time the worker waits for a core.
+    wall_s: f64,
+    /// CPU time of the worker's thread: the work itself.
+    cpu_s: f64,
+}
+
+/// CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID; the
+/// gradient kernel runs on the worker's one thread).
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to the pointer it is given,
+    // which points to a live, writable local.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    // Linux always has this clock; were it missing, NaN says "not measured"
+    // in the timing summary rather than a made-up zero.
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 impl Worker<'_> {
     /// Run one task; returns the control message that interrupted it, if any.
     fn execute(&mut self, task: &Task) -> anyhow::Result<Option<Control>> {
@@ -366,13 +399,15 @@ impl Worker<'_> {
         while self.slots.len() < work.compute.len() {
             self.slots.push(vec![0.0; dim + 1]);
         }
-        let mut compute_s = 0.0;
+        let mut compute = ComputeTime::default();
         let mut next_message = 0;
+        let mut last_poll = start;
         for (slot, &p) in work.compute.iter().enumerate() {
             let part = &self.data[self.index[p]];
             let block_rows = part.x.rows_per_block(BLOCK_VALUES);
             self.slot_of[p] = slot;
             let busy = Instant::now();
+            let busy_cpu_s = thread_cpu_s();
             let g = &mut self.slots[slot];
             g.iter_mut().for_each(|v| *v = 0.0);
             let (grad, loss) = g.split_at_mut(dim);
@@ -381,16 +416,18 @@ impl Worker<'_> {
                 let end = (row + block_rows).min(part.len());
                 loss[0] += part.accumulate(self.loss, row..end, &self.theta, grad);
                 row = end;
-                if row < part.len() {
+                if row < part.len() && last_poll.elapsed() >= POLL_INTERVAL {
                     if let Some(c) = self.link.poll()? {
                         return Ok(Some(c));
                     }
+                    last_poll = Instant::now();
                 }
             }
-            compute_s += busy.elapsed().as_secs_f64();
+            compute.wall_s += busy.elapsed().as_secs_f64();
+            compute.cpu_s += thread_cpu_s() - busy_cpu_s;
             let done = slot + 1;
             while next_message < work.messages.len() && work.messages[next_message].after == done {
-                if let Some(c) = self.send(task, next_message, start, compute_s)? {
+                if let Some(c) = self.send(task, next_message, start, compute)? {
                     return Ok(Some(c));
                 }
                 next_message += 1;
@@ -405,7 +442,7 @@ impl Worker<'_> {
         task: &Task,
         m: usize,
         start: Instant,
-        compute_s: f64,
+        compute: ComputeTime,
     ) -> anyhow::Result<Option<Control>> {
         let message = &task.work.messages[m];
         let dim = self.link.dim;
@@ -448,7 +485,8 @@ impl Worker<'_> {
             message: m,
             codeword: message.codeword.id,
             computations: message.after,
-            compute_s,
+            compute_s: compute.wall_s,
+            compute_cpu_s: compute.cpu_s,
             overrun_s,
             // The loss sum of each partition computed so far, uncoded.
             losses: self.slots[..message.after]
