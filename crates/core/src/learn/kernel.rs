@@ -192,7 +192,11 @@ fn fused(
     for i in rows.clone() {
         let (value, slope) = loss_and_slope(loss, dot(row(i), theta), y[i]);
         total += value;
-        let next = if i + ahead < rows.end {
+        // Prefetch past the range's end too, within the matrix: a caller
+        // that walks a partition in blocks (the worker, to probe for a newer
+        // task between them) gets the next block's first rows in cache, as in
+        // one pass (without it, blocks of 65 rows ran 8% slower at d = 1000).
+        let next = if i + ahead < x.nrows() {
             row(i + ahead)
         } else {
             &[][..]
@@ -448,6 +452,14 @@ mod tests {
                 let va = accumulate(loss, x.view(), &y, 1..rows, &theta, &mut a);
                 let vb = accumulate_portable(loss, x.view(), &y, 1..rows, &theta, &mut b);
                 assert!((va - vb).abs() <= 1e-12 * vb.abs().max(1.0));
+                // In two blocks, the first prefetching into the second (as
+                // the worker walks a partition): the same gradient, bit for bit.
+                let mut blocks = vec![0.0; d];
+                let mid = rows / 2;
+                let v1 = accumulate(loss, x.view(), &y, 1..mid, &theta, &mut blocks);
+                let v2 = accumulate(loss, x.view(), &y, mid..rows, &theta, &mut blocks);
+                assert_eq!(blocks, a, "{loss:?} d = {d}: blocks and one pass");
+                assert!((v1 + v2 - va).abs() <= 1e-12 * va.abs().max(1.0));
                 for (p, q) in a.iter().zip(&b) {
                     assert!(
                         (p - q).abs() <= 1e-12 * q.abs().max(1.0),
