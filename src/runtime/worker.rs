@@ -34,10 +34,10 @@ const LOADING_CAP: Duration = Duration::from_millis(5);
 /// Values read per block between clock checks: 512 KiB of dense samples, 768 KiB sparse.
 const BLOCK_VALUES: usize = 1 << 16;
 /// While computing, a worker probes for a newer task or a stop after a block
-/// when this long has passed since its last probe: an MPI probe runs
-/// OpenMPI's progress engine (about 1-2 µs), so one per block cost 8% of the
-/// gradient at 10000 × 1000 (`scripts/bench-runtime.sh`, K = 1), while a
-/// clock read costs nanoseconds.
+/// when this long has passed since its last probe: an MPI probe runs MPI's
+/// progress engine (microseconds), a clock read costs nanoseconds, so the
+/// probes take a bounded share of the compute whatever the block size, and a
+/// newer task or a stop still interrupts a computation within this time.
 const POLL_INTERVAL: Duration = Duration::from_micros(200);
 /// How long a worker waits for the model that follows a task (the master
 /// posts both sends together) before it reports a protocol error.
