@@ -31,20 +31,11 @@ fn write_config(name: &str, text: &str) -> PathBuf {
 
 /// Train `text` on `ranks` ranks into a fresh trace; the JSON summary and the trace path.
 fn train(name: &str, ranks: usize, text: &str, extra: &[&str]) -> (serde_json::Value, PathBuf) {
-    let config = write_config(name, text);
-    let trace = scratch(&format!("{name}.h5"));
-    let mut args = vec![
-        "train",
-        "--config",
-        config.to_str().unwrap(),
-        "--out",
-        trace.to_str().unwrap(),
-        "--force",
-        "--json",
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    let out = mpirun(ranks, &args);
+    let (mut command, trace) = common::train_command("mpi-tests", name, ranks, text, extra);
+    let out = {
+        let _one = common::one_at_a_time();
+        command.output().expect("mpirun must be installed")
+    };
     assert!(
         out.status.success(),
         "{name}: train failed: {}\n{}",

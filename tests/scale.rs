@@ -19,22 +19,9 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Train `text` on `ranks` ranks with info logs; the output and the trace.
 fn train(name: &str, ranks: usize, text: &str, extra: &[&str]) -> (Output, PathBuf) {
-    let config = scratch(&format!("{name}.toml"));
-    std::fs::write(&config, text).unwrap();
-    let trace = scratch(&format!("{name}.h5"));
-    let mut args = vec![
-        "train",
-        "--config",
-        config.to_str().unwrap(),
-        "--out",
-        trace.to_str().unwrap(),
-        "--force",
-        "--json",
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
+    let (mut command, trace) = common::train_command("scale-tests", name, ranks, text, extra);
     let _one = common::one_at_a_time();
-    let out = common::mpirun_command(ranks, &args)
+    let out = command
         .env("GRADCODE_LOG", "gradcode::runtime=info")
         .output()
         .expect("mpirun must be installed");

@@ -32,6 +32,33 @@ pub fn mpirun_command(ranks: usize, args: &[&str]) -> Command {
     cmd
 }
 
+/// `mpirun ... gradcode train` of the config `text`, written to the scratch
+/// folder `dir` as NAME.toml, into a fresh trace NAME.h5 there (`--force
+/// --json --quiet`, then `extra`): the command, not run, and the trace path.
+pub fn train_command(
+    dir: &str,
+    name: &str,
+    ranks: usize,
+    text: &str,
+    extra: &[&str],
+) -> (Command, PathBuf) {
+    let config = scratch(dir, &format!("{name}.toml"));
+    std::fs::write(&config, text).unwrap();
+    let trace = scratch(dir, &format!("{name}.h5"));
+    let mut args = vec![
+        "train",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        trace.to_str().unwrap(),
+        "--force",
+        "--json",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    (mpirun_command(ranks, &args), trace)
+}
+
 /// A path under the test's scratch folder `dir`.
 pub fn scratch(dir: &str, name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
