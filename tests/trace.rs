@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use gradcode::record::{ColumnVisitor, DatasetSpec, TraceColumns};
 use gradcode::trace::{
     DATASETS, ElementType, IterationRecord, Report, SchemaGroup, SimTraceWriter, TraceError,
-    TraceMeta, TraceWriter, read_attr_string, read_trace,
+    TraceFile, TraceMeta, TraceWriter, read_attr_string, read_trace,
 };
 use hostile::{EVERY_ROW, HOSTILE_ROWS, hostile_trace};
 
@@ -463,6 +463,56 @@ fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
     assert_eq!(format!("{back:?}"), format!("{want:?}"));
     // The iteration scales were cut with the rows and continued: 1..=7 again.
     assert_scales(&p, "", 7, 3);
+}
+
+/// Killed during a flush after its snapshot, a trace may hold datasets of
+/// unequal lengths beyond it: every reader of the whole table refuses the
+/// file, while the rows up to the snapshot (what a resume keeps and counts)
+/// read back whole, and resume continues from there.
+#[test]
+fn rows_up_to_the_snapshot_read_back_when_a_kill_left_datasets_unequal_beyond_it() {
+    let p = path("unequal-beyond-snapshot.h5");
+    let records = distinct_records(3, 8);
+    let mut w = TraceWriter::create(&p, &meta(3)).unwrap();
+    for r in &records[..6] {
+        w.append(r).unwrap();
+    }
+    w.write_snapshot(4, &[1.0, 2.0], &[0.5, 1.5]).unwrap();
+    w.close().unwrap();
+    // What a SIGKILL between two datasets' extensions leaves: one longer.
+    {
+        let f = hdf5::File::open_rw(&p).unwrap();
+        f.dataset("iteration/test_loss")
+            .unwrap()
+            .resize((7,))
+            .unwrap();
+        f.dataset("worker/finish_s")
+            .unwrap()
+            .resize((5, 3))
+            .unwrap();
+    }
+    let m = read_trace(&p, "/").unwrap_err().to_string();
+    assert!(m.contains("does not have one entry per iteration"), "{m}");
+    let file = TraceFile::open(&p).unwrap();
+    let kept = file.columns_upto("/", None, 4).unwrap();
+    assert_eq!(kept.iterations, 4);
+    let all = TraceColumns::from_records(3, &records[..4]);
+    assert_eq!(format!("{kept:?}"), format!("{all:?}"));
+    let m = file.columns_upto("/", None, 6).unwrap_err().to_string();
+    assert!(
+        m.contains("/worker/finish_s has 5 rows, fewer than the 6"),
+        "{m}"
+    );
+    drop(file);
+    let (mut w, s) = TraceWriter::resume(&p).unwrap();
+    assert_eq!(s.iteration, 4);
+    for r in &records[6..] {
+        w.append(r).unwrap();
+    }
+    w.close().unwrap();
+    let back = read_trace(&p, "/").unwrap().records;
+    let want: Vec<IterationRecord> = records[..4].iter().chain(&records[6..]).cloned().collect();
+    assert_eq!(format!("{back:?}"), format!("{want:?}"));
 }
 
 /// The dimension scales of the trace group `group` (e.g. "" or "sim/gc/trial_0/"):

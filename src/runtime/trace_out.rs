@@ -240,8 +240,9 @@ impl TraceOut {
 #[cfg(feature = "hdf5")]
 fn carried_totals(path: &Path, upto: u64) -> Result<Carried, crate::trace::TraceError> {
     let file = crate::trace::TraceFile::open(path)?;
-    let columns = file.columns("/", None)?;
-    let n = (upto as usize).min(columns.iterations);
+    let n = usize::try_from(upto)
+        .map_err(|_| crate::trace::TraceError::Record(format!("snapshot iteration {upto}")))?;
+    let columns = file.columns_upto("/", None, n)?;
     let sum = |c: &Option<Vec<f64>>| c.as_ref().map_or(0.0, |v| v[..n].iter().sum());
     Ok(Carried {
         iterations: n as u64,

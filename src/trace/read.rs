@@ -553,13 +553,54 @@ impl TraceFile {
     /// `workers` is used when no `/worker/` dataset says K. Errors name the
     /// dataset and the rule.
     pub fn columns(&self, group: &str, workers: Option<u64>) -> Result<TraceColumns> {
-        let datasets = self.schema_datasets(group, workers)?;
+        self.read_columns(group, workers, None)
+    }
+
+    /// The first `rows` iterations of [`Self::columns`]: every dataset
+    /// present holds at least that many rows, and only those are read. A
+    /// resume reads the iterations up to its snapshot so, whatever a kill
+    /// during a later flush left beyond them (datasets extended unequally).
+    pub fn columns_upto(
+        &self,
+        group: &str,
+        workers: Option<u64>,
+        rows: usize,
+    ) -> Result<TraceColumns> {
+        self.read_columns(group, workers, Some(rows))
+    }
+
+    fn read_columns(
+        &self,
+        group: &str,
+        workers: Option<u64>,
+        upto: Option<usize>,
+    ) -> Result<TraceColumns> {
+        let mut datasets = self.schema_datasets(group, workers)?;
         let rows = rows_dataset();
         let rows_path = full(group, rows.path);
-        let n = datasets
+        let stored = datasets
             .shape(rows)
             .map(|s| s[0])
             .ok_or_else(|| record(format!("not a gradcode trace (no dataset {rows_path})")))?;
+        let n = match upto {
+            None => stored,
+            Some(upto) => {
+                for (spec, found) in DATASETS.iter().zip(datasets.found.iter_mut()) {
+                    if let Some((_, shape)) = found {
+                        if shape[0] < upto {
+                            return Err(record(format!(
+                                "dataset {} has {} rows, fewer than the {upto} iterations read",
+                                full(group, spec.path),
+                                shape[0]
+                            )));
+                        }
+                        // Read (and charge to the file's budget) only these rows.
+                        shape[0] = upto;
+                    }
+                }
+                upto
+            }
+        };
         let k = datasets.workers;
         let misshapen = |spec: &DatasetSpec| {
             record(format!(
@@ -1134,9 +1175,20 @@ impl ColumnReader<'_> {
         let path = full(&self.datasets.group, spec.path);
         self.file
             .charge(ds, &path, shape, std::mem::size_of::<T>())?;
-        ds.read_raw::<T>()
-            .map(Some)
-            .map_err(|e| TraceError::hdf5(format!("dataset {path}"), e))
+        let error = |e| TraceError::hdf5(format!("dataset {path}"), e);
+        // The shape to read: all of the dataset, or its first rows.
+        if ds.shape().first() == shape.first() {
+            return ds.read_raw::<T>().map(Some).map_err(error);
+        }
+        let values = match shape.len() {
+            1 => ds
+                .read_slice_1d::<T, _>(0..shape[0])
+                .map(|a| a.into_iter().collect()),
+            _ => ds
+                .read_slice_2d::<T, _>(ndarray::s![0..shape[0], ..])
+                .map(|a| a.into_iter().collect()),
+        };
+        values.map(Some).map_err(error)
     }
 }
 
