@@ -481,7 +481,6 @@ mod tests {
         }
     }
 
-    /// |a − b| / |b| in the Euclidean norm (0 when both are zero).
     proptest::proptest! {
         #![proptest_config(proptest::test_runner::Config::with_cases(200))]
 
