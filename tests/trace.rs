@@ -433,17 +433,34 @@ fn the_hostile_files_control_is_a_trace_every_reader_reads_and_resume_continues(
     assert_eq!(read_trace(&p, "/").unwrap().records.len(), 1);
 }
 
-#[test]
-fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
-    let p = path("resume.h5");
-    let records = distinct_records(3, 9);
-    let mut w = TraceWriter::create(&p, &meta(3)).unwrap();
+/// A trace at `p` of 6 of `records` (K = 3) with a snapshot after the 4th.
+fn six_records_snapshot_after_four(p: &std::path::Path, records: &[IterationRecord]) {
+    let mut w = TraceWriter::create(p, &meta(3)).unwrap();
     for r in &records[..6] {
         w.append(r).unwrap();
     }
     w.write_snapshot(4, &[1.0, 2.0], &[0.5, 1.5]).unwrap();
     w.close().unwrap();
-    let (mut w, s) = TraceWriter::resume(&p).unwrap();
+}
+
+/// `w` (resumed at 4) continues with `records` from the 7th: the file reads
+/// back as records 1-4 then 7 on.
+fn continue_from_the_seventh(p: &std::path::Path, mut w: TraceWriter, records: &[IterationRecord]) {
+    for r in &records[6..] {
+        w.append(r).unwrap();
+    }
+    w.close().unwrap();
+    let back = read_trace(p, "/").unwrap().records;
+    let want: Vec<IterationRecord> = records[..4].iter().chain(&records[6..]).cloned().collect();
+    assert_eq!(format!("{back:?}"), format!("{want:?}"));
+}
+
+#[test]
+fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
+    let p = path("resume.h5");
+    let records = distinct_records(3, 9);
+    six_records_snapshot_after_four(&p, &records);
+    let (w, s) = TraceWriter::resume(&p).unwrap();
     assert_eq!(s.iteration, 4);
     assert_eq!(
         (s.theta, s.previous_theta),
@@ -454,13 +471,7 @@ fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
         (42, meta(3).config_toml.as_str())
     );
     assert_eq!(w.iterations(), 4);
-    for r in &records[6..] {
-        w.append(r).unwrap();
-    }
-    w.close().unwrap();
-    let back = read_trace(&p, "/").unwrap().records;
-    let want: Vec<IterationRecord> = records[..4].iter().chain(&records[6..]).cloned().collect();
-    assert_eq!(format!("{back:?}"), format!("{want:?}"));
+    continue_from_the_seventh(&p, w, &records);
     // The iteration scales were cut with the rows and continued: 1..=7 again.
     assert_scales(&p, "", 7, 3);
 }
@@ -473,12 +484,7 @@ fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
 fn rows_up_to_the_snapshot_read_back_when_a_kill_left_datasets_unequal_beyond_it() {
     let p = path("unequal-beyond-snapshot.h5");
     let records = distinct_records(3, 8);
-    let mut w = TraceWriter::create(&p, &meta(3)).unwrap();
-    for r in &records[..6] {
-        w.append(r).unwrap();
-    }
-    w.write_snapshot(4, &[1.0, 2.0], &[0.5, 1.5]).unwrap();
-    w.close().unwrap();
+    six_records_snapshot_after_four(&p, &records);
     // What a SIGKILL between two datasets' extensions leaves: one longer.
     {
         let f = hdf5::File::open_rw(&p).unwrap();
@@ -504,15 +510,9 @@ fn rows_up_to_the_snapshot_read_back_when_a_kill_left_datasets_unequal_beyond_it
         "{m}"
     );
     drop(file);
-    let (mut w, s) = TraceWriter::resume(&p).unwrap();
+    let (w, s) = TraceWriter::resume(&p).unwrap();
     assert_eq!(s.iteration, 4);
-    for r in &records[6..] {
-        w.append(r).unwrap();
-    }
-    w.close().unwrap();
-    let back = read_trace(&p, "/").unwrap().records;
-    let want: Vec<IterationRecord> = records[..4].iter().chain(&records[6..]).cloned().collect();
-    assert_eq!(format!("{back:?}"), format!("{want:?}"));
+    continue_from_the_seventh(&p, w, &records);
 }
 
 /// The dimension scales of the trace group `group` (e.g. "" or "sim/gc/trial_0/"):
