@@ -12,7 +12,8 @@
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 use gradcode::cluster::{
     Assignment, Clustering, ClusteringPolicy, GreedyClustering, OptimalClustering, WorkerStates,
 };
@@ -35,6 +36,35 @@ fn rate_sets(k: usize, count: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// One clustering by `policy` per iteration, cycling through the straggler
+/// flag sets (`flags/LABEL`) and through the rate sets (`rates/LABEL`).
+fn flags_and_rates<P: ClusteringPolicy>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    label: &str,
+    a: &Assignment,
+    mut policy: P,
+    sets: &[Vec<bool>],
+    rates: &[Vec<f64>],
+) {
+    let mut out = Clustering::default();
+    group.bench_with_input(BenchmarkId::new("flags", label), sets, |b, sets| {
+        let mut i = 0;
+        b.iter(|| {
+            i = (i + 1) % sets.len();
+            policy.cluster(a, &WorkerStates::flags(black_box(&sets[i])), &mut out);
+            black_box(out.members.len())
+        })
+    });
+    group.bench_with_input(BenchmarkId::new("rates", label), rates, |b, rates| {
+        let mut i = 0;
+        b.iter(|| {
+            i = (i + 1) % rates.len();
+            policy.cluster(a, &WorkerStates::rates(black_box(&rates[i]), 2.5), &mut out);
+            black_box(out.members.len())
+        })
+    });
+}
+
 fn clustering(c: &mut Criterion) {
     let mut group = c.benchmark_group("gc-dc greedy clustering");
     for (k, p, n) in [(20, 5, 3), (200, 10, 5), (1024, 64, 8)] {
@@ -43,28 +73,14 @@ fn clustering(c: &mut Criterion) {
         let sets = straggler_sets(k, 64);
         let rates = rate_sets(k, 64);
         let label = format!("K={k},P={p},n={n}");
-        let mut policy = GreedyClustering::new();
-        let mut out = Clustering::default();
-        group.bench_with_input(BenchmarkId::new("flags", &label), &sets, |b, sets| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) % sets.len();
-                policy.cluster(&a, &WorkerStates::flags(black_box(&sets[i])), &mut out);
-                black_box(out.members.len())
-            })
-        });
-        group.bench_with_input(BenchmarkId::new("rates", &label), &rates, |b, rates| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) % rates.len();
-                policy.cluster(
-                    &a,
-                    &WorkerStates::rates(black_box(&rates[i]), 2.5),
-                    &mut out,
-                );
-                black_box(out.members.len())
-            })
-        });
+        flags_and_rates(
+            &mut group,
+            &label,
+            &a,
+            GreedyClustering::new(),
+            &sets,
+            &rates,
+        );
         let mut scheme = DynamicClustering::new(
             k,
             p,
@@ -102,28 +118,8 @@ fn optimal(c: &mut Criterion) {
         let sets = straggler_sets(k, 64);
         let rates = rate_sets(k, 64);
         let label = format!("K={k},P={p},n={n}");
-        let mut policy = OptimalClustering::new(3).unwrap();
-        let mut out = Clustering::default();
-        group.bench_with_input(BenchmarkId::new("flags", &label), &sets, |b, sets| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) % sets.len();
-                policy.cluster(&a, &WorkerStates::flags(black_box(&sets[i])), &mut out);
-                black_box(out.members.len())
-            })
-        });
-        group.bench_with_input(BenchmarkId::new("rates", &label), &rates, |b, rates| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) % rates.len();
-                policy.cluster(
-                    &a,
-                    &WorkerStates::rates(black_box(&rates[i]), 2.5),
-                    &mut out,
-                );
-                black_box(out.members.len())
-            })
-        });
+        let policy = OptimalClustering::new(3).unwrap();
+        flags_and_rates(&mut group, &label, &a, policy, &sets, &rates);
     }
     group.finish();
 }
