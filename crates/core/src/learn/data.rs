@@ -1166,6 +1166,15 @@ mod tests {
         format!("{}/../../data/{name}", env!("CARGO_MANIFEST_DIR"))
     }
 
+    /// Logistic regression on the bundled breast cancer LIBSVM file with
+    /// `workers`, and `data_keys` (lines of `[data]`) besides kind and path.
+    fn breast_cancer(workers: usize, data_keys: &str) -> Config {
+        let path = shared("breast_cancer.libsvm");
+        config(&format!(
+            "workers = {workers}\n[data]\nkind = \"libsvm\"\npath = \"{path}\"\n{data_keys}[model]\nloss = \"logistic\"\n"
+        ))
+    }
+
     #[test]
     fn synthetic_data_does_not_depend_on_the_partitioning() {
         let c = config("workers = 4\n[data]\ntrain_samples = 12\nfeatures = 5\n");
@@ -1248,10 +1257,7 @@ mod tests {
 
     #[test]
     fn libsvm_file_loads_split_and_standardised() {
-        let path = shared("breast_cancer.libsvm");
-        let c = config(&format!(
-            "workers = 4\n[data]\nkind = \"libsvm\"\npath = \"{path}\"\ntest_fraction = 0.25\n[model]\nloss = \"logistic\"\n"
-        ));
+        let c = breast_cancer(4, "test_fraction = 0.25\n");
         let plan = DataPlan::new(&c, 4).unwrap();
         assert_eq!(plan.features(), 30);
         assert_eq!(plan.train_samples() + plan.test_samples(), 569);
@@ -1602,11 +1608,8 @@ mod tests {
     fn a_process_materialises_only_the_partitions_it_loads() {
         // Standardised data: the statistics come from a streaming pass, not from
         // a matrix of the whole training set.
-        let path = shared("breast_cancer.libsvm");
         for format in ["dense", "sparse"] {
-            let c = config(&format!(
-                "workers = 4\n[data]\nkind = \"libsvm\"\nformat = \"{format}\"\npath = \"{path}\"\n[model]\nloss = \"logistic\"\n"
-            ));
+            let c = breast_cancer(4, &format!("format = \"{format}\"\n"));
             let plan = DataPlan::new(&c, 4).unwrap();
             assert_eq!(plan.rows_materialised(), 0, "planning reads, holds nothing");
             let parts = plan.load(&[1]).unwrap();
@@ -1623,10 +1626,7 @@ mod tests {
 
     #[test]
     fn a_handed_over_standardization_gives_the_same_partitions() {
-        let path = shared("breast_cancer.libsvm");
-        let c = config(&format!(
-            "workers = 3\n[data]\nkind = \"libsvm\"\npath = \"{path}\"\n[model]\nloss = \"logistic\"\n"
-        ));
+        let c = breast_cancer(3, "");
         let master = DataPlan::new(&c, 3).unwrap();
         let stats = master.standardization().unwrap().unwrap().clone();
         assert!(stats.centers(), "dense data is centred");
@@ -1642,9 +1642,7 @@ mod tests {
         };
         let e = fresh.set_standardization(narrow).unwrap_err();
         assert!(e.to_string().contains("has 2 features, the data 30"), "{e}");
-        let sparse = config(&format!(
-            "workers = 3\n[data]\nkind = \"libsvm\"\nformat = \"sparse\"\npath = \"{path}\"\n[model]\nloss = \"logistic\"\n"
-        ));
+        let sparse = breast_cancer(3, "format = \"sparse\"\n");
         let e = DataPlan::new(&sparse, 3)
             .unwrap()
             .set_standardization(stats)
@@ -1656,11 +1654,11 @@ mod tests {
     fn sparse_and_dense_loads_of_a_file_agree() {
         // Unstandardised: the same numbers; standardised: sparse is the dense
         // standardisation without the centre, x / std.
-        let path = shared("breast_cancer.libsvm");
         let load = |format: &str, standardize: bool| {
-            let c = config(&format!(
-                "workers = 2\n[data]\nkind = \"libsvm\"\nformat = \"{format}\"\nstandardize = {standardize}\npath = \"{path}\"\n[model]\nloss = \"logistic\"\n"
-            ));
+            let c = breast_cancer(
+                2,
+                &format!("format = \"{format}\"\nstandardize = {standardize}\n"),
+            );
             let plan = DataPlan::new(&c, 2).unwrap();
             (plan.load(&[0, 1]).unwrap(), plan.load_test().unwrap(), plan)
         };
