@@ -3,6 +3,8 @@
 //! exhaustive check at small sizes that the circular-shift construction always
 //! admits a complete clustering and that greedy + repair always returns one.
 
+mod common;
+
 use gradcode::cluster::spread::{min_max_stragglers, most_even_profile};
 use gradcode::cluster::{
     Assignment, ClassPhase, Clustering, ClusteringPolicy, Conflict, GreedyClustering, How,
@@ -12,18 +14,7 @@ use gradcode::rng::{Stream, stream};
 use proptest::prelude::*;
 use rand::RngExt;
 
-/// Eq. (13) of 000, 1-based.
-fn eq13() -> Assignment {
-    let rows = vec![
-        vec![1, 2, 3, 4],
-        vec![6, 7, 8, 5],
-        vec![9, 10, 11, 12],
-        vec![4, 1, 2, 3],
-        vec![7, 8, 5, 6],
-        vec![10, 11, 12, 9],
-    ];
-    Assignment::from_rows(12, 4, Some(2), &rows).unwrap()
-}
+use common::eq13;
 
 /// The paper's S (S_k = 0: straggler) as straggler flags.
 fn flags_from_s(s: &[u8]) -> Vec<bool> {

@@ -1,6 +1,8 @@
 //! The gc-dc scheme (000 §IV-V): plans, storage, decoding and the tracker on
 //! the iteration's own clusters.
 
+mod common;
+
 use gradcode::cluster::Assignment;
 use gradcode::coding::ClusteringKind;
 use gradcode::coding::{
@@ -12,18 +14,7 @@ use gradcode::rng::{Stream, stream};
 use proptest::prelude::*;
 use rand::RngExt;
 
-const EQ13: [[usize; 4]; 6] = [
-    [1, 2, 3, 4],
-    [6, 7, 8, 5],
-    [9, 10, 11, 12],
-    [4, 1, 2, 3],
-    [7, 8, 5, 6],
-    [10, 11, 12, 9],
-];
-
-fn eq13_rows() -> Vec<Vec<usize>> {
-    EQ13.iter().map(|r| r.to_vec()).collect()
-}
+use common::eq13_rows;
 
 fn gc_dc(
     k: usize,

@@ -3,6 +3,8 @@
 //! for straggler flags, random rates (with ties and NaN) by proptest; it is
 //! always valid and never worse than the greedy of 000 §V on the objective.
 
+mod common;
+
 use gradcode::cluster::{
     Assignment, Clustering, ClusteringPolicy, ClusteringScore, GreedyClustering, OptimalClustering,
     WorkerStates,
@@ -10,18 +12,7 @@ use gradcode::cluster::{
 use gradcode::rng::{Stream, stream};
 use proptest::prelude::*;
 
-/// Eq. (13) of 000, 1-based.
-fn eq13() -> Assignment {
-    let rows = vec![
-        vec![1, 2, 3, 4],
-        vec![6, 7, 8, 5],
-        vec![9, 10, 11, 12],
-        vec![4, 1, 2, 3],
-        vec![7, 8, 5, 6],
-        vec![10, 11, 12, 9],
-    ];
-    Assignment::from_rows(12, 4, Some(2), &rows).unwrap()
-}
+use common::eq13;
 
 /// Every valid clustering, as one bit mask of workers per cluster.
 fn all_clusterings(a: &Assignment) -> Vec<Vec<u32>> {

@@ -214,3 +214,25 @@ pub fn git_head() -> String {
             String::from_utf8_lossy(&o.stdout).trim().to_string()
         })
 }
+
+/// A_cluster of 000 eq. (13) (K = 12, P = 4, n = 2), 1-based rows as the
+/// paper prints them: the reference the library's `EQ13_SHIFTS` is checked
+/// against, spelled here independently of it.
+pub const EQ13: [[usize; 4]; 6] = [
+    [1, 2, 3, 4],
+    [6, 7, 8, 5],
+    [9, 10, 11, 12],
+    [4, 1, 2, 3],
+    [7, 8, 5, 6],
+    [10, 11, 12, 9],
+];
+
+/// [`EQ13`] as rows for `Assignment::from_rows`.
+pub fn eq13_rows() -> Vec<Vec<usize>> {
+    EQ13.iter().map(|r| r.to_vec()).collect()
+}
+
+/// [`EQ13`] as an assignment.
+pub fn eq13() -> gradcode::cluster::Assignment {
+    gradcode::cluster::Assignment::from_rows(12, 4, Some(2), &eq13_rows()).unwrap()
+}
