@@ -230,19 +230,8 @@ fn fig4a_ranks_gc_dc_over_gc_sc_as_the_paper_does() {
     assert_eq!(ranking[0]["stored_partitions"], 12);
     assert_eq!(ranking[1]["stored_partitions"], 3);
     // Each candidate is what `sweep` gives for that variant.
-    let mut sweep = vec![
-        "sweep",
-        "--json",
-        "--config",
-        FIG4A,
-        "--schemes",
-        "gc-sc,gc-dc",
-        "--trials",
-        "4",
-        "--iterations",
-        "100",
-    ];
-    sweep.extend(PAPER_GRID);
+    let mut sweep = args.clone();
+    sweep[0] = "sweep";
     let rows = json(&gradcode(&sweep))["rows"].clone();
     for c in ranking {
         let row = rows
