@@ -359,14 +359,63 @@ fn schema_group(g: &Group, s: &Structure) {
             }
         };
         string_attr(&ds, "unit", spec.unit);
-        for &(_, rows, cols) in s.claims.iter().filter(|c| c.0 == index) {
-            // HDF5 refuses some extents (beyond its 2^64 bytes of address): keep what it takes.
-            let _ = match spec.group {
-                SchemaGroup::Iteration => ds.resize((rows,)),
-                SchemaGroup::Worker => ds.resize((rows, cols)),
-            };
+        let claims: Vec<(usize, usize)> = s
+            .claims
+            .iter()
+            .filter(|c| c.0 == index)
+            .map(|&(_, rows, cols)| (rows, cols))
+            .collect();
+        claim(&ds, spec.group, (n, k), &claims);
+    }
+}
+
+/// The dataset `ds`, written as `written` (rows, columns), resized to each
+/// of `claims` in turn, in two steps with the same outcome: shrink to the
+/// values every accepted claim keeps, then grow to the last accepted claim.
+/// Resized one claim at a time, a shrink after a claim of 2^40 rows makes
+/// HDF5 visit every chunk of the claimed extent (hours, as in one CI run);
+/// the two steps only ever shrink what was written. HDF5 refuses some
+/// extents (beyond its 2^64 bytes of address); a refused claim changes
+/// nothing, as its resize would, which a probe tells beforehand.
+fn claim(ds: &Dataset, group: SchemaGroup, written: (usize, usize), claims: &[(usize, usize)]) {
+    let dims = |(rows, cols): (usize, usize)| match group {
+        SchemaGroup::Iteration => vec![rows],
+        SchemaGroup::Worker => vec![rows, cols],
+    };
+    let mut kept = written;
+    let mut last = None;
+    for &extent in claims {
+        if accepts(ds, &dims(extent)) {
+            kept = (kept.0.min(extent.0), kept.1.min(extent.1));
+            last = Some(extent);
         }
     }
+    if let Some(extent) = last {
+        ds.resize(dims(kept)).unwrap();
+        ds.resize(dims(extent)).unwrap();
+    }
+}
+
+/// Whether HDF5 resizes a dataset of the type and chunks of `ds` to
+/// `extent`: tried on an empty one in a file held in memory.
+fn accepts(ds: &Dataset, extent: &[usize]) -> bool {
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = File::with_options()
+        .with_fapl(|p| p.core_filebacked(false))
+        .create(format!(
+            "gradcode-extent-probe-{}-{n}.h5",
+            std::process::id()
+        ))
+        .unwrap();
+    let probe = file
+        .new_dataset_builder()
+        .empty_as(ds.dtype().unwrap())
+        .chunk(ds.chunk().unwrap())
+        .shape(hdf5::SimpleExtents::resizable(vec![0; extent.len()]))
+        .create("probe")
+        .unwrap();
+    probe.resize(extent).is_ok()
 }
 
 /// Write the file of `s` at `path`.
