@@ -198,6 +198,90 @@ fn the_p99_objective_ranks_by_the_trials_99th_percentiles() {
     }
 }
 
+/// Time to a loss on the demo (least squares, 60 iterations): the target
+/// is what full-batch descent records at iteration 30, which every exact
+/// scheme reaches at iteration 30 in every trial, after 30 iterations of
+/// its own durations; a scheme that recovers part of the gradient is
+/// ranked by when it gets there, and an unreachable target is said to be.
+#[test]
+fn the_time_to_loss_objective_trains_each_candidate_to_the_target() {
+    let base = [
+        "advise",
+        "--json",
+        "--objective",
+        "time-to-loss",
+        "--schemes",
+        "gc-sc,ignore-stragglers",
+        "--grid",
+        "scheme.clusters=4",
+        "--grid",
+        "scheme.load=2,3",
+        "--grid",
+        "scheme.wait_for=4,11",
+        "--trials",
+        "4",
+        "--iterations",
+        "30",
+    ];
+    let v = json(&gradcode(&base));
+    assert_eq!(v["objective"], "time-to-loss");
+    assert_eq!(
+        v["target"]["source"], "full-batch descent at iteration 30",
+        "{v}"
+    );
+    assert_eq!(v["target"]["iterations"], 60);
+    let ranking = v["ranking"].as_array().unwrap();
+    assert_eq!(ranking.len(), 4, "{v}");
+    let objective: Vec<f64> = ranking
+        .iter()
+        .map(|c| c["objective"].as_f64().unwrap())
+        .collect();
+    assert!(objective.windows(2).all(|w| w[0] <= w[1]), "{v}");
+    for c in ranking {
+        assert_eq!(c["reached_trials"], 4, "{c}");
+        let exact = c["scheme"] == "gc-sc";
+        let its = c["iterations_to_target"].as_f64().unwrap();
+        if exact {
+            assert_eq!(c["recovered_fraction"], 1.0, "{c}");
+            assert_eq!(its, 30.0, "{c}");
+            // simulate.iterations = 30 here: the same samples, so the time
+            // to iteration 30 is 30 mean iteration times.
+            let time = 30.0 * c["mean_iteration_time"].as_f64().unwrap();
+            assert!(
+                (c["objective"].as_f64().unwrap() - time).abs() <= 1e-9 * time,
+                "{c}"
+            );
+        } else {
+            // Its own trajectory: tests/to_loss.rs checks it against a
+            // descent on exactly the partitions it recovered.
+            assert!(c["recovered_fraction"].as_f64().unwrap() < 1.0, "{c}");
+            assert!((1.0..=60.0).contains(&its), "{c}");
+        }
+    }
+
+    // Below any least-squares loss: nobody gets there, and it is said.
+    let mut args = base.to_vec();
+    args.extend(["--target-loss", "-1"]);
+    let v = json(&gradcode(&args));
+    assert_eq!(v["target"]["source"], "--target-loss");
+    for c in v["ranking"].as_array().unwrap() {
+        assert_eq!(c["reached_trials"], 0, "{c}");
+        assert!(
+            c["objective"].is_null() && c["iterations_to_target"].is_null(),
+            "{c}"
+        );
+    }
+    args.retain(|a| *a != "--json");
+    let o = gradcode(&args);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("reached in 0 of 4 trials"), "{text}");
+    assert!(
+        text.contains("no candidate reaches the target loss in every trial"),
+        "{text}"
+    );
+}
+
 #[test]
 fn fig4a_ranks_gc_dc_over_gc_sc_as_the_paper_does() {
     let mut args = vec![
@@ -315,8 +399,17 @@ fn bad_flags_are_refused_naming_the_flag() {
     let short_csv = scratch("advise-cli", "two-columns.csv");
     std::fs::write(&short_csv, "1.0,2.0\n1.5,2.5\n").unwrap();
     let short_csv = short_csv.to_str().unwrap();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--replay", short_csv, "--trace", "run.h5"], "--trace"),
+        (&["--target-loss", "0.5"], "--target-loss"),
+        (
+            &["--objective", "time-to-loss", "--target-loss", "nan"],
+            "--target-loss",
+        ),
+        (
+            &["--objective", "time-to-loss", "--set", "train.iterations=1"],
+            "train.iterations",
+        ),
         (&["--objective", "fastest"], "--objective"),
         (&["--memory-partitions", "0"], "--memory-partitions"),
         (&["--trials", "1"], "--trials"),

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! gradcode advise --config F [--replay times.csv | --trace measured.h5] [--memory-partitions M]
-//!     [--objective mean|p99] [--schemes S1,S2] [--grid KEY=V1,V2,...] [--trials N] [--iterations T] [--json]
+//!     [--objective mean|p99|time-to-loss] [--target-loss L] [--schemes S1,S2] [--grid KEY=V1,V2,...]
+//!     [--trials N] [--iterations T] [--json]
 //! ```
 //!
 //! 1. The straggler model: the config's, or fitted to a replay CSV or to
@@ -21,10 +22,14 @@
 //! 3. Each candidate runs exactly what `sweep` runs for it (the same seed,
 //!    so every candidate sees the same straggler samples: common random
 //!    numbers), and they are ranked by the objective: the mean iteration
-//!    time, or the 99th percentile of a trial's iteration times, averaged
-//!    over trials. Each is compared with the best through the per-trial
-//!    differences (paired): when the 95% confidence interval of the
-//!    difference contains 0, the two cannot be told apart, and it says so.
+//!    time, the 99th percentile of a trial's iteration times, averaged
+//!    over trials, or the model time to a training loss
+//!    ([`crate::sim::to_loss`]: each trial trains for `train.iterations`
+//!    iterations on the same samples; candidates that miss the target in
+//!    some trial come after those that reach it in every trial). Each is
+//!    compared with the best through the per-trial differences (paired):
+//!    when the 95% confidence interval of the difference contains 0, the
+//!    two cannot be told apart, and it says so.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,6 +39,7 @@ use serde::Serialize;
 use super::ConfigArgs;
 use super::sweep::{self, Axis, Outcome, Skipped, VariantRunner};
 use crate::error::InputError;
+use crate::sim::to_loss::{self, LossRunError, TrialToLoss};
 use crate::stats::mean_ci95;
 use crate::straggler::TraceTable;
 use crate::straggler::fit::{self, Fits, FittedModel};
@@ -47,6 +53,8 @@ pub enum Objective {
     Mean,
     /// 99th percentile of the iteration times of a trial, averaged over trials.
     P99,
+    /// Model time until the training loss reaches `--target-loss`.
+    TimeToLoss,
 }
 
 /// The flags of `advise` besides the config.
@@ -56,6 +64,7 @@ pub(crate) struct AdviseFlags {
     pub replay: Option<PathBuf>,
     pub memory_partitions: Option<usize>,
     pub objective: Objective,
+    pub target_loss: Option<f64>,
     pub schemes: Option<String>,
     pub grid: Vec<String>,
     pub trials: Option<u64>,
@@ -107,6 +116,23 @@ struct Candidate {
     p99: f64,
     recovered_fraction: f64,
     messages_per_iteration: f64,
+    /// time-to-loss: the trials in which it reached the target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reached_trials: Option<usize>,
+    /// time-to-loss: iterations before the target, mean over the trials
+    /// that reached it (null: none did).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iterations_to_target: Option<f64>,
+}
+
+/// What `--objective time-to-loss` aims at.
+#[derive(Debug, Serialize)]
+struct LossTarget {
+    loss: f64,
+    /// `--target-loss`, or `full-batch descent at iteration N`.
+    source: String,
+    /// Iterations each trial trains (`train.iterations`).
+    iterations: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,6 +143,8 @@ struct AdviseReport {
     trials: usize,
     iterations: usize,
     objective: Objective,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<LossTarget>,
     memory_partitions: Option<usize>,
     straggler: ModelSource,
     ranking: Vec<Candidate>,
@@ -282,6 +310,27 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         .into());
     }
     let k = config.workers;
+    match (flags.objective, flags.target_loss) {
+        (Objective::TimeToLoss, Some(t)) if !t.is_finite() => {
+            return Err(InputError::value("--target-loss", t, "must be a finite number").into());
+        }
+        (Objective::TimeToLoss, None) if config.train.iterations < 2 => {
+            return Err(InputError::value(
+                "train.iterations",
+                config.train.iterations,
+                "must be at least 2 for the default --target-loss (the loss of full-batch descent at half of them)",
+            )
+            .into());
+        }
+        (Objective::Mean | Objective::P99, Some(_)) => {
+            return Err(InputError::new(
+                "--target-loss",
+                "is read only with --objective time-to-loss",
+            )
+            .into());
+        }
+        _ => {}
+    }
     let schemes: Vec<String> = match &flags.schemes {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
         None => {
@@ -323,10 +372,14 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     // The fitted model must make a valid config (it does for every fit; an
     // error here names the key).
     super::load(&base)?;
+    let target = match flags.objective {
+        Objective::TimeToLoss => Some(loss_target(config, flags.target_loss)?),
+        Objective::Mean | Objective::P99 => None,
+    };
 
     let memory = flags.memory_partitions;
     let mut runner = VariantRunner::new(&base);
-    let mut ran = Vec::new();
+    let mut ran: Vec<Ran> = Vec::new();
     let mut skipped = Vec::new();
     for entry in entries {
         let axes = axes_for(entry, &grid, k, memory);
@@ -345,12 +398,30 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
                     settings,
                     setup,
                     report,
-                } => ran.push((
-                    entry.name().to_string(),
-                    settings,
-                    max_stored(&setup),
-                    report,
-                )),
+                } => {
+                    let to_loss = match &target {
+                        None => Vec::new(),
+                        Some(t) => match to_loss::time_to_loss(&setup.loaded.config, t.loss) {
+                            Ok(trials) => trials,
+                            Err(LossRunError::Engine(e)) => {
+                                skipped.push(Skipped {
+                                    scheme: entry.name().to_string(),
+                                    settings,
+                                    reason: format!("training to the target loss failed: {e}"),
+                                });
+                                continue;
+                            }
+                            Err(LossRunError::Input(e)) => return Err(e.into()),
+                        },
+                    };
+                    ran.push(Ran {
+                        scheme: entry.name().to_string(),
+                        settings,
+                        stored: max_stored(&setup),
+                        report,
+                        to_loss,
+                    });
+                }
                 Outcome::Skipped(s) => skipped.push(s),
             }
         }
@@ -380,6 +451,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         trials: config.simulate.trials,
         iterations: config.simulate.iterations,
         objective: flags.objective,
+        target,
         memory_partitions: memory,
         straggler,
         ranking,
@@ -402,55 +474,117 @@ fn max_stored(setup: &crate::setup::Setup) -> usize {
         .unwrap_or(0)
 }
 
-/// Per trial, the objective of a report's one scheme.
-fn per_trial(report: &crate::sim::SimReport, objective: Objective) -> &[f64] {
-    let s = &report.schemes[0];
-    match objective {
-        Objective::Mean => &s.trial_means,
-        Objective::P99 => &s.trial_p99,
+/// The target of `--objective time-to-loss`: `--target-loss`, or the
+/// default of [`to_loss::default_target`] on the base config's data.
+fn loss_target(config: &crate::config::Config, given: Option<f64>) -> anyhow::Result<LossTarget> {
+    let iterations = config.train.iterations;
+    if let Some(loss) = given {
+        return Ok(LossTarget {
+            loss,
+            source: "--target-loss".to_string(),
+            iterations,
+        });
+    }
+    let losses = to_loss::exact_losses(config)?;
+    let loss = to_loss::default_target(&losses)
+        .ok_or_else(|| InputError::value("train.iterations", iterations, "must be at least 2"))?;
+    Ok(LossTarget {
+        loss,
+        source: format!("full-batch descent at iteration {}", iterations / 2),
+        iterations,
+    })
+}
+
+/// A candidate that ran: its scheme and settings, the most partitions a
+/// worker stores, its simulation, and (time-to-loss) how each trial
+/// reached the target.
+struct Ran {
+    scheme: String,
+    settings: BTreeMap<String, String>,
+    stored: usize,
+    report: crate::sim::SimReport,
+    to_loss: Vec<TrialToLoss>,
+}
+
+impl Ran {
+    /// Per trial, the objective (infinite: the target loss not reached).
+    fn per_trial(&self, objective: Objective) -> Vec<f64> {
+        let s = &self.report.schemes[0];
+        match objective {
+            Objective::Mean => s.trial_means.clone(),
+            Objective::P99 => s.trial_p99.clone(),
+            Objective::TimeToLoss => self
+                .to_loss
+                .iter()
+                .map(|t| t.time.unwrap_or(f64::INFINITY))
+                .collect(),
+        }
     }
 }
 
-/// Rank the candidates by the mean over trials of the objective, and
-/// compare each with the best on the paired per-trial differences.
-fn rank(
-    ran: Vec<(
-        String,
-        BTreeMap<String, String>,
-        usize,
-        crate::sim::SimReport,
-    )>,
-    objective: Objective,
-) -> Vec<Candidate> {
-    let mut scored: Vec<_> = ran
-        .into_iter()
-        .map(|(scheme, settings, stored, report)| {
-            let (mean, ci) = mean_ci95(per_trial(&report, objective));
-            (mean, ci, scheme, settings, stored, report)
-        })
+/// Trials that missed the objective, and the mean over the others: the
+/// ranking key (fewest misses, then the smallest mean).
+fn ranking_key(per_trial: &[f64]) -> (usize, f64) {
+    let reached: Vec<f64> = per_trial
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
         .collect();
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let best: Vec<f64> = per_trial(&scored[0].5, objective).to_vec();
+    let mean = reached.iter().sum::<f64>() / reached.len() as f64;
+    (per_trial.len() - reached.len(), mean)
+}
+
+/// Rank the candidates by the mean over trials of the objective (those
+/// that missed a time-to-loss target in some trial after those that never
+/// did, fewest misses first), and compare each with the best on the paired
+/// per-trial differences (undefined, NaN, where either missed a trial).
+fn rank(ran: Vec<Ran>, objective: Objective) -> Vec<Candidate> {
+    let mut scored: Vec<(Vec<f64>, Ran)> = ran
+        .into_iter()
+        .map(|r| (r.per_trial(objective), r))
+        .collect();
+    scored.sort_by(|a, b| {
+        let (ma, xa) = ranking_key(&a.0);
+        let (mb, xb) = ranking_key(&b.0);
+        ma.cmp(&mb).then(xa.total_cmp(&xb))
+    });
+    let best = scored[0].0.clone();
+    let complete = |v: &[f64]| v.iter().all(|x| x.is_finite());
     scored
         .into_iter()
         .enumerate()
-        .map(|(i, (mean, ci, scheme, settings, stored, report))| {
-            let diffs: Vec<f64> = per_trial(&report, objective)
-                .iter()
-                .zip(&best)
-                .map(|(x, b)| x - b)
-                .collect();
+        .map(|(i, (values, r))| {
+            let (mean, ci) = if complete(&values) {
+                mean_ci95(&values)
+            } else {
+                (f64::NAN, f64::NAN)
+            };
             let (difference, difference_ci95) = if i == 0 {
                 (0.0, 0.0)
-            } else {
+            } else if complete(&values) && complete(&best) {
+                let diffs: Vec<f64> = values.iter().zip(&best).map(|(x, b)| x - b).collect();
                 mean_ci95(&diffs)
+            } else {
+                (f64::NAN, f64::NAN)
             };
-            let s = &report.schemes[0];
+            let (reached_trials, iterations_to_target) = match objective {
+                Objective::TimeToLoss => {
+                    let its: Vec<f64> = r
+                        .to_loss
+                        .iter()
+                        .filter_map(|t| t.iterations.map(|n| n as f64))
+                        .collect();
+                    let mean = its.iter().sum::<f64>() / its.len() as f64;
+                    (Some(its.len()), Some(mean))
+                }
+                Objective::Mean | Objective::P99 => (None, None),
+            };
+            let s = &r.report.schemes[0];
             Candidate {
                 rank: i + 1,
-                scheme,
-                settings,
-                stored_partitions: stored,
+                scheme: r.scheme,
+                settings: r.settings,
+                stored_partitions: r.stored,
                 objective: mean,
                 ci95: ci,
                 difference,
@@ -460,6 +594,8 @@ fn rank(
                 p99: s.p99,
                 recovered_fraction: s.recovered_fraction,
                 messages_per_iteration: s.messages_per_iteration,
+                reached_trials,
+                iterations_to_target,
             }
         })
         .collect()
@@ -528,9 +664,14 @@ fn print_text(r: &AdviseReport) {
             }
         }
     }
-    let what = match r.objective {
-        Objective::Mean => "mean iteration time",
-        Objective::P99 => "p99 iteration time (mean over trials)",
+    let what = match (r.objective, &r.target) {
+        (Objective::Mean, _) => "mean iteration time".to_string(),
+        (Objective::P99, _) => "p99 iteration time (mean over trials)".to_string(),
+        (Objective::TimeToLoss, Some(t)) => format!(
+            "model time to training loss {:.6e} ({}), training {} iterations per trial",
+            t.loss, t.source, t.iterations
+        ),
+        (Objective::TimeToLoss, None) => "model time to the training loss".to_string(),
     };
     match r.memory_partitions {
         Some(mp) => crate::outln!("objective: {what}; memory budget: {mp} partitions per worker"),
@@ -553,7 +694,10 @@ fn print_text(r: &AdviseReport) {
         "vs best (paired ci95)"
     );
     for c in &r.ranking {
-        let versus = if c.rank == 1 {
+        let missed = c.reached_trials.filter(|&n| n < r.trials);
+        let versus = if let Some(n) = missed {
+            format!("reached in {n} of {} trials", r.trials)
+        } else if c.rank == 1 {
             "best".to_string()
         } else {
             format!(
@@ -567,18 +711,27 @@ fn print_text(r: &AdviseReport) {
                 }
             )
         };
+        let objective = if missed.is_some() {
+            format!("{:>20}", "-")
+        } else {
+            format!("{:>9.4} ± {:<8.4}", c.objective, c.ci95)
+        };
         crate::outln!(
-            "{:>4}  {:<18}  {:<width$}  {:>6}  {:>9.4} ± {:<8.4}  {:>22}",
+            "{:>4}  {:<18}  {:<width$}  {:>6}  {objective}  {:>22}",
             c.rank,
             c.scheme,
             sweep::describe(&c.settings),
             c.stored_partitions,
-            c.objective,
-            c.ci95,
             versus
         );
     }
     let best = &r.ranking[0];
+    if best.reached_trials.is_some_and(|n| n < r.trials) {
+        crate::outln!(
+            "\nno candidate reaches the target loss in every trial: raise train.iterations or --target-loss"
+        );
+        return;
+    }
     crate::outln!(
         "\nadvice: {} {} ({} partitions per worker)",
         best.scheme,
@@ -611,6 +764,17 @@ fn print_text(r: &AdviseReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn candidates_that_miss_a_trial_rank_after_those_that_never_do() {
+        let always = ranking_key(&[3.0, 5.0]);
+        let once_missed = ranking_key(&[0.5, f64::INFINITY]);
+        let never = ranking_key(&[f64::INFINITY, f64::INFINITY]);
+        assert_eq!(always, (0, 4.0));
+        assert_eq!(once_missed, (1, 0.5));
+        assert_eq!(never.0, 2);
+        assert!(always < once_missed && once_missed.0 < never.0);
+    }
 
     #[test]
     fn divisors_of_twenty() {

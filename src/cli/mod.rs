@@ -168,6 +168,10 @@ pub enum Command {
         /// What to rank by.
         #[arg(long, value_enum, default_value_t = advise::Objective::Mean)]
         objective: advise::Objective,
+        /// The training loss of `--objective time-to-loss` (default: what
+        /// full-batch descent records at iteration train.iterations / 2).
+        #[arg(long, value_name = "LOSS", allow_negative_numbers = true)]
+        target_loss: Option<f64>,
         /// The schemes to consider, comma separated (default: the kinds of simulate.compare).
         #[arg(long, value_name = "S1,S2,...")]
         schemes: Option<String>,
@@ -304,6 +308,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             replay,
             memory_partitions,
             objective,
+            target_loss,
             schemes,
             grid,
             trials,
@@ -315,6 +320,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 replay,
                 memory_partitions: memory_partitions.map(|m| m as usize),
                 objective,
+                target_loss,
                 schemes,
                 grid,
                 trials,

@@ -1,4 +1,4 @@
-//! The iteration engine: one driver, one stop rule, two kinds of round.
+//! The iteration engine: one driver, one stop rule, three kinds of round.
 //!
 //! In the spirit of argmin's executor, the parts of a run are separate:
 //!
@@ -11,8 +11,10 @@
 //!   the master in arrival order and feeds them to the stop rule: the
 //!   simulated round ([`SimulatedRound`]) from the sampled delays on a
 //!   virtual clock, the MPI round (in the `gradcode` crate) from real
-//!   workers; it is the only part that differs between `simulate` and
-//!   `train`;
+//!   workers, and the learning round ([`LearningRound`]) that adds to the
+//!   simulated one the vectors the workers would send, computed in process
+//!   (a simulation that trains: `advise --objective time-to-loss`); it is
+//!   the only part that differs between `simulate` and `train`;
 //! - the **driver** ([`Driver`]) owns everything else: straggler sampling,
 //!   what the master knows of the straggler state ([`state_context`]),
 //!   planning and plan caching, decoding, the iteration record, the
@@ -27,12 +29,14 @@
 
 mod driver;
 mod learner;
+mod learning;
 mod simulated;
 mod stop;
 mod timing;
 
 pub use driver::{Carried, Driver, Lane, RunEnd, RunSummary, Straggling, state_context};
 pub use learner::{Learner, StepLosses};
+pub use learning::LearningRound;
 pub use simulated::SimulatedRound;
 pub use stop::{Decision, Stop, StopCause, StopRule, decode_prefix};
 pub use timing::Timing;

@@ -12,8 +12,10 @@
 //! Time here is the papers' unitless model time.
 
 pub mod run;
+pub mod to_loss;
 
 pub use run::{BoundSummary, SchemeSummary, SimReport, Simulation};
+pub use to_loss::{LossRunError, TrialToLoss, default_target, exact_losses, time_to_loss};
 
 use crate::straggler::RoundSample;
 

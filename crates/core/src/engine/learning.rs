@@ -1,0 +1,100 @@
+//! The simulated round with vectors: the simulator's virtual clock, and the
+//! workers' computations done in this process, so that a simulation can
+//! train (`advise --objective time-to-loss`).
+//!
+//! The arrivals, their times and the stop are those of [`SimulatedRound`]
+//! (the same straggler sample gives the same iteration as in `simulate`);
+//! the vectors are what the workers of `train` send: each partition's
+//! gradient sum and loss sum at the iteration's evaluation point, and per
+//! message its codeword's combination of them ([`Codeword::encode`]).
+//!
+//! [`Codeword::encode`]: crate::coding::Codeword::encode
+
+use super::{
+    Round, RoundError, RoundReport, RoundStatus, RoundTask, SimulatedRound, StopRule, Timing,
+};
+use crate::config::Loss;
+use crate::learn::Partition;
+
+/// A simulated round whose messages carry the coded gradients of the
+/// training data, computed in process. Keeps its buffers between iterations.
+pub struct LearningRound {
+    clock: SimulatedRound,
+    loss: Loss,
+    /// Every partition of the training data, indexed by partition id.
+    partitions: Vec<Partition>,
+    /// Per partition: the gradient sum (d entries) and the loss sum at the
+    /// last iteration's evaluation point.
+    vectors: Vec<Vec<f64>>,
+    /// The accepted messages' vectors, in arrival order.
+    messages: Vec<Vec<f64>>,
+}
+
+impl LearningRound {
+    /// A round over `partitions` (the training data, partition `p` at index
+    /// `p`, every one with `dim` features), reporting times in seconds,
+    /// `time_unit_s` per model time unit.
+    pub fn new(time_unit_s: f64, loss: Loss, partitions: Vec<Partition>, dim: usize) -> Self {
+        assert!(
+            partitions.iter().enumerate().all(|(p, part)| part.id == p),
+            "partitions are indexed by their id"
+        );
+        let vectors = vec![vec![0.0; dim + 1]; partitions.len()];
+        Self {
+            clock: SimulatedRound::new(time_unit_s),
+            loss,
+            partitions,
+            vectors,
+            messages: Vec::new(),
+        }
+    }
+}
+
+impl Round for LearningRound {
+    fn run(
+        &mut self,
+        task: &RoundTask<'_>,
+        rule: &mut StopRule<'_>,
+        report: &mut RoundReport,
+        timing: &mut Timing,
+    ) -> Result<RoundStatus, RoundError> {
+        let status = self.clock.run(task, rule, report, timing)?;
+        let theta = task
+            .eval_point
+            .ok_or("a learning round needs the evaluation point")?;
+        for (part, v) in self.partitions.iter().zip(&mut self.vectors) {
+            v.fill(0.0);
+            let (grad, loss) = v.split_at_mut(theta.len());
+            loss[0] = part.accumulate(self.loss, 0..part.len(), theta, grad);
+        }
+        self.messages.clear();
+        for a in &report.arrivals {
+            let codeword = &task.plan.tasks[a.worker].messages[a.message].codeword;
+            self.messages.push(codeword.encode(&self.vectors));
+        }
+        Ok(status)
+    }
+
+    fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
+        out.clear();
+        out.resize(self.vectors.first().map_or(0, Vec::len), 0.0);
+        // As the MPI round: in `order`, messages of weight 0 left out.
+        for &i in order {
+            if weights[i] != 0.0 {
+                for (o, v) in out.iter_mut().zip(&self.messages[i]) {
+                    *o += weights[i] * v;
+                }
+            }
+        }
+        true
+    }
+
+    fn full_loss(
+        &mut self,
+        _task: &RoundTask<'_>,
+        _report: &mut RoundReport,
+        _timing: &mut Timing,
+    ) -> Result<Option<f64>, RoundError> {
+        Ok(Some(self.vectors.iter().map(|v| v[v.len() - 1]).sum()))
+    }
+}
