@@ -42,7 +42,7 @@ use crate::error::InputError;
 use crate::sim::to_loss::{self, LossRunError, TrialToLoss};
 use crate::stats::mean_ci95;
 use crate::straggler::TraceTable;
-use crate::straggler::fit::{self, Fits, FittedModel};
+use crate::straggler::fit::{self, Fits, FittedModel, Value};
 
 /// What `advise` ranks by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
@@ -197,9 +197,13 @@ fn replay_error(e: impl std::fmt::Display) -> InputError {
 fn fit_replay(path: &std::path::Path, workers: usize) -> Result<ModelSource, InputError> {
     let table = TraceTable::load(path).map_err(replay_error)?;
     let columns = table.select_columns(None, workers).map_err(replay_error)?;
-    let series: Vec<Vec<f64>> = columns
+    let series: Vec<Vec<Value>> = columns
         .iter()
-        .map(|&c| (0..table.rows()).map(|r| table.value(r, c)).collect())
+        .map(|&c| {
+            (0..table.rows())
+                .map(|r| (table.value(r, c), false))
+                .collect()
+        })
         .collect();
     fit_series(&series, workers, "replay", "--replay", path)
 }
@@ -231,7 +235,7 @@ fn fit_trace(path: &std::path::Path, workers: usize) -> Result<ModelSource, Inpu
 /// Fit `series` (one vector per worker) and the `[straggler]` overrides of
 /// the chosen fit; errors name `flag`.
 fn fit_series(
-    series: &[Vec<f64>],
+    series: &[Vec<Value>],
     workers: usize,
     source: &'static str,
     flag: &str,
@@ -659,7 +663,7 @@ fn print_text(r: &AdviseReport) {
             crate::outln!("  simulated: {} ({})", m.model, set.join(", "));
             if let Some(c) = m.censored.filter(|c| *c > 0) {
                 crate::outln!(
-                    "  note: {c} worker-iterations had no result in time; their value is the iteration's end, a lower bound, so the fit is faster than those workers were"
+                    "  note: {c} worker-iterations had no result in time; their value is the iteration's end, a lower bound, fitted as censored"
                 );
             }
         }

@@ -9,7 +9,8 @@
 //! trace's `scheme.load` (1 for a scheme without one). A worker whose result
 //! did not arrive in time (finish_s NaN) took longer than the iteration: its
 //! value is the iteration's end, `/iteration/duration_s` / c / time_unit_s,
-//! a lower bound, and it is counted as censored. Multi-message schemes
+//! a lower bound, marked censored (the fits of `advise` treat it so; a
+//! replay CSV has no such mark and replays the bound). Multi-message schemes
 //! (gc-mmc, uc-mmc, gc-partial) are refused: finish_s is then the arrival of
 //! some message, not of a known number of computations.
 
@@ -20,7 +21,7 @@ use crate::error::InputError;
 /// The measured times, one vector per worker in iteration order.
 #[derive(Debug, Clone)]
 pub(crate) struct Measured {
-    pub series: Vec<Vec<f64>>,
+    pub series: Vec<Vec<crate::straggler::fit::Value>>,
     /// Worker-iterations without a result in time (a lower bound was used).
     pub censored: usize,
     /// c: computations before a worker's message.
@@ -79,10 +80,10 @@ pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
         for (w, s) in series.iter_mut().enumerate() {
             let f = r.finish_s[w];
             if f.is_finite() && f >= 0.0 {
-                s.push(f * scale);
+                s.push((f * scale, false));
             } else {
                 censored += 1;
-                s.push(r.duration_s * scale);
+                s.push((r.duration_s * scale, true));
             }
         }
     }
@@ -109,7 +110,7 @@ impl Measured {
             .join(",");
         text.push('\n');
         for i in 0..self.series[0].len() {
-            let row: Vec<String> = self.series.iter().map(|s| format!("{}", s[i])).collect();
+            let row: Vec<String> = self.series.iter().map(|s| format!("{}", s[i].0)).collect();
             text.push_str(&row.join(","));
             text.push('\n');
         }

@@ -2,16 +2,28 @@
 //! (the values of a replay CSV: rows = rounds, columns = workers), with the
 //! Kolmogorov-Smirnov distance of each fit to the data it was fitted to.
 //!
+//! Values may be right-censored: a time measured in a training trace for a
+//! worker whose result had not arrived when the master stopped is only a
+//! lower bound (the iteration's end). Every estimate below takes censoring
+//! into account the maximum-likelihood way for exponentials: a rate is the
+//! number of uncensored values divided by the total exposure (the time
+//! every value, censored or not, spent past the state's start), and the
+//! KS distance is taken to the Kaplan-Meier estimate of the CDF (the
+//! empirical CDF when nothing is censored). Otherwise the slow workers,
+//! the ones a code lets the master leave behind, would be fitted as fast.
+//!
 //! - **Shifted exponential** (000 eq. 21), per worker and pooled: the
-//!   maximum-likelihood estimates alpha = min, mu = 1 / (mean − min).
+//!   maximum-likelihood estimates alpha = the smallest uncensored value,
+//!   mu = (uncensored values) / Σ (x − alpha); without censoring
+//!   1 / (mean − min).
 //! - **Two-state** (a Gilbert-Elliott-like slow/fast chain, 000 §VI-A): the
 //!   values are split into fast and slow at a threshold, first Otsu's (the
 //!   split of their logarithms with the largest between-class variance),
 //!   then moved to where the two fitted states are equally likely until the
 //!   classes stop changing (or a move would leave a class under 1% of the
-//!   values). alpha is the smallest value, the fast rate
-//!   1 / (mean of the fast values − alpha), the slow rate 1 / (mean of the
-//!   slow values − threshold) (memorylessness). The slow fraction and the
+//!   values). alpha is the smallest uncensored value, the fast rate that of
+//!   the fast values above alpha, the slow rate that of the slow values
+//!   above the threshold (memorylessness), each (uncensored) / exposure. The slow fraction and the
 //!   switch probability (the share of a worker's consecutive rounds whose
 //!   classes differ) are corrected for the values the threshold puts in the
 //!   wrong class under the fitted rates. Its distribution is the mixture of
@@ -73,18 +85,29 @@ pub struct Fits {
     pub chosen: FittedModel,
 }
 
-/// Kolmogorov-Smirnov distance sup |F_n − F| between the empirical CDF of
-/// `sorted` (ascending) and `cdf`.
-pub fn ks_distance(sorted: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
-    let n = sorted.len() as f64;
-    sorted
-        .iter()
-        .enumerate()
-        .map(|(i, &x)| {
-            let f = cdf(x);
-            (f - i as f64 / n).max((i + 1) as f64 / n - f)
-        })
-        .fold(0.0, f64::max)
+/// A measured value: the time, and whether it is censored (only a lower
+/// bound of the time: the worker had not finished).
+pub type Value = (f64, bool);
+
+/// Kolmogorov-Smirnov distance sup |F̂ − F| between the Kaplan-Meier
+/// estimate F̂ of the CDF of `sorted` (ascending by value, uncensored
+/// before censored at equal values) and `cdf`, over the uncensored values
+/// (where F̂ jumps). Without censoring F̂ is the empirical CDF.
+pub fn ks_distance(sorted: &[Value], cdf: impl Fn(f64) -> f64) -> f64 {
+    let n = sorted.len();
+    let mut survival = 1.0;
+    let mut distance: f64 = 0.0;
+    for (i, &(x, censored)) in sorted.iter().enumerate() {
+        if censored {
+            continue; // leaves the risk set: n − i counts only those still at risk
+        }
+        let before = 1.0 - survival;
+        survival *= 1.0 - 1.0 / (n - i) as f64;
+        let after = 1.0 - survival;
+        let f = cdf(x);
+        distance = distance.max(f - before).max(after - f);
+    }
+    distance
 }
 
 /// CDF of alpha + Exp(mu).
@@ -96,25 +119,36 @@ fn shifted_exponential_cdf(x: f64, alpha: f64, mu: f64) -> f64 {
     }
 }
 
-fn sorted(values: &[f64]) -> Vec<f64> {
+/// Ascending by value, uncensored before censored at equal values.
+fn sorted(values: &[Value]) -> Vec<Value> {
     let mut v = values.to_vec();
-    v.sort_unstable_by(f64::total_cmp);
+    v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     v
 }
 
+/// The maximum-likelihood rate of the exponential excess over `start` of
+/// `values`: uncensored values / Σ max(x − start, 0); `None` without an
+/// uncensored value or exposure.
+fn rate_above(values: &[Value], start: f64) -> Option<f64> {
+    let events = values.iter().filter(|v| !v.1).count();
+    let exposure: f64 = values.iter().map(|v| (v.0 - start).max(0.0)).sum();
+    (events > 0 && exposure > 0.0 && exposure.is_finite()).then(|| events as f64 / exposure)
+}
+
+/// The smallest uncensored value.
+fn smallest_uncensored(sorted: &[Value]) -> Option<f64> {
+    sorted.iter().find(|v| !v.1).map(|v| v.0)
+}
+
 /// The maximum-likelihood shifted exponential of `values`: `None` when
-/// there are fewer than two values or they are all equal (no rate).
-pub fn fit_shifted_exponential(values: &[f64]) -> Option<ShiftedExponentialFit> {
+/// there are fewer than two values, none uncensored, or no spread (no rate).
+pub fn fit_shifted_exponential(values: &[Value]) -> Option<ShiftedExponentialFit> {
     if values.len() < 2 {
         return None;
     }
     let v = sorted(values);
-    let alpha = v[0];
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    if mean.is_nan() || mean <= alpha {
-        return None;
-    }
-    let mu = 1.0 / (mean - alpha);
+    let alpha = smallest_uncensored(&v)?;
+    let mu = rate_above(&v, alpha)?;
     Some(ShiftedExponentialFit {
         alpha,
         mu,
@@ -146,23 +180,19 @@ fn otsu_split(logs: &[f64]) -> usize {
 }
 
 /// The fast and slow rates and the share of slow values when the `split`
-/// smallest of ascending `all` are fast: the fast rate 1 / (mean − alpha),
-/// the slow one 1 / (mean − threshold) (an exponential is memoryless, so the
-/// slow values above the threshold exceed it by Exp(mu_slow)); `None` when
-/// a class is empty or has no spread.
-fn state_rates(all: &[f64], split: usize, alpha: f64, threshold: f64) -> Option<(f64, f64, f64)> {
+/// smallest of ascending `all` are fast: the fast rate of the excess over
+/// alpha, the slow one of the excess over the threshold (an exponential is
+/// memoryless, so the slow values above the threshold exceed it by
+/// Exp(mu_slow)), each by [`rate_above`]; `None` when a class is empty or
+/// has no rate.
+fn state_rates(all: &[Value], split: usize, alpha: f64, threshold: f64) -> Option<(f64, f64, f64)> {
     if split == 0 || split >= all.len() {
         return None;
     }
     let (fast, slow) = all.split_at(split);
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let (mean_fast, mean_slow) = (mean(fast), mean(slow));
-    if !(mean_fast > alpha && mean_slow > threshold) {
-        return None;
-    }
     Some((
-        1.0 / (mean_fast - alpha),
-        1.0 / (mean_slow - threshold),
+        rate_above(fast, alpha)?,
+        rate_above(slow, threshold)?,
         slow.len() as f64 / all.len() as f64,
     ))
 }
@@ -170,23 +200,23 @@ fn state_rates(all: &[f64], split: usize, alpha: f64, threshold: f64) -> Option<
 /// The two-state fit of `series` (one vector per worker, in round order):
 /// `None` with fewer than two distinct values above the smallest in either
 /// state (nothing to split or no rate for a state).
-pub fn fit_two_state(series: &[Vec<f64>]) -> Option<TwoStateFit> {
+pub fn fit_two_state(series: &[Vec<Value>]) -> Option<TwoStateFit> {
     let all = sorted(&series.concat());
     let n = all.len();
     if n < 4 {
         return None;
     }
-    let alpha = all[0];
-    // Logs of the excess over alpha (the exponential part); the smallest
-    // value's excess 0 is put at the smallest positive excess.
+    let alpha = smallest_uncensored(&all)?;
+    // Logs of the excess over alpha (the exponential part); an excess of 0
+    // or less is put at the smallest positive excess.
     let smallest_excess = all
         .iter()
-        .map(|x| x - alpha)
+        .map(|x| x.0 - alpha)
         .find(|e| *e > 0.0)
         .unwrap_or(1.0);
     let logs: Vec<f64> = all
         .iter()
-        .map(|x| (x - alpha).max(smallest_excess).ln())
+        .map(|x| (x.0 - alpha).max(smallest_excess).ln())
         .collect();
     let split = otsu_split(&logs);
     if split == 0 || split >= n {
@@ -194,10 +224,10 @@ pub fn fit_two_state(series: &[Vec<f64>]) -> Option<TwoStateFit> {
     }
     // Refine Otsu's threshold to where the two fitted states are equally
     // likely, until the classes stop changing.
-    let mut threshold = all[split - 1];
+    let mut threshold = all[split - 1].0;
     let mut states = None;
     for _ in 0..50 {
-        let split = all.partition_point(|&x| x <= threshold);
+        let split = all.partition_point(|x| x.0 <= threshold);
         let Some(fit) = state_rates(&all, split, alpha, threshold) else {
             break;
         };
@@ -207,7 +237,7 @@ pub fn fit_two_state(series: &[Vec<f64>]) -> Option<TwoStateFit> {
             break;
         }
         let next = alpha + ((1.0 - slow) * mu_fast / (slow * mu_slow)).ln() / (mu_fast - mu_slow);
-        let next_split = all.partition_point(|&x| x <= next);
+        let next_split = all.partition_point(|x| x.0 <= next);
         // A move that leaves a class under 1% of the values finds no second state.
         let smallest = n.div_ceil(100);
         if next.is_nan()
@@ -235,7 +265,7 @@ pub fn fit_two_state(series: &[Vec<f64>]) -> Option<TwoStateFit> {
     for worker in series {
         for w in worker.windows(2) {
             pairs += 1;
-            switches += usize::from((w[0] > threshold) != (w[1] > threshold));
+            switches += usize::from((w[0].0 > threshold) != (w[1].0 > threshold));
         }
     }
     let observed_switches = if pairs == 0 {
@@ -285,22 +315,23 @@ pub fn choose(pooled: &ShiftedExponentialFit, two_state: &TwoStateFit) -> Fitted
     }
 }
 
-/// Every fit of `series` (one vector of times per worker, in round order),
-/// or why there is none: the message names the worker (1-based) whose
-/// values cannot be fitted.
-pub fn fit_all(series: &[Vec<f64>]) -> Result<Fits, String> {
+/// Every fit of `series` (one vector of times per worker, in round order,
+/// each with whether it is censored), or why there is none: the message
+/// names the worker (1-based) whose values cannot be fitted.
+pub fn fit_all(series: &[Vec<Value>]) -> Result<Fits, String> {
     let mut per_worker = Vec::with_capacity(series.len());
     for (w, values) in series.iter().enumerate() {
         per_worker.push(fit_shifted_exponential(values).ok_or_else(|| {
             format!(
-                "worker {} has {} values, all equal or fewer than two: no shifted exponential fits",
+                "worker {} has {} values, fewer than two, none uncensored, or all equal: no shifted exponential fits",
                 w + 1,
                 values.len()
             )
         })?);
     }
-    let pooled = fit_shifted_exponential(&series.concat())
-        .ok_or_else(|| "the values are all equal: no shifted exponential fits".to_string())?;
+    let pooled = fit_shifted_exponential(&series.concat()).ok_or_else(|| {
+        "the values are all equal or all censored: no shifted exponential fits".to_string()
+    })?;
     let two_state = fit_two_state(series)
         .ok_or_else(|| "the values do not split into a slow and a fast state".to_string())?;
     Ok(Fits {
@@ -318,8 +349,9 @@ mod tests {
     use crate::config::{Config, StragglerModel};
     use crate::straggler::{DelaySpec, RoundSample};
 
-    /// `rows` rounds of `config`'s delay model (trial 0), one vector per worker.
-    fn sampled(config: &Config, rows: usize) -> Vec<Vec<f64>> {
+    /// `rows` rounds of `config`'s delay model (trial 0), one vector per
+    /// worker, every value uncensored.
+    fn sampled(config: &Config, rows: usize) -> Vec<Vec<Value>> {
         let spec = DelaySpec::from_config(config).unwrap();
         let mut model = spec.model(0);
         let k = config.workers;
@@ -328,7 +360,7 @@ mod tests {
         for _ in 0..rows {
             model.sample(&mut sample);
             for (w, s) in series.iter_mut().enumerate() {
-                s.push(sample.unit_time[w]);
+                s.push((sample.unit_time[w], false));
             }
         }
         series
@@ -341,10 +373,100 @@ mod tests {
     #[test]
     fn ks_distance_of_known_samples() {
         // Uniform CDF on [0, 1] against {0.5}: the jump at 0.5 is 0.5 away.
-        assert!((ks_distance(&[0.5], |x| x) - 0.5).abs() < 1e-15);
+        assert!((ks_distance(&[(0.5, false)], |x| x) - 0.5).abs() < 1e-15);
         // The quartile midpoints are 1/8 from the steps of the ECDF.
-        let d = ks_distance(&[0.125, 0.375, 0.625, 0.875], |x| x);
+        let quartiles = [0.125, 0.375, 0.625, 0.875].map(|x| (x, false));
+        let d = ks_distance(&quartiles, |x| x);
         assert!((d - 0.125).abs() < 1e-15, "{d}");
+        // Kaplan-Meier: {0.25, 0.5+ (censored), 0.75}: F̂ jumps to 1/3 at
+        // 0.25 and stays there past the censored value (the ECDF would
+        // reach 2/3), then, with one value at risk, jumps to 1 at 0.75.
+        // Against the uniform CDF the largest gap is just below 0.75:
+        // 0.75 − 1/3.
+        let km = [(0.25, false), (0.5, true), (0.75, false)];
+        let d = ks_distance(&km, |x| x);
+        assert!((d - (0.75 - 1.0 / 3.0)).abs() < 1e-15, "{d}");
+        // Against F = 0 it is F̂'s largest value, 1; censored values alone give 0.
+        assert!((ks_distance(&km, |_| 0.0) - 1.0).abs() < 1e-15);
+        assert_eq!(ks_distance(&[(0.5, true)], |x| x), 0.0);
+    }
+
+    /// `series` with every value above `cutoff` replaced by the cutoff and
+    /// marked censored, as a trace records a worker the master left behind.
+    fn censor(series: &[Vec<Value>], cutoff: f64) -> (Vec<Vec<Value>>, usize) {
+        let mut count = 0;
+        let out = series
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|&(x, _)| {
+                        if x > cutoff {
+                            count += 1;
+                            (cutoff, true)
+                        } else {
+                            (x, false)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        (out, count)
+    }
+
+    #[test]
+    fn censored_values_are_fitted_as_lower_bounds() {
+        let mut config = Config {
+            workers: 4,
+            ..Config::default()
+        };
+        config.straggler.model = StragglerModel::ShiftedExponential;
+        config.straggler.alpha = 0.5;
+        config.straggler.mu = 3.0;
+        // P(x > 0.8) = exp(−3 · 0.3) ≈ 41% censored.
+        let (series, count) = censor(&sampled(&config, 3000), 0.8);
+        assert!(count > 4000, "{count}");
+        let fits = fit_all(&series).unwrap();
+        for f in fits.per_worker.iter().chain([&fits.pooled]) {
+            assert!(within(f.alpha, 0.5, 0.01), "{f:?}");
+            assert!(within(f.mu, 3.0, 0.08), "{f:?}");
+            assert!(f.ks < ks_critical_5(f.samples), "{f:?}");
+        }
+        // Read as finished times, the bounds make the workers look faster.
+        let naive: Vec<Vec<Value>> = series
+            .iter()
+            .map(|s| s.iter().map(|&(x, _)| (x, false)).collect())
+            .collect();
+        let naive = fit_all(&naive).unwrap();
+        assert!(naive.pooled.mu > 1.5 * 3.0, "{:?}", naive.pooled);
+        // Nothing uncensored: no fit, and the worker is named.
+        let e = fit_all(&[
+            vec![(1.0, false), (2.0, false)],
+            vec![(1.0, true), (2.0, true)],
+        ])
+        .unwrap_err();
+        assert!(e.starts_with("worker 2 "), "{e}");
+    }
+
+    #[test]
+    fn a_two_state_chain_whose_slow_values_are_censored_is_fitted() {
+        let mut config = Config {
+            workers: 10,
+            ..Config::default()
+        };
+        config.straggler.model = StragglerModel::GilbertElliott;
+        config.straggler.alpha = 0.01;
+        config.straggler.mu_fast = 10.0;
+        config.straggler.mu_slow = 0.1;
+        config.straggler.switch_probability = 0.05;
+        config.straggler.initial_stragglers = 5;
+        // Slow values are ~10 on average: about 3/4 of them end past 3.
+        let (series, count) = censor(&sampled(&config, 2000), 3.0);
+        assert!(count > 5000, "{count}");
+        let t = fit_all(&series).unwrap().two_state;
+        assert!(within(t.mu_fast, 10.0, 0.1), "{t:?}");
+        assert!(within(t.mu_slow, 0.1, 0.15), "{t:?}");
+        assert!(within(t.switch_probability, 0.05, 0.2), "{t:?}");
+        assert!(within(t.slow_fraction, 0.5, 0.2), "{t:?}");
     }
 
     #[test]
@@ -365,10 +487,13 @@ mod tests {
         }
         assert_eq!(fits.chosen, FittedModel::ShiftedExponential);
         // The exact MLE on a small sample: alpha = 1, mean 2 → mu = 1.
-        let f = fit_shifted_exponential(&[1.0, 2.0, 3.0]).unwrap();
+        let f = fit_shifted_exponential(&[(1.0, false), (2.0, false), (3.0, false)]).unwrap();
         assert_eq!((f.alpha, f.mu, f.samples), (1.0, 1.0, 3));
-        assert!(fit_shifted_exponential(&[2.0, 2.0]).is_none());
-        assert!(fit_shifted_exponential(&[2.0]).is_none());
+        // Censored at 3: two events over the same exposure 0 + 1 + 2.
+        let f = fit_shifted_exponential(&[(1.0, false), (2.0, false), (3.0, true)]).unwrap();
+        assert_eq!((f.alpha, f.mu), (1.0, 2.0 / 3.0));
+        assert!(fit_shifted_exponential(&[(2.0, false), (2.0, false)]).is_none());
+        assert!(fit_shifted_exponential(&[(2.0, false)]).is_none());
     }
 
     #[test]
@@ -400,7 +525,8 @@ mod tests {
 
     #[test]
     fn unfittable_workers_are_named() {
-        let e = fit_all(&[vec![1.0, 2.0, 4.0], vec![3.0, 3.0, 3.0]]).unwrap_err();
+        let uncensored = |v: &[f64]| v.iter().map(|&x| (x, false)).collect::<Vec<_>>();
+        let e = fit_all(&[uncensored(&[1.0, 2.0, 4.0]), uncensored(&[3.0, 3.0, 3.0])]).unwrap_err();
         assert!(e.starts_with("worker 2 "), "{e}");
     }
 }
