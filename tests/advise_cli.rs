@@ -280,6 +280,26 @@ fn the_time_to_loss_objective_trains_each_candidate_to_the_target() {
         text.contains("no candidate reaches the target loss in every trial"),
         "{text}"
     );
+
+    // A learning rate that diverges: the default target cannot be had; a
+    // given one leaves every candidate skipped, and the one line says why.
+    let mut args = base.to_vec();
+    args.extend(["--set", "train.learning_rate=1e300"]);
+    let o = gradcode(&args);
+    let e = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("the default --target-loss") && e.contains("diverged"),
+        "{e}"
+    );
+    args.extend(["--target-loss", "1"]);
+    let o = gradcode(&args);
+    assert_rejected("diverging candidates", &o, "--schemes");
+    assert!(
+        common::stderr(&o).contains("diverged"),
+        "{}",
+        common::stderr(&o)
+    );
 }
 
 #[test]

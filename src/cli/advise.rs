@@ -431,11 +431,17 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         }
     }
     if ran.is_empty() {
+        // The first reason, so that the one line says why.
+        let example = skipped.first().map_or(String::new(), |s| {
+            let settings = sweep::describe(&s.settings);
+            let space = if settings.is_empty() { "" } else { " " };
+            format!("; {}{space}{settings}: {}", s.scheme, s.reason)
+        });
         let rule = match memory {
             Some(m) => format!(
-                "leaves no candidate that runs (the budget is {m} partitions per worker; see the skipped reasons with --json)"
+                "leaves no candidate that runs (the budget is {m} partitions per worker){example}"
             ),
-            None => "leaves no candidate that runs".to_string(),
+            None => format!("leaves no candidate that runs{example}"),
         };
         return Err(InputError::new(
             if memory.is_some() {
@@ -489,7 +495,12 @@ fn loss_target(config: &crate::config::Config, given: Option<f64>) -> anyhow::Re
             iterations,
         });
     }
-    let losses = to_loss::exact_losses(config)?;
+    let losses = to_loss::exact_losses(config).map_err(|e| match e {
+        LossRunError::Input(e) => anyhow::Error::from(e),
+        LossRunError::Engine(e) => anyhow::anyhow!(
+            "the default --target-loss: full-batch descent on the config's data failed: {e}"
+        ),
+    })?;
     let loss = to_loss::default_target(&losses)
         .ok_or_else(|| InputError::value("train.iterations", iterations, "must be at least 2"))?;
     Ok(LossTarget {
