@@ -5,6 +5,7 @@
 
 mod common;
 
+use gradcode::coding::Arrival;
 use gradcode::config::Config;
 use gradcode::engine::{IterationEvent, Observer, ObserverError};
 use gradcode::learn::{DataPlan, Optimizer};
@@ -38,11 +39,29 @@ fn the_exact_losses_are_those_of_full_batch_descent() {
 
 /// An exact scheme's decoded gradient is the full gradient: its trajectory
 /// is full-batch descent's, so it reaches the default target at iteration
-/// T/2 in every trial and ends at the same loss.
+/// T/2 in every trial and ends at the same loss. Every exact scheme of the
+/// registry, the multi-message ones (several coded messages per worker)
+/// among them.
 #[test]
 fn an_exact_scheme_trains_as_full_batch_descent() {
-    for kind in ["gc-sc", "gc-cyclic", "gc-dc"] {
-        let config = demo(3, &[&format!("scheme.kind=\"{kind}\"")]);
+    let exact = [
+        "uncoded",
+        "gc-frac",
+        "gc-cyclic",
+        "gc-sc",
+        "gc-dc",
+        "gc-mmc",
+        "uc-mmc",
+        "gc-partial",
+    ];
+    for kind in exact {
+        let config = demo(
+            3,
+            &[
+                &format!("scheme.kind=\"{kind}\""),
+                "scheme.clusters_per_worker=2",
+            ],
+        );
         let losses = exact_losses(&config).unwrap();
         let target = default_target(&losses).unwrap();
         let trials = time_to_loss(&config, target).unwrap();
@@ -59,61 +78,81 @@ fn an_exact_scheme_trains_as_full_batch_descent() {
 }
 
 /// What a simulation of one scheme did, per trial and iteration: the
-/// workers whose messages the decode used, and the duration (model time).
+/// workers whose message the master accepted, in arrival order, and the
+/// duration (model time).
 #[derive(Default)]
-struct Used {
+struct Accepted {
     iterations: Vec<(u64, Vec<usize>, f64)>,
 }
 
-impl Observer for Used {
+impl Observer for Accepted {
     fn iteration(&mut self, e: &IterationEvent<'_>) -> Result<(), ObserverError> {
-        let used = (0..e.record.used.len())
-            .filter(|&w| e.record.used[w])
+        let finish = &e.record.finish_s;
+        let mut workers: Vec<usize> = (0..finish.len())
+            .filter(|&w| finish[w].is_finite())
             .collect();
-        self.iterations.push((e.trial, used, e.duration));
+        workers.sort_by(|&a, &b| finish[a].total_cmp(&finish[b]).then(a.cmp(&b)));
+        self.iterations.push((e.trial, workers, e.duration));
         Ok(())
     }
 }
 
-/// ignore-stragglers recovers the partitions of the workers it waited for:
-/// its training is descent on the mean gradient of those partitions, and
-/// the time to the target the sum of `simulate`'s durations before the
-/// first iteration at the target. The reference takes the used workers
-/// and durations from `simulate` itself and does the descent here.
+/// A scheme that recovers part of the gradient descends on the mean
+/// gradient of the partitions it recovered: ignore-stragglers those of the
+/// workers it waited for, is-gc those its coded messages decode to. The
+/// reference takes the accepted messages and the durations from `simulate`
+/// itself, asks the scheme which partitions they decode to, and does the
+/// descent here; the time to the target is the sum of the durations before
+/// the first iteration at the target.
 #[test]
 fn a_partial_scheme_descends_on_the_partitions_it_recovered() {
     let trials = 3;
-    let config = demo(
-        trials,
+    for scheme in [
+        &["scheme.kind=\"ignore-stragglers\"", "scheme.wait_for=4"][..],
         &[
-            "scheme.kind=\"ignore-stragglers\"",
-            "scheme.wait_for=4",
-            "simulate.iterations=60",
+            "scheme.kind=\"is-gc\"",
+            "scheme.load=2",
+            "scheme.wait_for=6",
         ],
-    );
-    let target = default_target(&exact_losses(&config).unwrap()).unwrap();
-    let got = time_to_loss(&config, target).unwrap();
+        &[
+            "scheme.kind=\"is-gc\"",
+            "scheme.load=3",
+            "scheme.placement=\"fr\"",
+            "scheme.deadline=0.2",
+        ],
+    ] {
+        let mut overrides = scheme.to_vec();
+        overrides.push("simulate.iterations=60");
+        let config = demo(trials, &overrides);
+        partial_scheme_matches_its_reference(&config);
+    }
+}
 
-    let mut sim = Simulation::from_config(&config).unwrap();
-    let stored: Vec<Vec<usize>> = {
-        let scheme = sim.schemes().next().unwrap();
-        (0..config.workers)
-            .map(|w| scheme.stored(w).to_vec())
-            .collect()
-    };
-    let mut used = Used::default();
-    sim.run(&mut [&mut used]).unwrap();
+fn partial_scheme_matches_its_reference(config: &Config) {
+    let name = &config.scheme.kind;
+    let target = default_target(&exact_losses(config).unwrap()).unwrap();
+    let got = time_to_loss(config, target).unwrap();
+
+    let mut sim = Simulation::from_config(config).unwrap();
+    let mut accepted = Accepted::default();
+    sim.run(&mut [&mut accepted]).unwrap();
+    let mut scheme = gradcode::coding::build(config).unwrap();
+    let plan = scheme.plan_round(&Default::default());
 
     let k = config.workers;
-    let data = DataPlan::new(&config, k).unwrap();
-    let parts = data.load(&(0..k).collect::<Vec<_>>()).unwrap();
+    let data = DataPlan::new(config, scheme.partitions()).unwrap();
+    let parts = data
+        .load(&(0..scheme.partitions()).collect::<Vec<_>>())
+        .unwrap();
     let d = data.features();
     let loss = config.model.loss;
+    let mut partial = false;
     for (trial, outcome) in got.iter().enumerate() {
         let mut opt = Optimizer::new(&config.train, config.model.l2, d);
         let (mut elapsed, mut reached, mut last) = (0.0, None, f64::NAN);
-        let rows = used.iterations.iter().filter(|r| r.0 == trial as u64);
+        let rows = accepted.iterations.iter().filter(|r| r.0 == trial as u64);
         for (t, (_, workers, duration)) in rows.enumerate() {
+            assert!(workers.iter().all(|&w| w < k));
             let loss_sum: f64 = parts
                 .iter()
                 .map(|p| p.loss_sum(loss, opt.eval_point()))
@@ -123,29 +162,39 @@ fn a_partial_scheme_descends_on_the_partitions_it_recovered() {
                 reached = Some((t as u64, elapsed));
             }
             elapsed += duration;
-            let mut partitions: Vec<usize> =
-                workers.iter().flat_map(|&w| stored[w].clone()).collect();
-            partitions.sort_unstable();
-            partitions.dedup();
+            let arrivals: Vec<Arrival> = workers
+                .iter()
+                .map(|&worker| Arrival { worker, message: 0 })
+                .collect();
+            let recovered = scheme.decode(&plan, &arrivals).recovered;
+            partial |= recovered.len() < parts.len();
             let mut gradient = vec![0.0; d];
             let mut samples = 0;
-            for &p in &partitions {
+            for &p in &recovered {
                 parts[p].accumulate(loss, 0..parts[p].len(), opt.eval_point(), &mut gradient);
                 samples += parts[p].len();
             }
             opt.step(&gradient, samples);
         }
         let (iterations, time) = reached.expect("the reference reaches the target");
-        assert_eq!(outcome.iterations, Some(iterations), "trial {trial}");
+        assert_eq!(
+            outcome.iterations,
+            Some(iterations),
+            "{name:?} trial {trial}"
+        );
         let t = outcome.time.unwrap();
         assert!(
             (t - time).abs() <= 1e-12 * time,
-            "trial {trial}: {t} vs {time}"
+            "{name:?} trial {trial}: {t} vs {time}"
         );
         assert!(
             (outcome.final_loss - last).abs() <= 1e-10 * last,
-            "trial {trial}: {} vs {last}",
+            "{name:?} trial {trial}: {} vs {last}",
             outcome.final_loss
         );
     }
+    assert!(
+        partial,
+        "{name:?}: some iteration recovers part of the gradient"
+    );
 }
