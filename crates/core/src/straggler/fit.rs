@@ -23,11 +23,12 @@
 //!   classes stop changing (or a move would leave a class under 1% of the
 //!   values). alpha is the smallest uncensored value, the fast rate that of
 //!   the fast values above alpha, the slow rate that of the slow values
-//!   above the threshold (memorylessness), each (uncensored) / exposure. The slow fraction and the
-//!   switch probability (the share of a worker's consecutive rounds whose
-//!   classes differ) are corrected for the values the threshold puts in the
-//!   wrong class under the fitted rates. Its distribution is the mixture of
-//!   the two states' shifted exponentials, weighted by the slow fraction.
+//!   above the threshold (memorylessness), each (uncensored) / exposure.
+//!   The slow fraction and the switch probability (the share of a worker's
+//!   consecutive rounds whose classes differ) are corrected for the values
+//!   the threshold puts in the wrong class under the fitted rates. Its
+//!   distribution is the mixture of the two states' shifted exponentials,
+//!   weighted by the slow fraction.
 //!
 //! [`choose`] picks the model to simulate: the shifted exponential when its
 //! pooled fit passes the KS test at the 5% level (distance below
