@@ -164,6 +164,17 @@ fn a_replay_of_a_slow_fast_chain_is_fitted_with_two_states() {
     assert!((3.0..=5.0).contains(&initial), "{s}");
 }
 
+/// The ranking of an `advise --json` report is by its objective, smallest first.
+fn assert_ranked_by_objective(v: &serde_json::Value) {
+    let objective: Vec<f64> = v["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["objective"].as_f64().unwrap())
+        .collect();
+    assert!(objective.windows(2).all(|w| w[0] <= w[1]), "{v}");
+}
+
 #[test]
 fn the_p99_objective_ranks_by_the_trials_99th_percentiles() {
     let mut args = vec![
@@ -184,11 +195,7 @@ fn the_p99_objective_ranks_by_the_trials_99th_percentiles() {
     let v = json(&gradcode(&args));
     assert_eq!(v["objective"], "p99");
     let ranking = v["ranking"].as_array().unwrap();
-    let objective: Vec<f64> = ranking
-        .iter()
-        .map(|c| c["objective"].as_f64().unwrap())
-        .collect();
-    assert!(objective.windows(2).all(|w| w[0] <= w[1]), "{v}");
+    assert_ranked_by_objective(&v);
     for c in ranking {
         // A trial's 99th percentile is above its mean, so their averages are too.
         assert!(
@@ -232,11 +239,7 @@ fn the_time_to_loss_objective_trains_each_candidate_to_the_target() {
     assert_eq!(v["target"]["iterations"], 60);
     let ranking = v["ranking"].as_array().unwrap();
     assert_eq!(ranking.len(), 4, "{v}");
-    let objective: Vec<f64> = ranking
-        .iter()
-        .map(|c| c["objective"].as_f64().unwrap())
-        .collect();
-    assert!(objective.windows(2).all(|w| w[0] <= w[1]), "{v}");
+    assert_ranked_by_objective(&v);
     for c in ranking {
         assert_eq!(c["reached_trials"], 4, "{c}");
         let exact = c["scheme"] == "gc-sc";

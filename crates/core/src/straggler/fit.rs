@@ -367,6 +367,44 @@ mod tests {
         series
     }
 
+    /// 3000 rounds of 4 workers of 0.5 + Exp(3).
+    fn shifted_exponential_series() -> Vec<Vec<Value>> {
+        let mut config = Config {
+            workers: 4,
+            ..Config::default()
+        };
+        config.straggler.model = StragglerModel::ShiftedExponential;
+        config.straggler.alpha = 0.5;
+        config.straggler.mu = 3.0;
+        sampled(&config, 3000)
+    }
+
+    /// Every fit of [`shifted_exponential_series`] (per worker and pooled)
+    /// gives its parameters back and passes the KS test.
+    fn assert_recovers_shifted_exponential(fits: &Fits) {
+        for f in fits.per_worker.iter().chain([&fits.pooled]) {
+            assert!(within(f.alpha, 0.5, 0.01), "{f:?}");
+            assert!(within(f.mu, 3.0, 0.08), "{f:?}");
+            assert!(f.ks < ks_critical_5(f.samples), "{f:?}");
+        }
+    }
+
+    /// 2000 rounds of a slow/fast chain of 10 workers: alpha 0.01, fast
+    /// rate 10, slow rate 0.1, switch probability 0.05, 5 slow at first.
+    fn gilbert_elliott_series() -> Vec<Vec<Value>> {
+        let mut config = Config {
+            workers: 10,
+            ..Config::default()
+        };
+        config.straggler.model = StragglerModel::GilbertElliott;
+        config.straggler.alpha = 0.01;
+        config.straggler.mu_fast = 10.0;
+        config.straggler.mu_slow = 0.1;
+        config.straggler.switch_probability = 0.05;
+        config.straggler.initial_stragglers = 5;
+        sampled(&config, 2000)
+    }
+
     fn within(x: f64, truth: f64, rel: f64) -> bool {
         (x - truth).abs() <= rel * truth.abs()
     }
@@ -416,22 +454,11 @@ mod tests {
 
     #[test]
     fn censored_values_are_fitted_as_lower_bounds() {
-        let mut config = Config {
-            workers: 4,
-            ..Config::default()
-        };
-        config.straggler.model = StragglerModel::ShiftedExponential;
-        config.straggler.alpha = 0.5;
-        config.straggler.mu = 3.0;
         // P(x > 0.8) = exp(−3 · 0.3) ≈ 41% censored.
-        let (series, count) = censor(&sampled(&config, 3000), 0.8);
+        let (series, count) = censor(&shifted_exponential_series(), 0.8);
         assert!(count > 4000, "{count}");
         let fits = fit_all(&series).unwrap();
-        for f in fits.per_worker.iter().chain([&fits.pooled]) {
-            assert!(within(f.alpha, 0.5, 0.01), "{f:?}");
-            assert!(within(f.mu, 3.0, 0.08), "{f:?}");
-            assert!(f.ks < ks_critical_5(f.samples), "{f:?}");
-        }
+        assert_recovers_shifted_exponential(&fits);
         // Read as finished times, the bounds make the workers look faster.
         let naive: Vec<Vec<Value>> = series
             .iter()
@@ -450,18 +477,8 @@ mod tests {
 
     #[test]
     fn a_two_state_chain_whose_slow_values_are_censored_is_fitted() {
-        let mut config = Config {
-            workers: 10,
-            ..Config::default()
-        };
-        config.straggler.model = StragglerModel::GilbertElliott;
-        config.straggler.alpha = 0.01;
-        config.straggler.mu_fast = 10.0;
-        config.straggler.mu_slow = 0.1;
-        config.straggler.switch_probability = 0.05;
-        config.straggler.initial_stragglers = 5;
         // Slow values are ~10 on average: about 3/4 of them end past 3.
-        let (series, count) = censor(&sampled(&config, 2000), 3.0);
+        let (series, count) = censor(&gilbert_elliott_series(), 3.0);
         assert!(count > 5000, "{count}");
         let t = fit_all(&series).unwrap().two_state;
         assert!(within(t.mu_fast, 10.0, 0.1), "{t:?}");
@@ -472,20 +489,9 @@ mod tests {
 
     #[test]
     fn shifted_exponential_mle_recovers_the_model() {
-        let mut config = Config {
-            workers: 4,
-            ..Config::default()
-        };
-        config.straggler.model = StragglerModel::ShiftedExponential;
-        config.straggler.alpha = 0.5;
-        config.straggler.mu = 3.0;
-        let series = sampled(&config, 3000);
+        let series = shifted_exponential_series();
         let fits = fit_all(&series).unwrap();
-        for f in fits.per_worker.iter().chain([&fits.pooled]) {
-            assert!(within(f.alpha, 0.5, 0.01), "{f:?}");
-            assert!(within(f.mu, 3.0, 0.08), "{f:?}");
-            assert!(f.ks < ks_critical_5(f.samples), "{f:?}");
-        }
+        assert_recovers_shifted_exponential(&fits);
         assert_eq!(fits.chosen, FittedModel::ShiftedExponential);
         // The exact MLE on a small sample: alpha = 1, mean 2 → mu = 1.
         let f = fit_shifted_exponential(&[(1.0, false), (2.0, false), (3.0, false)]).unwrap();
@@ -499,17 +505,7 @@ mod tests {
 
     #[test]
     fn two_state_fit_recovers_a_gilbert_elliott_chain() {
-        let mut config = Config {
-            workers: 10,
-            ..Config::default()
-        };
-        config.straggler.model = StragglerModel::GilbertElliott;
-        config.straggler.alpha = 0.01;
-        config.straggler.mu_fast = 10.0;
-        config.straggler.mu_slow = 0.1;
-        config.straggler.switch_probability = 0.05;
-        config.straggler.initial_stragglers = 5;
-        let series = sampled(&config, 2000);
+        let series = gilbert_elliott_series();
         let fits = fit_all(&series).unwrap();
         let t = fits.two_state;
         // Fast values are ~0.11, slow ones ~10: the split misclassifies
