@@ -299,16 +299,18 @@ pub(crate) fn install(
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("gradcode-place-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A scratch folder, removed when the test ends (passed or failed).
+    fn scratch() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("gradcode-place-")
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
     fn a_locked_file_is_refused_untouched_and_a_free_one_replaced() {
-        let d = dir("lock");
+        let scratch = scratch();
+        let d = scratch.path();
         let p = d.join("run.h5");
         std::fs::write(&p, b"old").unwrap();
         let held = Lock::exclusive(&p).unwrap().expect("free");
@@ -329,7 +331,8 @@ mod tests {
 
     #[test]
     fn a_new_file_never_replaces_one_that_appeared_without_overwrite() {
-        let d = dir("new");
+        let scratch = scratch();
+        let d = scratch.path();
         let p = d.join("run.h5");
         let existing = claim(&p, false).unwrap();
         std::fs::write(&p, b"theirs").unwrap();
@@ -344,10 +347,11 @@ mod tests {
 
     #[test]
     fn writability_is_probed_without_leaving_a_file() {
-        let d = dir("probe");
+        let scratch = scratch();
+        let d = scratch.path();
         check_writable(&d.join("a/b/run.h5")).unwrap();
         assert!(!d.join("a").exists());
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
         std::fs::write(d.join("file"), b"x").unwrap();
         let e = check_writable(&d.join("file/run.h5")).unwrap_err();
         assert!(e.contains("is not a folder"), "{e}");

@@ -32,11 +32,15 @@ pub const BUILD_MAX_DRAWS: usize = 8;
 /// `data.max_matrix_mib` of the data harness: a fuzzed LIBSVM index may ask for a wide matrix.
 pub const FUZZ_MATRIX_MIB: usize = 64;
 
-/// A per-process scratch directory for the files the harnesses write.
+/// A per-process scratch directory for the files the harnesses write: under
+/// cargo's folder for test data (in `target/`) when built as a test, the system's
+/// temporary folder when built as a libFuzzer target.
 pub fn scratch_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("gradcode-fuzz-{}", std::process::id()));
+        let base =
+            option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+        let dir = base.join(format!("gradcode-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("create the fuzz scratch directory");
         dir
     })

@@ -472,10 +472,12 @@ mod tests {
                 .contains("/dev/zero is larger than 1048576 bytes"),
             "{e}"
         );
-        let dir = std::env::temp_dir().join(format!("gradcode-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("gradcode-config-")
+            .tempdir()
+            .unwrap();
         // Exactly 1 MiB of comments is a valid (empty) config; one byte more is not.
-        let path = dir.join("big.toml");
+        let path = dir.path().join("big.toml");
         let mut text = "#".repeat(MAX_CONFIG_BYTES as usize - 1);
         text.push('\n');
         std::fs::write(&path, &text).unwrap();
@@ -487,7 +489,6 @@ mod tests {
         std::fs::write(&path, b"workers = 3\n\xff\n").unwrap();
         let e = load(Some(&path), &[]).unwrap_err();
         assert!(e.to_string().contains("not UTF-8"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1315,10 +1315,8 @@ mod tests {
     }
 
     fn bad_file(name: &str, kind: &str, text: &str, loss: &str) -> InputError {
-        let dir = std::env::temp_dir().join("gradcode-data-tests");
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
+        let dir = scratch();
+        let path = write(&dir, name, text);
         let c = config(&format!(
             "workers = 1\n[data]\nkind = \"{kind}\"\npath = \"{}\"\n[model]\nloss = \"{loss}\"\n",
             path.display()
@@ -1354,8 +1352,8 @@ mod tests {
             "{e}"
         );
         // The same file unstandardised loads (the values are finite).
-        let dir = std::env::temp_dir().join("gradcode-data-tests");
-        let path = dir.join("spread.csv");
+        let dir = scratch();
+        let path = write(&dir, "spread.csv", &spread);
         let c = config(&format!(
             "workers = 1\n[data]\nkind = \"csv\"\npath = \"{}\"\nstandardize = false\n",
             path.display()
@@ -1455,10 +1453,8 @@ mod tests {
     #[test]
     fn the_matrix_limit_counts_samples_times_features() {
         // 3 training rows × 2^20 features × 8 bytes = 24 MiB: over a 16 MiB limit, under 32.
-        let dir = std::env::temp_dir().join("gradcode-data-tests");
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("limit.libsvm");
-        std::fs::write(&path, "1 1048576:1\n2 1:1\n3 2:1\n").unwrap();
+        let dir = scratch();
+        let path = write(&dir, "limit.libsvm", "1 1048576:1\n2 1:1\n3 2:1\n");
         let text = |mib: usize| {
             format!(
                 "workers = 1\n[data]\nkind = \"libsvm\"\nformat = \"dense\"\npath = \"{}\"\ntest_fraction = 0.0\nmax_matrix_mib = {mib}\n",
@@ -1535,8 +1531,8 @@ mod tests {
 
     #[test]
     fn the_cheap_data_check_reads_the_first_rows_and_the_plan_the_rest() {
-        let dir = std::env::temp_dir().join(format!("gradcode-check-data-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = scratch();
+        let dir = scratch.path();
         let cfg = |path: &Path| {
             config(&format!(
                 "workers = 2\n[data]\nkind = \"libsvm\"\npath = \"{}\"\n",
@@ -1549,7 +1545,7 @@ mod tests {
             e.starts_with("data.path = ") && e.contains("missing.libsvm"),
             "{e}"
         );
-        let e = check_data_files(&cfg(&dir)).unwrap_err().to_string();
+        let e = check_data_files(&cfg(dir)).unwrap_err().to_string();
         assert!(e.contains("is a folder"), "{e}");
         let rows: Vec<String> = (0..2 * CHECK_ROWS)
             .map(|i| format!("{} 1:{i}", i % 3))
@@ -1593,13 +1589,19 @@ mod tests {
         );
         let onehot = config("workers = 2\n[data]\nkind = \"synthetic-onehot\"\n");
         assert_eq!(check_data_files(&onehot).unwrap().storage, Storage::Sparse);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
-    fn write(name: &str, text: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("gradcode-data-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
+    /// A scratch folder, removed when the test ends (passed or failed).
+    fn scratch() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("gradcode-data-")
+            .tempdir()
+            .unwrap()
+    }
+
+    /// `text` written to `name` in `dir`.
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+        let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         path
     }
@@ -1683,8 +1685,13 @@ mod tests {
 
     #[test]
     fn auto_format_follows_the_density() {
-        let sparse = write("auto-sparse.libsvm", "1 1:1\n-1 9:2\n1 3:1\n1 5:1\n");
-        let dense = write("auto-dense.libsvm", "1 1:1 2:2\n-1 1:2 2:1\n1 2:1\n1 1:3\n");
+        let dir = scratch();
+        let sparse = write(&dir, "auto-sparse.libsvm", "1 1:1\n-1 9:2\n1 3:1\n1 5:1\n");
+        let dense = write(
+            &dir,
+            "auto-dense.libsvm",
+            "1 1:1 2:2\n-1 1:2 2:1\n1 2:1\n1 1:3\n",
+        );
         let plan = |path: &Path, format: &str| {
             let c = config(&format!(
                 "workers = 1\n[data]\nkind = \"libsvm\"\nformat = \"{format}\"\npath = \"{}\"\n",
@@ -1716,7 +1723,8 @@ mod tests {
                 format!("{} 1:{} 2:{}", i % 2, 1e8 + noise, noise)
             })
             .collect();
-        let path = write("offset.libsvm", &(rows.join("\n") + "\n"));
+        let dir = scratch();
+        let path = write(&dir, "offset.libsvm", &(rows.join("\n") + "\n"));
         let c = config(&format!(
             "workers = 2\n[data]\nkind = \"libsvm\"\nformat = \"dense\"\npath = \"{}\"\ntest_fraction = 0.0\n",
             path.display()
