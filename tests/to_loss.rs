@@ -64,7 +64,8 @@ fn an_exact_scheme_trains_as_full_batch_descent() {
         );
         let losses = exact_losses(&config).unwrap();
         let target = default_target(&losses).unwrap();
-        let trials = time_to_loss(&config, target).unwrap();
+        let scheme = gradcode::coding::build(&config).unwrap();
+        let trials = time_to_loss(&config, scheme, target).unwrap();
         assert_eq!(trials.len(), 3);
         for t in &trials {
             assert_eq!(t.iterations, Some(30), "{kind}: {t:?}");
@@ -131,7 +132,7 @@ fn a_partial_scheme_descends_on_the_partitions_it_recovered() {
 fn partial_scheme_matches_its_reference(config: &Config) {
     let name = &config.scheme.kind;
     let target = default_target(&exact_losses(config).unwrap()).unwrap();
-    let got = time_to_loss(config, target).unwrap();
+    let got = time_to_loss(config, gradcode::coding::build(config).unwrap(), target).unwrap();
 
     let mut sim = Simulation::from_config(config).unwrap();
     let mut accepted = Accepted::default();

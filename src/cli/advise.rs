@@ -403,9 +403,11 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
                     setup,
                     report,
                 } => {
+                    let stored = max_stored(&setup);
+                    let crate::setup::Setup { loaded, scheme, .. } = *setup;
                     let to_loss = match &target {
                         None => Vec::new(),
-                        Some(t) => match to_loss::time_to_loss(&setup.loaded.config, t.loss) {
+                        Some(t) => match to_loss::time_to_loss(&loaded.config, scheme, t.loss) {
                             Ok(trials) => trials,
                             Err(LossRunError::Engine(e)) => {
                                 skipped.push(Skipped {
@@ -421,7 +423,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
                     ran.push(Ran {
                         scheme: entry.name().to_string(),
                         settings,
-                        stored: max_stored(&setup),
+                        stored,
                         report,
                         to_loss,
                     });
@@ -554,21 +556,20 @@ fn ranking_key(per_trial: &[f64]) -> (usize, f64) {
 /// did, fewest misses first), and compare each with the best on the paired
 /// per-trial differences (undefined, NaN, where either missed a trial).
 fn rank(ran: Vec<Ran>, objective: Objective) -> Vec<Candidate> {
-    let mut scored: Vec<(Vec<f64>, Ran)> = ran
+    let mut scored: Vec<((usize, f64), Vec<f64>, Ran)> = ran
         .into_iter()
-        .map(|r| (r.per_trial(objective), r))
+        .map(|r| {
+            let values = r.per_trial(objective);
+            (ranking_key(&values), values, r)
+        })
         .collect();
-    scored.sort_by(|a, b| {
-        let (ma, xa) = ranking_key(&a.0);
-        let (mb, xb) = ranking_key(&b.0);
-        ma.cmp(&mb).then(xa.total_cmp(&xb))
-    });
-    let best = scored[0].0.clone();
+    scored.sort_by(|(a, ..), (b, ..)| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let best = scored[0].1.clone();
     let complete = |v: &[f64]| v.iter().all(|x| x.is_finite());
     scored
         .into_iter()
         .enumerate()
-        .map(|(i, (values, r))| {
+        .map(|(i, (_, values, r))| {
             let (mean, ci) = if complete(&values) {
                 mean_ci95(&values)
             } else {

@@ -12,7 +12,7 @@
 //! loss is evaluated at every iteration (`train.eval_every = 1`), over all
 //! the training data.
 
-use crate::coding;
+use crate::coding::Scheme;
 use crate::config::Config;
 use crate::engine::{
     Driver, EngineError, IterationEvent, Lane, Learner, LearningRound, Observer, ObserverError,
@@ -88,15 +88,20 @@ pub enum LossRunError {
     Engine(#[from] EngineError),
 }
 
-/// `simulate.trials` trials of `train.iterations` iterations of
-/// `scheme.kind` training on the data of `config`, each on the straggler
-/// samples `simulate` gives the same trial (common random numbers): how
-/// each reached `target`. The scheme is built once, as in `simulate`.
-pub fn time_to_loss(config: &Config, target: f64) -> Result<Vec<TrialToLoss>, LossRunError> {
+/// `simulate.trials` trials of `train.iterations` iterations of `scheme`
+/// (the scheme of `config`'s `scheme.kind`, built: `coding::build`, or the
+/// one a loaded setup holds) training on the data of `config`, each on the
+/// straggler samples `simulate` gives the same trial (common random
+/// numbers): how each reached `target`. One scheme serves every trial, as
+/// in `simulate`.
+pub fn time_to_loss(
+    config: &Config,
+    scheme: Box<dyn Scheme>,
+    target: f64,
+) -> Result<Vec<TrialToLoss>, LossRunError> {
     let mut config = config.clone();
     config.train.eval_every = 1;
     let spec = DelaySpec::from_config(&config)?;
-    let scheme = coding::build(&config).map_err(InputError::from)?;
     let partitions = scheme.partitions();
     let data = DataPlan::new(&config, partitions)?;
     let ids: Vec<usize> = (0..partitions).collect();
