@@ -4,8 +4,7 @@
 //! print the construction time, the time per solve of each, and how often
 //! each fails the tolerance (1e-8, the default) where the other decodes.
 //!
-//! `cargo run --release --example structured_decode -- K R SETS [EXTRA]`;
-//! `scripts/bench-large-k.sh` runs it over several sizes.
+//! `cargo run --release --example structured_decode -- K R SETS [EXTRA]`.
 
 use std::time::Instant;
 

@@ -1,8 +1,15 @@
-# Source this from a script of scripts/ (bash): python_env makes .venv at the
-# top of the repository with the pinned packages of scripts/requirements.txt
-# (h5py, numpy, pandas, xarray, matplotlib), installs the trace reader of
-# python/ (gradcode_traces) into it, editable (the venv sees changes to
-# python/ at once), and sets PYTHON to its interpreter.
+#!/usr/bin/env bash
+# The Python environment of the repository: .venv at its top with the pinned
+# packages of scripts/requirements.txt (h5py, numpy, pandas, xarray,
+# h5netcdf, matplotlib) and the trace reader of python/ (gradcode_traces)
+# installed editable (the venv sees changes to python/ at once).
+#
+# Run it to make or update .venv; it prints how to activate it:
+#
+#   scripts/python-env.sh
+#
+# Or source it from a script of scripts/ (bash): that only defines
+# python_env, which makes or updates .venv and sets PYTHON to its interpreter.
 #
 #   source "$(dirname "$0")/python-env.sh"
 #   python_env || exit 1          # prints why on stderr when it cannot
@@ -47,3 +54,18 @@ python_env() {
   fi
   PYTHON="$venv/bin/python"
 }
+
+# Run directly (not sourced): make .venv and say how to use it. Sourced, the
+# file only defines python_env and leaves the caller's shell options alone.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  set -euo pipefail
+  if [ $# -gt 0 ]; then
+    echo "usage: scripts/python-env.sh   (no arguments: makes or updates .venv)" >&2
+    exit 2
+  fi
+  python_env || exit 1
+  venv=$(cd "$(dirname "$PYTHON")/.." && pwd)
+  echo "python-env.sh: $venv is ready ($("$PYTHON" --version 2>&1); packages of scripts/requirements.txt, gradcode_traces editable)"
+  echo "activate it:   source $venv/bin/activate"
+  echo "or call it:    $PYTHON -c 'import gradcode_traces'"
+fi

@@ -227,7 +227,7 @@ echo "slurm test: requeued job $id continued its trace from iteration $(field "$
 
 # A cancelled job (Slurm sends SIGTERM to every process, as at the time
 # limit) stops gracefully and exits 143 with either launcher: srun returns its
-# tasks' 143 itself, mpirun returns 1 and jobs/launch.sh maps it (README,
+# tasks' 143 itself, mpirun returns 1 and jobs/launch.sh maps it (docs/reliability.md,
 # "Exit status under a launcher").
 sed -e 's/^iterations = 25$/iterations = 1000000/' "$work/train.toml" > "$work/long.toml"
 for launcher in srun-pmix mpirun; do

@@ -261,7 +261,7 @@ fn sigterm_then_resume_ends_where_an_uninterrupted_run_ends() {
         "the job exits within 5 s of SIGTERM"
     );
     // OpenMPI's mpirun (4.1) ends the job itself when it is signalled and
-    // then exits 1, whatever the ranks return (README, "Exit status under a
+    // then exits 1, whatever the ranks return (docs/reliability.md, "Exit status under a
     // launcher"); jobs/launch.sh maps it (see `launch_sh_exits_128_plus_the_signal`).
     assert_eq!(code, Some(1), "mpirun signalled exits 1: {err}");
     let line = err

@@ -1,7 +1,7 @@
 //! The delay models: their statistics match their definitions (000 §VI,
 //! eq. 21-22), streams are reproducible per (seed, trial), the straggler-state
-//! information is what DESIGN.md says, and bad trace files are rejected with
-//! errors naming file:line.
+//! information is what docs/design.md ("Straggler state information") says,
+//! and bad trace files are rejected with errors naming file:line.
 
 use gradcode::config::{self, Config, StateInfo};
 use gradcode::engine::state_context;

@@ -1,5 +1,5 @@
 """Key numbers of runs, with the definitions of `gradcode inspect`'s summary
-(README, *Reference → JSON keys*): finite values only, percentiles by
+(docs/json.md, the summary of `inspect --json`): finite values only, percentiles by
 linear interpolation (numpy's default), several runs (the trials of a
 simulated scheme) pooled over every iteration, and losses only for one run.
 """

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-#: Root attributes that record where and how a run was made (README, *Traces*).
+#: Root attributes that record where and how a run was made (docs/traces.md, *The schema*).
 PROVENANCE_KEYS = (
     "git_commit",
     "build_features",

@@ -310,7 +310,8 @@ impl Master<'_> {
                 rate_threshold: s.rate_threshold,
             },
         };
-        let mut learner = Learner::new(config, data, test);
+        let mut learner = Learner::new(config, data, test)?;
+        let dim = learner.dim();
         // Resume: the learner from the snapshot; the driver replays the
         // straggler process to the same point (its samples are a function of the seed).
         let first = match &self.resume {
@@ -332,7 +333,7 @@ impl Master<'_> {
         let mut round = MpiRound::new(
             self.comm,
             k,
-            data.features(),
+            dim,
             data.partitions(),
             s.mode == StragglerMode::Emulate,
             s.time_unit_ms,

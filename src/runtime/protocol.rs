@@ -1,4 +1,4 @@
-//! The master/worker message protocol (DESIGN.md, "Message protocol").
+//! The master/worker message protocol (docs/design.md, "Message protocol").
 //!
 //! Every message is a flat `f64` array (integers are exact below 2^53), sent
 //! with a tag that says its kind and, for tasks and results, carries the

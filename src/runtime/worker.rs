@@ -19,7 +19,7 @@ use super::interrupt;
 use super::protocol::{self, ResultHeader, Setup, Task};
 use crate::config::Config;
 use crate::error::InputError;
-use crate::learn::{DataPlan, Partition, kernel};
+use crate::learn::{DataPlan, Model, Partition, StepKey, kernel};
 
 /// Longest sleep between probes of an idle or waiting worker.
 const IDLE_CAP: Duration = Duration::from_micros(500);
@@ -179,8 +179,8 @@ impl Link<'_> {
 
 /// How loading the stored partitions ended.
 enum Loaded {
-    /// Features and the partitions.
-    Data(usize, Vec<Partition>),
+    /// The model and the partitions.
+    Data(Box<Model>, Vec<Partition>),
     /// A data error, for the master to report.
     Failed(String),
     /// The master's stop came first.
@@ -211,7 +211,9 @@ fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
                 }
                 None => {}
             }
-            Ok::<_, InputError>((plan.features(), plan.load(&stored)?))
+            let model = Model::new(&own, plan.input())?;
+            let data = plan.load(&stored)?;
+            Ok::<_, InputError>((model, data))
         });
     let loader = match spawned {
         Ok(handle) => handle,
@@ -243,7 +245,7 @@ fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
         backoff.pause(Some(next_beat));
     }
     match loader.join() {
-        Ok(Ok((dim, data))) => Loaded::Data(dim, data),
+        Ok(Ok((model, data))) => Loaded::Data(Box::new(model), data),
         Ok(Err(e)) => Loaded::Failed(e.to_string()),
         // The panic hook has ended the job already (see `interrupt::abort_on_panic`).
         Err(panic) => std::panic::resume_unwind(panic),
@@ -252,7 +254,10 @@ fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
 
 struct Worker<'a> {
     link: Link<'a>,
-    loss: crate::config::Loss,
+    model: Box<Model>,
+    /// `train.batch_size` and the seed of the batches and dropout masks.
+    batch: Option<usize>,
+    seed: u64,
     /// Stored partitions and, per partition id, its index in `data`.
     data: Vec<Partition>,
     index: Vec<usize>,
@@ -288,8 +293,8 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
             comm.rank()
         ),
     };
-    let (dim, data) = match load(&mut link, config, &setup) {
-        Loaded::Data(dim, data) => (dim, data),
+    let (model, data) = match load(&mut link, config, &setup) {
+        Loaded::Data(model, data) => (model, data),
         Loaded::Failed(e) => {
             // The master prints it and stops everyone.
             comm.send(0, protocol::TAG_ERROR, &protocol::encode_text(&e));
@@ -302,6 +307,7 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
             return Ok(());
         }
     };
+    let dim = model.dim();
     link.dim = dim;
     let mut index = vec![usize::MAX; setup.partitions];
     for (i, p) in data.iter().enumerate() {
@@ -316,7 +322,9 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
     comm.send(0, protocol::TAG_READY, &[samples as f64, dim as f64]);
     let mut worker = Worker {
         link,
-        loss: config.model.loss,
+        model,
+        batch: config.train.batch_size,
+        seed: config.seed,
         data,
         index,
         theta: vec![0.0; dim],
@@ -409,18 +417,35 @@ impl Worker<'_> {
             let busy = Instant::now();
             let busy_cpu_s = thread_cpu_s();
             let g = &mut self.slots[slot];
-            g.iter_mut().for_each(|v| *v = 0.0);
-            let (grad, loss) = g.split_at_mut(dim);
-            let mut row = 0;
-            while row < part.len() {
-                let end = (row + block_rows).min(part.len());
-                loss[0] += part.accumulate(self.loss, row..end, &self.theta, grad);
-                row = end;
-                if row < part.len() && last_poll.elapsed() >= POLL_INTERVAL {
-                    if let Some(c) = self.link.poll()? {
-                        return Ok(Some(c));
+            match (self.model.linear_loss(), self.batch) {
+                // Full-batch linear models: the fused kernel in blocks, with
+                // a probe for a newer task between them.
+                (Some(linear), None) => {
+                    g.iter_mut().for_each(|v| *v = 0.0);
+                    let (grad, loss) = g.split_at_mut(dim);
+                    let mut row = 0;
+                    while row < part.len() {
+                        let end = (row + block_rows).min(part.len());
+                        loss[0] += part.accumulate(linear, row..end, &self.theta, grad);
+                        row = end;
+                        if row < part.len() && last_poll.elapsed() >= POLL_INTERVAL {
+                            if let Some(c) = self.link.poll()? {
+                                return Ok(Some(c));
+                            }
+                            last_poll = Instant::now();
+                        }
                     }
-                    last_poll = Instant::now();
+                }
+                // A mini-batch (or a network): one pass over the batch.
+                _ => {
+                    let key = StepKey {
+                        seed: self.seed,
+                        partition: p,
+                        iteration: task.iteration,
+                    };
+                    self.model
+                        .partition_gradient(part, self.batch, key, &self.theta, g)
+                        .map_err(|e| anyhow::anyhow!("partition {}: {e}", p + 1))?;
                 }
             }
             compute.wall_s += busy.elapsed().as_secs_f64();

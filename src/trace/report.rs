@@ -11,7 +11,7 @@ use super::read::{ExtraDataset, ExtraGroup, ModelInfo, TraceFile, TraceKind};
 use super::summary::{Summary, TraceColumns, summarize};
 use super::{TimingEvent, TraceError};
 
-/// What `inspect --json` prints (keys documented in the README).
+/// What `inspect --json` prints (keys documented in docs/json.md).
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub file: String,

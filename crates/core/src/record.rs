@@ -378,6 +378,9 @@ trace_schema! {
         unit "1", "training objective over all the training data at the iteration's model (the workers' evaluation point), never over the recovered partitions alone: recorded at every iteration whose decode recovered every partition, otherwise every train.eval_every-th iteration from the first and the last (the master waits for every partition's loss); NaN when not evaluated (and in simulation)";
     iteration test_loss: f64 = f64::NAN,
         unit "1", "test objective at the iteration's model: every train.eval_every-th iteration from the first and the last; NaN when not evaluated (and in simulation)";
+    iteration test_accuracy: f64 = f64::NAN,
+        unit "1", "share of the test samples classified correctly at the iteration's model (classifiers: model.kind a network), when test_loss is evaluated; NaN otherwise (and in simulation)",
+        optional;
     /// Per worker: arrival time of its last message received in time, NaN if none.
     worker finish_s: f64 = f64::NAN,
         unit "s", "column k = worker k+1: arrival of its last message received in time, NaN if none";

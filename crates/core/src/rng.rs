@@ -29,6 +29,12 @@ pub enum Stream {
     /// Straggler delays and states (src/straggler/); one indexed stream per
     /// Monte Carlo trial, trial 0 being the one the MPI runtime replays.
     Straggler = 30,
+    /// Mini-batch rows of a partition at an iteration (`learn::batch`).
+    Batch = 40,
+    /// Dropout masks of a partition's batch at an iteration (`learn::model`).
+    Dropout = 41,
+    /// The initial parameters of a neural network (`learn::model`).
+    ModelInit = 42,
 }
 
 /// Bits of the 64-bit ChaCha stream id left for sub-stream indices; the

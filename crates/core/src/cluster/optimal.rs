@@ -80,7 +80,7 @@
 //! rates between the greedy's bottleneck and the smallest over columns of
 //! the column's (l − r + 1)-th largest rate, a bound no clustering beats), and one
 //! least-cost flow: under 50 µs at K = 20 and under 5 ms at K = 200, for
-//! flags and rates (`benches/clustering.rs`; figures in the README).
+//! flags and rates (`benches/clustering.rs`; figures in docs/performance.md).
 
 use std::cmp::Ordering;
 

@@ -37,14 +37,14 @@ pub struct CyclicMds {
 /// ([`Structured`]: O(size·r + r³) per arrival set after one dense
 /// factorisation) instead of one dense least-squares solve per set
 /// (O(size³): 3.5 s per set at size 4096). Below it the dense solve is as
-/// fast or faster (`cargo bench --bench decode`, `scripts/bench-large-k.sh`)
+/// fast or faster (`cargo bench --bench decode`, `examples/structured_decode.rs`)
 /// and its results are the reference every figure was computed with.
 pub const STRUCTURED_MIN_SIZE: usize = 256;
 
 /// The most construction work [`CyclicMds::best_of`] takes on, in units of
 /// one multiply-add: `draws × size × (r − 1)³ / 3` (each row of each draw
 /// solves an (r − 1) × (r − 1) system). 2^37 (1.4e11) is 10 to 20 s on the
-/// development machine (`scripts/bench-large-k.sh`: K = 4096, r = 200, 8
+/// development machine (`cargo run --release --example structured_decode -- 4096 200 SETS`: K = 4096, r = 200, 8
 /// draws, 8.6e10, takes 7 s); K = 4096 allows r up to 233 with the default 8
 /// draws, K = 1000 up to 373, K = 373 or fewer any r.
 pub const MAX_CONSTRUCTION_WORK: u128 = 1 << 37;
@@ -306,7 +306,7 @@ impl CyclicMds {
                 .get_or_init(|| Structured::new(&self.b, self.load, tolerance));
             if let Some(structured) = structured {
                 // With its refinement it is at least as accurate as the dense
-                // solve (scripts/bench-large-k.sh counts both ways).
+                // solve (examples/structured_decode.rs counts both ways).
                 return structured.solve(self, positions, tolerance);
             }
             // The code did not factor accurately: every set is solved densely.

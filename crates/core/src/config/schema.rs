@@ -1,4 +1,4 @@
-//! The config schema: every section of DESIGN.md, unknown keys rejected.
+//! The config schema: every section of docs/design.md ("The config schema"), unknown keys rejected.
 //!
 //! `[scheme]` is structural here (a name and a table): the schemes declare
 //! their own keys (`coding::registry`). Every other key has a default (see
@@ -309,6 +309,10 @@ pub enum DataKind {
     /// columns whose levels share the `features` one-hot features, labels
     /// from a planted logistic model.
     SyntheticOnehot,
+    /// Images and labels in IDX files (MNIST, Fashion-MNIST), raw or gzip:
+    /// `data.path` / `data.labels_path` and `data.test_path` /
+    /// `data.test_labels_path`, or a named set (`data.set`).
+    Idx,
 }
 
 /// How partitions store their samples (`data.format`).
@@ -355,6 +359,16 @@ pub struct DataConfig {
     /// Test file (libsvm, csv); without it, `test_fraction` of the training file is held out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_path: Option<String>,
+    /// idx: the labels of `path`'s images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels_path: Option<String>,
+    /// idx: the labels of `test_path`'s images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_labels_path: Option<String>,
+    /// idx: a named data set whose files an installed package provides, in
+    /// place of the four paths: "fashion-mnist" (Debian's dataset-fashion-mnist).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set: Option<String>,
     /// Share of a file's samples held out for testing when there is no `test_path`.
     pub test_fraction: f64,
     /// Files: scale every feature to zero mean and unit variance (statistics of
@@ -378,6 +392,9 @@ impl Default for DataConfig {
             noise_std: 1.0,
             path: None,
             test_path: None,
+            labels_path: None,
+            test_labels_path: None,
+            set: None,
             test_fraction: 0.2,
             standardize: true,
             max_matrix_mib: 4096,
@@ -393,20 +410,79 @@ pub enum Loss {
     Logistic,
 }
 
+/// The model (`model.kind`): a linear model with `model.loss`, or a neural
+/// network classifier trained with softmax cross-entropy (`learn::model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Least squares or logistic regression (`model.loss`), fused kernels.
+    Linear,
+    /// A multilayer perceptron: `model.hidden` ReLU layers (004 §VIII's 784-512-512-10).
+    Mlp,
+    /// 004 §VIII's LeNet-style network for 28×28 single-channel images.
+    Cnn,
+    /// ResNet-18's structure (He et al. 2016), `model.resnet_blocks` and `model.resnet_width`.
+    Resnet,
+}
+
+impl ModelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Linear => "linear",
+            ModelKind::Mlp => "mlp",
+            ModelKind::Cnn => "cnn",
+            ModelKind::Resnet => "resnet",
+        }
+    }
+}
+
+/// The floating-point type a network computes its gradients in (`model.precision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precision {
+    /// Double precision: coded sums decode to the uncoded gradient to rounding.
+    F64,
+    /// Single precision inside the network; gradients are sent and decoded in f64.
+    F32,
+}
+
 /// `[model]`: the learning problem.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelConfig {
+    pub kind: ModelKind,
+    /// The loss of the linear model (networks use softmax cross-entropy).
     pub loss: Loss,
-    /// L2 regularisation weight lambda.
+    /// L2 regularisation weight lambda (weight decay for networks).
     pub l2: f64,
+    /// Networks: the number of classes; labels are 0 .. classes − 1.
+    pub classes: usize,
+    /// mlp: the widths of the hidden layers.
+    pub hidden: Vec<usize>,
+    /// mlp and cnn: the probability that dropout zeroes a unit of the last
+    /// hidden layer (0: no dropout). The masks are a pure function of (seed,
+    /// partition, iteration), so coded sums stay exact.
+    pub dropout: f64,
+    /// Networks: the precision of the forward and backward passes.
+    pub precision: Precision,
+    /// resnet: basic blocks per stage (ResNet-18: 2, 2, 2, 2).
+    pub resnet_blocks: Vec<usize>,
+    /// resnet: the channels of the first stage (ResNet-18: 64), doubled at each stage.
+    pub resnet_width: usize,
 }
 
 impl Default for ModelConfig {
     fn default() -> Self {
         Self {
+            kind: ModelKind::Linear,
             loss: Loss::LeastSquares,
             l2: 0.0,
+            classes: 10,
+            hidden: vec![512, 512],
+            dropout: 0.0,
+            precision: Precision::F64,
+            resnet_blocks: vec![2, 2, 2, 2],
+            resnet_width: 64,
         }
     }
 }
@@ -447,6 +523,14 @@ pub struct TrainConfig {
     pub eval_every: usize,
     /// Give up (an error) when no result arrives for this long while the scheme still needs one.
     pub result_timeout_s: f64,
+    /// Mini-batch SGD: samples drawn from each partition per step, a pure
+    /// function of (seed, partition, iteration). Unset: every sample of the
+    /// partition (full-batch descent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<usize>,
+    /// Momentum beta in [0, 1): heavy-ball with `optimizer = "gd"`, a constant
+    /// beta in place of t / (t + 3) with `optimizer = "nesterov"`. 0: none.
+    pub momentum: f64,
 }
 
 impl Default for TrainConfig {
@@ -459,6 +543,8 @@ impl Default for TrainConfig {
             decay_iterations: 100.0,
             eval_every: 1,
             result_timeout_s: 300.0,
+            batch_size: None,
+            momentum: 0.0,
         }
     }
 }

@@ -243,6 +243,17 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
                 }
             }
         }
+        DataKind::Idx => {
+            if d.format == DataFormat::Sparse {
+                return Err(InputError::value(
+                    "data.format",
+                    "\"sparse\"",
+                    "needs libsvm, csv or synthetic-onehot data; images (data.kind = idx) are dense",
+                ));
+            }
+            at_least("data.train_samples", d.train_samples, workers)?;
+            at_least("data.test_samples", d.test_samples, 1)?;
+        }
         DataKind::Libsvm | DataKind::Csv => {
             match &d.path {
                 None => {
@@ -275,11 +286,72 @@ fn kind_name(kind: DataKind) -> &'static str {
         DataKind::Libsvm => "libsvm",
         DataKind::Csv => "csv",
         DataKind::SyntheticOnehot => "synthetic-onehot",
+        DataKind::Idx => "idx",
     }
 }
 
 fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
     non_negative("model.l2", m.l2)?;
+    if m.kind != ModelKind::Linear {
+        if !(2..=MAX_CLASSES).contains(&m.classes) {
+            return Err(InputError::value(
+                "model.classes",
+                m.classes,
+                format!("must be in 2..={MAX_CLASSES}"),
+            ));
+        }
+        if !(m.dropout.is_finite() && (0.0..1.0).contains(&m.dropout)) {
+            return Err(InputError::value(
+                "model.dropout",
+                m.dropout,
+                "must be in [0, 1)",
+            ));
+        }
+        if matches!(m.kind, ModelKind::Cnn | ModelKind::Resnet) && d.kind != DataKind::Idx {
+            return Err(InputError::value(
+                "model.kind",
+                format!("\"{}\"", m.kind.name()),
+                format!(
+                    "needs images (data.kind = \"idx\"); data.kind = {} has flat samples",
+                    kind_name(d.kind)
+                ),
+            ));
+        }
+        if d.kind != DataKind::Idx && d.format == DataFormat::Sparse {
+            return Err(InputError::value(
+                "data.format",
+                "\"sparse\"",
+                format!(
+                    "cannot feed model.kind = {}: networks read dense samples",
+                    m.kind.name()
+                ),
+            ));
+        }
+        if m.hidden.iter().any(|&h| h == 0 || h > MAX_WIDTH) {
+            return Err(InputError::value(
+                "model.hidden",
+                format!("{:?}", m.hidden),
+                format!("every width must be in 1..={MAX_WIDTH}"),
+            ));
+        }
+        if m.resnet_blocks.is_empty()
+            || m.resnet_blocks.len() > 6
+            || m.resnet_blocks.iter().any(|&b| b == 0 || b > 64)
+        {
+            return Err(InputError::value(
+                "model.resnet_blocks",
+                format!("{:?}", m.resnet_blocks),
+                "must list 1 to 6 stages of 1..=64 blocks each",
+            ));
+        }
+        if m.resnet_width == 0 || m.resnet_width > 1024 {
+            return Err(InputError::value(
+                "model.resnet_width",
+                m.resnet_width,
+                "must be in 1..=1024",
+            ));
+        }
+    }
     if m.loss == Loss::Logistic && d.kind == DataKind::SyntheticLinear {
         return Err(InputError::value(
             "model.loss",
@@ -290,8 +362,23 @@ fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
     Ok(())
 }
 
+/// The most classes a network may have (`model.classes`).
+const MAX_CLASSES: usize = 1 << 16;
+/// The widest hidden layer of an MLP (`model.hidden`).
+const MAX_WIDTH: usize = 1 << 16;
+
 fn validate_train(t: &TrainConfig) -> Result {
     at_least("train.iterations", t.iterations, 1)?;
+    if let Some(b) = t.batch_size {
+        at_least("train.batch_size", b, 1)?;
+    }
+    if !(t.momentum.is_finite() && (0.0..1.0).contains(&t.momentum)) {
+        return Err(InputError::value(
+            "train.momentum",
+            t.momentum,
+            "must be in [0, 1)",
+        ));
+    }
     positive("train.learning_rate", t.learning_rate)?;
     positive("train.decay_iterations", t.decay_iterations)?;
     at_least("train.eval_every", t.eval_every, 1)?;

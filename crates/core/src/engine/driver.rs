@@ -158,6 +158,9 @@ pub struct RunSummary {
     pub overruns: u64,
     pub final_train_loss: f64,
     pub final_test_loss: f64,
+    /// Share of the test samples the last evaluated model classifies
+    /// correctly (classifiers: `model.kind` a network; NaN otherwise).
+    pub final_test_accuracy: f64,
     pub mean_recovered_fraction: f64,
     /// Tasks the workers abandoned for newer ones (counted at shutdown).
     pub tasks_abandoned: u64,
@@ -347,6 +350,7 @@ impl Driver {
             overruns: l.totals.overruns,
             final_train_loss: losses.map_or(f64::NAN, |x| x.train),
             final_test_loss: losses.map_or(f64::NAN, |x| x.test),
+            final_test_accuracy: losses.map_or(f64::NAN, |x| x.test_accuracy),
             mean_recovered_fraction: l.totals.recovered / n,
             tasks_abandoned: 0,
             timing: self.timing.summary(),
@@ -483,6 +487,7 @@ impl Driver {
         record.stale_dropped = report.stale_dropped;
         record.train_loss = f64::NAN;
         record.test_loss = f64::NAN;
+        record.test_accuracy = f64::NAN;
         if let Some(learner) = &mut lane.learner {
             assert!(has_vectors, "a training lane runs on a round with vectors");
             if !decoding.decodable || decoding.recovered.is_empty() {
@@ -495,6 +500,7 @@ impl Driver {
             let losses = learner.step(t, combined, &decoding.recovered, full_loss, timing)?;
             record.train_loss = losses.train;
             record.test_loss = losses.test;
+            record.test_accuracy = losses.test_accuracy;
         }
         // The straggler state this iteration recorded, and kept for the next plan.
         if let Straggling::Measured { rate_threshold } = straggling {

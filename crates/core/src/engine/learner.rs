@@ -1,22 +1,30 @@
 //! The learning side of a training run: the optimiser step on the decoded
-//! gradient and the evaluation of the losses.
+//! gradient and the evaluation of the losses (and, for classifiers, the
+//! test accuracy).
+
+use std::sync::Arc;
 
 use super::EngineError;
 use super::timing::Timing;
-use crate::config::{Config, Loss};
-use crate::learn::{DataPlan, Optimizer, Partition};
+use crate::config::Config;
+use crate::error::InputError;
+use crate::learn::{DataPlan, Model, Optimizer, Partition};
 
-/// The optimiser, the test set and what the update needs to know of the data.
+/// The optimiser, the model, the test set and what the update needs to know of the data.
 pub struct Learner {
     opt: Optimizer,
-    loss: Loss,
+    model: Arc<Model>,
     test: Partition,
-    /// Training samples of each partition.
+    /// θ at the start (0, or a network's seeded initialisation).
+    initial: Vec<f64>,
+    /// Samples of each partition that one step's gradient covers (its
+    /// mini-batch, or every sample).
     samples: Vec<usize>,
     eval_every: u64,
     iterations: u64,
     train_loss: f64,
     test_loss: f64,
+    test_accuracy: f64,
 }
 
 /// The losses one step evaluated (NaN: not evaluated this iteration).
@@ -24,21 +32,59 @@ pub struct Learner {
 pub struct StepLosses {
     pub train: f64,
     pub test: f64,
+    /// Share of the test samples classified correctly (classifiers; NaN otherwise).
+    pub test_accuracy: f64,
 }
 
 impl Learner {
-    /// The learner of `config` over the partitions of `data`, starting at θ = 0.
-    pub fn new(config: &Config, data: &DataPlan, test: Partition) -> Self {
+    /// The learner of `config` over the partitions of `data`, starting at
+    /// the model's initial θ (0 for linear models).
+    pub fn new(config: &Config, data: &DataPlan, test: Partition) -> Result<Self, InputError> {
+        let model = Arc::new(Model::new(config, data.input())?);
+        Ok(Self::with_model(config, data, test, model))
+    }
+
+    /// As [`Learner::new`] with a model built already (shared with an in-process round).
+    pub fn with_model(
+        config: &Config,
+        data: &DataPlan,
+        test: Partition,
+        model: Arc<Model>,
+    ) -> Self {
+        let initial = model.initial_theta(config.seed);
+        let mut opt = Optimizer::new(&config.train, config.model.l2, model.dim());
+        opt.start_at(&initial);
+        let batch = config.train.batch_size;
         Self {
-            opt: Optimizer::new(&config.train, config.model.l2, data.features()),
-            loss: config.model.loss,
+            opt,
+            model,
             test,
-            samples: (0..data.partitions()).map(|p| data.rows(p).len()).collect(),
+            initial,
+            samples: (0..data.partitions())
+                .map(|p| {
+                    let len = data.rows(p).len();
+                    batch.map_or(len, |b| b.min(len))
+                })
+                .collect(),
             eval_every: config.train.eval_every as u64,
             iterations: config.train.iterations as u64,
             train_loss: f64::NAN,
             test_loss: f64::NAN,
+            test_accuracy: f64::NAN,
         }
+    }
+
+    /// The model whose gradients the learner steps with.
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    /// Back to the start: θ at its initial value, no iteration taken.
+    pub fn reset(&mut self) {
+        self.opt.start_at(&self.initial);
+        self.train_loss = f64::NAN;
+        self.test_loss = f64::NAN;
+        self.test_accuracy = f64::NAN;
     }
 
     /// d: the number of parameters.
@@ -56,7 +102,7 @@ impl Learner {
         let dim = self.dim();
         if theta.len() != dim || previous.len() != dim {
             return Err(EngineError::Resume(format!(
-                "the snapshot has {} parameters, the data {dim} features",
+                "the snapshot has {} parameters, the model {dim}",
                 theta.len()
             )));
         }
@@ -85,6 +131,7 @@ impl Learner {
         StepLosses {
             train: self.train_loss,
             test: self.test_loss,
+            test_accuracy: self.test_accuracy,
         }
     }
 
@@ -102,8 +149,10 @@ impl Learner {
     /// Iteration `iteration`'s update with the decoded sum over the
     /// `recovered` partitions: `combined` holds the gradient sum (d entries)
     /// and the loss sum (one more). The update uses the mean over the
-    /// recovered samples. The training loss is the objective over all the
-    /// training data at the evaluation point: from `full_loss`, the loss sum
+    /// recovered samples (each partition's mini-batch with
+    /// `train.batch_size`). The training loss is the objective over all the
+    /// training data at the evaluation point (over every partition's
+    /// mini-batch of the step with `train.batch_size`): from `full_loss`, the loss sum
     /// over every partition when known, else from the decoded loss sum when
     /// `recovered` is every partition, else not evaluated (NaN); never the
     /// loss of the recovered part alone. Errors when anything is not finite
@@ -130,16 +179,26 @@ impl Learner {
         let mut losses = StepLosses {
             train: loss_sum.map_or(f64::NAN, |sum| self.opt.objective(sum, total)),
             test: f64::NAN,
+            test_accuracy: f64::NAN,
         };
         if loss_sum.is_some() {
             self.train_loss = losses.train;
         }
         if self.evaluates(iteration) {
-            losses.test = timing.time("evaluate", || {
-                let sum = self.test.loss_sum(self.loss, self.opt.eval_point());
-                self.opt.objective(sum, self.test.len())
-            });
+            let evaluation = timing
+                .time("evaluate", || {
+                    self.model.evaluate(&self.test, self.opt.eval_point())
+                })
+                .map_err(|e| EngineError::Model {
+                    iteration,
+                    what: e.to_string(),
+                })?;
+            losses.test = self.opt.objective(evaluation.loss_sum, self.test.len());
+            if let Some(correct) = evaluation.correct {
+                losses.test_accuracy = correct as f64 / self.test.len() as f64;
+            }
             self.test_loss = losses.test;
+            self.test_accuracy = losses.test_accuracy;
         }
         timing.time("update", || self.opt.step(&combined[..dim], samples));
         if self.opt.theta().iter().any(|v| !v.is_finite()) {

@@ -13,14 +13,18 @@
 use super::{
     Round, RoundError, RoundReport, RoundStatus, RoundTask, SimulatedRound, StopRule, Timing,
 };
-use crate::config::Loss;
-use crate::learn::Partition;
+use std::sync::Arc;
+
+use crate::learn::{Model, Partition, StepKey};
 
 /// A simulated round whose messages carry the coded gradients of the
 /// training data, computed in process. Keeps its buffers between iterations.
 pub struct LearningRound {
     clock: SimulatedRound,
-    loss: Loss,
+    model: Arc<Model>,
+    /// `train.batch_size` and the seed its batches are drawn with.
+    batch: Option<usize>,
+    seed: u64,
     /// Every partition of the training data, indexed by partition id.
     partitions: Vec<Partition>,
     /// Per partition: the gradient sum (d entries) and the loss sum at the
@@ -32,17 +36,26 @@ pub struct LearningRound {
 
 impl LearningRound {
     /// A round over `partitions` (the training data, partition `p` at index
-    /// `p`, every one with `dim` features), reporting times in seconds,
+    /// `p`) for `model`, with mini-batches of `batch` samples drawn under
+    /// `seed` (every sample when None), reporting times in seconds,
     /// `time_unit_s` per model time unit.
-    pub fn new(time_unit_s: f64, loss: Loss, partitions: Vec<Partition>, dim: usize) -> Self {
+    pub fn new(
+        time_unit_s: f64,
+        model: Arc<Model>,
+        batch: Option<usize>,
+        seed: u64,
+        partitions: Vec<Partition>,
+    ) -> Self {
         assert!(
             partitions.iter().enumerate().all(|(p, part)| part.id == p),
             "partitions are indexed by their id"
         );
-        let vectors = vec![vec![0.0; dim + 1]; partitions.len()];
+        let vectors = vec![vec![0.0; model.dim() + 1]; partitions.len()];
         Self {
             clock: SimulatedRound::new(time_unit_s),
-            loss,
+            model,
+            batch,
+            seed,
             partitions,
             vectors,
             messages: Vec::new(),
@@ -63,9 +76,14 @@ impl Round for LearningRound {
             .eval_point
             .ok_or("a learning round needs the evaluation point")?;
         for (part, v) in self.partitions.iter().zip(&mut self.vectors) {
-            v.fill(0.0);
-            let (grad, loss) = v.split_at_mut(theta.len());
-            loss[0] = part.accumulate(self.loss, 0..part.len(), theta, grad);
+            let key = StepKey {
+                seed: self.seed,
+                partition: part.id,
+                iteration: task.iteration,
+            };
+            self.model
+                .partition_gradient(part, self.batch, key, theta, v)
+                .map_err(|e| e.to_string())?;
         }
         self.messages.clear();
         for a in &report.arrivals {

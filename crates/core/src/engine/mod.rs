@@ -256,6 +256,9 @@ pub enum EngineError {
     /// Something became non-finite.
     #[error("{}: {what}", crate::error::Iteration(*.iteration))]
     Diverged { iteration: u64, what: String },
+    /// The model could not evaluate (a network computation failed).
+    #[error("{}: evaluating the model: {what}", crate::error::Iteration(*.iteration))]
+    Model { iteration: u64, what: String },
     /// The stop rule was met but the arrivals do not decode: `residual` is
     /// the largest of the groups that decoded, `tolerance` the scheme's
     /// `scheme.decode_tolerance` (`None`: an exact code).

@@ -32,6 +32,8 @@ use rand::RngExt;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal, Zipf};
 
+use super::images::ImageSource;
+use super::model::Input;
 use super::sparse::{CsrMatrix, Features};
 use super::standardize::{FeatureMoments, Standardization};
 use crate::config::{
@@ -143,6 +145,7 @@ enum Source {
     SyntheticLogistic { seed: u64 },
     SyntheticOnehot(OnehotModel),
     File(FileSource),
+    Images(ImageSource),
 }
 
 #[derive(Debug, Clone)]
@@ -198,6 +201,31 @@ impl DataPlan {
                 d.test_samples,
                 synthetic_density(d.features),
             ),
+            DataKind::Idx => {
+                let images = ImageSource::new(d, config.seed, config.model.classes)?;
+                let features = images.features();
+                check_dense_matrix(
+                    "data.train_samples",
+                    "training",
+                    d.train_samples,
+                    features,
+                    d.max_matrix_mib,
+                )?;
+                check_dense_matrix(
+                    "data.test_samples",
+                    "test",
+                    d.test_samples,
+                    features,
+                    d.max_matrix_mib,
+                )?;
+                (
+                    Source::Images(images),
+                    features,
+                    d.train_samples,
+                    d.test_samples,
+                    1.0,
+                )
+            }
             DataKind::Libsvm | DataKind::Csv => {
                 let path = d
                     .path
@@ -277,7 +305,7 @@ impl DataPlan {
             }
         };
         let storage = choose_storage(d.format, d.kind, Some(density));
-        if !matches!(source, Source::File(_)) {
+        if !matches!(source, Source::File(_) | Source::Images(_)) {
             if storage == Storage::Sparse {
                 let nnz = d.nonzeros_per_row;
                 let limit = d.max_matrix_mib;
@@ -341,6 +369,17 @@ impl DataPlan {
     /// d: features per sample.
     pub fn features(&self) -> usize {
         self.features
+    }
+
+    /// What a model reads from this data: the features, as images for IDX data.
+    pub fn input(&self) -> Input {
+        Input {
+            features: self.features,
+            image: match &self.source {
+                Source::Images(images) => Some(images.shape),
+                _ => None,
+            },
+        }
     }
 
     /// N: training samples over all partitions.
@@ -513,6 +552,17 @@ impl DataPlan {
                     })
                     .collect::<Vec<_>>()
             }
+            Source::Images(images) => {
+                let ranges: Vec<Range<usize>> = ids.iter().map(|&p| self.rows(p)).collect();
+                ids.iter()
+                    .zip(images.load_train(&ranges)?)
+                    .map(|(&id, (x, y))| Partition {
+                        id,
+                        x: Features::Dense(x),
+                        y,
+                    })
+                    .collect()
+            }
         };
         let rows: usize = parts.iter().map(Partition::len).sum();
         self.materialised.fetch_add(rows, Ordering::Relaxed);
@@ -557,6 +607,10 @@ impl DataPlan {
                 }
                 (x, y)
             }
+            Source::Images(images) => {
+                let (x, y) = images.load_test()?;
+                (Features::Dense(x), y)
+            }
         };
         self.materialised.fetch_add(y.len(), Ordering::Relaxed);
         Ok(Partition {
@@ -574,7 +628,7 @@ impl DataPlan {
                 Some(LogisticModel::new(*seed, self.features).beta)
             }
             Source::SyntheticOnehot(model) => Some(model.beta.clone()),
-            Source::File(_) => None,
+            Source::File(_) | Source::Images(_) => None,
         }
     }
 
@@ -867,8 +921,11 @@ fn parse_line(kind: DataKind, line: &str, loss: Loss) -> Result<Option<Row>, Str
             }
             (label, features)
         }
-        DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot => {
-            unreachable!("files only")
+        DataKind::SyntheticLinear
+        | DataKind::SyntheticLogistic
+        | DataKind::SyntheticOnehot
+        | DataKind::Idx => {
+            unreachable!("text files only")
         }
     };
     let label = match loss {
@@ -958,6 +1015,32 @@ pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
         storage,
         reason: format!("data.format = \"{}\"", storage.name()),
     };
+    // The model must fit the data: checked here, before anything is written.
+    let input = match d.kind {
+        DataKind::Idx => {
+            let images = ImageSource::new(d, config.seed, config.model.classes)?;
+            Some(Input {
+                features: images.features(),
+                image: Some(images.shape),
+            })
+        }
+        DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot => {
+            Some(Input {
+                features: d.features,
+                image: None,
+            })
+        }
+        DataKind::Libsvm | DataKind::Csv => None,
+    };
+    if let Some(input) = input {
+        super::model::Model::new(config, input)?;
+    }
+    if d.kind == DataKind::Idx {
+        return Ok(FormatChoice {
+            storage: Storage::Dense,
+            reason: "images are dense".to_string(),
+        });
+    }
     if !matches!(d.kind, DataKind::Libsvm | DataKind::Csv) {
         return Ok(match d.format {
             DataFormat::Auto => {

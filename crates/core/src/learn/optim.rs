@@ -1,5 +1,10 @@
 //! Optimisers: gradient descent and Nesterov's accelerated gradient (001 §5),
-//! with a learning-rate schedule.
+//! with a learning-rate schedule; with `train.momentum` = beta > 0, gradient
+//! descent takes the heavy-ball step `theta_{t+1} = theta_t − eta g_t +
+//! beta (theta_t − theta_{t−1})` and Nesterov uses the constant beta in
+//! place of t / (t + 3) (SGD with Nesterov momentum, as deep-learning
+//! training uses it). Both need only theta_t and theta_{t−1}, the two
+//! vectors a snapshot stores, so a resumed run continues exactly.
 //!
 //! The objective is `F(theta) = (1/N) sum_i l_i(theta) + (l2/2)|theta|²`. The
 //! workers compute sums of sample gradients at the *evaluation point*; the
@@ -15,6 +20,8 @@ use crate::config::{Optimizer as Kind, Schedule, TrainConfig};
 pub struct Optimizer {
     kind: Kind,
     learning_rate: f64,
+    /// `train.momentum`: 0 for none.
+    momentum: f64,
     schedule: Schedule,
     decay_iterations: f64,
     l2: f64,
@@ -30,6 +37,7 @@ impl Optimizer {
         Self {
             kind: train.optimizer,
             learning_rate: train.learning_rate,
+            momentum: train.momentum,
             schedule: train.schedule,
             decay_iterations: train.decay_iterations,
             l2,
@@ -38,6 +46,11 @@ impl Optimizer {
             previous: vec![0.0; dim],
             eval: vec![0.0; dim],
         }
+    }
+
+    /// Start at `theta` (a network's initialisation) instead of 0.
+    pub fn start_at(&mut self, theta: &[f64]) {
+        self.restore(0, theta, theta);
     }
 
     /// Iterations taken so far.
@@ -71,7 +84,11 @@ impl Optimizer {
             Kind::Gd => self.eval.copy_from_slice(&self.theta),
             Kind::Nesterov => {
                 let t = self.iteration as f64;
-                let beta = t / (t + 3.0);
+                let beta = if self.momentum > 0.0 {
+                    self.momentum
+                } else {
+                    t / (t + 3.0)
+                };
                 for ((e, &x), &p) in self.eval.iter_mut().zip(&self.theta).zip(&self.previous) {
                     *e = x + beta * (x - p);
                 }
@@ -109,9 +126,29 @@ impl Optimizer {
         let eta = self.step_size();
         let scale = 1.0 / samples as f64;
         // theta_{t+1} = eval − eta (mean gradient + l2 · eval)
+        //               + beta (theta_t − theta_{t−1})  (heavy ball: gd with momentum)
+        let heavy_ball = if self.kind == Kind::Gd {
+            self.momentum
+        } else {
+            0.0
+        };
         std::mem::swap(&mut self.previous, &mut self.theta);
-        for ((next, &e), &g) in self.theta.iter_mut().zip(&self.eval).zip(gradient_sum) {
-            *next = e - eta * (g * scale + self.l2 * e);
+        if heavy_ball > 0.0 {
+            // previous now holds theta_t, theta holds theta_{t−1}.
+            for (((next, &e), &g), &now) in self
+                .theta
+                .iter_mut()
+                .zip(&self.eval)
+                .zip(gradient_sum)
+                .zip(&self.previous)
+            {
+                let before = *next;
+                *next = e - eta * (g * scale + self.l2 * e) + heavy_ball * (now - before);
+            }
+        } else {
+            for ((next, &e), &g) in self.theta.iter_mut().zip(&self.eval).zip(gradient_sum) {
+                *next = e - eta * (g * scale + self.l2 * e);
+            }
         }
         self.iteration += 1;
         self.set_eval_point();
@@ -194,6 +231,25 @@ mod tests {
             }
             assert_eq!(resumed.theta(), whole.theta(), "{kind:?}");
         }
+    }
+
+    #[test]
+    fn heavy_ball_adds_beta_times_the_last_step() {
+        let mut config = train(Kind::Gd, Schedule::Constant);
+        config.momentum = 0.9;
+        let mut opt = Optimizer::new(&config, 0.0, 1);
+        opt.step(&[-2.0], 1); // theta_1 = 0 + 0.5 · 2 = 1 (no step before)
+        assert_eq!(opt.theta(), &[1.0]);
+        opt.step(&[-2.0], 1); // theta_2 = 1 + 1 + 0.9 · (1 − 0)
+        assert_eq!(opt.theta(), &[2.9]);
+        config.optimizer = Kind::Nesterov;
+        let mut nesterov = Optimizer::new(&config, 0.0, 1);
+        nesterov.step(&[-2.0], 1);
+        assert_eq!(
+            nesterov.eval_point(),
+            &[1.0 + 0.9 * 1.0],
+            "the constant beta"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::engine::{
     Straggling, Timing,
 };
 use crate::error::InputError;
-use crate::learn::DataPlan;
+use crate::learn::{DataPlan, StepKey};
 use crate::straggler::DelaySpec;
 
 /// How one trial reached the target loss.
@@ -47,17 +47,36 @@ pub fn exact_losses(config: &Config) -> Result<Vec<f64>, LossRunError> {
     let data = DataPlan::new(&config, partitions)?;
     let ids: Vec<usize> = (0..partitions).collect();
     let parts = data.load(&ids)?;
-    let mut learner = Learner::new(&config, &data, data.load_test()?);
+    let mut learner = Learner::new(&config, &data, data.load_test()?)?;
+    let model = learner.model().clone();
     let dim = learner.dim();
     let mut timing = Timing::new(false);
     let mut sum = vec![0.0; dim + 1];
+    let mut one = vec![0.0; dim + 1];
     let mut losses = Vec::with_capacity(config.train.iterations);
     for t in 0..config.train.iterations as u64 {
         sum.fill(0.0);
         for part in &parts {
-            let (grad, loss) = sum.split_at_mut(dim);
-            loss[0] +=
-                part.accumulate(config.model.loss, 0..part.len(), learner.eval_point(), grad);
+            let key = StepKey {
+                seed: config.seed,
+                partition: part.id,
+                iteration: t,
+            };
+            model
+                .partition_gradient(
+                    part,
+                    config.train.batch_size,
+                    key,
+                    learner.eval_point(),
+                    &mut one,
+                )
+                .map_err(|e| EngineError::Model {
+                    iteration: t,
+                    what: e.to_string(),
+                })?;
+            for (s, v) in sum.iter_mut().zip(&one) {
+                *s += v;
+            }
         }
         let step = learner.step(t, &sum, &ids, None, &mut timing)?;
         losses.push(step.train);
@@ -105,10 +124,15 @@ pub fn time_to_loss(
     let partitions = scheme.partitions();
     let data = DataPlan::new(&config, partitions)?;
     let ids: Vec<usize> = (0..partitions).collect();
-    let learner = Learner::new(&config, &data, data.load_test()?);
-    let dim = learner.dim();
+    let learner = Learner::new(&config, &data, data.load_test()?)?;
     let time_unit_s = config.straggler.time_unit_ms / 1000.0;
-    let mut round = LearningRound::new(time_unit_s, config.model.loss, data.load(&ids)?, dim);
+    let mut round = LearningRound::new(
+        time_unit_s,
+        learner.model().clone(),
+        config.train.batch_size,
+        config.seed,
+        data.load(&ids)?,
+    );
     let mut driver = Driver::new(
         vec![Lane::new(scheme, Some(learner))],
         config.straggler.state_info,
@@ -116,11 +140,10 @@ pub fn time_to_loss(
         None,
         false,
     );
-    let zeros = vec![0.0; dim];
     let mut trials = Vec::with_capacity(config.simulate.trials);
     for trial in 0..config.simulate.trials as u64 {
         if let Some(learner) = driver.lanes_mut()[0].learner_mut() {
-            learner.restore(0, &zeros, &zeros)?;
+            learner.reset();
         }
         let mut race = Race::new(target);
         let mut straggling = Straggling::Model(spec.model(trial));

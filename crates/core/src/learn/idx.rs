@@ -1,0 +1,331 @@
+//! The IDX file format of MNIST and Fashion-MNIST (LeCun et al.), raw or
+//! gzip-compressed.
+//!
+//! An IDX file is a header — two zero bytes, a type byte, the number of
+//! dimensions `n`, then `n` big-endian `u32` sizes — followed by the items,
+//! the first dimension being the item index. Images are `u8` arrays of
+//! `items × rows × columns` (idx3), labels `u8` arrays of `items` (idx1).
+//! Only the `u8` type (0x08) is read: it is the type of every file of both
+//! data sets. A file whose first two bytes are gzip's magic number is read
+//! through a decompressor, and its CRC is checked at the end.
+//!
+//! Every error names the file and the byte offset where the file stops
+//! being what its header says (in the decompressed stream for gzip files).
+
+use std::fs::File;
+use std::io::{BufReader, ErrorKind, Read, Write};
+use std::path::Path;
+
+use crate::error::InputError;
+
+/// The IDX type byte of unsigned bytes.
+const TYPE_U8: u8 = 0x08;
+
+/// Bytes of the header before the sizes.
+const MAGIC_BYTES: usize = 4;
+
+/// The most dimensions a file may declare (the format's limit is 255; MNIST
+/// uses 1 and 3).
+const MAX_DIMS: usize = 4;
+
+/// What an IDX file holds: its sizes, and the items a reader kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdxArray {
+    /// The sizes of the file's dimensions: items first.
+    pub dims: Vec<usize>,
+    /// Bytes per item (the product of the sizes after the first).
+    pub item_bytes: usize,
+    /// The kept items, in file order, `item_bytes` each.
+    pub data: Vec<u8>,
+    /// Which items were kept, in file order.
+    pub kept: Vec<usize>,
+}
+
+impl IdxArray {
+    /// Items in the file.
+    pub fn items(&self) -> usize {
+        self.dims[0]
+    }
+
+    /// Kept item `k` (in the order of [`Self::kept`]).
+    pub fn item(&self, k: usize) -> &[u8] {
+        &self.data[k * self.item_bytes..(k + 1) * self.item_bytes]
+    }
+}
+
+/// A reader that counts the bytes it has passed on.
+struct Counting<R> {
+    inner: R,
+    offset: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
+/// An IDX file opened and its header read: the items follow.
+struct Opened {
+    name: String,
+    reader: Counting<Box<dyn Read>>,
+    /// " of the decompressed data" for gzip files.
+    place: &'static str,
+    dims: Vec<usize>,
+    item_bytes: usize,
+}
+
+impl Opened {
+    fn fail(&self, offset: u64, rule: impl std::fmt::Display) -> InputError {
+        InputError::new(&self.name, format!("byte {offset}{}: {rule}", self.place))
+    }
+
+    fn read_err(&self, offset: u64, e: std::io::Error, what: &str) -> InputError {
+        if e.kind() == ErrorKind::UnexpectedEof {
+            self.fail(offset, format!("the file ends inside {what}"))
+        } else {
+            self.fail(offset, format!("cannot read {what}: {e}"))
+        }
+    }
+
+    fn open(path: &Path) -> Result<Self, InputError> {
+        let name = path.display().to_string();
+        let file =
+            File::open(path).map_err(|e| InputError::new(&name, format!("cannot open: {e}")))?;
+        let mut raw = BufReader::with_capacity(1 << 16, file);
+        let mut magic = [0u8; 2];
+        let gzip = match raw.read_exact(&mut magic) {
+            Ok(()) => magic == [0x1f, 0x8b],
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
+                return Err(InputError::new(
+                    &name,
+                    "byte 0: the file ends before the IDX header (4 bytes)",
+                ));
+            }
+            Err(e) => return Err(InputError::new(&name, format!("cannot read: {e}"))),
+        };
+        let chained = std::io::Cursor::new(magic).chain(raw);
+        let (inner, place): (Box<dyn Read>, &str) = if gzip {
+            (
+                Box::new(flate2::read::GzDecoder::new(chained)),
+                " of the decompressed data",
+            )
+        } else {
+            (Box::new(chained), "")
+        };
+        let mut opened = Opened {
+            name,
+            reader: Counting { inner, offset: 0 },
+            place,
+            dims: Vec::new(),
+            item_bytes: 0,
+        };
+        let mut head = [0u8; MAGIC_BYTES];
+        if let Err(e) = opened.reader.read_exact(&mut head) {
+            return Err(opened.read_err(opened.reader.offset, e, "the IDX header"));
+        }
+        if head[0] != 0 || head[1] != 0 {
+            return Err(opened.fail(
+                0,
+                format!(
+                    "not an IDX file: it starts with {:#04x} {:#04x}, not two zero bytes",
+                    head[0], head[1]
+                ),
+            ));
+        }
+        if head[2] != TYPE_U8 {
+            return Err(opened.fail(
+                2,
+                format!(
+                    "IDX type {:#04x} is not read; only unsigned bytes (0x08, the type of MNIST's files)",
+                    head[2]
+                ),
+            ));
+        }
+        let ndims = head[3] as usize;
+        if ndims == 0 || ndims > MAX_DIMS {
+            return Err(opened.fail(
+                3,
+                format!("{ndims} dimensions: an IDX file of items has 1 to {MAX_DIMS}"),
+            ));
+        }
+        for i in 0..ndims {
+            let mut size = [0u8; 4];
+            if let Err(e) = opened.reader.read_exact(&mut size) {
+                return Err(opened.read_err(opened.reader.offset, e, "the IDX header's sizes"));
+            }
+            let size = u32::from_be_bytes(size) as usize;
+            if i > 0 && size == 0 {
+                return Err(opened.fail(
+                    (MAGIC_BYTES + 4 * i) as u64,
+                    format!("dimension {} has size 0", i + 1),
+                ));
+            }
+            opened.dims.push(size);
+        }
+        opened.item_bytes = opened.dims[1..]
+            .iter()
+            .try_fold(1usize, |acc, &s| acc.checked_mul(s))
+            .filter(|&b| b <= 1 << 30)
+            .ok_or_else(|| opened.fail(MAGIC_BYTES as u64, "items larger than 1 GiB"))?;
+        Ok(opened)
+    }
+}
+
+/// The sizes in the header of the IDX file at `path` (items first), read
+/// without reading the items: a file is checked whole when it is read
+/// ([`read_idx`]).
+pub fn idx_header(path: &Path) -> Result<Vec<usize>, InputError> {
+    Opened::open(path).map(|o| o.dims)
+}
+
+/// Read the IDX file at `path`, keeping the items for which `keep(i, item)`
+/// is true (the others are read and dropped, so memory holds only kept
+/// items; `keep` sees every item, e.g. to compute statistics in the pass).
+/// The whole file is always read: a truncated file, trailing bytes or a
+/// gzip CRC mismatch are errors whichever items are kept.
+pub fn read_idx(
+    path: &Path,
+    mut keep: impl FnMut(usize, &[u8]) -> bool,
+) -> Result<IdxArray, InputError> {
+    let mut o = Opened::open(path)?;
+    let items = o.dims[0];
+    let mut data = Vec::new();
+    let mut kept = Vec::new();
+    let mut item = vec![0u8; o.item_bytes];
+    for i in 0..items {
+        let at = o.reader.offset;
+        if let Err(e) = o.reader.read_exact(&mut item) {
+            return Err(o.read_err(
+                at,
+                e,
+                &format!("item {} of the {items} its header declares", i + 1),
+            ));
+        }
+        if keep(i, &item) {
+            data.extend_from_slice(&item);
+            kept.push(i);
+        }
+    }
+    let end = o.reader.offset;
+    let mut extra = [0u8; 1];
+    match o.reader.read(&mut extra) {
+        Ok(0) => {}
+        Ok(_) => {
+            return Err(o.fail(
+                end,
+                format!(
+                    "bytes after the {items} items its header declares (a different file or a corrupted header)"
+                ),
+            ));
+        }
+        // The gzip decoder checks the CRC and length when it reaches the end.
+        Err(e) => return Err(o.fail(end, format!("the compressed data is corrupted: {e}"))),
+    }
+    Ok(IdxArray {
+        dims: o.dims,
+        item_bytes: o.item_bytes,
+        data,
+        kept,
+    })
+}
+
+/// Write `data` (items of `dims[1..]`, `u8`) as an IDX file at `path`,
+/// gzip-compressed when `gzip`. For tests and small slices of a data set.
+pub fn write_idx(path: &Path, dims: &[usize], data: &[u8], gzip: bool) -> std::io::Result<()> {
+    let expected: usize = dims.iter().product();
+    if dims.is_empty() || dims.len() > MAX_DIMS || expected != data.len() {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidInput,
+            format!("{} bytes do not fill the sizes {dims:?}", data.len()),
+        ));
+    }
+    let mut bytes = vec![0, 0, TYPE_U8, dims.len() as u8];
+    for &d in dims {
+        let d = u32::try_from(d)
+            .map_err(|_| std::io::Error::new(ErrorKind::InvalidInput, "size beyond u32"))?;
+        bytes.extend_from_slice(&d.to_be_bytes());
+    }
+    bytes.extend_from_slice(data);
+    let file = File::create(path)?;
+    if gzip {
+        let mut enc = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+        enc.write_all(&bytes)?;
+        enc.finish()?.sync_all()
+    } else {
+        let mut file = file;
+        file.write_all(&bytes)?;
+        file.sync_all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn images(n: usize) -> Vec<u8> {
+        (0..n * 3 * 2).map(|i| (i * 37 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn round_trips_raw_and_gzip() {
+        let dir = tempfile::tempdir().unwrap();
+        for gzip in [false, true] {
+            let path = dir.path().join(format!("x{gzip}.idx"));
+            let data = images(5);
+            write_idx(&path, &[5, 3, 2], &data, gzip).unwrap();
+            let all = read_idx(&path, |_, _| true).unwrap();
+            assert_eq!(all.dims, [5, 3, 2]);
+            assert_eq!(all.data, data);
+            let some = read_idx(&path, |i, _| i % 2 == 1).unwrap();
+            assert_eq!(some.kept, [1, 3]);
+            assert_eq!(some.item(1), &data[18..24]);
+        }
+    }
+
+    #[test]
+    fn truncated_and_corrupted_files_name_the_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.idx");
+        write_idx(&path, &[5, 3, 2], &images(5), false).unwrap();
+        let full = std::fs::read(&path).unwrap();
+        // 16-byte header, then 6-byte items: cut inside item 4 (offset 34).
+        std::fs::write(&path, &full[..37]).unwrap();
+        let e = read_idx(&path, |_, _| true).unwrap_err().to_string();
+        assert!(
+            e.contains("x.idx") && e.contains("byte 34") && e.contains("item 4 of the 5"),
+            "{e}"
+        );
+        std::fs::write(&path, [&full[..], &[7u8]].concat()).unwrap();
+        let e = read_idx(&path, |_, _| true).unwrap_err().to_string();
+        assert!(
+            e.contains("byte 46") && e.contains("bytes after the 5 items"),
+            "{e}"
+        );
+        let mut bad = full.clone();
+        bad[2] = 0x0d;
+        std::fs::write(&path, &bad).unwrap();
+        let e = read_idx(&path, |_, _| true).unwrap_err().to_string();
+        assert!(e.contains("byte 2") && e.contains("IDX type 0x0d"), "{e}");
+
+        let gz = dir.path().join("x.idx.gz");
+        write_idx(&gz, &[5, 3, 2], &images(5), true).unwrap();
+        let mut bytes = std::fs::read(&gz).unwrap();
+        let n = bytes.len();
+        bytes[n - 6] ^= 0xff; // inside the CRC
+        std::fs::write(&gz, &bytes).unwrap();
+        let e = read_idx(&gz, |_, _| true).unwrap_err().to_string();
+        assert!(
+            e.contains("x.idx.gz") && e.contains("byte 46 of the decompressed data"),
+            "{e}"
+        );
+        std::fs::write(&gz, &bytes[..n / 2]).unwrap();
+        let e = read_idx(&gz, |_, _| true).unwrap_err().to_string();
+        assert!(
+            e.contains("of the decompressed data") && e.contains("ends inside"),
+            "{e}"
+        );
+    }
+}

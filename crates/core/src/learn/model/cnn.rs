@@ -1,0 +1,94 @@
+//! `model.kind = "cnn"`: the LeNet-style network of 004 §VIII's experiments.
+//!
+//! As in the authors' public code (PyTorch's MNIST example): conv 1→10 5×5,
+//! max-pool 2, ReLU; conv 10→20 5×5, max-pool 2, ReLU; flatten (320 on
+//! 28×28 images); linear 320→50, ReLU, dropout (`model.dropout`); linear
+//! 50→`model.classes`. Input channels and image size follow the data (the
+//! image must be at least 16×16 so that both convolutions fit). Limits: the
+//! PyTorch example's 2-D dropout after the second convolution is left out
+//! (its masks would be one more random choice per step; the fully connected
+//! dropout is kept).
+
+use candle_core::Tensor;
+
+use super::net::{Architecture, ParamSpec, Params, Pass, linear};
+use super::ops::{conv2d, max_pool2};
+
+const KERNEL: usize = 5;
+const CONV1: usize = 10;
+const CONV2: usize = 20;
+const HIDDEN: usize = 50;
+
+#[derive(Debug)]
+pub(crate) struct Cnn {
+    flat: usize,
+    params: Vec<ParamSpec>,
+}
+
+impl Cnn {
+    /// The side of an image after a 5×5 valid convolution and a 2×2 max-pool.
+    fn reduce(side: usize) -> Option<usize> {
+        side.checked_sub(KERNEL - 1)
+            .map(|s| s / 2)
+            .filter(|&s| s > 0)
+    }
+
+    /// The spatial size after both convolution blocks, None when the image is too small.
+    pub fn features_after_convolutions(height: usize, width: usize) -> Option<(usize, usize)> {
+        let h = Self::reduce(Self::reduce(height)?)?;
+        let w = Self::reduce(Self::reduce(width)?)?;
+        Some((h, w))
+    }
+
+    /// The network for images of `input` = (channels, height, width); None
+    /// when they are too small for its two convolutions.
+    pub fn new(input: [usize; 3], classes: usize) -> Option<Self> {
+        let [c, h, w] = input;
+        let (h2, w2) = Self::features_after_convolutions(h, w)?;
+        let flat = CONV2 * h2 * w2;
+        let k2 = KERNEL * KERNEL;
+        let params = vec![
+            ParamSpec::uniform("conv1.weight", &[CONV1, c, KERNEL, KERNEL], c * k2),
+            ParamSpec::uniform("conv1.bias", &[CONV1], c * k2),
+            ParamSpec::uniform("conv2.weight", &[CONV2, CONV1, KERNEL, KERNEL], CONV1 * k2),
+            ParamSpec::uniform("conv2.bias", &[CONV2], CONV1 * k2),
+            ParamSpec::uniform("fc1.weight", &[HIDDEN, flat], flat),
+            ParamSpec::uniform("fc1.bias", &[HIDDEN], flat),
+            ParamSpec::uniform("fc2.weight", &[classes, HIDDEN], HIDDEN),
+            ParamSpec::uniform("fc2.bias", &[classes], HIDDEN),
+        ];
+        Some(Self { flat, params })
+    }
+}
+
+impl Architecture for Cnn {
+    fn params(&self) -> &[ParamSpec] {
+        &self.params
+    }
+
+    fn forward(
+        &self,
+        p: &mut Params<'_>,
+        x: &Tensor,
+        pass: &Pass<'_>,
+    ) -> candle_core::Result<Tensor> {
+        let h = max_pool2(&conv2d(x, p.next(), p.next(), 0, 1, false)?)?.relu()?;
+        let h = max_pool2(&conv2d(&h, p.next(), p.next(), 0, 1, true)?)?.relu()?;
+        let mut h = linear(&h.flatten_from(1)?, p.next(), p.next())?.relu()?;
+        if let Some(mask) = pass.dropout {
+            h = h.mul(mask)?;
+        }
+        linear(&h, p.next(), p.next())
+    }
+
+    fn dropout_units(&self) -> Option<usize> {
+        Some(HIDDEN)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "cnn conv{KERNEL}x{KERNEL}({CONV1})-pool2-conv{KERNEL}x{KERNEL}({CONV2})-pool2-fc({}->{HIDDEN})-fc",
+            self.flat
+        )
+    }
+}

@@ -1,0 +1,343 @@
+//! What every neural network shares: its parameters as slices of the one
+//! vector θ, their initialisation, one mini-batch's softmax cross-entropy
+//! and its gradient by reverse-mode autodiff (candle), and the evaluation.
+//!
+//! An architecture ([`Architecture`]) only lists its parameters and computes
+//! the logits; this file turns θ into candle variables, runs the forward and
+//! the backward pass on the CPU, and adds the gradient back into a slice of
+//! f64. The loss is summed (not averaged) over the batch, as the linear
+//! models' kernels sum theirs: the engine divides by the recovered samples.
+
+use candle_core::{D, DType, Device, Tensor, Var};
+use rand::RngExt;
+
+use super::ModelError;
+use crate::config::Precision;
+use crate::learn::batch::StepKey;
+use crate::learn::{Features, Partition};
+use crate::rng::{Stream, substream};
+
+/// How a parameter starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Init {
+    /// Uniform on ±1/√fan_in (PyTorch's default for linear and convolution
+    /// layers, weights and biases).
+    Uniform { fan_in: usize },
+    /// A constant (batch normalisation: scale 1, shift 0).
+    Constant(f64),
+}
+
+/// One parameter tensor of an architecture.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ParamSpec {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub init: Init,
+}
+
+impl ParamSpec {
+    pub fn uniform(name: impl Into<String>, shape: &[usize], fan_in: usize) -> Self {
+        Self {
+            name: name.into(),
+            shape: shape.to_vec(),
+            init: Init::Uniform { fan_in },
+        }
+    }
+
+    pub fn constant(name: impl Into<String>, shape: &[usize], value: f64) -> Self {
+        Self {
+            name: name.into(),
+            shape: shape.to_vec(),
+            init: Init::Constant(value),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// The parameters in the order an architecture lists them.
+pub(crate) struct Params<'a> {
+    tensors: &'a [Tensor],
+    next: usize,
+}
+
+impl<'a> Params<'a> {
+    /// The next parameter.
+    pub fn next(&mut self) -> &'a Tensor {
+        let t = &self.tensors[self.next];
+        self.next += 1;
+        t
+    }
+}
+
+/// Whether a forward pass trains (dropout active) or evaluates.
+pub(crate) struct Pass<'a> {
+    /// Dropout's scaled keep mask for the layer that has one (training only).
+    pub dropout: Option<&'a Tensor>,
+}
+
+/// A network's structure: its parameters and its forward pass.
+pub(crate) trait Architecture: Send + Sync + std::fmt::Debug {
+    /// The parameters, in the order [`Self::forward`] takes them.
+    fn params(&self) -> &[ParamSpec];
+    /// The logits (batch × classes) of images `x` (batch × channels × height × width).
+    fn forward(
+        &self,
+        p: &mut Params<'_>,
+        x: &Tensor,
+        pass: &Pass<'_>,
+    ) -> candle_core::Result<Tensor>;
+    /// The units of the layer dropout applies to (None: no dropout layer).
+    fn dropout_units(&self) -> Option<usize>;
+    /// One line: the layers and their sizes (`gradcode check`).
+    fn describe(&self) -> String;
+}
+
+/// The test set is evaluated in chunks of this many samples (batch
+/// normalisation then normalises each chunk with its own statistics).
+pub(crate) const EVAL_CHUNK: usize = 256;
+
+/// A network over images of `input` = (channels, height, width).
+#[derive(Debug)]
+pub struct Net {
+    arch: Box<dyn Architecture>,
+    input: [usize; 3],
+    classes: usize,
+    dropout: f64,
+    dtype: DType,
+    /// Where parameter `i` starts in θ; the last entry is the dimension.
+    offsets: Vec<usize>,
+}
+
+impl Net {
+    pub(crate) fn new(
+        arch: Box<dyn Architecture>,
+        input: [usize; 3],
+        classes: usize,
+        dropout: f64,
+        precision: Precision,
+    ) -> Self {
+        let mut offsets = vec![0];
+        for p in arch.params() {
+            offsets.push(offsets.last().unwrap() + p.len());
+        }
+        let dtype = match precision {
+            Precision::F64 => DType::F64,
+            Precision::F32 => DType::F32,
+        };
+        Self {
+            arch,
+            input,
+            classes,
+            dropout,
+            dtype,
+            offsets,
+        }
+    }
+
+    /// d: the number of parameters.
+    pub fn dim(&self) -> usize {
+        *self.offsets.last().unwrap()
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({} parameters, {}, input {}x{}x{}, {} classes{})",
+            self.arch.describe(),
+            self.dim(),
+            if self.dtype == DType::F64 {
+                "f64"
+            } else {
+                "f32"
+            },
+            self.input[0],
+            self.input[1],
+            self.input[2],
+            self.classes,
+            if self.dropout > 0.0 && self.arch.dropout_units().is_some() {
+                format!(", dropout {}", self.dropout)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// θ at the start: each parameter from its [`Init`], from the seed's
+    /// model-initialisation stream (parameter `i` from sub-stream `i`).
+    pub fn initial_theta(&self, seed: u64) -> Vec<f64> {
+        let mut theta = Vec::with_capacity(self.dim());
+        for (i, p) in self.arch.params().iter().enumerate() {
+            match p.init {
+                Init::Uniform { fan_in } => {
+                    let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
+                    let mut rng = substream(seed, Stream::ModelInit, i as u64);
+                    theta.extend((0..p.len()).map(|_| rng.random_range(-bound..bound)));
+                }
+                Init::Constant(v) => theta.extend(std::iter::repeat_n(v, p.len())),
+            }
+        }
+        theta
+    }
+
+    /// θ as one tensor per parameter, in the network's precision.
+    fn tensors(&self, theta: &[f64]) -> candle_core::Result<Vec<Tensor>> {
+        let dev = Device::Cpu;
+        self.arch
+            .params()
+            .iter()
+            .zip(self.offsets.windows(2))
+            .map(|(p, at)| {
+                let t = Tensor::from_slice(&theta[at[0]..at[1]], p.shape.as_slice(), &dev)?;
+                t.to_dtype(self.dtype)
+            })
+            .collect()
+    }
+
+    /// The images of `rows` of `x` as a batch tensor, and their labels.
+    fn batch(&self, part: &Partition, rows: &[usize]) -> Result<(Tensor, Tensor), ModelError> {
+        let Features::Dense(x) = &part.x else {
+            return Err(ModelError::Input(
+                "a network needs dense samples (data.format = \"dense\")".into(),
+            ));
+        };
+        let width: usize = self.input.iter().product();
+        if x.ncols() != width {
+            return Err(ModelError::Input(format!(
+                "samples of {} features do not fit the network's input of {} x {} x {}",
+                x.ncols(),
+                self.input[0],
+                self.input[1],
+                self.input[2]
+            )));
+        }
+        let data = x.as_slice().expect("partition matrices are contiguous");
+        let mut pixels = Vec::with_capacity(rows.len() * width);
+        let mut labels = Vec::with_capacity(rows.len());
+        for &r in rows {
+            pixels.extend_from_slice(&data[r * width..(r + 1) * width]);
+            let y = part.y[r];
+            if !(y >= 0.0 && y < self.classes as f64 && y.fract() == 0.0) {
+                return Err(ModelError::Input(format!(
+                    "label {y} is not a class in 0..{}",
+                    self.classes
+                )));
+            }
+            labels.push(y as u32);
+        }
+        let [c, h, w] = self.input;
+        let dev = Device::Cpu;
+        let images = Tensor::from_vec(pixels, (rows.len(), c, h, w), &dev)?.to_dtype(self.dtype)?;
+        let labels = Tensor::from_vec(labels, rows.len(), &dev)?;
+        Ok((images, labels))
+    }
+
+    /// The dropout mask of `key`'s batch of `batch` samples: each unit kept
+    /// with probability 1 − p and then scaled by 1 / (1 − p).
+    fn dropout_mask(&self, key: StepKey, batch: usize) -> candle_core::Result<Option<Tensor>> {
+        let Some(units) = self.arch.dropout_units() else {
+            return Ok(None);
+        };
+        if self.dropout <= 0.0 {
+            return Ok(None);
+        }
+        let keep = 1.0 - self.dropout;
+        let mut rng = key.rng(Stream::Dropout);
+        let mask: Vec<f64> = (0..batch * units)
+            .map(|_| {
+                if rng.random::<f64>() < keep {
+                    1.0 / keep
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Tensor::from_vec(mask, (batch, units), &Device::Cpu)?
+            .to_dtype(self.dtype)
+            .map(Some)
+    }
+
+    /// Adds the gradient of the summed cross-entropy of the samples `rows`
+    /// of `part` at `theta` into `grad`; returns the loss sum. Dropout masks
+    /// come from `key`.
+    pub fn accumulate(
+        &self,
+        part: &Partition,
+        rows: &[usize],
+        theta: &[f64],
+        grad: &mut [f64],
+        key: StepKey,
+    ) -> Result<f64, ModelError> {
+        if rows.is_empty() {
+            return Ok(0.0);
+        }
+        let (x, labels) = self.batch(part, rows)?;
+        let tensors = self.tensors(theta)?;
+        let vars = tensors
+            .into_iter()
+            .map(|t| Var::from_tensor(&t))
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        let as_tensors: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+        let mask = self.dropout_mask(key, rows.len())?;
+        let logits = self.arch.forward(
+            &mut Params {
+                tensors: &as_tensors,
+                next: 0,
+            },
+            &x,
+            &Pass {
+                dropout: mask.as_ref(),
+            },
+        )?;
+        let loss = cross_entropy_sum(&logits, &labels)?;
+        let grads = loss.backward()?;
+        for (v, at) in vars.iter().zip(self.offsets.windows(2)) {
+            if let Some(g) = grads.get(v.as_tensor()) {
+                let g = g.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?;
+                for (o, gi) in grad[at[0]..at[1]].iter_mut().zip(g) {
+                    *o += gi;
+                }
+            }
+        }
+        Ok(loss.to_dtype(DType::F64)?.to_scalar::<f64>()?)
+    }
+
+    /// The summed cross-entropy and the correctly classified samples of
+    /// every sample of `part` at `theta` (no dropout), in chunks of
+    /// [`EVAL_CHUNK`].
+    pub fn evaluate(&self, part: &Partition, theta: &[f64]) -> Result<(f64, usize), ModelError> {
+        let tensors = self.tensors(theta)?;
+        let (mut loss_sum, mut correct) = (0.0, 0);
+        let rows: Vec<usize> = (0..part.len()).collect();
+        for chunk in rows.chunks(EVAL_CHUNK) {
+            let (x, labels) = self.batch(part, chunk)?;
+            let logits = self.arch.forward(
+                &mut Params {
+                    tensors: &tensors,
+                    next: 0,
+                },
+                &x,
+                &Pass { dropout: None },
+            )?;
+            loss_sum += cross_entropy_sum(&logits, &labels)?
+                .to_dtype(DType::F64)?
+                .to_scalar::<f64>()?;
+            let predicted = logits.argmax(D::Minus1)?.to_vec1::<u32>()?;
+            let truth = labels.to_vec1::<u32>()?;
+            correct += predicted.iter().zip(&truth).filter(|(a, b)| a == b).count();
+        }
+        Ok((loss_sum, correct))
+    }
+}
+
+/// Σ over the batch of −log softmax(logits)[label].
+fn cross_entropy_sum(logits: &Tensor, labels: &Tensor) -> candle_core::Result<Tensor> {
+    let log_p = candle_nn::ops::log_softmax(logits, D::Minus1)?;
+    log_p.gather(&labels.unsqueeze(1)?, 1)?.sum_all()?.neg()
+}
+
+/// A linear layer: `x · wᵀ + b` with `w` of out × in.
+pub(crate) fn linear(x: &Tensor, w: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
+    x.matmul(&w.t()?)?.broadcast_add(b)
+}
