@@ -15,6 +15,7 @@ pub use gradcode_core::{
 pub mod cli;
 pub mod logging;
 pub mod output;
+pub mod process_setup;
 pub mod provenance;
 pub mod runtime;
 pub mod trace;

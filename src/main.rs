@@ -11,6 +11,7 @@ use gradcode::cli::{Cli, run};
 use gradcode::error::{InputError, QuietExit};
 
 fn main() -> ExitCode {
+    gradcode::process_setup::init();
     gradcode::logging::init();
     // `--version` prints the build too (commit, features, MPI and HDF5 libraries).
     let long_version: &'static str =

@@ -124,6 +124,7 @@ fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputE
     check_world(&loaded.config, world_size)?;
     check_trainable(&loaded.config, scheme.as_ref())?;
     crate::learn::data::check_data_files(&loaded.config)?;
+    check_batch(&loaded.config, scheme.as_ref())?;
     // Last: the path is checked, the file created when training starts.
     let trace = trace_out::TraceOut::check(&loaded.config, scheme.as_ref(), options)?;
     Ok(Prepared {
@@ -173,6 +174,7 @@ fn prepare_resume(
         ));
     }
     crate::learn::data::check_data_files(&loaded.config)?;
+    check_batch(&loaded.config, scheme.as_ref())?;
     Ok(Prepared {
         loaded,
         scheme,
@@ -180,6 +182,22 @@ fn prepare_resume(
         resume: Some(snapshot),
         carried,
     })
+}
+
+/// `train.batch_size` against the scheme's partitions, when the number of
+/// training samples is known without reading a file (synthetic and image
+/// data; text files are checked when they are read).
+#[cfg(feature = "mpi")]
+fn check_batch(config: &Config, scheme: &dyn Scheme) -> Result<(), InputError> {
+    use crate::config::DataKind;
+    match config.data.kind {
+        DataKind::Libsvm | DataKind::Csv => Ok(()),
+        _ => crate::learn::data::check_batch(
+            config.train.batch_size,
+            config.data.train_samples,
+            scheme.partitions(),
+        ),
+    }
 }
 
 /// Print the keys that are set but unused, one `warning:` line each.

@@ -352,6 +352,7 @@ impl DataPlan {
                 ),
             ));
         }
+        check_batch(config.train.batch_size, train_samples, partitions)?;
         Ok(Self {
             source,
             loss,
@@ -989,6 +990,27 @@ fn for_each_row(
 
 fn scan_file(kind: DataKind, path: &str, loss: Loss) -> Result<Scan, InputError> {
     scan(kind, path, loss, None)
+}
+
+/// `train.batch_size` against the smallest of `partitions` partitions of
+/// `train_samples` samples (⌊N / P⌋): a mini-batch is drawn without
+/// replacement from one partition, so it cannot be larger.
+pub fn check_batch(
+    batch_size: Option<usize>,
+    train_samples: usize,
+    partitions: usize,
+) -> Result<(), InputError> {
+    let smallest = train_samples / partitions.max(1);
+    match batch_size {
+        Some(b) if b > smallest => Err(InputError::value(
+            "train.batch_size",
+            b,
+            format!(
+                "is larger than the smallest partition ({smallest} samples: data.train_samples = {train_samples} over {partitions} partitions); a batch is drawn from one partition"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Rows of each data file that [`check_data_files`] reads.

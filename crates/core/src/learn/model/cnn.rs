@@ -11,8 +11,8 @@
 
 use candle_core::Tensor;
 
-use super::net::{Architecture, ParamSpec, Params, Pass, linear};
-use super::ops::{conv2d, max_pool2};
+use super::net::{Architecture, ParamSpec, Params, Pass};
+use super::ops::{conv2d, linear, max_pool2};
 
 const KERNEL: usize = 5;
 const CONV1: usize = 10;
@@ -52,9 +52,9 @@ impl Cnn {
             ParamSpec::uniform("conv1.bias", &[CONV1], c * k2),
             ParamSpec::uniform("conv2.weight", &[CONV2, CONV1, KERNEL, KERNEL], CONV1 * k2),
             ParamSpec::uniform("conv2.bias", &[CONV2], CONV1 * k2),
-            ParamSpec::uniform("fc1.weight", &[HIDDEN, flat], flat),
+            ParamSpec::uniform("fc1.weight", &[flat, HIDDEN], flat),
             ParamSpec::uniform("fc1.bias", &[HIDDEN], flat),
-            ParamSpec::uniform("fc2.weight", &[classes, HIDDEN], HIDDEN),
+            ParamSpec::uniform("fc2.weight", &[HIDDEN, classes], HIDDEN),
             ParamSpec::uniform("fc2.bias", &[classes], HIDDEN),
         ];
         Some(Self { flat, params })
@@ -74,11 +74,11 @@ impl Architecture for Cnn {
     ) -> candle_core::Result<Tensor> {
         let h = max_pool2(&conv2d(x, p.next(), p.next(), 0, 1, false)?)?.relu()?;
         let h = max_pool2(&conv2d(&h, p.next(), p.next(), 0, 1, true)?)?.relu()?;
-        let mut h = linear(&h.flatten_from(1)?, p.next(), p.next())?.relu()?;
+        let mut h = linear(&h.flatten_from(1)?, p.next(), p.next(), true)?.relu()?;
         if let Some(mask) = pass.dropout {
             h = h.mul(mask)?;
         }
-        linear(&h, p.next(), p.next())
+        linear(&h, p.next(), p.next(), true)
     }
 
     fn dropout_units(&self) -> Option<usize> {

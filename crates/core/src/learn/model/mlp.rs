@@ -8,7 +8,8 @@
 
 use candle_core::Tensor;
 
-use super::net::{Architecture, ParamSpec, Params, Pass, linear};
+use super::net::{Architecture, ParamSpec, Params, Pass};
+use super::ops::linear;
 
 #[derive(Debug)]
 pub(crate) struct Mlp {
@@ -26,7 +27,7 @@ impl Mlp {
         for (i, w) in widths.windows(2).enumerate() {
             params.push(ParamSpec::uniform(
                 format!("fc{}.weight", i + 1),
-                &[w[1], w[0]],
+                &[w[0], w[1]],
                 w[0],
             ));
             params.push(ParamSpec::uniform(
@@ -54,7 +55,7 @@ impl Architecture for Mlp {
         let layers = self.widths.len() - 1;
         for layer in 0..layers {
             let (w, b) = (p.next(), p.next());
-            h = linear(&h, w, b)?;
+            h = linear(&h, w, b, layer > 0)?;
             if layer + 1 < layers {
                 h = h.relu()?;
                 if layer + 2 == layers {

@@ -8,7 +8,7 @@
 //! f64. The loss is summed (not averaged) over the batch, as the linear
 //! models' kernels sum theirs: the engine divides by the recovered samples.
 
-use candle_core::{D, DType, Device, Tensor, Var};
+use candle_core::{D, DType, Device, Storage, Tensor, Var};
 use rand::RngExt;
 
 use super::ModelError;
@@ -181,18 +181,31 @@ impl Net {
         theta
     }
 
-    /// θ as one tensor per parameter, in the network's precision.
-    fn tensors(&self, theta: &[f64]) -> candle_core::Result<Vec<Tensor>> {
+    /// θ as one tensor per parameter, in the network's precision; as
+    /// variables (whose gradients the backward pass computes) when `vars`.
+    /// In f64 each parameter is copied once, straight into its variable.
+    fn tensors(&self, theta: &[f64], vars: bool) -> candle_core::Result<(Vec<Tensor>, Vec<Var>)> {
         let dev = Device::Cpu;
-        self.arch
-            .params()
-            .iter()
-            .zip(self.offsets.windows(2))
-            .map(|(p, at)| {
-                let t = Tensor::from_slice(&theta[at[0]..at[1]], p.shape.as_slice(), &dev)?;
-                t.to_dtype(self.dtype)
-            })
-            .collect()
+        let mut tensors = Vec::with_capacity(self.offsets.len());
+        let mut variables = Vec::with_capacity(self.offsets.len());
+        for (p, at) in self.arch.params().iter().zip(self.offsets.windows(2)) {
+            let values = &theta[at[0]..at[1]];
+            let shape = p.shape.as_slice();
+            match (vars, self.dtype) {
+                (true, DType::F64) => variables.push(Var::from_slice(values, shape, &dev)?),
+                (true, _) => {
+                    let t = Tensor::from_slice(values, shape, &dev)?.to_dtype(self.dtype)?;
+                    variables.push(Var::from_tensor(&t)?);
+                }
+                (false, _) => {
+                    tensors.push(Tensor::from_slice(values, shape, &dev)?.to_dtype(self.dtype)?)
+                }
+            }
+        }
+        if vars {
+            tensors = variables.iter().map(|v| v.as_tensor().clone()).collect();
+        }
+        Ok((tensors, variables))
     }
 
     /// The images of `rows` of `x` as a batch tensor, and their labels.
@@ -273,12 +286,7 @@ impl Net {
             return Ok(0.0);
         }
         let (x, labels) = self.batch(part, rows)?;
-        let tensors = self.tensors(theta)?;
-        let vars = tensors
-            .into_iter()
-            .map(|t| Var::from_tensor(&t))
-            .collect::<candle_core::Result<Vec<_>>>()?;
-        let as_tensors: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+        let (as_tensors, vars) = self.tensors(theta, true)?;
         let mask = self.dropout_mask(key, rows.len())?;
         let logits = self.arch.forward(
             &mut Params {
@@ -294,10 +302,7 @@ impl Net {
         let grads = loss.backward()?;
         for (v, at) in vars.iter().zip(self.offsets.windows(2)) {
             if let Some(g) = grads.get(v.as_tensor()) {
-                let g = g.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?;
-                for (o, gi) in grad[at[0]..at[1]].iter_mut().zip(g) {
-                    *o += gi;
-                }
+                add_into(&mut grad[at[0]..at[1]], g)?;
             }
         }
         Ok(loss.to_dtype(DType::F64)?.to_scalar::<f64>()?)
@@ -307,7 +312,7 @@ impl Net {
     /// every sample of `part` at `theta` (no dropout), in chunks of
     /// [`EVAL_CHUNK`].
     pub fn evaluate(&self, part: &Partition, theta: &[f64]) -> Result<(f64, usize), ModelError> {
-        let tensors = self.tensors(theta)?;
+        let (tensors, _) = self.tensors(theta, false)?;
         let (mut loss_sum, mut correct) = (0.0, 0);
         let rows: Vec<usize> = (0..part.len()).collect();
         for chunk in rows.chunks(EVAL_CHUNK) {
@@ -331,13 +336,28 @@ impl Net {
     }
 }
 
+/// Adds the gradient `g` into `out`, read in place when it is a contiguous
+/// f64 tensor (the usual case), else through a copy.
+fn add_into(out: &mut [f64], g: &Tensor) -> candle_core::Result<()> {
+    if g.dtype() == DType::F64 {
+        let (storage, layout) = g.storage_and_layout();
+        if let (Storage::Cpu(cpu), Some((start, end))) = (&*storage, layout.contiguous_offsets()) {
+            let values = &cpu.as_slice::<f64>()?[start..end];
+            for (o, v) in out.iter_mut().zip(values) {
+                *o += v;
+            }
+            return Ok(());
+        }
+    }
+    let values = g.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?;
+    for (o, v) in out.iter_mut().zip(values) {
+        *o += v;
+    }
+    Ok(())
+}
+
 /// Σ over the batch of −log softmax(logits)[label].
 fn cross_entropy_sum(logits: &Tensor, labels: &Tensor) -> candle_core::Result<Tensor> {
     let log_p = candle_nn::ops::log_softmax(logits, D::Minus1)?;
     log_p.gather(&labels.unsqueeze(1)?, 1)?.sum_all()?.neg()
-}
-
-/// A linear layer: `x · wᵀ + b` with `w` of out × in.
-pub(crate) fn linear(x: &Tensor, w: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
-    x.matmul(&w.t()?)?.broadcast_add(b)
 }

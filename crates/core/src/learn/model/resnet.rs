@@ -19,8 +19,8 @@
 
 use candle_core::Tensor;
 
-use super::net::{Architecture, ParamSpec, Params, Pass, linear};
-use super::ops::conv2d;
+use super::net::{Architecture, ParamSpec, Params, Pass};
+use super::ops::{conv2d, linear};
 
 const BN_EPS: f64 = 1e-5;
 
@@ -100,7 +100,7 @@ impl Resnet {
                 input = output;
             }
         }
-        params.push(ParamSpec::uniform("fc.weight", &[classes, input], input));
+        params.push(ParamSpec::uniform("fc.weight", &[input, classes], input));
         params.push(ParamSpec::uniform("fc.bias", &[classes], input));
         Self {
             blocks,
@@ -160,7 +160,7 @@ impl Architecture for Resnet {
             h = (branch + shortcut)?.relu()?;
         }
         let pooled = h.mean((2, 3))?;
-        linear(&pooled, p.next(), p.next())
+        linear(&pooled, p.next(), p.next(), true)
     }
 
     fn dropout_units(&self) -> Option<usize> {

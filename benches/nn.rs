@@ -1,0 +1,82 @@
+//! A network's gradient throughput on one core: one mini-batch of 32
+//! random 28×28 images through `Model::accumulate` (forward, softmax
+//! cross-entropy summed over the batch, backward), for the MLP
+//! (784-512-512-10) and the LeNet-style CNN of 004 §VIII, in f64 and f32.
+//! Criterion reports samples per second. The process is set up as the
+//! `gradcode` binary sets itself up (`process_setup`: one thread, the
+//! allocator keeping freed memory). `scripts/bench-nn.sh` runs it beside
+//! PyTorch on the same networks (`scripts/bench_nn_torch.py`).
+//!
+//! Run: `cargo bench --bench nn`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group};
+use gradcode::config::{Config, ModelKind, Precision};
+use gradcode::learn::{Features, Input, Model, Partition, StepKey};
+use gradcode::rng::{Stream, stream};
+use ndarray::Array2;
+use rand::RngExt;
+
+const BATCH: usize = 32;
+
+fn images() -> Partition {
+    let mut rng = stream(1, Stream::Data);
+    let x = Array2::from_shape_fn((BATCH, 784), |_| rng.random::<f64>() * 2.0 - 1.0);
+    Partition {
+        id: 0,
+        x: Features::Dense(x),
+        y: (0..BATCH).map(|i| (i % 10) as f64).collect(),
+    }
+}
+
+fn networks(c: &mut Criterion) {
+    let part = images();
+    let rows: Vec<usize> = (0..BATCH).collect();
+    let input = Input {
+        features: 784,
+        image: Some([1, 28, 28]),
+    };
+    let mut group = c.benchmark_group("gradient");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    for kind in [ModelKind::Mlp, ModelKind::Cnn] {
+        for precision in [Precision::F64, Precision::F32] {
+            let mut config = Config::default();
+            config.model.kind = kind;
+            config.model.precision = precision;
+            config.model.dropout = 0.5;
+            let model = Model::new(&config, input).unwrap();
+            let theta = model.initial_theta(1);
+            let mut grad = vec![0.0; model.dim()];
+            let key = StepKey {
+                seed: 1,
+                partition: 0,
+                iteration: 0,
+            };
+            let name = format!("{} {:?}", kind.name(), precision).to_lowercase();
+            group.bench_function(name, |b| {
+                b.iter(|| {
+                    black_box(
+                        model
+                            .accumulate(&part, &rows, &theta, &mut grad, key)
+                            .unwrap(),
+                    )
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = networks
+}
+
+fn main() {
+    // As the binary runs: one thread, the allocator keeping freed memory.
+    gradcode::process_setup::init();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
