@@ -1,0 +1,335 @@
+//! Neural networks under gradient coding, under mpirun: every exact scheme
+//! trains the CNN (mini-batches, dropout, momentum) along the trajectory of
+//! uncoded mini-batch SGD on the same batches; is-gc's and
+//! ignore-stragglers' update is the mean of the gradients of exactly the
+//! partitions their decode recovered; a resumed CNN run ends at the
+//! uninterrupted run's θ bit for bit; bad model and image inputs are refused
+//! with one line and exit status 2, writing nothing.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use gradcode::coding;
+use gradcode::config::{Config, parse};
+use gradcode::learn::idx::write_idx;
+use gradcode::learn::{DataPlan, Model, Optimizer, StepKey};
+
+const DIR: &str = "nn-tests";
+
+/// A small image data set of 16×16 single-channel images in 10 classes
+/// (class c: a bright 4×4 square at a class-dependent place, plus noise),
+/// written once as IDX files (the training images gzip-compressed):
+/// `[data]` lines that point at them.
+fn images() -> String {
+    static WRITTEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    WRITTEN
+        .get_or_init(|| {
+            let write = |name: &str, n: usize, seed: u64, gzip: bool| -> (PathBuf, PathBuf) {
+                let mut state = seed;
+                let mut next = || {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (state >> 33) as u32
+                };
+                let mut pixels = Vec::with_capacity(n * 256);
+                let mut labels = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let class = (next() % 10) as usize;
+                    let (cy, cx) = (2 + (class / 5) * 6, 1 + (class % 5) * 3);
+                    for y in 0..16 {
+                        for x in 0..16 {
+                            let inside = (cy..cy + 4).contains(&y) && (cx..cx + 4).contains(&x);
+                            let noise = next() % 60;
+                            pixels.push(if inside { 180 + noise } else { noise } as u8);
+                        }
+                    }
+                    labels.push(class as u8);
+                }
+                let ext = if gzip { ".gz" } else { "" };
+                let x = common::scratch(DIR, &format!("{name}-images.idx{ext}"));
+                let y = common::scratch(DIR, &format!("{name}-labels.idx{ext}"));
+                write_idx(&x, &[n, 16, 16], &pixels, gzip).unwrap();
+                write_idx(&y, &[n], &labels, gzip).unwrap();
+                (x, y)
+            };
+            let (train_x, train_y) = write("train", 480, 1, true);
+            let (test_x, test_y) = write("test", 60, 2, false);
+            format!(
+                "[data]\nkind = \"idx\"\npath = \"{}\"\nlabels_path = \"{}\"\ntest_path = \"{}\"\ntest_labels_path = \"{}\"\ntrain_samples = 480\ntest_samples = 60\n",
+                train_x.display(),
+                train_y.display(),
+                test_x.display(),
+                test_y.display()
+            )
+        })
+        .clone()
+}
+
+/// The CNN on the images, 6 workers, stragglers emulated at 2 ms per model
+/// time unit, mini-batches of 8, dropout, heavy-ball momentum.
+fn cnn_config(iterations: usize) -> String {
+    format!(
+        "workers = 6\nseed = 5\n[straggler]\nmodel = \"shifted-exponential\"\nalpha = 0.01\nmu = 2.0\ntime_unit_ms = 2.0\n{}[model]\nkind = \"cnn\"\ndropout = 0.5\n[train]\niterations = {iterations}\nlearning_rate = 0.05\nbatch_size = 8\nmomentum = 0.5\neval_every = 5\n",
+        images()
+    )
+}
+
+fn train(name: &str, text: &str, extra: &[&str]) -> (serde_json::Value, PathBuf) {
+    let (mut command, trace) = common::train_command(DIR, name, 7, text, extra);
+    let out = {
+        let _one = common::one_at_a_time();
+        command.output().expect("mpirun must be installed")
+    };
+    (common::json(&out), trace)
+}
+
+/// The oracle: mini-batch SGD in this process, independent of the engine,
+/// the schemes and the decode: at iteration t the update is the mean of the
+/// gradients of the partitions `recovered(t)` on their batches (every
+/// partition: uncoded SGD). Returns the final θ.
+fn reference(
+    config: &Config,
+    partitions: usize,
+    recovered: impl Fn(u64) -> Vec<usize>,
+) -> Vec<f64> {
+    let plan = DataPlan::new(config, partitions).unwrap();
+    let ids: Vec<usize> = (0..partitions).collect();
+    let parts = plan.load(&ids).unwrap();
+    let model = Model::new(config, plan.input()).unwrap();
+    let d = model.dim();
+    let mut opt = Optimizer::new(&config.train, config.model.l2, d);
+    opt.start_at(&model.initial_theta(config.seed));
+    let mut one = vec![0.0; d + 1];
+    for t in 0..config.train.iterations as u64 {
+        let mut sum = vec![0.0; d];
+        let mut samples = 0;
+        for p in recovered(t) {
+            let key = StepKey {
+                seed: config.seed,
+                partition: p,
+                iteration: t,
+            };
+            model
+                .partition_gradient(
+                    &parts[p],
+                    config.train.batch_size,
+                    key,
+                    opt.eval_point(),
+                    &mut one,
+                )
+                .unwrap();
+            for (s, g) in sum.iter_mut().zip(&one) {
+                *s += g;
+            }
+            samples += config.train.batch_size.unwrap().min(parts[p].len());
+        }
+        opt.step(&sum, samples);
+    }
+    opt.theta().to_vec()
+}
+
+const EXACT_SCHEMES: &[(&str, &str)] = &[
+    ("uncoded", "kind = \"uncoded\""),
+    ("gc-frac", "kind = \"gc-frac\"\nload = 3"),
+    ("gc-cyclic", "kind = \"gc-cyclic\"\nload = 3"),
+    ("gc-sc", "kind = \"gc-sc\"\nload = 2\nclusters = 2"),
+    (
+        "gc-dc",
+        "kind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2",
+    ),
+    (
+        "gc-mmc",
+        "kind = \"gc-mmc\"\nload = 3\ndesign = \"correlated\"\norder = 2",
+    ),
+    ("uc-mmc", "kind = \"uc-mmc\"\nload = 3"),
+    (
+        "gc-partial",
+        "kind = \"gc-partial\"\nload = 2\nslowdown = 2.0",
+    ),
+];
+
+#[test]
+fn every_exact_scheme_trains_the_cnn_along_uncoded_minibatch_sgd() {
+    for (name, scheme) in EXACT_SCHEMES {
+        let text = format!("{}[scheme]\n{scheme}\n", cnn_config(20));
+        let (summary, _) = train(&format!("exact-{name}"), &text, &[]);
+        let config = parse(&text, "test", &[]).unwrap().config;
+        let partitions = coding::build(&config).unwrap().partitions();
+        let want = reference(&config, partitions, |_| (0..partitions).collect());
+        let err = common::relative_error(&common::theta(&summary), &want);
+        assert!(
+            err <= 1e-9,
+            "{name}: θ after 20 steps is {err} from uncoded SGD"
+        );
+        assert_eq!(summary["mean_recovered_fraction"], 1.0, "{name}");
+        let accuracy = summary["final_test_accuracy"].as_f64().unwrap();
+        assert!(
+            (0.0..=1.0).contains(&accuracy),
+            "{name}: accuracy {accuracy}"
+        );
+    }
+}
+
+/// The partitions the decode of each iteration recovered: the union of the
+/// partitions stored by the workers whose message it used (is-gc and
+/// ignore-stragglers sum-code each worker's partitions with weight 1 and
+/// use workers of disjoint partitions).
+fn recovered_per_iteration(trace: &Path, config: &Config) -> Vec<Vec<usize>> {
+    let scheme = coding::build(config).unwrap();
+    let records = gradcode::trace::read_trace(trace, "/").unwrap().records;
+    records
+        .iter()
+        .map(|r| {
+            let mut parts: Vec<usize> = (0..config.workers)
+                .filter(|&w| r.used[w])
+                .flat_map(|w| scheme.stored(w).to_vec())
+                .collect();
+            parts.sort_unstable();
+            let n = parts.len();
+            parts.dedup();
+            assert_eq!(parts.len(), n, "used workers hold disjoint partitions");
+            let fraction = parts.len() as f64 / scheme.partitions() as f64;
+            assert_eq!(
+                r.recovered_fraction, fraction,
+                "the trace's recovered fraction"
+            );
+            parts
+        })
+        .collect()
+}
+
+#[test]
+fn partial_schemes_step_with_the_mean_of_exactly_the_recovered_partitions() {
+    for (name, scheme) in [
+        (
+            "is-gc",
+            "kind = \"is-gc\"\nload = 2\nplacement = \"cr\"\nwait_for = 3",
+        ),
+        (
+            "ignore-stragglers",
+            "kind = \"ignore-stragglers\"\nwait_for = 4",
+        ),
+    ] {
+        let text = format!("{}[scheme]\n{scheme}\n", cnn_config(15));
+        let (summary, trace) = train(&format!("partial-{name}"), &text, &[]);
+        let config = parse(&text, "test", &[]).unwrap().config;
+        let recovered = recovered_per_iteration(&trace, &config);
+        assert!(
+            recovered.iter().any(|r| r.len() < config.workers),
+            "{name}: some iteration recovers part of the gradient"
+        );
+        let partitions = coding::build(&config).unwrap().partitions();
+        let want = reference(&config, partitions, |t| recovered[t as usize].clone());
+        let err = common::relative_error(&common::theta(&summary), &want);
+        assert!(
+            err <= 1e-9,
+            "{name}: θ is {err} from the recovered partitions' SGD"
+        );
+    }
+}
+
+#[test]
+fn a_resumed_cnn_run_ends_at_the_uninterrupted_runs_theta_bit_for_bit() {
+    // Uncoded: its decoded sum does not depend on which workers were
+    // fastest, so two runs can agree bit for bit (a coded scheme's decode
+    // weights follow the arrivals, and its θ agrees to rounding: above).
+    let text = format!(
+        "{}[scheme]\nkind = \"uncoded\"\n[output]\nsnapshot_every = 4\n",
+        cnn_config(12)
+    );
+    let (whole, _) = train("resume-whole", &text, &[]);
+    let (_, trace) = train("resume-first", &text, &["--set", "train.iterations=8"]);
+    let out = {
+        let _one = common::one_at_a_time();
+        common::mpirun_command(
+            7,
+            &[
+                "train",
+                "--resume",
+                trace.to_str().unwrap(),
+                "--set",
+                "train.iterations=12",
+                "--json",
+                "--quiet",
+            ],
+        )
+        .output()
+        .unwrap()
+    };
+    let resumed = common::json(&out);
+    assert_eq!(resumed["resumed_at"], 8);
+    let (a, b) = (common::theta(&whole), common::theta(&resumed));
+    assert!(
+        a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+        "resumed θ differs from the uninterrupted run's"
+    );
+}
+
+/// `train` refuses `text` (with `set` overrides): exit 2, one line naming
+/// `field`, and no trace created.
+fn assert_train_refuses(name: &str, text: &str, set: &[&str], field: &str) {
+    let trace = common::scratch(DIR, &format!("refused-{name}.h5"));
+    let _ = std::fs::remove_file(&trace);
+    let config = common::scratch(DIR, &format!("refused-{name}.toml"));
+    std::fs::write(&config, text).unwrap();
+    let mut args = vec![
+        "train",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        trace.to_str().unwrap(),
+    ];
+    for s in set {
+        args.extend(["--set", s]);
+    }
+    let out = {
+        let _one = common::one_at_a_time();
+        common::mpirun_command(7, &args).output().unwrap()
+    };
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(lines.len(), 1, "{name}: one error line: {err}");
+    assert!(lines[0].contains(field), "{name}: names {field}: {err}");
+    assert!(!trace.exists(), "{name}: no trace written");
+}
+
+#[test]
+fn bad_model_and_image_inputs_are_refused_before_anything_is_written() {
+    let base = format!("{}[scheme]\nkind = \"uncoded\"\n", cnn_config(3));
+    assert_train_refuses("kind", &base, &["model.kind=\"transformer\""], "model.kind");
+    // 480 images over 6 partitions: 80 per partition.
+    assert_train_refuses("batch", &base, &["train.batch_size=81"], "train.batch_size");
+    let small = base.replace("kind = \"cnn\"", "kind = \"resnet\"");
+    assert_train_refuses("labels", &small, &["model.classes=5"], "model.classes");
+    let flat = format!(
+        "workers = 6\n[scheme]\nkind = \"uncoded\"\n[model]\nkind = \"cnn\"\n[train]\nbatch_size = 8\n"
+    );
+    assert_train_refuses("flat", &flat, &[], "model.kind");
+    let missing = format!(
+        "workers = 6\n[scheme]\nkind = \"uncoded\"\n[data]\nkind = \"idx\"\nset = \"no-such-set\"\n[model]\nkind = \"mlp\"\n"
+    );
+    assert_train_refuses("set", &missing, &[], "data.set");
+}
+
+#[test]
+fn a_named_set_that_is_not_installed_names_its_package() {
+    let text = "workers = 2\n[scheme]\nkind = \"uncoded\"\n[data]\nkind = \"idx\"\nset = \"fashion-mnist\"\n[model]\nkind = \"mlp\"\n";
+    let config = common::scratch(DIR, "not-installed.toml");
+    std::fs::write(&config, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(["check", "--config", config.to_str().unwrap()])
+        .env(
+            gradcode::learn::images::DATASET_ROOT_ENV,
+            "/nonexistent-datasets",
+        )
+        .output()
+        .unwrap();
+    common::assert_rejected("not installed", &out, "data.set");
+    assert!(
+        common::stderr(&out).contains("dataset-fashion-mnist"),
+        "names the package: {}",
+        common::stderr(&out)
+    );
+}
