@@ -69,6 +69,7 @@ fn same(a: &IterationRecord, b: &IterationRecord) -> bool {
         && a.stale_dropped == b.stale_dropped
         && f(a.train_loss, b.train_loss)
         && f(a.test_loss, b.test_loss)
+        && f(a.test_accuracy, b.test_accuracy)
         && a.finish_s.iter().zip(&b.finish_s).all(|(&x, &y)| f(x, y))
         && a.straggling == b.straggling
         && a.cluster == b.cluster
@@ -241,6 +242,11 @@ fn distinct_records(workers: usize, iterations: usize) -> Vec<IterationRecord> {
             r.stale_dropped = 500 + i as u64;
             r.train_loss = if i == 1 { f64::NAN } else { 6.0 / (1.0 + x) };
             r.test_loss = 7.0 / (1.0 + x) + 0.5;
+            r.test_accuracy = if i % 2 == 0 {
+                0.25 + 0.01 * x
+            } else {
+                f64::NAN
+            };
             for w in 0..workers {
                 let y = w as f64;
                 r.finish_s[w] = if (i + w) % 4 == 3 {
@@ -474,6 +480,42 @@ fn resume_reads_the_snapshot_and_cuts_the_records_after_it() {
     continue_from_the_seventh(&p, w, &records);
     // The iteration scales were cut with the rows and continued: 1..=7 again.
     assert_scales(&p, "", 7, 3);
+}
+
+/// A trace written before `/iteration/test_accuracy` (an optional dataset)
+/// reads back with NaN accuracy, and resumed, gains the dataset: NaN (not
+/// HDF5's fill value 0, a measured accuracy of 0) in the rows before the
+/// snapshot, the records' values after, with the dimension scales of the
+/// other datasets.
+#[test]
+fn resuming_a_trace_without_an_optional_dataset_adds_it_with_nan_before_the_snapshot() {
+    let p = path("resume-no-accuracy.h5");
+    let records = distinct_records(3, 9);
+    six_records_snapshot_after_four(&p, &records);
+    hdf5::File::open_rw(&p)
+        .unwrap()
+        .unlink("iteration/test_accuracy")
+        .unwrap();
+    let old = read_trace(&p, "/").unwrap().records;
+    assert_eq!(old.len(), 6);
+    assert!(old.iter().all(|r| r.test_accuracy.is_nan()));
+    assert_eq!(old[0].test_loss, records[0].test_loss);
+    let (mut w, s) = TraceWriter::resume(&p).unwrap();
+    assert_eq!(s.iteration, 4);
+    w.append(&records[6]).unwrap();
+    w.close().unwrap();
+    let back = read_trace(&p, "/").unwrap().records;
+    assert_eq!(back.len(), 5);
+    let accuracy: Vec<u64> = back.iter().map(|r| r.test_accuracy.to_bits()).collect();
+    let want: Vec<u64> = [f64::NAN; 4]
+        .iter()
+        .chain([records[6].test_accuracy].iter())
+        .map(|x| x.to_bits())
+        .collect();
+    assert!(records[6].test_accuracy.is_finite());
+    assert_eq!(accuracy, want, "{back:?}");
+    assert!(same(&back[4], &records[6]));
+    assert_scales(&p, "", 5, 3);
 }
 
 /// Killed during a flush after its snapshot, a trace may hold datasets of

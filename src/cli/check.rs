@@ -97,6 +97,10 @@ struct CheckReport {
     partitions: usize,
     /// How partitions store their samples (`data.format` resolved) and why.
     data_format: DataFormatReport,
+    /// The model (`model.kind`) in one line: its layers and parameters;
+    /// absent for text files, whose width is known once they are read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
     /// Cluster membership (1-based ids), cluster 1 first; empty when unclustered.
     clusters: Vec<Vec<usize>>,
     tolerated_stragglers: Tolerance,
@@ -247,6 +251,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             storage: format.storage.name(),
             reason: format.reason,
         },
+        model: format.model,
         clusters: plan.clusters.iter().map(|c| one_based(c)).collect(),
         tolerated_stragglers: tolerance,
         arrivals_needed: Tolerance {
@@ -349,6 +354,9 @@ fn print_text(r: &CheckReport) {
         r.data_format.storage,
         r.data_format.reason
     );
+    if let Some(model) = &r.model {
+        crate::outln!("model         {model}");
+    }
     if !r.clusters.is_empty() {
         crate::outln!(
             "clusters      {} of {} workers",

@@ -1,14 +1,40 @@
-//! `gradcode inspect F.h5 [--json]`: a summary of a training trace or of a
-//! simulation trace (per scheme, pooled over its trials). The statistics are
-//! [`crate::trace::summary`]; this file reads the file and prints them.
+//! `gradcode inspect F.h5 [--json] [--target-loss X] [--target-accuracy A]`:
+//! a summary of a training trace or of a simulation trace (per scheme,
+//! pooled over its trials). The statistics are [`crate::trace::summary`];
+//! this file reads the file and prints them.
 
 use std::path::Path;
 
 use crate::error::InputError;
+use crate::trace::summary::Targets;
+
+/// The flags `--target-loss` (finite) and `--target-accuracy` (in (0, 1]),
+/// checked before the file is read.
+fn check_targets(targets: Targets) -> Result<(), InputError> {
+    if let Some(x) = targets.loss.filter(|x| !x.is_finite()) {
+        return Err(InputError::value(
+            "--target-loss",
+            x,
+            "must be a finite number",
+        ));
+    }
+    if let Some(a) = targets
+        .accuracy
+        .filter(|a| !(a.is_finite() && *a > 0.0 && *a <= 1.0))
+    {
+        return Err(InputError::value(
+            "--target-accuracy",
+            a,
+            "must be in (0, 1]: a share of the test samples classified correctly (0.9, not 90)",
+        ));
+    }
+    Ok(())
+}
 
 /// Without HDF5 there is nothing to read.
 #[cfg(not(feature = "hdf5"))]
-pub(super) fn run(path: &Path, _json: bool) -> anyhow::Result<()> {
+pub(super) fn run(path: &Path, _json: bool, targets: Targets) -> anyhow::Result<()> {
+    check_targets(targets)?;
     Err(InputError::new(
         path.display().to_string(),
         "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
@@ -17,8 +43,24 @@ pub(super) fn run(path: &Path, _json: bool) -> anyhow::Result<()> {
 }
 
 #[cfg(feature = "hdf5")]
-pub(super) fn run(path: &Path, json: bool) -> anyhow::Result<()> {
-    let report = imp::read(path)?;
+pub(super) fn run(path: &Path, json: bool, targets: Targets) -> anyhow::Result<()> {
+    check_targets(targets)?;
+    let report = imp::read(path, targets)?;
+    if report.kind == crate::trace::TraceKind::Simulation && targets.any() {
+        let flag = if targets.loss.is_some() {
+            "--target-loss"
+        } else {
+            "--target-accuracy"
+        };
+        return Err(InputError::new(
+            flag,
+            format!(
+                "{} is a simulation trace, which records no losses or accuracies: the flag reads a training trace (train --out)",
+                path.display()
+            ),
+        )
+        .into());
+    }
     if json {
         crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -105,13 +147,13 @@ mod imp {
 
     use super::check_file;
     use crate::error::InputError;
-    use crate::trace::summary::{Distribution, Summary};
+    use crate::trace::summary::{Distribution, Reach, Summary, Targets};
     use crate::trace::{Report, TraceKind};
 
     /// Read the trace through the guarded reader; every error names the file.
-    pub(super) fn read(path: &Path) -> Result<Report, InputError> {
+    pub(super) fn read(path: &Path, targets: Targets) -> Result<Report, InputError> {
         check_file(path)?;
-        Report::read(path).map_err(|e| {
+        Report::read_with(path, targets).map_err(|e| {
             if e.to_string().contains("unable to lock file") {
                 InputError::new(
                     path.display().to_string(),
@@ -159,6 +201,29 @@ mod imp {
 
     pub(super) fn pct(x: f64) -> String {
         format!("{}%", number(100.0 * x, 1))
+    }
+
+    /// A test accuracy (a share) as a percentage with two decimals.
+    fn accuracy(x: f64) -> String {
+        format!("{}%", number(100.0 * x, 2))
+    }
+
+    /// The line of a target: `≤ 0.500000: reached at iteration 12 (after 11
+    /// iterations, 1.250 s): 0.481000`, or why not.
+    fn reach(r: &Reach, relation: &str, dataset: &str, show: fn(f64) -> String) -> String {
+        let target = format!("{relation} {}", show(r.target));
+        match (r.iteration, r.value, r.time_s) {
+            (Some(i), Some(v), Some(t)) => format!(
+                "{target}: reached at iteration {i} (after {} iterations, {} of iteration time): {}",
+                i - 1,
+                secs(t),
+                show(v)
+            ),
+            _ if r.evaluated == 0 => {
+                format!("{target}: not recorded (no finite /iteration/{dataset})")
+            }
+            _ => format!("{target}: not reached ({} values recorded)", r.evaluated),
+        }
     }
 
     fn dist(d: &Option<Distribution>) -> String {
@@ -302,6 +367,33 @@ mod imp {
                     ),
                 );
             }
+        }
+        if let Some(a) = &s.test_accuracy {
+            line(
+                "test accuracy",
+                format!(
+                    "{} (iteration {}) → {} (iteration {}); best {} (iteration {}); {} evaluated",
+                    accuracy(a.first),
+                    a.first_iteration,
+                    accuracy(a.last),
+                    a.final_iteration,
+                    accuracy(a.best),
+                    a.best_iteration,
+                    a.evaluated
+                ),
+            );
+        }
+        if let Some(r) = &s.target_loss {
+            line(
+                "target train loss",
+                reach(r, "≤", "train_loss", |x| number(x, 6)),
+            );
+        }
+        if let Some(r) = &s.target_accuracy {
+            line(
+                "target test accuracy",
+                reach(r, "≥", "test_accuracy", accuracy),
+            );
         }
     }
 

@@ -201,6 +201,25 @@ pub enum Command {
         /// Replace an existing --replay-csv file.
         #[arg(long, requires = "replay_csv")]
         force: bool,
+        /// Training trace: the first iteration whose recorded train loss is
+        /// at most LOSS, the iterations before it and the time up to it.
+        #[arg(
+            long,
+            value_name = "LOSS",
+            allow_negative_numbers = true,
+            conflicts_with = "replay_csv"
+        )]
+        target_loss: Option<f64>,
+        /// Training trace: the first iteration whose recorded test accuracy
+        /// (a share, in (0, 1]) is at least A, the iterations before it and
+        /// the time up to it.
+        #[arg(
+            long,
+            value_name = "A",
+            allow_negative_numbers = true,
+            conflicts_with = "replay_csv"
+        )]
+        target_accuracy: Option<f64>,
     },
 }
 
@@ -333,7 +352,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             force,
             ..
         } => inspect::export_replay(&file, &out, force),
-        Command::Inspect { file, json, .. } => inspect::run(&file, json),
+        Command::Inspect {
+            file,
+            json,
+            target_loss,
+            target_accuracy,
+            ..
+        } => inspect::run(
+            &file,
+            json,
+            crate::trace::summary::Targets {
+                loss: target_loss,
+                accuracy: target_accuracy,
+            },
+        ),
     }
 }
 

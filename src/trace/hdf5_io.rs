@@ -217,15 +217,66 @@ fn new_scales(
     )?;
     dimension_scales::set_scale(&worker_scale, "worker")?;
     for (spec, ds) in DATASETS.iter().zip(datasets) {
-        match spec.group {
-            SchemaGroup::Iteration => dimension_scales::attach(ds, &it_scale, 0, "iteration")?,
-            SchemaGroup::Worker => {
-                dimension_scales::attach(ds, &wk_scale, 0, "iteration")?;
-                dimension_scales::attach(ds, &worker_scale, 1, "worker")?;
+        attach_scales(spec, ds, [&it_scale, &wk_scale, &worker_scale])?;
+    }
+    Ok(vec![it_scale, wk_scale])
+}
+
+/// Attach the scales `[iteration/iteration, worker/iteration, worker/worker]`
+/// of its trace group to the dataset `ds` of the table line `spec`.
+fn attach_scales(spec: &DatasetSpec, ds: &Dataset, scales: [&Dataset; 3]) -> Result<()> {
+    let [it_scale, wk_scale, worker_scale] = scales;
+    match spec.group {
+        SchemaGroup::Iteration => dimension_scales::attach(ds, it_scale, 0, "iteration"),
+        SchemaGroup::Worker => {
+            dimension_scales::attach(ds, wk_scale, 0, "iteration")?;
+            dimension_scales::attach(ds, worker_scale, 1, "worker")
+        }
+    }
+}
+
+/// A trace being resumed that lacks datasets of the table (an optional one
+/// newer than the gradcode that wrote it, say `/iteration/test_accuracy`):
+/// `growing` created them empty; their first `keep` rows get the default of
+/// [`IterationRecord::new`] (NaN for a value not measured, never HDF5's
+/// fill value 0, which would read as a measured 0), written a chunk at a
+/// time, and they get the trace group's dimension scales when it has them.
+fn fill_added(
+    it: &Group,
+    wk: &Group,
+    workers: usize,
+    keep: usize,
+    datasets: &[Dataset],
+    added: &[bool],
+) -> Result<()> {
+    let mut start = 0;
+    while start < keep {
+        let end = keep.min(start + CHUNK_ROWS);
+        let defaults = vec![IterationRecord::new(workers); end - start];
+        TraceColumns::from_records(workers, &defaults).visit(&mut RowWriter {
+            datasets,
+            rows: start..end,
+            workers,
+            only: Some(added),
+        })?;
+        start = end;
+    }
+    let names = [(it, "iteration"), (wk, "iteration"), (wk, "worker")];
+    if names.iter().all(|(g, name)| g.link_exists(name)) {
+        let scales = names
+            .iter()
+            .map(|(g, name)| {
+                g.dataset(name)
+                    .map_err(|e| TraceError::hdf5(format!("dataset {}/{name}", g.name()), e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (spec, ds) in DATASETS.iter().zip(datasets) {
+            if added[spec.index] {
+                attach_scales(spec, ds, [&scales[0], &scales[1], &scales[2]])?;
             }
         }
     }
-    Ok(vec![it_scale, wk_scale])
+    Ok(())
 }
 
 /// The iteration scales of a trace being resumed, cut to `keep` rows (none
@@ -267,6 +318,8 @@ impl GroupWriter {
     fn open(root: &Group, workers: usize, keep: Option<usize>) -> Result<Self> {
         let it = group(root, SchemaGroup::Iteration.name())?;
         let wk = group(root, SchemaGroup::Worker.name())?;
+        // Resuming: the datasets of the table the trace does not have yet.
+        let mut added = vec![false; DATASETS.len()];
         let datasets = DATASETS
             .iter()
             .map(|spec| {
@@ -274,12 +327,18 @@ impl GroupWriter {
                     SchemaGroup::Iteration => &it,
                     SchemaGroup::Worker => &wk,
                 };
+                added[spec.index] = keep.is_some() && !parent.link_exists(spec.name);
                 growing(keep, parent, spec, workers)
             })
             .collect::<Result<Vec<_>>>()?;
         let scales = match keep {
             None => new_scales(&it, &wk, workers, &datasets)?,
-            Some(keep) => kept_scales(&it, &wk, keep)?,
+            Some(keep) => {
+                if added.contains(&true) {
+                    fill_added(&it, &wk, workers, keep, &datasets, &added)?;
+                }
+                kept_scales(&it, &wk, keep)?
+            }
         };
         Ok(Self {
             workers,
@@ -315,6 +374,7 @@ impl GroupWriter {
             datasets: &self.datasets,
             rows: self.written..self.written + m,
             workers: self.workers,
+            only: None,
         })?;
         let rows = self.written..self.written + m;
         let numbers: Vec<u64> = (rows.start as u64 + 1..=rows.end as u64).collect();
@@ -335,10 +395,15 @@ struct RowWriter<'a> {
     datasets: &'a [Dataset],
     rows: std::ops::Range<usize>,
     workers: usize,
+    /// Per dataset of the table, whether to write it (`None`: every one).
+    only: Option<&'a [bool]>,
 }
 
 impl RowWriter<'_> {
     fn put<T: H5Type>(&self, spec: &DatasetSpec, values: &[T]) -> Result<()> {
+        if self.only.is_some_and(|only| !only[spec.index]) {
+            return Ok(());
+        }
         let ds = &self.datasets[spec.index];
         let ctx = || format!("dataset {}", ds.name());
         let rows = self.rows.clone();
@@ -741,7 +806,9 @@ impl TraceWriter {
     /// `append` writes the row of iteration `snapshot.iteration`. Everything
     /// is read and checked through the guarded reader ([`TraceFile`])
     /// before anything is cut; a file that breaks a rule is an error naming
-    /// the dataset, and is left unchanged.
+    /// the dataset, and is left unchanged. A dataset of the table the file
+    /// lacks (an optional one newer than its writer) is added, its rows
+    /// before the snapshot the record's default (NaN: not measured).
     pub fn resume(path: &Path) -> Result<(Self, Snapshot)> {
         let reader = TraceFile::open_rw(path)?;
         let (snapshot, committed, workers) = snapshot_of(&reader)?;
@@ -1031,8 +1098,9 @@ pub struct TraceData {
 /// Read the trace whose `/iteration/` and `/worker/` groups are under
 /// `group_path` of `path` (`"/"` for a run, `"/sim/gc-sc/trial_0"` for a
 /// simulation trial), through the guarded reader ([`TraceFile`]). Every
-/// dataset of the schema but the optional ones (`/worker/overrun_s`) must be
-/// there. A file that is not such a trace (truncated, corrupted, of another
+/// dataset of the schema but the optional ones (`/iteration/test_accuracy`,
+/// `/worker/overrun_s`) must be there; records of a trace without one get
+/// its default (NaN accuracy, 0 overrun). A file that is not such a trace (truncated, corrupted, of another
 /// schema) gives an error, never a panic or an allocation larger than the file.
 pub fn read_trace(path: &Path, group_path: &str) -> Result<TraceData> {
     let file = TraceFile::open(path)?;

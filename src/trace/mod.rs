@@ -20,6 +20,7 @@
 //! /iteration/stale_dropped       u64 [iterations]            results of older iterations received and dropped
 //! /iteration/train_loss          f64 [iterations]            objective over all the training data; NaN when not evaluated
 //! /iteration/test_loss           f64 [iterations]            test objective; NaN when not evaluated
+//! /iteration/test_accuracy       f64 [iterations]            share of test samples classified correctly when test_loss is (networks); NaN otherwise (optional)
 //! /worker/finish_s               f64 [iterations, workers]   arrival of the worker's last message received in time, NaN if none
 //! /worker/straggling             u8  [iterations, workers]   1 = straggling this iteration
 //! /worker/cluster                i64 [iterations, workers]   1-based cluster this iteration, -1 when unclustered

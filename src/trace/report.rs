@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::read::{ExtraDataset, ExtraGroup, ModelInfo, TraceFile, TraceKind};
-use super::summary::{Summary, TraceColumns, summarize};
+use super::summary::{Summary, Targets, TraceColumns, summarize};
 use super::{TimingEvent, TraceError};
 
 /// What `inspect --json` prints (keys documented in docs/json.md).
@@ -79,6 +79,13 @@ impl Report {
     /// guard of [`TraceFile`], so a corrupt file is an error naming the
     /// dataset or attribute and the rule it breaks.
     pub fn read(path: &Path) -> Result<Report, TraceError> {
+        Self::read_with(path, Targets::default())
+    }
+
+    /// [`Report::read`], with the times to `targets` (`inspect
+    /// --target-loss`, `--target-accuracy`) in the summary of a training
+    /// trace (a simulation trace records no losses: nothing is added).
+    pub fn read_with(path: &Path, targets: Targets) -> Result<Report, TraceError> {
         let file = TraceFile::open(path)?;
         let root = file.root()?;
         let mut report = Report {
@@ -113,7 +120,7 @@ impl Report {
         match root.kind {
             TraceKind::Train => {
                 let columns = file.columns("/", root.workers)?;
-                report.summary = Some(summarize(&[&columns]));
+                report.summary = Some(summarize(&[&columns]).with_targets(&columns, targets));
                 report.model = Some(file.model("/")?);
                 report.snapshot_iteration = Some(file.snapshot_iteration("/")?);
                 report.timing = Some(file.timing("/")?);

@@ -162,6 +162,108 @@ impl Loss {
     }
 }
 
+/// `/iteration/test_accuracy` (NaN where not evaluated): the share of the
+/// test samples classified correctly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// Iterations with a finite value.
+    pub evaluated: usize,
+    pub first: f64,
+    /// 1-based iteration of `first`.
+    pub first_iteration: usize,
+    /// The last finite value, at `final_iteration` (1-based).
+    #[serde(rename = "final")]
+    pub last: f64,
+    pub final_iteration: usize,
+    /// The highest value.
+    pub best: f64,
+    /// 1-based iteration of `best` (the first if several).
+    pub best_iteration: usize,
+}
+
+impl Accuracy {
+    fn of(values: &[f64]) -> Option<Self> {
+        let finite: Vec<(usize, f64)> = values
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, x)| x.is_finite())
+            .collect();
+        let &(first_i, first) = finite.first()?;
+        let &(last_i, last) = finite.last()?;
+        let &(best_i, best) = finite
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
+        Some(Self {
+            evaluated: finite.len(),
+            first,
+            first_iteration: first_i + 1,
+            last,
+            final_iteration: last_i + 1,
+            best,
+            best_iteration: best_i + 1,
+        })
+    }
+}
+
+/// The targets of `inspect --target-loss` and `--target-accuracy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Targets {
+    /// A training loss: reached at the first recorded train loss ≤ it.
+    pub loss: Option<f64>,
+    /// A test accuracy: reached at the first recorded test accuracy ≥ it.
+    pub accuracy: Option<f64>,
+}
+
+impl Targets {
+    /// Whether any target is set.
+    pub fn any(&self) -> bool {
+        self.loss.is_some() || self.accuracy.is_some()
+    }
+}
+
+/// When a run first reached a target (`inspect --target-loss`, `--target-accuracy`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reach {
+    /// The target as given.
+    pub target: f64,
+    /// Iterations with a finite recorded value (0: the series is not recorded).
+    pub evaluated: usize,
+    pub reached: bool,
+    /// 1-based: the first iteration whose recorded value is at or past the
+    /// target (train loss ≤, test accuracy ≥); `None` when none is.
+    pub iteration: Option<usize>,
+    /// The value recorded at `iteration`.
+    pub value: Option<f64>,
+    /// The iterations before `iteration` (`iteration` − 1).
+    pub iterations_before: Option<usize>,
+    /// The sum of the finite `/iteration/duration_s` of iterations 1 to
+    /// `iteration`, its own included: the wall-clock (or emulated) time
+    /// until the value was recorded.
+    pub time_s: Option<f64>,
+}
+
+impl Reach {
+    /// The first entry of `values` at or below (`at_least` false) or at or
+    /// above (`at_least` true) `target`, with the time `durations` take up
+    /// to it. `values` `None`: the dataset is absent.
+    pub fn of(values: Option<&[f64]>, durations: &[f64], target: f64, at_least: bool) -> Self {
+        let values = values.unwrap_or_default();
+        let hit = values
+            .iter()
+            .position(|&x| x.is_finite() && if at_least { x >= target } else { x <= target });
+        Reach {
+            target,
+            evaluated: values.iter().filter(|x| x.is_finite()).count(),
+            reached: hit.is_some(),
+            iteration: hit.map(|i| i + 1),
+            value: hit.map(|i| values[i]),
+            iterations_before: hit,
+            time_s: hit.map(|i| durations.iter().take(i + 1).filter(|x| x.is_finite()).sum()),
+        }
+    }
+}
+
 /// What `inspect` says about a trace, or about several traces pooled (the
 /// trials of one simulated scheme). Every field is `None` when the datasets
 /// it needs are missing or hold no finite value.
@@ -190,6 +292,29 @@ pub struct Summary {
     /// Losses: only for one trace (`None` when pooled).
     pub train_loss: Option<Loss>,
     pub test_loss: Option<Loss>,
+    /// `/iteration/test_accuracy`: only for one trace (`None` when pooled,
+    /// and for a trace without it: a linear model's, an older gradcode's).
+    pub test_accuracy: Option<Accuracy>,
+    /// `inspect --target-loss`: when the train loss first reached it (absent without the flag).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_loss: Option<Reach>,
+    /// `inspect --target-accuracy`: when the test accuracy first reached it (absent without the flag).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_accuracy: Option<Reach>,
+}
+
+impl Summary {
+    /// The summary of one trace with the times to `targets` (see [`Reach`]).
+    pub fn with_targets(mut self, columns: &TraceColumns, targets: Targets) -> Self {
+        let durations = columns.duration_s.as_deref().unwrap_or_default();
+        self.target_loss = targets
+            .loss
+            .map(|x| Reach::of(columns.train_loss.as_deref(), durations, x, false));
+        self.target_accuracy = targets
+            .accuracy
+            .map(|a| Reach::of(columns.test_accuracy.as_deref(), durations, a, true));
+        self
+    }
 }
 
 fn mean_of(values: impl IntoIterator<Item = f64>) -> Option<f64> {
@@ -320,6 +445,13 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
         stragglers_per_cluster,
         train_loss: loss(|p| p.train_loss.as_ref()),
         test_loss: loss(|p| p.test_loss.as_ref()),
+        test_accuracy: if single {
+            parts[0].test_accuracy.as_deref().and_then(Accuracy::of)
+        } else {
+            None
+        },
+        target_loss: None,
+        target_accuracy: None,
     }
 }
 
@@ -510,6 +642,86 @@ mod tests {
         );
         assert_eq!((loss.min, loss.min_iteration), (8.0, 3));
         assert_eq!(s.test_loss, None, "never evaluated");
+    }
+
+    #[test]
+    fn test_accuracy_gives_first_final_and_best_with_their_iterations() {
+        let mut c = columns();
+        assert_eq!(
+            summarize(&[&c]).test_accuracy,
+            None,
+            "all NaN: not evaluated"
+        );
+        c.test_accuracy = Some(vec![0.5, f64::NAN, 0.75, 0.75]);
+        let a = summarize(&[&c]).test_accuracy.unwrap();
+        assert_eq!(
+            (
+                a.evaluated,
+                a.first,
+                a.first_iteration,
+                a.last,
+                a.final_iteration
+            ),
+            (3, 0.5, 1, 0.75, 4)
+        );
+        assert_eq!(
+            (a.best, a.best_iteration),
+            (0.75, 3),
+            "the first of equal bests"
+        );
+        assert_eq!(summarize(&[&c, &c]).test_accuracy, None, "pooled: none");
+        c.test_accuracy = None;
+        assert_eq!(summarize(&[&c]).test_accuracy, None, "absent: none");
+    }
+
+    #[test]
+    fn targets_are_reached_at_the_first_recorded_value_past_them() {
+        // Durations 1, 2, 3, 4; train loss 10, NaN, 8, NaN.
+        let mut c = columns();
+        c.test_accuracy = Some(vec![f64::NAN, 0.6, f64::NAN, 0.9]);
+        let targets = |loss, accuracy| Targets {
+            loss: Some(loss),
+            accuracy: Some(accuracy),
+        };
+        let s = summarize(&[&c]).with_targets(&c, targets(9.0, 0.6));
+        let l = s.target_loss.unwrap();
+        assert_eq!(
+            (l.reached, l.iteration, l.iterations_before, l.value),
+            (true, Some(3), Some(2), Some(8.0))
+        );
+        assert_eq!((l.time_s, l.evaluated, l.target), (Some(6.0), 2, 9.0));
+        let a = s.target_accuracy.unwrap();
+        assert_eq!(
+            (a.iteration, a.iterations_before, a.value, a.time_s),
+            (Some(2), Some(1), Some(0.6), Some(3.0)),
+            "at the target counts as reached"
+        );
+        // Equal to the loss target counts; beyond every value does not.
+        let s = summarize(&[&c]).with_targets(&c, targets(10.0, 0.95));
+        assert_eq!(s.target_loss.unwrap().iteration, Some(1));
+        let a = s.target_accuracy.unwrap();
+        assert_eq!(
+            (a.reached, a.iteration, a.time_s, a.evaluated),
+            (false, None, None, 2)
+        );
+        // A NaN duration is left out of the time, as of total_time_s.
+        c.duration_s = Some(vec![1.0, f64::NAN, 3.0, 4.0]);
+        let l = summarize(&[&c])
+            .with_targets(&c, targets(9.0, 0.5))
+            .target_loss;
+        assert_eq!(l.unwrap().time_s, Some(4.0));
+        // Absent series: evaluated 0, not reached.
+        c.test_accuracy = None;
+        let a = summarize(&[&c])
+            .with_targets(&c, targets(9.0, 0.5))
+            .target_accuracy;
+        let a = a.unwrap();
+        assert_eq!((a.reached, a.evaluated, a.iteration), (false, 0, None));
+        // No flag, no key.
+        let s = summarize(&[&c]).with_targets(&c, Targets::default());
+        assert_eq!((s.target_loss, s.target_accuracy), (None, None));
+        let v = serde_json::to_value(&s).unwrap();
+        assert!(v.get("target_loss").is_none() && v.get("test_accuracy").is_some());
     }
 
     #[test]

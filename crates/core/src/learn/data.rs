@@ -1021,6 +1021,9 @@ pub const CHECK_ROWS: usize = 1000;
 pub struct FormatChoice {
     pub storage: Storage,
     pub reason: String,
+    /// The model's one-line description (`Model::describe`), when its input
+    /// is known without reading a text file (synthetic and image data).
+    pub model: Option<String>,
 }
 
 /// The cheap checks of the data files of `config` (`data.path`,
@@ -1033,10 +1036,6 @@ pub struct FormatChoice {
 /// suggests (train decides on the whole file).
 pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
     let d = &config.data;
-    let explicit = |storage: Storage| FormatChoice {
-        storage,
-        reason: format!("data.format = \"{}\"", storage.name()),
-    };
     // The model must fit the data: checked here, before anything is written.
     let input = match d.kind {
         DataKind::Idx => {
@@ -1054,15 +1053,24 @@ pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
         }
         DataKind::Libsvm | DataKind::Csv => None,
     };
-    if let Some(input) = input {
-        super::model::Model::new(config, input)?;
-    }
-    if d.kind == DataKind::Idx {
-        return Ok(FormatChoice {
-            storage: Storage::Dense,
-            reason: "images are dense".to_string(),
-        });
-    }
+    let model = match input {
+        Some(input) => Some(super::model::Model::new(config, input)?.describe()),
+        None => None,
+    };
+    let (storage, reason) = match d.kind {
+        DataKind::Idx => (Storage::Dense, "images are dense".to_string()),
+        _ => check_storage(config)?,
+    };
+    Ok(FormatChoice {
+        storage,
+        reason,
+        model,
+    })
+}
+
+fn check_storage(config: &Config) -> Result<(Storage, String), InputError> {
+    let d = &config.data;
+    let explicit = |storage: Storage| (storage, format!("data.format = \"{}\"", storage.name()));
     if !matches!(d.kind, DataKind::Libsvm | DataKind::Csv) {
         return Ok(match d.format {
             DataFormat::Auto => {
@@ -1071,10 +1079,7 @@ pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
                     Storage::Sparse => "auto: one-hot data is sparse",
                     Storage::Dense => "auto: Gaussian samples are dense",
                 };
-                FormatChoice {
-                    storage,
-                    reason: reason.to_string(),
-                }
+                (storage, reason.to_string())
             }
             DataFormat::Dense => explicit(Storage::Dense),
             DataFormat::Sparse => explicit(Storage::Sparse),
@@ -1117,10 +1122,9 @@ pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
     }
     let head = head.expect("data.path is scanned");
     Ok(match d.format {
-        DataFormat::Auto if d.kind == DataKind::Csv => FormatChoice {
-            storage: Storage::Dense,
-            reason: "auto: CSV data is dense".to_string(),
-        },
+        DataFormat::Auto if d.kind == DataKind::Csv => {
+            (Storage::Dense, "auto: CSV data is dense".to_string())
+        }
         DataFormat::Auto => {
             let density = head.stored as f64 / (head.rows as f64 * head.features.max(1) as f64);
             let storage = choose_storage(d.format, d.kind, Some(density));
@@ -1133,12 +1137,12 @@ pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
             } else {
                 format!("the first {CHECK_ROWS} rows; train decides on the whole file")
             };
-            FormatChoice {
+            (
                 storage,
-                reason: format!(
+                format!(
                     "auto: LIBSVM density {density:.3e} {relation} {SPARSE_DENSITY_THRESHOLD} over {rows}"
                 ),
-            }
+            )
         }
         DataFormat::Dense => explicit(Storage::Dense),
         DataFormat::Sparse => explicit(Storage::Sparse),
