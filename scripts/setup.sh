@@ -16,8 +16,9 @@ for arg in "$@"; do
 done
 
 # System packages: MPI (rsmpi needs libclang for bindgen), HDF5, pkg-config,
-# and Python with venv for the plotting and figure scripts.
-packages=(libopenmpi-dev openmpi-bin libhdf5-dev libclang-dev pkg-config python3 python3-venv)
+# Python with venv for the plotting and figure scripts, and Fashion-MNIST's IDX
+# files for the neural-network configs (data.set = "fashion-mnist").
+packages=(libopenmpi-dev openmpi-bin libhdf5-dev libclang-dev pkg-config python3 python3-venv dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

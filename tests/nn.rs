@@ -171,6 +171,41 @@ fn every_exact_scheme_trains_the_cnn_along_uncoded_minibatch_sgd() {
     }
 }
 
+#[test]
+fn in_single_precision_a_coded_run_follows_uncoded_f32_sgd() {
+    // Each partition's f32 gradient is the same on every worker that
+    // computes it; the codewords and the decode stay in f64.
+    let text = format!(
+        "{}[scheme]\nkind = \"gc-cyclic\"\nload = 3\n",
+        cnn_config(10).replace("[model]\n", "[model]\nprecision = \"f32\"\n")
+    );
+    let (summary, _) = train("f32-gc-cyclic", &text, &[]);
+    let config = parse(&text, "test", &[]).unwrap().config;
+    let partitions = coding::build(&config).unwrap().partitions();
+    let want = reference(&config, partitions, |_| (0..partitions).collect());
+    let err = common::relative_error(&common::theta(&summary), &want);
+    assert!(err <= 1e-9, "f32: θ is {err} from uncoded f32 SGD");
+}
+
+#[test]
+fn a_worker_that_lags_behind_does_not_stall_the_training_loss() {
+    // w = 1 of 6 under oversubscription: workers fall behind by several
+    // tasks and are skipped for an iteration; the evaluations of the
+    // training loss must not wait for a loss that no sent task computes
+    // (that waited train.result_timeout_s, 300 s by default, each time).
+    let text = format!(
+        "{}[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 1\n",
+        cnn_config(80)
+            .replace("eval_every = 5", "eval_every = 2")
+            .replace("[train]\n", "[train]\nresult_timeout_s = 120.0\n")
+    );
+    let started = std::time::Instant::now();
+    let (summary, _) = train("lagging", &text, &[]);
+    assert_eq!(summary["iterations"], 80);
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(elapsed < 100.0, "80 steps took {elapsed:.0} s: an evaluation waited for a lost loss");
+}
+
 /// The partitions the decode of each iteration recovered: the union of the
 /// partitions stored by the workers whose message it used (is-gc and
 /// ignore-stragglers sum-code each worker's partitions with weight 1 and

@@ -61,6 +61,9 @@ pub(super) struct MpiRound<'c> {
     result_timeout_s: f64,
     /// Per worker: iterations of the tasks sent that it has not taken yet.
     untaken: Vec<VecDeque<u64>>,
+    /// Per worker: whether this iteration's task was sent to it (not, when
+    /// it had too many tasks untaken).
+    sent: Vec<bool>,
     backoff: Backoff,
     models: ModelPool,
     /// The accepted messages' vectors (gradient sum and loss sum), in arrival
@@ -103,6 +106,7 @@ impl<'c> MpiRound<'c> {
             time_unit_ms,
             result_timeout_s,
             untaken: vec![VecDeque::new(); workers],
+            sent: vec![false; workers],
             backoff: Backoff::for_mode(wait, WAIT_CAP, SPIN),
             models: ModelPool::new(MAX_MODELS_IN_FLIGHT),
             vectors: Vec::new(),
@@ -280,6 +284,24 @@ impl<'c> MpiRound<'c> {
         })
     }
 
+    /// A partition whose loss is not known yet and that no worker sent this
+    /// iteration's task computes: its loss cannot arrive. (A worker that
+    /// lags behind by `MAX_UNTAKEN_TASKS` tasks is skipped for an
+    /// iteration; a network's compute of tens of milliseconds per task makes
+    /// this common under oversubscription, and waiting for such a loss
+    /// stalled the run for `train.result_timeout_s`.)
+    fn unreachable_loss(&self, task: &RoundTask<'_>) -> Option<usize> {
+        (0..self.partitions).find(|&p| {
+            self.partition_loss[p].is_nan()
+                && !task
+                    .plan
+                    .tasks
+                    .iter()
+                    .enumerate()
+                    .any(|(w, work)| self.sent[w] && work.compute.contains(&p))
+        })
+    }
+
     /// The loss sum over every partition, summed in partition order, when
     /// every partition's loss is known.
     fn known_loss(&self) -> Option<f64> {
@@ -299,6 +321,7 @@ impl<'c> MpiRound<'c> {
             Ok(model) => model,
             Err(status) => return Ok(Some(status)),
         };
+        self.sent.fill(false);
         for (w, work) in task.plan.tasks.iter().enumerate() {
             if self.untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
                 // It does not take its tasks: stopped, hung or gone.
@@ -311,6 +334,7 @@ impl<'c> MpiRound<'c> {
                 continue;
             }
             self.untaken[w].push_back(t);
+            self.sent[w] = true;
             let pace = Pace {
                 emulate: self.emulate,
                 unit_time: task.sample.unit_time[w],
@@ -503,6 +527,15 @@ impl Round for MpiRound<'_> {
         let t = task.iteration;
         if let Some(sum) = self.known_loss() {
             return Ok(Some(sum));
+        }
+        if let Some(p) = self.unreachable_loss(task) {
+            log::warn!(
+                "{}: training loss not recorded: partition {} is computed only by workers that were not sent this iteration's task (each had {} tasks untaken)",
+                Iteration(t),
+                p + 1,
+                protocol::MAX_UNTAKEN_TASKS
+            );
+            return Ok(None);
         }
         if let Some(p) = self.emulated_beyond_timeout(task) {
             // A worker that straggles for hours (or forever) would make every

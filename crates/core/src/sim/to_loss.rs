@@ -19,7 +19,7 @@ use crate::engine::{
     Straggling, Timing,
 };
 use crate::error::InputError;
-use crate::learn::{DataPlan, StepKey};
+use crate::learn::{DataPlan, StepKey, batch_rows};
 use crate::straggler::DelaySpec;
 
 /// How one trial reached the target loss.
@@ -52,31 +52,24 @@ pub fn exact_losses(config: &Config) -> Result<Vec<f64>, LossRunError> {
     let dim = learner.dim();
     let mut timing = Timing::new(false);
     let mut sum = vec![0.0; dim + 1];
-    let mut one = vec![0.0; dim + 1];
     let mut losses = Vec::with_capacity(config.train.iterations);
     for t in 0..config.train.iterations as u64 {
         sum.fill(0.0);
+        // Every partition's gradient added into one sum, in partition order.
         for part in &parts {
             let key = StepKey {
                 seed: config.seed,
                 partition: part.id,
                 iteration: t,
             };
-            model
-                .partition_gradient(
-                    part,
-                    config.train.batch_size,
-                    key,
-                    learner.eval_point(),
-                    &mut one,
-                )
+            let rows = batch_rows(key, part.len(), config.train.batch_size);
+            let (grad, loss) = sum.split_at_mut(dim);
+            loss[0] += model
+                .accumulate(part, &rows, learner.eval_point(), grad, key)
                 .map_err(|e| EngineError::Model {
                     iteration: t,
                     what: e.to_string(),
                 })?;
-            for (s, v) in sum.iter_mut().zip(&one) {
-                *s += v;
-            }
         }
         let step = learner.step(t, &sum, &ids, None, &mut timing)?;
         losses.push(step.train);

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Benchmarks of the neural networks (issue 23), printed as a table and written
+# to results/bench-nn.json:
+#  1. a training step of the CNN and the MLP under mpirun (K = 4 and K = 8
+#     workers, gc-cyclic load 2, batch 32 per partition, f64, no injected
+#     delay, Fashion-MNIST) against the compute floor: the workers' compute
+#     per iteration in their threads' CPU time, summed and spread over
+#     min(K, cores) cores (the iteration if the runtime cost nothing; as
+#     scripts/bench-runtime.sh). Best of three runs each;
+#  2. peak memory (maximum resident set) of each rank of those runs;
+#  3. each model's gradient throughput on one core (samples per second,
+#     `cargo bench --bench nn`: the same forward and backward pass a worker
+#     runs) beside PyTorch's on the same networks and precision
+#     (scripts/bench_nn_torch.py, when python3-torch is installed: Debian's
+#     python3-torch with libopenblas0-pthread; not a dependency of gradcode).
+# Usage: scripts/bench-nn.sh [ITERATIONS]   (default 60 per training run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+iterations=${1:-60}
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release --locked --bin gradcode
+bin=$PWD/target/release/gradcode
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+mkdir -p results
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
+cores=$(nproc)
+
+problem() { # NAME WORKERS MODEL-LINES
+  cat > "$work/$1.toml" <<TOML
+workers = $2
+seed = 1
+[scheme]
+kind = "gc-cyclic"
+load = 2
+[straggler]
+mode = "measured"
+[data]
+kind = "idx"
+set = "fashion-mnist"
+train_samples = 8000
+test_samples = 500
+[model]
+$3
+[train]
+iterations = $iterations
+learning_rate = 0.05
+batch_size = 32
+eval_every = 1000000
+TOML
+}
+problem cnn-k4 4 'kind = "cnn"'
+problem cnn-k8 8 'kind = "cnn"'
+problem mlp-k4 4 'kind = "mlp"'
+problem mlp-k8 8 'kind = "mlp"'
+runs=()
+for p in cnn-k4 cnn-k8 mlp-k4 mlp-k8; do
+  workers=$(grep -m1 '^workers' "$work/$p.toml" | tr -dc 0-9)
+  ranks=$((workers + 1))
+  best_step=1e9 best_floor=1e9 peak=0
+  for _ in 1 2 3; do
+    # /usr/bin/time -f %M: each rank's maximum resident set in KiB, one line each.
+    mpirun --oversubscribe -n "$ranks" /usr/bin/time -f 'peak-rss-kib %M' "$bin" train \
+      --config "$work/$p.toml" --out "$work/$p.h5" --force --json --quiet > "$work/t.json" 2> "$work/t.err"
+    step=$(json "$work/t.json" 'd["mean_iteration_s"]')
+    floor=$(json "$work/t.json" 'sum(e["total_s"] for e in d["timing"] if e["event"] == "compute (workers, CPU)") / d["iterations"] / '"$(( workers < cores ? workers : cores ))")
+    best_step=$(python3 -c "print(min($best_step, $step))")
+    best_floor=$(python3 -c "print(min($best_floor, $floor))")
+    rss=$(grep -o 'peak-rss-kib [0-9]*' "$work/t.err" | awk '{print $2}' | sort -n | tail -1)
+    peak=$(( rss > peak ? rss : peak ))
+  done
+  runs+=("$p=$best_step,$best_floor,$peak")
+done
+
+cargo bench --locked --bench nn -- --noplot > "$work/nn.txt" 2>&1
+ours() { grep -A3 "gradient/$1" "$work/nn.txt" | grep -m1 'thrpt' | sed -E 's/.*\[[^ ]+ [^ ]+ ([0-9.]+) ([K]?)elem\/s.*/\1 \2/'; }
+torch_py=""
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import torch' 2>/dev/null; then torch_py=$py; break; fi
+done
+if [ -n "$torch_py" ]; then
+  "$torch_py" scripts/bench_nn_torch.py --precision f64 > "$work/torch.jsonl"
+  "$torch_py" scripts/bench_nn_torch.py --precision f32 >> "$work/torch.jsonl"
+else
+  : > "$work/torch.jsonl"
+fi
+
+python3 - "$cores" "$iterations" "$work/torch.jsonl" "$(ours 'mlp f64')" "$(ours 'mlp f32')" \
+  "$(ours 'cnn f64')" "$(ours 'cnn f32')" "${runs[@]}" <<'PY'
+import json, sys
+a = sys.argv[1:]
+cores, iterations, torch_file = int(a[0]), int(a[1]), a[2]
+def rate(s):
+    v, *k = s.split()
+    return float(v) * (1000 if k and k[0] == "K" else 1)
+single = {"mlp f64": rate(a[3]), "mlp f32": rate(a[4]), "cnn f64": rate(a[5]), "cnn f32": rate(a[6])}
+torch = {}
+for line in open(torch_file):
+    r = json.loads(line)
+    torch[f"{r['model']} {r['precision']}"] = {"samples_per_s": r["samples_per_s"], "version": r["torch"]}
+runs = {}
+for r in a[7:]:
+    name, values = r.split("=")
+    step, floor, peak = values.split(",")
+    runs[name] = {"step_s": float(step), "compute_floor_s": float(floor),
+                  "vs_floor": float(step) / float(floor), "peak_rss_mib": int(peak) / 1024}
+out = {"cores": cores, "iterations": iterations, "training": runs, "gradient_samples_per_s_per_core": {}}
+for k, v in single.items():
+    entry = {"gradcode": v}
+    if k in torch:
+        entry.update({"pytorch": torch[k]["samples_per_s"], "pytorch_version": torch[k]["version"],
+                      "pytorch_over_gradcode": torch[k]["samples_per_s"] / v})
+    out["gradient_samples_per_s_per_core"][k] = entry
+json.dump(out, open("results/bench-nn.json", "w"), indent=2)
+print(f"training step, gc-cyclic load 2, batch 32 per partition, f64, no injected delay ({iterations} iterations, best of 3, {cores} cores):")
+for name, r in runs.items():
+    print(f"  {name}: {r['step_s']*1e3:.1f} ms per step, compute floor {r['compute_floor_s']*1e3:.1f} ms ({r['vs_floor']:.2f}x), peak RSS per rank {r['peak_rss_mib']:.0f} MiB")
+print("gradient throughput on one core, batch 32 (samples/s):")
+for k, e in out["gradient_samples_per_s_per_core"].items():
+    t = f", PyTorch {e['pytorch']:.0f} ({e['pytorch_over_gradcode']:.2f}x ours)" if "pytorch" in e else ", PyTorch not installed"
+    print(f"  {k}: gradcode {e['gradcode']:.0f}{t}")
+print("written to results/bench-nn.json")
+PY
