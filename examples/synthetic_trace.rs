@@ -4,10 +4,13 @@
 //! The iteration records (times, stragglers, clusters, messages) are those of
 //! a simulated run of the config's `scheme.kind` (trial 0; times in seconds
 //! via `straggler.time_unit_ms`); the losses are made up (a noisy decay, the
-//! test loss every 10th iteration) and `/model/theta` is zeros. Written
-//! through `TraceWriter`, so the file has the layout of `gradcode train --out`.
+//! test loss every 10th iteration) and `/model/theta` is zeros. With
+//! `--accuracy`, a made-up test accuracy (a classifier's: rising, with a
+//! wiggle) is recorded with the test loss; without it the accuracy is NaN,
+//! as in a linear model's run. Written through `TraceWriter`, so the file has
+//! the layout of `gradcode train --out`.
 //!
-//!   cargo run --release --example synthetic_trace -- OUT.h5 [CONFIG] [--set key=value]...
+//!   cargo run --release --example synthetic_trace -- OUT.h5 [CONFIG] [--accuracy] [--set key=value]...
 
 use std::path::PathBuf;
 
@@ -18,6 +21,8 @@ use gradcode::trace::{TraceMeta, TraceWriter};
 /// Forwards the records of scheme 0, trial 0, adding losses.
 struct Forward {
     writer: TraceWriter,
+    /// Record a test accuracy with the test loss.
+    accuracy: bool,
 }
 
 impl Observer for Forward {
@@ -30,8 +35,14 @@ impl Observer for Forward {
         // A deterministic wiggle instead of noise: no random stream needed.
         let wiggle = 1.0 + 0.05 * (1.7 * i).sin();
         r.train_loss = (0.05 + 1.0 / (1.0 + 0.05 * i)) * wiggle;
-        r.test_loss = if (i as u64) % 10 == 9 {
+        let tested = (i as u64) % 10 == 9;
+        r.test_loss = if tested {
             1.1 * (0.05 + 1.0 / (1.0 + 0.05 * i))
+        } else {
+            f64::NAN
+        };
+        r.test_accuracy = if tested && self.accuracy {
+            0.9 - 0.8 / (1.0 + 0.05 * i) + 0.05 * (0.7 * i).sin()
         } else {
             f64::NAN
         };
@@ -42,14 +53,16 @@ impl Observer for Forward {
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let out =
-        PathBuf::from(args.next().ok_or_else(|| {
-            anyhow::anyhow!("usage: synthetic_trace OUT.h5 [CONFIG] [--set k=v]...")
-        })?);
+    let out = PathBuf::from(args.next().ok_or_else(|| {
+        anyhow::anyhow!("usage: synthetic_trace OUT.h5 [CONFIG] [--accuracy] [--set k=v]...")
+    })?);
     let mut config_path = None;
     let mut overrides = Vec::new();
+    let mut accuracy = false;
     while let Some(a) = args.next() {
-        if a == "--set" {
+        if a == "--accuracy" {
+            accuracy = true;
+        } else if a == "--set" {
             overrides.push(
                 args.next()
                     .ok_or_else(|| anyhow::anyhow!("--set needs key=value"))?,
@@ -73,6 +86,7 @@ fn main() -> anyhow::Result<()> {
     let mut sim = Simulation::from_config(c)?;
     let mut sink = Forward {
         writer: TraceWriter::create(&out, &meta)?,
+        accuracy,
     };
     sim.run(&mut [&mut sink])?;
     let iterations = sink.writer.iterations();

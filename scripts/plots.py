@@ -8,9 +8,11 @@ FILE.h5:SCHEME (all its trials) or FILE.h5:SCHEME:TRIAL.
 
     plots.py cdf TRACE... -o cdf.png         iteration-time CDFs (a simulation: one curve per scheme, trials pooled)
     plots.py loss TRACE... -o loss.png       train (solid) and test (dashed) loss against wall-clock time
+    plots.py accuracy TRACE... -o acc.png    a network's runs: loss and test accuracy against iterations and wall-clock time
     plots.py heatmap TRACE -o h.png          stragglers, iterations x workers (a simulation: first scheme, trial 0)
     plots.py clusters TRACE -o c.png         cluster formation over time and stragglers per cluster
-    plots.py overview TRACE -o o.png         the four above on one page
+    plots.py overview TRACE -o o.png         CDF, loss, heat map and clusters on one page (with a test accuracy: also
+                                             loss and accuracy against iterations, accuracy against wall-clock time)
     plots.py report RESULTS_DIR [-o OUT]     every *.h5 under RESULTS_DIR: PNGs and an index (OUT = RESULTS_DIR/report)
 
 scripts/report.sh RESULTS_DIR sets up the pinned Python environment and runs
@@ -137,14 +139,42 @@ def plot_cdf(ax, series, title="Iteration time CDF"):
         ax.legend(fontsize="small", loc="best")
 
 
-def plot_loss(ax, runs_by_label, title="Loss against wall-clock time"):
-    """runs_by_label: [(label, run)]; train loss solid, test loss dashed with markers."""
+#: The x axes of the training curves: wall-clock time (the running sum of
+#: duration_s, at the end of each iteration) or the iteration (the steps).
+AXES = ("wall", "steps")
+
+
+def _x_values(run, x):
+    """The x of each iteration of `run` on axis `x` (AXES)."""
+    if x not in AXES:
+        raise ValueError(f"x must be one of {AXES}, not {x!r}")
+    return run.wall_s() if x == "wall" else np.arange(1, run.iterations + 1, dtype=float)
+
+
+def _x_axis(ax, x, wall_max):
+    """Scale the drawn lines' wall-clock times to a unit that fits and label the axis."""
+    if x == "steps":
+        ax.set_xlabel("iteration")
+        return
+    scale, unit = time_unit([wall_max])
+    if scale != 1.0:
+        for line in ax.get_lines():
+            line.set_xdata(np.asarray(line.get_xdata()) * scale)
+        ax.relim()
+        ax.autoscale_view()
+    ax.set_xlabel(f"wall-clock time since the first iteration ({unit})")
+
+
+def plot_loss(ax, runs_by_label, title="Loss against wall-clock time", x="wall"):
+    """runs_by_label: [(label, run)]; train loss solid, test loss dashed with markers;
+    x: "wall" (wall-clock time) or "steps" (the iteration)."""
     drawn = 0
     positive = True
     spans = []
     wall_max = 0.0
     for i, (label, run) in enumerate(runs_by_label):
         color = f"C{i % 10}"
+        xs = _x_values(run, x)
         wall = run.wall_s()
         wall_max = max(wall_max, wall[-1] if len(wall) else 0.0)
         for values, style, kind in ((run.train_loss, "-", "train"), (run.test_loss, "--o", "test")):
@@ -153,21 +183,15 @@ def plot_loss(ax, runs_by_label, title="Loss against wall-clock time"):
             ok = np.isfinite(values)
             if not ok.any():
                 continue
-            ax.plot(wall[ok], values[ok], style, color=color, markersize=3, linewidth=1.2, label=f"{label}: {kind}")
+            ax.plot(xs[ok], values[ok], style, color=color, markersize=3, linewidth=1.2, label=f"{label}: {kind}")
             positive &= bool((values[ok] > 0).all())
             spans.append(values[ok])
             drawn += 1
-    scale, unit = time_unit([wall_max])
-    if scale != 1.0:
-        for line in ax.get_lines():
-            line.set_xdata(np.asarray(line.get_xdata()) * scale)
-        ax.relim()
-        ax.autoscale_view()
+    _x_axis(ax, x, wall_max)
     if drawn and positive:
         v = np.concatenate(spans)
         if v.max() / v.min() > 10:
             ax.set_yscale("log")
-    ax.set_xlabel(f"wall-clock time since the first iteration ({unit})")
     ax.set_ylabel("loss")
     ax.grid(True, alpha=0.3)
     ax.set_title(title)
@@ -175,6 +199,31 @@ def plot_loss(ax, runs_by_label, title="Loss against wall-clock time"):
         ax.legend(fontsize="small")
     else:
         ax.text(0.5, 0.5, "no loss recorded", ha="center", va="center", transform=ax.transAxes)
+    return drawn
+
+
+def plot_accuracy(ax, runs_by_label, title="Test accuracy against wall-clock time", x="wall"):
+    """runs_by_label: [(label, run)]; the test accuracy (in %) where recorded, with markers;
+    x: "wall" (wall-clock time) or "steps" (the iteration). Returns the curves drawn."""
+    drawn = 0
+    wall_max = 0.0
+    for i, (label, run) in enumerate(runs_by_label):
+        wall = run.wall_s()
+        wall_max = max(wall_max, wall[-1] if len(wall) else 0.0)
+        if not run.has_accuracy():
+            continue
+        ok = np.isfinite(run.test_accuracy)
+        ax.plot(_x_values(run, x)[ok], 100 * run.test_accuracy[ok], "-o", color=f"C{i % 10}", markersize=3,
+                linewidth=1.2, label=f"{label}: test accuracy")
+        drawn += 1
+    _x_axis(ax, x, wall_max)
+    ax.set_ylabel("test accuracy (%)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title)
+    if drawn:
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no test accuracy recorded", ha="center", va="center", transform=ax.transAxes)
     return drawn
 
 
@@ -339,6 +388,18 @@ def figure_loss(runs_by_label, title="Loss against wall-clock time"):
     return fig
 
 
+def figure_training(runs_by_label, title=None):
+    """Loss (top) and test accuracy (bottom) against the iteration (left) and wall-clock time (right)."""
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9), layout="constrained")
+    plot_loss(axes[0, 0], runs_by_label, "Loss against iterations", x="steps")
+    plot_loss(axes[0, 1], runs_by_label, "Loss against wall-clock time")
+    plot_accuracy(axes[1, 0], runs_by_label, "Test accuracy against iterations", x="steps")
+    plot_accuracy(axes[1, 1], runs_by_label, "Test accuracy against wall-clock time")
+    if title:
+        fig.suptitle(title, fontsize="x-large")
+    return fig
+
+
 def figure_heatmap(label, run):
     fig = plt.figure(figsize=(13, 1.6 + 0.28 * max(run.workers, 6)), layout="constrained")
     gs = fig.add_gridspec(1, 2, width_ratios=[6, 1])
@@ -358,12 +419,16 @@ def figure_clusters(label, run):
 
 
 def figure_overview(label, run, pooled=None, note="", pooled_label=None):
-    """One page: CDF, loss (or iteration times), straggler heat map, clusters;
-    a panel whose datasets are missing is left out. `pooled`: durations for
-    the CDF when `run` is one trial of several (`pooled_label` names them)."""
+    """One page: CDF, loss (or iteration times), with a test accuracy (a
+    network's run) loss and accuracy against iterations and accuracy against
+    wall-clock time, straggler heat map, clusters; a panel whose datasets are
+    missing is left out. `pooled`: durations for the CDF when `run` is one
+    trial of several (`pooled_label` names them)."""
     k = max(run.workers, 6)
     p = run.clusters()
     rows = [("top", 9)]
+    if run.has_accuracy():
+        rows.append(("accuracy", 9))
     if run.straggling is not None:
         rows.append(("stragglers", k))
     if p > 0:
@@ -385,6 +450,11 @@ def figure_overview(label, run, pooled=None, note="", pooled_label=None):
                 plot_loss(ax, [(label, run)])
             else:
                 plot_iteration_times(ax, run, "Iteration time per iteration" + (f" ({note})" if note else ""))
+        elif kind == "accuracy":
+            row = gs[i, :].subgridspec(1, 3)
+            plot_loss(fig.add_subplot(row[0]), [(label, run)], "Loss against iterations", x="steps")
+            plot_accuracy(fig.add_subplot(row[1]), [(label, run)], "Test accuracy against iterations", x="steps")
+            plot_accuracy(fig.add_subplot(row[2]), [(label, run)])
         elif kind == "stragglers":
             heat = fig.add_subplot(gs[i, 0])
             plot_straggler_heatmap(heat, run)
@@ -452,7 +522,7 @@ def report(results_dir, out_dir=None, gradcode=None, log=print):
     table = gt.compare(results_dir, exclude=out_dir)
     table.to_csv(out_dir / "compare.csv", index=False)
     entries, errors, written = [], [], [out_dir / "compare.csv"]
-    all_cdf, all_loss = [], []
+    all_cdf, all_loss, all_accuracy = [], [], []
     for path in files:
         rel = path.relative_to(results_dir)
         stem = str(rel.with_suffix("")).replace(os.sep, "-")
@@ -480,6 +550,8 @@ def report(results_dir, out_dir=None, gradcode=None, log=print):
             all_cdf.append((name, run.duration_s))
             if run.has_losses():
                 all_loss.append((name, run))
+            if run.has_accuracy():
+                all_accuracy.append((name, run))
         else:
             if t.model_time_unit_s() is not None:
                 entry["meta"] += f"; model time × {t.model_time_unit_s():g} s"
@@ -515,6 +587,10 @@ def report(results_dir, out_dir=None, gradcode=None, log=print):
         overview.append(written[-1].name)
     if len(all_loss) > 1:
         written.append(save(figure_loss(all_loss, f"Loss: every training trace in {results_dir.name}"), out_dir / "all-loss.png"))
+        overview.append(written[-1].name)
+    if len(all_accuracy) > 1:
+        fig = figure_training(all_accuracy, f"Loss and test accuracy: every network's trace in {results_dir.name}")
+        written.append(save(fig, out_dir / "all-accuracy.png"))
         overview.append(written[-1].name)
     written += write_index(out_dir, results_dir, entries, overview, errors, table)
     return written, errors
@@ -605,6 +681,9 @@ def main(argv=None):
     c = sub.add_parser("loss", help="train and test loss against wall-clock time")
     c.add_argument("traces", nargs="+", metavar="TRACE")
     c.add_argument("-o", "--out", required=True, metavar="PNG")
+    c = sub.add_parser("accuracy", help="loss and test accuracy against iterations and wall-clock time")
+    c.add_argument("traces", nargs="+", metavar="TRACE")
+    c.add_argument("-o", "--out", required=True, metavar="PNG")
     for name, help_text in (
         ("heatmap", "straggler heat map, iterations x workers"),
         ("clusters", "cluster formation over time, stragglers per cluster"),
@@ -622,14 +701,22 @@ def main(argv=None):
         if args.command == "cdf":
             sel = [s for t in args.traces for s in load_selection(t)]
             print(save(figure_cdf(sel), args.out))
-        elif args.command == "loss":
+        elif args.command in ("loss", "accuracy"):
             runs = []
             for t in args.traces:
                 for label, rs in load_selection(t):
                     runs += [(label if len(rs) == 1 else r.label, r) for r in rs]
-            if not any(r.has_losses() for _, r in runs):
-                raise TraceError(f"{', '.join(args.traces)}: no loss recorded (simulations have none)")
-            print(save(figure_loss(runs), args.out))
+            if args.command == "loss":
+                if not any(r.has_losses() for _, r in runs):
+                    raise TraceError(f"{', '.join(args.traces)}: no loss recorded (simulations have none)")
+                print(save(figure_loss(runs), args.out))
+            else:
+                if not any(r.has_accuracy() for _, r in runs):
+                    raise TraceError(
+                        f"{', '.join(args.traces)}: no test accuracy recorded (a network's training run records it; "
+                        "linear models and simulations do not)"
+                    )
+                print(save(figure_training(runs), args.out))
         elif args.command in ("heatmap", "clusters", "overview"):
             label, run, _ = one_run(args.trace)
             fig = {"heatmap": figure_heatmap, "clusters": figure_clusters, "overview": figure_overview}[args.command](label, run)

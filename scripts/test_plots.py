@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Tests of scripts/plots.py and scripts/report.sh on real traces: training
-traces written through `TraceWriter` (examples/synthetic_trace) and a
-simulation written by `gradcode simulate --out`. The Python reader is checked
+traces written through `TraceWriter` (examples/synthetic_trace; a network's,
+with a test accuracy, by its `--accuracy`) and a simulation written by
+`gradcode simulate --out`. The Python reader is checked
 against `gradcode inspect --json`, the figures against the data they draw,
 and the report end to end. Run by scripts/test-plots.sh (which builds the
 binaries and the venv): GRADCODE and SYNTHETIC_TRACE name the binaries.
 """
 
+import csv
 import json
 import os
 import pathlib
@@ -66,6 +68,18 @@ class PlotsTest(unittest.TestCase):
             r = run(SYNTHETIC, out, cfg)
             assert r.returncode == 0, r.stderr
             cls.train[kind] = out
+        # Networks' runs (a test accuracy with the test loss) beside a linear model's, in a folder of their own.
+        cls.nn_results = cls.tmp / "nn-results"
+        cls.nn_results.mkdir()
+        cls.net = {}
+        for kind, seed in (("gc-dc", 4), ("gc-sc", 5)):
+            cfg = cls.tmp / f"net-{kind}.toml"
+            cfg.write_text(GE.format(kind=kind, seed=seed, iterations=120))
+            out = cls.nn_results / f"net-{kind}.h5"
+            r = run(SYNTHETIC, out, cfg, "--accuracy")
+            assert r.returncode == 0, r.stderr
+            cls.net[kind] = out
+        shutil.copy(cls.train["gc-sc"], cls.nn_results / "linear.h5")
         cfg = cls.tmp / "sim.toml"
         cfg.write_text(GE.format(kind="gc-sc", seed=3, iterations=80))
         cls.sim = cls.results / "sim" / "compare.h5"
@@ -150,6 +164,82 @@ class PlotsTest(unittest.TestCase):
         self.assertTrue(np.array_equal(image, want))
         counts = np.asarray(fig.axes[1].get_images()[0].get_array())
         self.assertTrue(np.array_equal(counts, dc.stragglers_per_cluster()[0].T))
+
+    def test_loss_and_accuracy_are_drawn_against_iterations_and_wall_clock_time(self):
+        net = plots.Trace(self.net["gc-dc"]).run()
+        self.assertTrue(net.has_accuracy())
+        fig = plots.figure_training([("net", net)])
+        (loss_steps, loss_wall), (acc_steps, acc_wall) = np.reshape(fig.axes[:4], (2, 2))
+        for ax in (loss_steps, acc_steps):
+            self.assertEqual(ax.get_xlabel(), "iteration")
+        for ax in (loss_wall, acc_wall):
+            self.assertIn("wall-clock time", ax.get_xlabel())
+        self.assertEqual((loss_steps.get_ylabel(), acc_steps.get_ylabel()), ("loss", "test accuracy (%)"))
+        steps = np.arange(1, net.iterations + 1)
+        ok = np.isfinite(net.test_accuracy)
+        (line,) = acc_steps.get_lines()
+        np.testing.assert_array_equal(line.get_xdata(), steps[ok])
+        np.testing.assert_allclose(line.get_ydata(), 100 * net.test_accuracy[ok])
+        self.assertEqual(line.get_label(), "net: test accuracy")
+        # Against wall-clock time: the running sum of duration_s at each recorded iteration.
+        (line,) = acc_wall.get_lines()
+        scale = 1.0 if "(s)" in acc_wall.get_xlabel() else 1e3
+        np.testing.assert_allclose(line.get_xdata(), np.cumsum(net.duration_s)[ok] * scale, rtol=1e-12)
+        np.testing.assert_allclose(line.get_ydata(), 100 * net.test_accuracy[ok])
+        train = loss_steps.get_lines()[0]
+        np.testing.assert_array_equal(train.get_xdata(), steps[np.isfinite(net.train_loss)])
+        self.assertEqual(train.get_label(), "net: train")
+        # The loss against wall-clock time is the loss figure's.
+        ref = plots.figure_loss([("net", net)]).axes[0]
+        for a, b in zip(loss_wall.get_lines(), ref.get_lines()):
+            np.testing.assert_array_equal(a.get_xdata(), b.get_xdata())
+        # A linear model's run has no accuracy: nothing drawn, said so.
+        lin = plots.Trace(self.train["gc-sc"]).run()
+        self.assertFalse(lin.has_accuracy())
+        ax = plots.figure_training([("lin", lin)]).axes[2]
+        self.assertEqual(ax.get_lines(), [])
+        self.assertIn("no test accuracy recorded", [t.get_text() for t in ax.texts])
+
+    def test_the_overview_adds_the_accuracy_panels_only_when_a_trace_has_a_test_accuracy(self):
+        def titles(run):
+            return [ax.get_title() for ax in plots.figure_overview("x", run).axes]
+
+        net = titles(plots.Trace(self.net["gc-sc"]).run())
+        for title in ("Loss against wall-clock time", "Loss against iterations", "Test accuracy against iterations",
+                      "Test accuracy against wall-clock time"):
+            self.assertIn(title, net)
+        # Without a test accuracy (a linear model's run), the page is the one it was: no new panel.
+        lin = titles(plots.Trace(self.train["gc-sc"]).run())
+        self.assertEqual(len(lin), len(net) - 3)
+        self.assertIn("Loss against wall-clock time", lin)
+        self.assertFalse([t for t in lin if "accuracy" in t or "against iterations" in t], lin)
+
+    def test_the_accuracy_command_and_the_report_of_networks_runs(self):
+        out = self.tmp / "acc-cmd"
+        r = run(sys.executable, HERE / "plots.py", "accuracy", *self.net.values(), "-o", out / "acc.png")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_png(out / "acc.png")
+        for trace in (self.train["gc-sc"], self.sim):
+            r = run(sys.executable, HERE / "plots.py", "accuracy", trace, "-o", out / "x.png")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn("no test accuracy recorded", r.stderr)
+        self.assertFalse((out / "x.png").exists())
+        r = run(HERE / "report.sh", self.nn_results, env=dict(os.environ, GRADCODE=GRADCODE))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rep = self.nn_results / "report"
+        names = {"net-gc-dc.png", "net-gc-sc.png", "linear.png", "all-cdf.png", "all-loss.png", "all-accuracy.png"}
+        self.assertEqual({p.name for p in rep.glob("*.png")}, names)
+        for n in names:
+            self.assert_png(rep / n)
+        self.assertIn("src='all-accuracy.png'", (rep / "index.html").read_text())
+        # The table's accuracy columns are inspect's; none for the linear model.
+        with (rep / "compare.csv").open() as f:
+            table = {row["file"]: row for row in csv.DictReader(f)}
+        acc = self.inspect(self.net["gc-dc"])["summary"]["test_accuracy"]
+        self.assertAlmostEqual(float(table["net-gc-dc.h5"]["best_test_accuracy"]), acc["best"], places=12)
+        self.assertAlmostEqual(float(table["net-gc-dc.h5"]["final_test_accuracy"]), acc["final"], places=12)
+        self.assertEqual(table["linear.h5"]["best_test_accuracy"], "")
 
     def test_commands_write_pngs_and_reject_bad_input(self):
         out = self.tmp / "cmd"

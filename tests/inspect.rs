@@ -44,6 +44,7 @@ mod hostile;
 
 #[cfg(feature = "hdf5")]
 mod with_hdf5 {
+    use super::common::assert_rejected as assert_flag_rejected;
     use super::hostile::{EVERY_ROW, HOSTILE_ROWS, hostile_trace};
     use super::*;
     use gradcode::trace::{IterationRecord, TimingEvent, TraceMeta, TraceWriter, read_trace};
@@ -312,6 +313,7 @@ mod with_hdf5 {
             let file = hdf5::File::open_rw(&path).unwrap();
             file.unlink("iteration/stale_dropped").unwrap();
             file.unlink("iteration/test_loss").unwrap();
+            file.unlink("iteration/test_accuracy").unwrap();
             file.unlink("worker/cluster").unwrap();
             file.unlink("model").unwrap();
             file.unlink("timing").unwrap();
@@ -347,6 +349,7 @@ mod with_hdf5 {
         for gone in [
             "stale_dropped",
             "test_loss",
+            "test_accuracy",
             "clusters",
             "stragglers_per_cluster",
         ] {
@@ -450,6 +453,7 @@ mod with_hdf5 {
                 "not measured in a simulation"
             );
             assert!(sum["train_loss"].is_null());
+            assert!(sum["test_accuracy"].is_null());
             assert!(
                 sum["stragglers_per_cluster"].is_null()
                     || sum["stragglers_per_cluster"]["series"].is_null()
@@ -499,6 +503,252 @@ mod with_hdf5 {
             .find(|l| l.starts_with("gc-sc "))
             .expect("a table row for gc-sc");
         assert!(row.contains("3 x 60"), "{row}");
+        // A simulation records no losses: the target flags are refused, naming the flag.
+        let sim = out.to_str().unwrap();
+        for (flags, flag) in [
+            (&["--target-loss", "1"][..], "--target-loss"),
+            (
+                &["--target-accuracy", "0.5", "--json"][..],
+                "--target-accuracy",
+            ),
+        ] {
+            let mut args = vec!["inspect", sim];
+            args.extend_from_slice(flags);
+            let o = gradcode(&args);
+            assert_flag_rejected(&flags.join(" "), &o, flag);
+            assert!(stderr(&o).contains("simulation trace"), "{}", stderr(&o));
+        }
+    }
+
+    /// The test accuracy of iteration i (0-based) of the network run: every
+    /// 5th iteration from the 5th (with the test loss), 0.44 rising by 0.05
+    /// to 0.69, then 0.90 at iteration 35 and 0.79 at 40 (best ≠ final).
+    fn accuracy(i: usize) -> f64 {
+        match i {
+            34 => 0.9,
+            _ if i % 5 == 4 => 0.4 + 0.01 * i as f64,
+            _ => f64::NAN,
+        }
+    }
+
+    /// [`write_run`] with a classifier's test accuracy ([`accuracy`]).
+    fn write_network_run(name: &str) -> PathBuf {
+        let path = dir().join(name);
+        let meta = TraceMeta {
+            scheme: "gc-cyclic".into(),
+            workers: K,
+            config_toml: String::new(),
+            seed: 5,
+        };
+        let mut w = TraceWriter::create(&path, &meta).unwrap();
+        for (i, mut r) in records().into_iter().enumerate() {
+            r.test_accuracy = accuracy(i);
+            w.append(&r).unwrap();
+        }
+        w.close().unwrap();
+        path
+    }
+
+    /// The time up to and including iteration `n` (1-based), by hand.
+    fn time_to(n: usize) -> f64 {
+        records()[..n].iter().map(|r| r.duration_s).sum()
+    }
+
+    #[test]
+    fn the_test_accuracy_shows_first_final_and_best_beside_the_losses() {
+        let _serial = serial();
+        let path = write_network_run("network.h5");
+        let p = path.to_str().unwrap();
+        let v = json(&gradcode(&["inspect", p, "--json"]));
+        let s = &v["summary"];
+        assert_eq!(
+            s["test_accuracy"],
+            serde_json::json!({
+                "evaluated": 8, "first": 0.44, "first_iteration": 5,
+                "final": accuracy(39), "final_iteration": 40,
+                "best": 0.9, "best_iteration": 35
+            })
+        );
+        assert_eq!(
+            s["test_loss"]["evaluated"], 8,
+            "evaluated with the test loss"
+        );
+        assert!(s.get("target_loss").is_none() && s.get("target_accuracy").is_none());
+        let o = gradcode(&["inspect", p]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = stdout(&o);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |start: &str| lines.iter().position(|l| l.starts_with(start));
+        assert_eq!(
+            lines[at("test accuracy").expect("an accuracy line")],
+            "test accuracy         44.00% (iteration 5) → 79.00% (iteration 40); best 90.00% (iteration 35); 8 evaluated"
+        );
+        assert_eq!(
+            at("test accuracy"),
+            at("test loss").map(|i| i + 1),
+            "beside the losses"
+        );
+        assert!(!lines.iter().any(|l| l.starts_with("target ")), "{text}");
+        // A run without accuracy (a linear model's: NaN throughout) has none.
+        let linear = write_run("linear.h5");
+        let v = json(&gradcode(&["inspect", linear.to_str().unwrap(), "--json"]));
+        assert!(v["summary"]["test_accuracy"].is_null(), "{}", v["summary"]);
+        let text = stdout(&gradcode(&["inspect", linear.to_str().unwrap()]));
+        assert!(
+            text.contains("test loss") && !text.contains("test accuracy"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn targets_give_the_first_iteration_past_them_and_the_time_to_it() {
+        let _serial = serial();
+        let path = write_network_run("network-targets.h5");
+        let p = path.to_str().unwrap();
+        // Train loss 1 / (1 + i): 0.1 first at iteration 10; accuracy 0.64 ≥ 0.6 at 25.
+        let v = json(&gradcode(&[
+            "inspect",
+            p,
+            "--json",
+            "--target-loss",
+            "0.1",
+            "--target-accuracy",
+            "0.6",
+        ]));
+        let s = &v["summary"];
+        let l = &s["target_loss"];
+        assert_eq!(
+            (
+                &l["target"],
+                &l["reached"],
+                &l["iteration"],
+                &l["iterations_before"]
+            ),
+            (
+                &serde_json::json!(0.1),
+                &Value::Bool(true),
+                &serde_json::json!(10),
+                &serde_json::json!(9)
+            )
+        );
+        assert_eq!(
+            (f(&l["value"]), &l["evaluated"]),
+            (0.1, &serde_json::json!(40))
+        );
+        assert!(close(f(&l["time_s"]), time_to(10)), "{l}");
+        let a = &s["target_accuracy"];
+        assert_eq!(
+            (&a["iteration"], &a["iterations_before"]),
+            (&serde_json::json!(25), &serde_json::json!(24))
+        );
+        assert!(
+            close(f(&a["value"]), 0.64) && close(f(&a["time_s"]), time_to(25)),
+            "{a}"
+        );
+        assert_eq!(a["evaluated"], 8);
+        // At the target is reached; past every value is not.
+        let v = json(&gradcode(&[
+            "inspect",
+            p,
+            "--json",
+            "--target-loss",
+            "0.001",
+            "--target-accuracy",
+            "0.9",
+        ]));
+        let (l, a) = (
+            &v["summary"]["target_loss"],
+            &v["summary"]["target_accuracy"],
+        );
+        assert_eq!(
+            (&l["reached"], &l["iteration"], &l["time_s"]),
+            (&Value::Bool(false), &Value::Null, &Value::Null)
+        );
+        assert_eq!(
+            (&a["reached"], &a["iteration"]),
+            (&Value::Bool(true), &serde_json::json!(35))
+        );
+        let o = gradcode(&[
+            "inspect",
+            p,
+            "--target-loss",
+            "0.001",
+            "--target-accuracy",
+            "0.6",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = stdout(&o);
+        for needle in [
+            "target train loss     ≤ 0.001000: not reached (40 values recorded)",
+            &format!(
+                "target test accuracy  ≥ 60.00%: reached at iteration 25 (after 24 iterations, {:.3} ms of iteration time): 64.00%",
+                time_to(25) * 1e3
+            ),
+        ] {
+            assert!(text.contains(needle), "no `{needle}` in:\n{text}");
+        }
+        // A trace without accuracy: not recorded (JSON: evaluated 0).
+        let linear = write_run("linear-targets.h5");
+        let args = [
+            "inspect",
+            linear.to_str().unwrap(),
+            "--target-accuracy",
+            "0.5",
+        ];
+        let text = stdout(&gradcode(&args));
+        assert!(
+            text.contains(
+                "target test accuracy  ≥ 50.00%: not recorded (no finite /iteration/test_accuracy)"
+            ),
+            "{text}"
+        );
+        let v = json(&gradcode(&[&args[..], &["--json"]].concat()));
+        let a = &v["summary"]["target_accuracy"];
+        assert_eq!(
+            (&a["evaluated"], &a["reached"]),
+            (&serde_json::json!(0), &Value::Bool(false))
+        );
+    }
+
+    #[test]
+    fn bad_target_flags_are_refused_naming_the_flag_before_the_file_is_read() {
+        let _serial = serial();
+        let path = write_network_run("network-flags.h5");
+        let missing = dir().join("no-such-trace.h5");
+        for file in [path.to_str().unwrap(), missing.to_str().unwrap()] {
+            for (flag, value, rule) in [
+                ("--target-loss", "nan", "must be a finite number"),
+                ("--target-loss", "inf", "must be a finite number"),
+                ("--target-loss", "-inf", "must be a finite number"),
+                ("--target-accuracy", "0", "must be in (0, 1]"),
+                ("--target-accuracy", "-0.5", "must be in (0, 1]"),
+                ("--target-accuracy", "1.5", "must be in (0, 1]"),
+                ("--target-accuracy", "90", "must be in (0, 1]"),
+                ("--target-accuracy", "nan", "must be in (0, 1]"),
+                ("--target-loss", "x", "invalid value 'x'"),
+            ] {
+                // `--flag=value`: clap reads `-inf` after a space as a flag of its own.
+                let o = gradcode(&["inspect", file, &format!("{flag}={value}"), "--json"]);
+                assert_flag_rejected(&format!("{flag} {value}"), &o, flag);
+                assert!(stderr(&o).contains(rule), "{flag} {value}: {}", stderr(&o));
+            }
+        }
+        // The bounds themselves, and any finite loss, are targets.
+        let p = path.to_str().unwrap();
+        let v = json(&gradcode(&[
+            "inspect",
+            p,
+            "--json",
+            "--target-accuracy",
+            "1",
+            "--target-loss",
+            "-1",
+        ]));
+        assert_eq!(v["summary"]["target_accuracy"]["reached"], false);
+        assert_eq!(v["summary"]["target_loss"]["evaluated"], 40);
+        // They summarise; --replay-csv writes a CSV instead.
+        let o = gradcode(&["inspect", p, "--target-loss", "1", "--replay-csv", "x.csv"]);
+        assert_flag_rejected("with --replay-csv", &o, "--target-loss");
     }
 
     #[test]

@@ -265,3 +265,161 @@ fn resuming_a_crafted_file_is_refused_within_2_gib_and_changes_nothing() {
         assert_eq!(std::fs::read(&file).unwrap(), before, "{name}: changed");
     }
 }
+
+/// `[data]` lines of a small IDX image set written here: 16×16 images of 10
+/// classes (class c a bright 4×4 square at a place of its own, plus noise),
+/// 240 to train on and 60 to test.
+fn idx_images() -> String {
+    use gradcode::learn::idx::write_idx;
+    let mut state = 7u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as u32
+    };
+    let mut write = |name: &str, n: usize| -> (PathBuf, PathBuf) {
+        let (mut pixels, mut labels) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let class = (next() % 10) as usize;
+            let (cy, cx) = (2 + (class / 5) * 6, 1 + (class % 5) * 3);
+            for y in 0..16 {
+                for x in 0..16 {
+                    let inside = (cy..cy + 4).contains(&y) && (cx..cx + 4).contains(&x);
+                    pixels.push((if inside { 180 } else { 0 } + next() % 60) as u8);
+                }
+            }
+            labels.push(class as u8);
+        }
+        let (x, y) = (
+            scratch(&format!("{name}-images.idx")),
+            scratch(&format!("{name}-labels.idx")),
+        );
+        write_idx(&x, &[n, 16, 16], &pixels, false).unwrap();
+        write_idx(&y, &[n], &labels, false).unwrap();
+        (x, y)
+    };
+    let (train_x, train_y) = write("train", 240);
+    let (test_x, test_y) = write("test", 60);
+    format!(
+        "[data]\nkind = \"idx\"\npath = \"{}\"\nlabels_path = \"{}\"\ntest_path = \"{}\"\n\
+         test_labels_path = \"{}\"\ntrain_samples = 240\ntest_samples = 60\n",
+        train_x.display(),
+        train_y.display(),
+        test_x.display(),
+        test_y.display()
+    )
+}
+
+/// A network's run records its test accuracy with its test loss; inspect
+/// shows it as `train --json` does, and the targets' iterations and times
+/// are those of the records.
+#[test]
+fn inspect_reads_a_network_runs_test_accuracy_and_the_time_to_targets() {
+    let _serial = serial();
+    let config = scratch("mlp.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "workers = 4\nseed = 3\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n\
+             [straggler]\nmodel = \"none\"\n{}[model]\nkind = \"mlp\"\nhidden = [16]\n\
+             [train]\niterations = 12\nlearning_rate = 0.1\nbatch_size = 16\neval_every = 4\n",
+            idx_images()
+        ),
+    )
+    .unwrap();
+    let trace = scratch("mlp.h5");
+    let mut mpirun = Command::new("mpirun");
+    mpirun
+        .args(["--oversubscribe", "-n", "5", env!("CARGO_BIN_EXE_gradcode")])
+        .args(["train", "--config", config.to_str().unwrap()])
+        .args([
+            "--json",
+            "--quiet",
+            "--force",
+            "--out",
+            trace.to_str().unwrap(),
+        ])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let train = json(&run(&mut mpirun));
+    let records = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    assert_eq!(records.len(), 12);
+    // Recorded exactly where the test loss is, as a share of the 60 test samples.
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(
+            r.test_accuracy.is_finite(),
+            r.test_loss.is_finite(),
+            "iteration {}",
+            i + 1
+        );
+        if r.test_accuracy.is_finite() {
+            let correct = r.test_accuracy * 60.0;
+            assert!(
+                (correct - correct.round()).abs() < 1e-9,
+                "{}",
+                r.test_accuracy
+            );
+            assert!((0.0..=1.0).contains(&r.test_accuracy));
+        }
+    }
+    let evaluated: Vec<usize> = (1..=12)
+        .filter(|&i| records[i - 1].test_accuracy.is_finite())
+        .collect();
+    assert_eq!(
+        evaluated,
+        [1, 5, 9, 12],
+        "every eval_every-th from the first, and the last"
+    );
+    let inspect = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gradcode"));
+        cmd.args(["inspect", trace.to_str().unwrap(), "--json"])
+            .args(extra);
+        json(&run(&mut cmd))
+    };
+    let v = inspect(&[]);
+    let a = &v["summary"]["test_accuracy"];
+    assert_eq!(a["final"], train["final_test_accuracy"]);
+    assert_eq!(
+        (&a["evaluated"], &a["final_iteration"]),
+        (&serde_json::json!(4), &serde_json::json!(12))
+    );
+    let best = a["best"].as_f64().unwrap();
+    let first_best = records
+        .iter()
+        .position(|r| r.test_accuracy >= best)
+        .unwrap()
+        + 1;
+    assert_eq!(a["best_iteration"], first_best);
+    // Targets: the first iteration at or past them, the time the records add up to it.
+    let final_loss = train["final_train_loss"].as_f64().unwrap();
+    let v = inspect(&[
+        "--target-accuracy",
+        &best.to_string(),
+        "--target-loss",
+        &final_loss.to_string(),
+    ]);
+    for (key, hit) in [
+        ("target_accuracy", first_best),
+        (
+            "target_loss",
+            records
+                .iter()
+                .position(|r| r.train_loss <= final_loss)
+                .unwrap()
+                + 1,
+        ),
+    ] {
+        let t = &v["summary"][key];
+        assert_eq!(
+            (&t["reached"], &t["iteration"]),
+            (&serde_json::json!(true), &serde_json::json!(hit)),
+            "{key}"
+        );
+        let time: f64 = records[..hit].iter().map(|r| r.duration_s).sum();
+        assert!(
+            close(t["time_s"].as_f64().unwrap(), time),
+            "{key}: {t} vs {time}"
+        );
+    }
+}

@@ -203,7 +203,10 @@ fn a_worker_that_lags_behind_does_not_stall_the_training_loss() {
     let (summary, _) = train("lagging", &text, &[]);
     assert_eq!(summary["iterations"], 80);
     let elapsed = started.elapsed().as_secs_f64();
-    assert!(elapsed < 100.0, "80 steps took {elapsed:.0} s: an evaluation waited for a lost loss");
+    assert!(
+        elapsed < 100.0,
+        "80 steps took {elapsed:.0} s: an evaluation waited for a lost loss"
+    );
 }
 
 /// The partitions the decode of each iteration recovered: the union of the
@@ -338,14 +341,10 @@ fn bad_model_and_image_inputs_are_refused_before_anything_is_written() {
     assert_train_refuses("batch", &base, &["train.batch_size=81"], "train.batch_size");
     let small = base.replace("kind = \"cnn\"", "kind = \"resnet\"");
     assert_train_refuses("labels", &small, &["model.classes=5"], "model.classes");
-    let flat = format!(
-        "workers = 6\n[scheme]\nkind = \"uncoded\"\n[model]\nkind = \"cnn\"\n[train]\nbatch_size = 8\n"
-    );
-    assert_train_refuses("flat", &flat, &[], "model.kind");
-    let missing = format!(
-        "workers = 6\n[scheme]\nkind = \"uncoded\"\n[data]\nkind = \"idx\"\nset = \"no-such-set\"\n[model]\nkind = \"mlp\"\n"
-    );
-    assert_train_refuses("set", &missing, &[], "data.set");
+    let flat = "workers = 6\n[scheme]\nkind = \"uncoded\"\n[model]\nkind = \"cnn\"\n[train]\nbatch_size = 8\n";
+    assert_train_refuses("flat", flat, &[], "model.kind");
+    let missing = "workers = 6\n[scheme]\nkind = \"uncoded\"\n[data]\nkind = \"idx\"\nset = \"no-such-set\"\n[model]\nkind = \"mlp\"\n";
+    assert_train_refuses("set", missing, &[], "data.set");
 }
 
 #[test]

@@ -1,7 +1,9 @@
 """Key numbers of runs, with the definitions of `gradcode inspect`'s summary
 (docs/json.md, the summary of `inspect --json`): finite values only, percentiles by
 linear interpolation (numpy's default), several runs (the trials of a
-simulated scheme) pooled over every iteration, and losses only for one run.
+simulated scheme) pooled over every iteration, and losses and the test
+accuracy only for one run; `reach` is `inspect --target-loss` /
+`--target-accuracy`.
 """
 
 import numpy as np
@@ -49,6 +51,43 @@ def loss(values):
             "min": float(v[m]), "min_iteration": int(m) + 1}
 
 
+def accuracy(values):
+    """{evaluated, first, first_iteration, final, final_iteration, best, best_iteration} (1-based; best
+    the highest, the first if several); None without a finite value (or without the dataset)."""
+    if values is None:
+        return None
+    v = np.asarray(values, dtype=float)
+    idx = np.flatnonzero(np.isfinite(v))
+    if len(idx) == 0:
+        return None
+    b = idx[np.argmax(v[idx])]
+    return {"evaluated": int(len(idx)), "first": float(v[idx[0]]), "first_iteration": int(idx[0]) + 1,
+            "final": float(v[idx[-1]]), "final_iteration": int(idx[-1]) + 1,
+            "best": float(v[b]), "best_iteration": int(b) + 1}
+
+
+def reach(run, loss=None, accuracy=None):
+    """When one run first reached a target, as `gradcode inspect --target-loss LOSS` (the first
+    recorded train loss <= LOSS) or `--target-accuracy ACCURACY` (the first recorded test accuracy
+    >= ACCURACY); give one of the two. {target, evaluated, reached, iteration (1-based), value,
+    iterations_before, time_s (the finite duration_s of iterations 1..iteration summed)}; the
+    last four None when not reached (evaluated 0: nothing recorded)."""
+    if (loss is None) == (accuracy is None):
+        raise ValueError("reach: give one of loss= or accuracy=")
+    values = run.train_loss if loss is not None else run.test_accuracy
+    target = float(loss if loss is not None else accuracy)
+    v = np.array([], dtype=float) if values is None else np.asarray(values, dtype=float)
+    ok = np.isfinite(v) & ((v <= target) if loss is not None else (v >= target))
+    hits = np.flatnonzero(ok)
+    out = {"target": target, "evaluated": int(np.isfinite(v).sum()), "reached": bool(len(hits)),
+           "iteration": None, "value": None, "iterations_before": None, "time_s": None}
+    if len(hits):
+        i = int(hits[0])
+        out.update(iteration=i + 1, value=float(v[i]), iterations_before=i,
+                   time_s=float(_finite(run.duration_s[: i + 1]).sum()))
+    return out
+
+
 def summarize(runs):
     """The summary of one Run, or of several pooled (a list of Runs)."""
     runs = [runs] if not isinstance(runs, (list, tuple)) else list(runs)
@@ -78,6 +117,7 @@ def summarize(runs):
         else float(straggling.sum(axis=1).mean()),
         "train_loss": loss(runs[0].train_loss) if single else None,
         "test_loss": loss(runs[0].test_loss) if single else None,
+        "test_accuracy": accuracy(runs[0].test_accuracy) if single else None,
     }
 
 

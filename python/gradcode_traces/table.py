@@ -7,7 +7,8 @@ K, P (the largest cluster id in the trace; none when unclustered), r
 (`scheme.load`), trials, iterations, iteration time mean/p50/p99, recovered
 fraction (mean, share of iterations with the full gradient), messages
 received and used per iteration, final and least train and test losses,
-and the status. A run of a sweep (jobs/sweep.sbatch: `run.txt` beside
+final and best test accuracy (a network's run; none otherwise), and the
+status. A run of a sweep (jobs/sweep.sbatch: `run.txt` beside
 `trace.h5`) is labelled by its line of the runs file; other runs by their
 path below the folder (and `: scheme` in a simulation file). A file that
 cannot be read gets a row with status `unreadable` and the reason.
@@ -25,7 +26,8 @@ from .trace import Trace, TraceError
 COLUMNS = [
     "run", "file", "kind", "scheme", "K", "P", "r", "trials", "iterations",
     "mean_s", "p50_s", "p99_s", "recovered_mean", "recovered_full", "messages_received", "messages_used",
-    "final_train_loss", "min_train_loss", "final_test_loss", "min_test_loss", "status",
+    "final_train_loss", "min_train_loss", "final_test_loss", "min_test_loss",
+    "final_test_accuracy", "best_test_accuracy", "status",
 ]
 
 
@@ -60,7 +62,7 @@ def _row(label, rel, trace, scheme, runs):
     p = max((run.clusters() for run in runs), default=0) or None
     t = s["iteration_time_s"] or {}
     rec = s["recovered_fraction"] or {}
-    tl, vl = s["train_loss"] or {}, s["test_loss"] or {}
+    tl, vl, acc = s["train_loss"] or {}, s["test_loss"] or {}, s["test_accuracy"] or {}
     return {
         "run": label, "file": rel, "kind": trace.kind, "scheme": scheme or kind, "K": trace.workers,
         "P": p, "r": r, "trials": len(runs), "iterations": s["iterations"],
@@ -70,6 +72,7 @@ def _row(label, rel, trace, scheme, runs):
         "messages_used": s["messages_used_per_iteration"],
         "final_train_loss": tl.get("final"), "min_train_loss": tl.get("min"),
         "final_test_loss": vl.get("final"), "min_test_loss": vl.get("min"),
+        "final_test_accuracy": acc.get("final"), "best_test_accuracy": acc.get("best"),
         "status": trace.status or ("completed" if trace.kind == "simulation" else None),
     }
 
@@ -133,16 +136,20 @@ HEADERS = {
     "trials": "trials", "iterations": "iterations", "mean_s": "mean (s)", "p50_s": "p50 (s)", "p99_s": "p99 (s)",
     "recovered_mean": "recovered", "recovered_full": "full recovery", "messages_received": "messages/it",
     "messages_used": "used/it", "final_train_loss": "final train loss", "min_train_loss": "least train loss",
-    "final_test_loss": "final test loss", "min_test_loss": "least test loss", "status": "status",
+    "final_test_loss": "final test loss", "min_test_loss": "least test loss",
+    "final_test_accuracy": "final test accuracy", "best_test_accuracy": "best test accuracy", "status": "status",
 }
+
+#: Columns shown as percentages (shares).
+PERCENT = ("recovered_mean", "recovered_full", "final_test_accuracy", "best_test_accuracy")
 
 
 def cells(row):
-    """The table cells of a row (a dict or pandas Series), percentages for the recovered fractions."""
+    """The table cells of a row (a dict or pandas Series), percentages for the recovered fractions and accuracies."""
     out = []
     for c in COLUMNS:
         v = row.get(c)
-        if c in ("recovered_mean", "recovered_full") and v is not None and not pd.isna(v):
+        if c in PERCENT and v is not None and not pd.isna(v):
             out.append(f"{100 * v:.1f}%")
         elif c in ("K", "P", "r", "trials", "iterations") and v is not None and not pd.isna(v):
             out.append(str(int(v)))

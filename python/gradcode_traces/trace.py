@@ -65,13 +65,15 @@ class Run:
     (iterations x workers; column k is worker k + 1); flags (u8) are bool.
     The schema's datasets are also attributes (`duration_s`, `decode_s`,
     `recovered_fraction`, `messages_used`, `messages_received`,
-    `stale_dropped`, `train_loss`, `test_loss`, `finish_s`, `straggling`,
-    `cluster`, `used`, `overrun_s`), None when the file lacks them (only
-    `iteration/duration_s` is required).
+    `stale_dropped`, `train_loss`, `test_loss`, `test_accuracy`,
+    `finish_s`, `straggling`, `cluster`, `used`, `overrun_s`), None when the
+    file lacks them (only `iteration/duration_s` is required;
+    `test_accuracy`, a network's share of test samples classified correctly,
+    is absent from traces older than it and NaN throughout for a linear model).
     """
 
     ITERATION = ("duration_s", "decode_s", "recovered_fraction", "messages_used", "messages_received",
-                 "stale_dropped", "train_loss", "test_loss")
+                 "stale_dropped", "train_loss", "test_loss", "test_accuracy")
     WORKER = ("finish_s", "straggling", "cluster", "used", "overrun_s")
 
     def __init__(self, group, where, label, scheme=None, trial=None, workers=None):
@@ -118,6 +120,10 @@ class Run:
 
     def has_losses(self):
         return any(v is not None and np.isfinite(v).any() for v in (self.train_loss, self.test_loss))
+
+    def has_accuracy(self):
+        """Some test accuracy is recorded (a network's run; not a linear model's, nor a trace older than the dataset)."""
+        return self.test_accuracy is not None and bool(np.isfinite(self.test_accuracy).any())
 
     def clusters(self):
         """P, the largest cluster id (0: never clustered)."""

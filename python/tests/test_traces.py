@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Tests of the gradcode_traces package on traces the binary writes: a real
 training run under mpirun (`gradcode train --out`), synthetic training traces
-(examples/synthetic_trace, written through TraceWriter) and a simulation
-(`gradcode simulate --out`). Every DataFrame, Dataset and summary value is
-checked against `gradcode inspect --json`. Run by scripts/test-plots.sh:
-GRADCODE and SYNTHETIC_TRACE name the binaries.
+(examples/synthetic_trace, written through TraceWriter; one with a
+classifier's test accuracy, `--accuracy`, and a copy of another without the
+dataset, as an older gradcode wrote it) and a simulation (`gradcode simulate
+--out`). Every DataFrame, Dataset and summary value is checked against
+`gradcode inspect --json`. Run by scripts/test-plots.sh: GRADCODE and
+SYNTHETIC_TRACE name the binaries.
 """
 
 import json
@@ -85,6 +87,19 @@ class TracesTest(unittest.TestCase):
         cls.sim = cls.results / "sim.h5"
         r = run(GRADCODE, "simulate", "--config", cfg, "--out", cls.sim)
         assert r.returncode == 0, r.stderr
+        # A network's run (a test accuracy with the test loss), a linear model's (NaN accuracy),
+        # and that one as a gradcode before /iteration/test_accuracy wrote it (no dataset).
+        cls.accuracy_results = cls.tmp / "accuracy-results"
+        cls.accuracy_results.mkdir()
+        cls.net = cls.accuracy_results / "net.h5"
+        r = run(SYNTHETIC, cls.net, cls.results / "0" / "config.toml", "--accuracy")
+        assert r.returncode == 0, r.stderr
+        cls.linear = cls.accuracy_results / "linear.h5"
+        shutil.copy(cls.train, cls.linear)
+        cls.old = cls.tmp / "old.h5"
+        shutil.copy(cls.train, cls.old)
+        with h5py.File(cls.old, "r+") as f:
+            del f["iteration/test_accuracy"]
         # A real training run: /timing/, /model/theta and the provenance of the MPI runtime.
         cls.mpi = cls.tmp / "mpi.h5"
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -112,7 +127,8 @@ class TracesTest(unittest.TestCase):
         for key in ("iterations",):
             self.assertEqual(s[key], want[key], where)
         self.assert_close(s["total_time_s"], want["total_time_s"], where)
-        for block in ("iteration_time_s", "decode_time_s", "recovered_fraction", "train_loss", "test_loss"):
+        for block in ("iteration_time_s", "decode_time_s", "recovered_fraction", "train_loss", "test_loss",
+                      "test_accuracy"):
             if want[block] is None:
                 self.assertIsNone(s[block], f"{where}: {block}")
                 continue
@@ -183,6 +199,79 @@ class TracesTest(unittest.TestCase):
             spc = t.run().stragglers_per_cluster()
             if spc is not None:
                 self.assert_close(gt.even_fraction(*spc), s["stragglers_per_cluster"]["even_fraction"], "even")
+
+    def test_test_accuracy_is_read_like_test_loss_and_none_when_absent(self):
+        t = gt.open_trace(self.net)
+        r = t.run()
+        v = inspect(self.net)
+        with h5py.File(self.net) as f:
+            np.testing.assert_array_equal(r.test_accuracy, f["iteration/test_accuracy"][...])
+        acc = r.test_accuracy
+        self.assertTrue(r.has_accuracy())
+        # Recorded with the test loss, NaN between.
+        np.testing.assert_array_equal(np.isfinite(acc), np.isfinite(r.test_loss))
+        self.assertTrue(((acc[np.isfinite(acc)] > 0) & (acc[np.isfinite(acc)] < 1)).all())
+        df = t.iterations()
+        np.testing.assert_array_equal(df["test_accuracy"].to_numpy(), acc)
+        self.assertEqual(t.to_xarray()["test_accuracy"].attrs["unit"], "1")
+        s = gt.summarize(r)
+        self.assertIsNotNone(v["summary"]["test_accuracy"])
+        self.assertEqual(s["test_accuracy"], v["summary"]["test_accuracy"])
+        self.check_summary(s, v["summary"], "net")
+        ok = df["test_accuracy"].dropna()
+        self.assertEqual((ok.idxmax(), ok.max()), (s["test_accuracy"]["best_iteration"], s["test_accuracy"]["best"]))
+        self.assertEqual((ok.index[-1], ok.iloc[-1]), (s["test_accuracy"]["final_iteration"], s["test_accuracy"]["final"]))
+        self.assertNotEqual(s["test_accuracy"]["best_iteration"], s["test_accuracy"]["final_iteration"],
+                            "the made-up accuracy wiggles: best and final differ, so both are checked")
+        # Pooled (a list of runs), as inspect pools a simulation's trials: none.
+        self.assertIsNone(gt.summarize([r, r])["test_accuracy"])
+        # A linear model's run: the dataset, all NaN. A trace older than the dataset: None.
+        lin = gt.open_trace(self.linear).run()
+        self.assertTrue(np.isnan(lin.test_accuracy).all())
+        old = gt.open_trace(self.old)
+        self.assertIsNone(old.run().test_accuracy)
+        self.assertNotIn("test_accuracy", old.iterations().columns)
+        for path, run_ in ((self.linear, lin), (self.old, old.run())):
+            self.assertFalse(run_.has_accuracy())
+            self.assertIsNone(gt.summarize(run_)["test_accuracy"])
+            self.assertIsNone(inspect(path)["summary"]["test_accuracy"])
+            self.check_summary(gt.summarize(run_), inspect(path)["summary"], str(path))
+
+    def test_reach_is_inspects_target_loss_and_target_accuracy(self):
+        r = gt.open_trace(self.net).run()
+        acc = r.test_accuracy[np.isfinite(r.test_accuracy)]
+        loss = r.train_loss[np.isfinite(r.train_loss)]
+        cases = [("--target-loss", {"loss": x}) for x in (float(np.median(loss)), float(loss.min()), -1.0)]
+        cases += [("--target-accuracy", {"accuracy": a}) for a in (float(np.median(acc)), float(acc.max()), 1.0)]
+        reached = 0
+        for flag, kw in cases:
+            target = next(iter(kw.values()))
+            out = run(GRADCODE, "inspect", self.net, "--json", f"{flag}={target!r}")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            key = "target_loss" if "loss" in kw else "target_accuracy"
+            want = json.loads(out.stdout)["summary"][key]
+            got = gt.reach(r, **kw)
+            self.assertEqual({k: v for k, v in got.items() if k != "time_s"}, {k: v for k, v in want.items() if k != "time_s"},
+                             f"{flag} {target}")
+            self.assert_close(got["time_s"], want["time_s"], f"{flag} {target}")
+            reached += got["reached"]
+        self.assertEqual(reached, 4, "the medians and the least loss / best accuracy are reached, -1 and 1 not")
+        # Nothing recorded: not reached, evaluated 0, as inspect says.
+        got = gt.reach(gt.open_trace(self.old).run(), accuracy=0.5)
+        self.assertEqual((got["reached"], got["evaluated"], got["iteration"]), (False, 0, None))
+        with self.assertRaises(ValueError):
+            gt.reach(r)
+
+    def test_compare_table_has_the_final_and_best_test_accuracy(self):
+        table = gt.compare(self.accuracy_results).set_index("file")
+        s = inspect(self.net)["summary"]["test_accuracy"]
+        self.assert_close(table.loc["net.h5", "final_test_accuracy"], s["final"])
+        self.assert_close(table.loc["net.h5", "best_test_accuracy"], s["best"])
+        self.assertTrue(pd.isna(table.loc["linear.h5", "best_test_accuracy"]))
+        self.assertTrue(pd.isna(table.loc["linear.h5", "final_test_accuracy"]))
+        md = gt.markdown(gt.compare(self.accuracy_results))
+        self.assertIn("| final test accuracy | best test accuracy |", md)
+        self.assertIn(f"| {100 * s['final']:.1f}% | {100 * s['best']:.1f}% |", md)
 
     def test_timing_events_are_decoded_strings_and_theta_is_read(self):
         t = gt.open_trace(self.mpi)

@@ -25,7 +25,7 @@ fn check_targets(targets: Targets) -> Result<(), InputError> {
         return Err(InputError::value(
             "--target-accuracy",
             a,
-            "must be in (0, 1]: a share of the test samples classified correctly (0.9, not 90)",
+            "must be in (0, 1]: the share of the test samples classified correctly",
         ));
     }
     Ok(())

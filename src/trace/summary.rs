@@ -719,7 +719,7 @@ mod tests {
         assert_eq!((a.reached, a.evaluated, a.iteration), (false, 0, None));
         // No flag, no key.
         let s = summarize(&[&c]).with_targets(&c, Targets::default());
-        assert_eq!((s.target_loss, s.target_accuracy), (None, None));
+        assert_eq!((&s.target_loss, &s.target_accuracy), (&None, &None));
         let v = serde_json::to_value(&s).unwrap();
         assert!(v.get("target_loss").is_none() && v.get("test_accuracy").is_some());
     }

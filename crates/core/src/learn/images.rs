@@ -42,6 +42,9 @@ const NAMED_SETS: &[(&str, &str, &str, [&str; 4])] = &[(
     ],
 )];
 
+/// Images (samples × pixels, normalised) and their labels.
+pub type Samples = (Array2<f64>, Vec<f64>);
+
 /// Sub-stream indices of the data stream for the two permutations.
 const TRAIN_ORDER: u64 = (1 << 56) - 4;
 const TEST_ORDER: u64 = (1 << 56) - 5;
@@ -213,7 +216,7 @@ impl ImageSource {
     pub fn load_train(
         &self,
         wanted: &[std::ops::Range<usize>],
-    ) -> Result<Vec<(Array2<f64>, Vec<f64>)>, InputError> {
+    ) -> Result<Vec<Samples>, InputError> {
         let items: Vec<Vec<usize>> = wanted
             .iter()
             .map(|rows| rows.clone().map(|j| self.train_items[j]).collect())
@@ -222,7 +225,7 @@ impl ImageSource {
     }
 
     /// The test samples as (pixels, labels).
-    pub fn load_test(&self) -> Result<(Array2<f64>, Vec<f64>), InputError> {
+    pub fn load_test(&self) -> Result<Samples, InputError> {
         let mut parts = self.load(
             &self.files.test_images,
             &self.files.test_labels,
@@ -239,7 +242,7 @@ impl ImageSource {
         images: &Path,
         labels: &Path,
         items: &[Vec<usize>],
-    ) -> Result<Vec<(Array2<f64>, Vec<f64>)>, InputError> {
+    ) -> Result<Vec<Samples>, InputError> {
         let channels = self.shape[0];
         let per_channel = self.shape[1] * self.shape[2];
         let mut training = vec![false; 0];
