@@ -7,10 +7,9 @@
 //! - The allocator keeps freed memory: a network's step allocates and frees
 //!   buffers of megabytes (parameters, gradients) that glibc would return to
 //!   the kernel and fault back in at every step. With `M_MMAP_THRESHOLD` and
-//!   `M_TRIM_THRESHOLD` raised (`MALLOC_MMAP_THRESHOLD_=33554432
-//!   MALLOC_TRIM_THRESHOLD_=1073741824` in the environment of the bench), the
-//!   MLP's step (batch 32, f64) took about 9 ms instead of 16.5 ms (`cargo bench --bench nn` with the same settings as
-//!   environment variables, `scripts/bench-nn.sh`). The memory stays with the
+//!   `M_TRIM_THRESHOLD` raised, the MLP's step (batch 32, f64) took about 9 ms
+//!   instead of 16.5 ms (`cargo bench --bench nn`, which calls this `init`;
+//!   without the call, as before). The memory stays with the
 //!   process: a rank's peak, which `bench-nn.sh` reports, not more.
 
 /// The largest block glibc serves from the heap rather than by mmap (32 MiB,
