@@ -348,6 +348,38 @@ fn bad_model_and_image_inputs_are_refused_before_anything_is_written() {
 }
 
 #[test]
+fn a_truncated_or_corrupted_idx_file_is_refused_with_its_byte_offset() {
+    let data = images();
+    let path_of = |key: &str| -> PathBuf {
+        let line = data.lines().find(|l| l.starts_with(key)).unwrap();
+        PathBuf::from(line.split('"').nth(1).unwrap())
+    };
+    let train_images = path_of("path =");
+    let test_images = path_of("test_path =");
+    for (name, source, cut) in [
+        ("truncated-gzip", &train_images, true),
+        ("corrupted-raw", &test_images, false),
+    ] {
+        let bytes = std::fs::read(source).unwrap();
+        let broken = common::scratch(DIR, &format!("{name}.idx"));
+        if cut {
+            std::fs::write(&broken, &bytes[..bytes.len() / 2]).unwrap();
+        } else {
+            let mut bytes = bytes.clone();
+            bytes[2] = 0x0b; // the type byte: i16, not u8
+            std::fs::write(&broken, &bytes).unwrap();
+        }
+        let text = format!("{}[scheme]\nkind = \"uncoded\"\n", cnn_config(3))
+            .replace(&source.display().to_string(), &broken.display().to_string());
+        let field = broken.display().to_string();
+        assert_train_refuses(name, &text, &[], &field);
+        let config = common::scratch(DIR, &format!("refused-{name}.toml"));
+        let out = common::gradcode(&["check", "--config", config.to_str().unwrap()]);
+        common::assert_rejected(name, &out, "byte ");
+    }
+}
+
+#[test]
 fn a_named_set_that_is_not_installed_names_its_package() {
     let text = "workers = 2\n[scheme]\nkind = \"uncoded\"\n[data]\nkind = \"idx\"\nset = \"fashion-mnist\"\n[model]\nkind = \"mlp\"\n";
     let config = common::scratch(DIR, "not-installed.toml");

@@ -1040,6 +1040,7 @@ pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
     let input = match d.kind {
         DataKind::Idx => {
             let images = ImageSource::new(d, config.seed, config.model.classes)?;
+            images.check_files()?;
             Some(Input {
                 features: images.features(),
                 image: Some(images.shape),

@@ -205,6 +205,16 @@ impl ImageSource {
         })
     }
 
+    /// Read both image files to their end (keeping nothing): a truncated or
+    /// corrupted file is refused here, before anything is written, rather
+    /// than when a worker loads its partitions. The label files were read
+    /// whole by [`Self::new`].
+    pub fn check_files(&self) -> Result<(), InputError> {
+        read_idx(&self.files.train_images, |_, _| false)?;
+        read_idx(&self.files.test_images, |_, _| false)?;
+        Ok(())
+    }
+
     /// Features per sample: channels × height × width.
     pub fn features(&self) -> usize {
         self.shape.iter().product()

@@ -452,29 +452,32 @@ impl Linear {
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let (rows, inputs) = x.dims2()?;
         let outputs = w.dim(1)?;
-        let dy = grad.flatten_all()?.to_vec1::<T>()?;
-        // dW = xᵀ (in × rows) · dY (rows × out)
-        let mut dw = vec![T::zero(); inputs * outputs];
-        with_values(x, |xs: &[T]| {
-            gemm(&mut dw, inputs, outputs, rows, xs, true, &dy, false, false)
-        })?;
-        let mut db = vec![T::zero(); outputs];
-        for row in dy.chunks(outputs) {
-            for (d, &v) in db.iter_mut().zip(row) {
-                *d += v;
-            }
-        }
         let dev = Device::Cpu;
-        let dx = if self.input_grad {
-            // dX = dY (rows × out) · Wᵀ (out × in)
-            let mut dx = vec![T::zero(); rows * inputs];
-            with_values(w, |ws: &[T]| {
-                gemm(&mut dx, rows, inputs, outputs, &dy, false, ws, true, false)
+        // The output's gradient, read in place.
+        let (dw, db, dx) = with_values(grad, |dy: &[T]| -> candle_core::Result<_> {
+            // dW = xᵀ (in × rows) · dY (rows × out)
+            let mut dw = vec![T::zero(); inputs * outputs];
+            with_values(x, |xs: &[T]| {
+                gemm(&mut dw, inputs, outputs, rows, xs, true, dy, false, false)
             })?;
-            Some(Tensor::from_vec(dx, (rows, inputs), &dev)?)
-        } else {
-            None
-        };
+            let mut db = vec![T::zero(); outputs];
+            for row in dy.chunks(outputs) {
+                for (d, &v) in db.iter_mut().zip(row) {
+                    *d += v;
+                }
+            }
+            let dx = if self.input_grad {
+                // dX = dY (rows × out) · Wᵀ (out × in)
+                let mut dx = vec![T::zero(); rows * inputs];
+                with_values(w, |ws: &[T]| {
+                    gemm(&mut dx, rows, inputs, outputs, dy, false, ws, true, false)
+                })?;
+                Some(Tensor::from_vec(dx, (rows, inputs), &dev)?)
+            } else {
+                None
+            };
+            Ok((dw, db, dx))
+        })??;
         Ok((
             dx,
             Some(Tensor::from_vec(dw, w.shape(), &dev)?),
