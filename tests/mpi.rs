@@ -58,26 +58,6 @@ fn read(trace: &Path) -> gradcode::trace::TraceData {
 /// Linear regression, 6 workers; stragglers emulated at 2 ms per model time unit.
 const EMULATED: &str = "workers = 6\nseed = 11\n[straggler]\nmodel = \"shifted-exponential\"\nalpha = 0.01\nmu = 2.0\ntime_unit_ms = 2.0\n[data]\ntrain_samples = 600\ntest_samples = 100\nfeatures = 40\n[train]\niterations = 30\nlearning_rate = 0.2\n";
 
-const EXACT_SCHEMES: &[(&str, &str)] = &[
-    ("uncoded", "kind = \"uncoded\""),
-    ("gc-frac", "kind = \"gc-frac\"\nload = 3"),
-    ("gc-cyclic", "kind = \"gc-cyclic\"\nload = 3"),
-    ("gc-sc", "kind = \"gc-sc\"\nload = 2\nclusters = 2"),
-    (
-        "gc-dc",
-        "kind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2",
-    ),
-    (
-        "gc-mmc",
-        "kind = \"gc-mmc\"\nload = 3\ndesign = \"correlated\"\norder = 2",
-    ),
-    ("uc-mmc", "kind = \"uc-mmc\"\nload = 3"),
-    (
-        "gc-partial",
-        "kind = \"gc-partial\"\nload = 2\nslowdown = 2.0",
-    ),
-];
-
 /// Coding must not change the trajectory: every exact scheme ends where
 /// single-process full-batch descent on the same data and seed ends.
 fn assert_follows_reference(name: &str, text: &str, summary: &serde_json::Value) {
@@ -97,7 +77,7 @@ fn assert_follows_reference(name: &str, text: &str, summary: &serde_json::Value)
 
 #[test]
 fn exact_schemes_follow_the_full_batch_trajectory_with_emulated_stragglers() {
-    for (name, scheme) in EXACT_SCHEMES {
+    for (name, scheme) in common::EXACT_SCHEMES {
         let text = format!("{EMULATED}[scheme]\n{scheme}\n");
         let (summary, trace) = train(&format!("exact-{name}"), 7, &text, &[]);
         assert_follows_reference(name, &text, &summary);

@@ -129,29 +129,9 @@ fn reference(
     opt.theta().to_vec()
 }
 
-const EXACT_SCHEMES: &[(&str, &str)] = &[
-    ("uncoded", "kind = \"uncoded\""),
-    ("gc-frac", "kind = \"gc-frac\"\nload = 3"),
-    ("gc-cyclic", "kind = \"gc-cyclic\"\nload = 3"),
-    ("gc-sc", "kind = \"gc-sc\"\nload = 2\nclusters = 2"),
-    (
-        "gc-dc",
-        "kind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2",
-    ),
-    (
-        "gc-mmc",
-        "kind = \"gc-mmc\"\nload = 3\ndesign = \"correlated\"\norder = 2",
-    ),
-    ("uc-mmc", "kind = \"uc-mmc\"\nload = 3"),
-    (
-        "gc-partial",
-        "kind = \"gc-partial\"\nload = 2\nslowdown = 2.0",
-    ),
-];
-
 #[test]
 fn every_exact_scheme_trains_the_cnn_along_uncoded_minibatch_sgd() {
-    for (name, scheme) in EXACT_SCHEMES {
+    for (name, scheme) in common::EXACT_SCHEMES {
         let text = format!("{}[scheme]\n{scheme}\n", cnn_config(20));
         let (summary, _) = train(&format!("exact-{name}"), &text, &[]);
         let config = parse(&text, "test", &[]).unwrap().config;

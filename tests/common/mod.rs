@@ -236,3 +236,25 @@ pub fn eq13_rows() -> Vec<Vec<usize>> {
 pub fn eq13() -> gradcode::cluster::Assignment {
     gradcode::cluster::Assignment::from_rows(12, 4, Some(2), &eq13_rows()).unwrap()
 }
+
+/// Every exact scheme of the registry with the parameters the MPI tests
+/// train it with on 6 workers (`tests/mpi.rs`, `tests/nn.rs`).
+pub const EXACT_SCHEMES: &[(&str, &str)] = &[
+    ("uncoded", "kind = \"uncoded\""),
+    ("gc-frac", "kind = \"gc-frac\"\nload = 3"),
+    ("gc-cyclic", "kind = \"gc-cyclic\"\nload = 3"),
+    ("gc-sc", "kind = \"gc-sc\"\nload = 2\nclusters = 2"),
+    (
+        "gc-dc",
+        "kind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2",
+    ),
+    (
+        "gc-mmc",
+        "kind = \"gc-mmc\"\nload = 3\ndesign = \"correlated\"\norder = 2",
+    ),
+    ("uc-mmc", "kind = \"uc-mmc\"\nload = 3"),
+    (
+        "gc-partial",
+        "kind = \"gc-partial\"\nload = 2\nslowdown = 2.0",
+    ),
+];
