@@ -1,5 +1,6 @@
-//! Diagnostics on stderr, off unless the environment asks:
-//! `GRADCODE_LOG=info` (setup and shutdown), `debug` (every iteration, every
+//! Diagnostics on stderr: warnings (a training loss not recorded, a worker's
+//! non-finite result, model buffers exhausted) unless the environment says
+//! otherwise: `GRADCODE_LOG=off`, `info` (setup and shutdown), `debug` (every iteration, every
 //! task a worker takes or abandons), `trace`, or per module
 //! (`GRADCODE_LOG=gradcode::runtime::worker=debug`). Under MPI every line
 //! names its rank. Errors a person must act on are not logs: they are one
@@ -13,9 +14,9 @@ pub const ENV: &str = "GRADCODE_LOG";
 
 static RANK: OnceLock<i32> = OnceLock::new();
 
-/// Set up logging from `GRADCODE_LOG` (nothing is logged when it is unset).
+/// Set up logging from `GRADCODE_LOG` (warnings when it is unset).
 pub fn init() {
-    let env = env_logger::Env::default().filter_or(ENV, "off");
+    let env = env_logger::Env::default().filter_or(ENV, "warn");
     let _ = env_logger::Builder::from_env(env)
         .format(|f, record| {
             let who = RANK

@@ -31,6 +31,17 @@ fn write_config(name: &str, text: &str) -> PathBuf {
 
 /// Train `text` on `ranks` ranks into a fresh trace; the JSON summary and the trace path.
 fn train(name: &str, ranks: usize, text: &str, extra: &[&str]) -> (serde_json::Value, PathBuf) {
+    let (summary, trace, _) = train_logged(name, ranks, text, extra);
+    (summary, trace)
+}
+
+/// As [`train`], with the run's stderr.
+fn train_logged(
+    name: &str,
+    ranks: usize,
+    text: &str,
+    extra: &[&str],
+) -> (serde_json::Value, PathBuf, String) {
     let (mut command, trace) = common::train_command("mpi-tests", name, ranks, text, extra);
     let out = {
         let _one = common::one_at_a_time();
@@ -48,7 +59,11 @@ fn train(name: &str, ranks: usize, text: &str, extra: &[&str]) -> (serde_json::V
             String::from_utf8_lossy(&out.stdout)
         )
     });
-    (summary, trace)
+    (
+        summary,
+        trace,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn read(trace: &Path) -> gradcode::trace::TraceData {
@@ -566,10 +581,13 @@ fn train_agrees_with_simulate_iteration_by_iteration() {
                 continue;
             }
             clear += 1;
+            let model_times: Vec<f64> = (0..6).map(|w| sample.message_time(w, after[w])).collect();
             assert_eq!(
                 (a.messages_received, a.messages_used, a.recovered_fraction),
                 (b.messages_received, b.messages_used, b.recovered_fraction),
-                "{name}: iteration {t}"
+                "{name}: iteration {t}: trained finish {:?}, simulated finish {:?}, model times {model_times:?}, end {end}",
+                a.finish_s,
+                b.finish_s
             );
             let received = |r: &gradcode::trace::IterationRecord| -> Vec<bool> {
                 r.finish_s.iter().map(|f| f.is_finite()).collect()
@@ -636,7 +654,7 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
         ),
     ] {
         let text = format!("{EMULATED}eval_every = {eval_every}\n[scheme]\n{scheme}\n");
-        let (summary, trace) = train(name, 7, &text, &[]);
+        let (summary, trace, stderr) = train_logged(name, 7, &text, &[]);
         let records = read(&trace).records;
         let config = parse(&text, "test", &[]).unwrap().config;
         let iterations = config.train.iterations;
@@ -651,11 +669,21 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
         let samples = data.train_samples();
         let d = data.features();
         let mut opt = Optimizer::new(&config.train, config.model.l2, d);
-        let (mut partial_recorded, mut skipped) = (0, 0);
+        let (mut partial_recorded, mut skipped, mut unreachable_evaluations) = (0, 0, 0);
         for (t, r) in records.iter().enumerate() {
             let want = full_data_objective(&parts, &config, &opt, samples);
             let evaluated = t % eval_every == 0 || t + 1 == iterations;
-            if r.recovered_fraction == 1.0 || evaluated {
+            // A worker that lags MAX_UNTAKEN_TASKS tasks behind (7 ranks share
+            // two cores here) is not sent the iteration's task; the loss of a
+            // partition only it computes cannot arrive, and the master says so.
+            let unreachable = r.train_loss.is_nan()
+                && stderr.contains(&format!(
+                    "iteration {}: training loss not recorded: partition",
+                    t + 1
+                ));
+            if unreachable {
+                unreachable_evaluations += 1;
+            } else if r.recovered_fraction == 1.0 || evaluated {
                 let err = (r.train_loss - want).abs() / want.abs();
                 assert!(
                     err <= 1e-12,
@@ -709,6 +737,10 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
             partial_recorded > 0,
             "{name}: some partially recovered iteration has its full-data loss"
         );
+        assert!(
+            unreachable_evaluations <= iterations / 4,
+            "{name}: {unreachable_evaluations} evaluations found a lagging worker"
+        );
         if eval_every > 1 {
             assert!(
                 skipped > 0,
@@ -724,8 +756,8 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
         let last = records.last().unwrap().train_loss;
         assert_eq!(
             summary["final_train_loss"].as_f64(),
-            Some(last),
-            "{name}: final_train_loss is the last iteration's"
+            (!last.is_nan()).then_some(last),
+            "{name}: final_train_loss is the last iteration's (null when not recorded)"
         );
     }
 }

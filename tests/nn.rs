@@ -49,8 +49,16 @@ fn images() -> String {
                 let ext = if gzip { ".gz" } else { "" };
                 let x = common::scratch(DIR, &format!("{name}-images.idx{ext}"));
                 let y = common::scratch(DIR, &format!("{name}-labels.idx{ext}"));
-                write_idx(&x, &[n, 16, 16], &pixels, gzip).unwrap();
-                write_idx(&y, &[n], &labels, gzip).unwrap();
+                // nextest runs each test in its own process: each writes
+                // the same bytes to a file of its own and renames it into
+                // place, so a reader never sees a file half written.
+                let replace = |path: &PathBuf, dims: &[usize], values: &[u8]| {
+                    let mine = PathBuf::from(format!("{}.{}", path.display(), std::process::id()));
+                    write_idx(&mine, dims, values, gzip).unwrap();
+                    std::fs::rename(&mine, path).unwrap();
+                };
+                replace(&x, &[n, 16, 16], &pixels);
+                replace(&y, &[n], &labels);
                 (x, y)
             };
             let (train_x, train_y) = write("train", 480, 1, true);

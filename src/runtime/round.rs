@@ -13,12 +13,15 @@
 //! `train.result_timeout_s` while the rule still waits end the round.
 //!
 //! A result is a header and then its coded vector. The master reads the
-//! header at once and matches the vector (`MPI_Improbe`) but receives it only
-//! when it decodes ([`Round::combine`]), one vector at a time into one
-//! buffer: until then the data waits at the worker (MPI's rendezvous
-//! protocol for messages above the eager limit), so the master holds O(d)
-//! for results whatever K is. Stale vectors and those the rule does not use
-//! are received at once and dropped.
+//! header at once and matches the vector (`MPI_Improbe`); an accepted vector
+//! is received as it arrives, while the other workers still compute, into a
+//! buffer kept across iterations, as long as the accepted vectors held fit in
+//! [`RECEIVED_BYTES`]. Beyond that it is received only when the master decodes
+//! ([`Round::combine`]), one at a time into one buffer: until then the data
+//! waits at the worker (MPI's rendezvous protocol for messages above the
+//! eager limit), so the master holds at most `RECEIVED_BYTES` plus O(d) for
+//! results whatever K is. Stale vectors and those the rule does not use are
+//! received at once and dropped.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -47,6 +50,17 @@ const SPIN: Duration = Duration::from_micros(200);
 /// models it has not taken, so two stopped workers hold at most four, and
 /// the current iteration and the one before need two more.
 pub(super) const MAX_MODELS_IN_FLIGHT: usize = 6;
+/// Bytes of accepted result vectors the master receives as they arrive (and
+/// keeps for the next iterations): 64 vectors of a model with a million
+/// parameters. Vectors beyond it wait at their workers until the decode.
+pub(super) const RECEIVED_BYTES: usize = 512 << 20;
+
+/// An accepted result's vector: received into one of the round's buffers,
+/// or matched and waiting at its worker.
+enum Held {
+    Received(usize),
+    Matched(Message, usize),
+}
 
 /// The master's side of the iterations.
 pub(super) struct MpiRound<'c> {
@@ -66,9 +80,14 @@ pub(super) struct MpiRound<'c> {
     sent: Vec<bool>,
     backoff: Backoff,
     models: ModelPool,
-    /// The accepted messages' vectors (gradient sum and loss sum), in arrival
-    /// order, matched but not yet received: `combine` receives them.
-    vectors: Vec<Option<(Message, usize, usize)>>,
+    /// The accepted messages' vectors (gradient sum and loss sum) of this
+    /// iteration and their workers, in arrival order.
+    vectors: Vec<Option<(Held, usize)>>,
+    /// Buffers of the vectors received as they arrived (see
+    /// [`RECEIVED_BYTES`]), kept across iterations; the first
+    /// `received_in_use` hold this iteration's.
+    received: Vec<Vec<f64>>,
+    received_in_use: usize,
     /// Where vectors are received, one at a time.
     scratch: Vec<f64>,
     /// Partitions of the training data.
@@ -79,11 +98,16 @@ pub(super) struct MpiRound<'c> {
     /// A worker's signal that came while [`Round::full_loss`] waited: the
     /// next iteration is interrupted.
     pending_signal: Option<i32>,
-    /// Per worker: the compute seconds (wall clock, CPU) of this iteration's
-    /// task already added to the timing events. A result header carries the
-    /// task's compute so far, so a multi-message task adds only what its
-    /// newer message adds.
-    counted_compute_s: Vec<(f64, f64)>,
+    /// Per worker: the iteration of the task whose compute seconds (wall
+    /// clock, CPU) were last added to the timing events, and how many. A
+    /// result header carries the task's compute so far, so a multi-message
+    /// task adds only what its newer message adds.
+    counted_compute_s: Vec<(u64, f64, f64)>,
+    /// Compute (wall clock, CPU) reported by results received but not used
+    /// (stale, or after the decode): work the workers did, added to the
+    /// timing events at the end of the round so the compute events hold
+    /// every computation the workers reported, used or not.
+    unused_compute_s: (f64, f64),
 }
 
 impl<'c> MpiRound<'c> {
@@ -111,18 +135,42 @@ impl<'c> MpiRound<'c> {
             models: ModelPool::new(MAX_MODELS_IN_FLIGHT),
             vectors: Vec::new(),
             scratch: Vec::new(),
+            received: Vec::new(),
+            received_in_use: 0,
             partitions,
             partition_loss: Vec::new(),
             pending_signal: None,
             counted_compute_s: Vec::new(),
+            unused_compute_s: (0.0, 0.0),
         }
+    }
+
+    /// The compute (wall clock, CPU) that `header` of worker `w` reports
+    /// beyond what its earlier results of the same task reported.
+    fn new_compute_s(&mut self, w: usize, header: &ResultHeader) -> (f64, f64) {
+        if self.counted_compute_s.len() <= w {
+            self.counted_compute_s.resize(w + 1, (u64::MAX, 0.0, 0.0));
+        }
+        let (iteration, wall_s, cpu_s) = &mut self.counted_compute_s[w];
+        if *iteration != header.iteration {
+            (*iteration, *wall_s, *cpu_s) = (header.iteration, 0.0, 0.0);
+        }
+        if header.computations == 0 || header.compute_s <= *wall_s {
+            return (0.0, 0.0);
+        }
+        let new = (header.compute_s - *wall_s, header.compute_cpu_s - *cpu_s);
+        (*wall_s, *cpu_s) = (header.compute_s, header.compute_cpu_s);
+        new
     }
 
     /// Receive every matched vector not received yet, dropping it.
     fn discard_vectors(&mut self) {
-        for (message, len, _) in self.vectors.drain(..).flatten() {
-            receive_into(message, len, &mut self.scratch);
+        for (held, _) in self.vectors.drain(..).flatten() {
+            if let Held::Matched(message, len) = held {
+                receive_into(message, len, &mut self.scratch);
+            }
         }
+        self.received_in_use = 0;
     }
 
     /// A model buffer for iteration `t`. When all [`MAX_MODELS_IN_FLIGHT`]
@@ -223,6 +271,9 @@ impl<'c> MpiRound<'c> {
         };
         if header.iteration < t || len != dim + 1 {
             receive_into(vector, len, &mut self.scratch);
+            let (wall_s, cpu_s) = self.new_compute_s((m.rank - 1) as usize, &header);
+            self.unused_compute_s.0 += wall_s;
+            self.unused_compute_s.1 += cpu_s;
             if len != dim + 1 {
                 return Err(format!(
                     "worker {} sent a vector of {len} values, expected {}",
@@ -371,8 +422,6 @@ impl Round for MpiRound<'_> {
         self.partition_loss.resize(self.partitions, f64::NAN);
         report.overrun_s.resize(k, 0.0);
         report.per_computation_s.resize(k, f64::NAN);
-        self.counted_compute_s.clear();
-        self.counted_compute_s.resize(k, (0.0, 0.0));
         let start = Instant::now();
         if let Some(status) = timing.time("send", || self.send_tasks(task))? {
             return Ok(status);
@@ -455,12 +504,11 @@ impl Round for MpiRound<'_> {
             report.overrun_s[w] = report.overrun_s[w].max(header.overrun_s);
             if header.computations > 0 {
                 report.per_computation_s[w] = header.compute_s / header.computations as f64;
-                let (wall_s, cpu_s) = &mut self.counted_compute_s[w];
-                if header.compute_s > *wall_s {
-                    timing.add("compute (workers)", header.compute_s - *wall_s);
-                    timing.add("compute (workers, CPU)", header.compute_cpu_s - *cpu_s);
-                    (*wall_s, *cpu_s) = (header.compute_s, header.compute_cpu_s);
-                }
+            }
+            let (wall_s, cpu_s) = self.new_compute_s(w, &header);
+            if wall_s > 0.0 {
+                timing.add("compute (workers)", wall_s);
+                timing.add("compute (workers, CPU)", cpu_s);
             }
             let arrival = Arrival {
                 worker: w,
@@ -477,12 +525,27 @@ impl Round for MpiRound<'_> {
                 break RoundStatus::Completed;
             }
             report.accept(arrival, arrived_s);
-            self.vectors.push(Some((vector, len, w)));
+            let held = if (self.received_in_use + 1) * len * size_of::<f64>() <= RECEIVED_BYTES {
+                if self.received.len() == self.received_in_use {
+                    self.received.push(Vec::new());
+                }
+                receive_into(vector, len, &mut self.received[self.received_in_use]);
+                self.received_in_use += 1;
+                Held::Received(self.received_in_use - 1)
+            } else {
+                Held::Matched(vector, len)
+            };
+            self.vectors.push(Some((held, w)));
             if decision == Decision::Decode {
                 break RoundStatus::Completed;
             }
         };
         timing.add("wait", wait_start.elapsed().as_secs_f64());
+        let (wall_s, cpu_s) = std::mem::take(&mut self.unused_compute_s);
+        if wall_s > 0.0 {
+            timing.add("compute (workers)", wall_s);
+            timing.add("compute (workers, CPU)", cpu_s);
+        }
         report.duration_s = start.elapsed().as_secs_f64();
         Ok(status)
     }
@@ -490,24 +553,34 @@ impl Round for MpiRound<'_> {
     fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
         out.clear();
         out.resize(self.dim + 1, 0.0);
+        let mut first = true;
         for &i in order {
-            let Some((message, len, worker)) = self.vectors[i].take() else {
+            let Some((held, worker)) = self.vectors[i].take() else {
                 continue;
             };
-            receive_into(message, len, &mut self.scratch);
-            if let Some(bad) = self.scratch.iter().position(|v| !v.is_finite()) {
+            let vector = match held {
+                Held::Received(slot) => &self.received[slot],
+                Held::Matched(message, len) => {
+                    receive_into(message, len, &mut self.scratch);
+                    &self.scratch
+                }
+            };
+            let weight = weights[i];
+            let finite = if weight == 0.0 {
+                vector.iter().all(|v| v.is_finite())
+            } else {
+                let finite = add_scaled_checked(out, weight, vector, first);
+                first = false;
+                finite
+            };
+            if !finite {
+                let bad = vector.iter().position(|v| !v.is_finite()).unwrap_or(0);
                 let what = if bad == self.dim {
                     "loss".to_string()
                 } else {
                     format!("gradient entry {}", bad + 1)
                 };
                 log::warn!("worker {} sent a non-finite {what}", worker + 1);
-            }
-            let weight = weights[i];
-            if weight != 0.0 {
-                for (o, v) in out.iter_mut().zip(&self.scratch) {
-                    *o += weight * v;
-                }
             }
         }
         self.discard_vectors();
@@ -619,5 +692,56 @@ impl Drop for MpiRound<'_> {
             self.models.allocated(),
             self.models.held()
         );
+    }
+}
+
+/// `out = weight · v` (`overwrite`) or `out += weight · v`, in one pass that
+/// also tells whether every value of `v` is finite (`v · 0` is 0 for a
+/// finite v and NaN otherwise; eight lanes so the sum vectorises).
+fn add_scaled_checked(out: &mut [f64], weight: f64, v: &[f64], overwrite: bool) -> bool {
+    const LANES: usize = 8;
+    let mut check = [0.0; LANES];
+    let mut outs = out.chunks_exact_mut(LANES);
+    let mut vs = v.chunks_exact(LANES);
+    for (o, v) in (&mut outs).zip(&mut vs) {
+        for k in 0..LANES {
+            o[k] = if overwrite { 0.0 } else { o[k] } + weight * v[k];
+            check[k] += v[k] * 0.0;
+        }
+    }
+    for (o, v) in outs.into_remainder().iter_mut().zip(vs.remainder()) {
+        *o = if overwrite { 0.0 } else { *o } + weight * v;
+        check[0] += v * 0.0;
+    }
+    check.iter().sum::<f64>() == 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::add_scaled_checked;
+
+    #[test]
+    fn a_checked_addition_equals_the_plain_one_and_finds_non_finite_values() {
+        let v: Vec<f64> = (0..21).map(|i| (i as f64 - 7.5) * 0.37).collect();
+        let mut plain = vec![0.5; 21];
+        for (o, x) in plain.iter_mut().zip(&v) {
+            *o += -1.25 * x;
+        }
+        let mut out = vec![0.5; 21];
+        assert!(add_scaled_checked(&mut out, -1.25, &v, false));
+        assert_eq!(out, plain);
+        let mut fresh = vec![9.0; 21];
+        assert!(add_scaled_checked(&mut fresh, 2.0, &v, true));
+        assert_eq!(fresh, v.iter().map(|x| 0.0 + 2.0 * x).collect::<Vec<_>>());
+        for bad in [0, 7, 16, 20] {
+            for value in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                let mut w = v.clone();
+                w[bad] = value;
+                assert!(
+                    !add_scaled_checked(&mut out, 1.0, &w, false),
+                    "{bad} {value}"
+                );
+            }
+        }
     }
 }

@@ -473,8 +473,15 @@ impl Worker<'_> {
         let dim = self.link.dim;
         // The send owns the vector until the master receives it.
         let mut vector = self.link.comm.buffer(dim + 1);
-        vector.resize(dim + 1, 0.0);
-        for &(p, c) in &message.codeword.terms {
+        vector.clear();
+        let mut terms = message.codeword.terms.iter();
+        // The first term written as 0 + c·g (what adding it to zeros gives,
+        // bit for bit), without zeroing the buffer first.
+        match terms.next() {
+            Some(&(p, c)) => vector.extend(self.slots[self.slot_of[p]].iter().map(|g| 0.0 + c * g)),
+            None => vector.resize(dim + 1, 0.0),
+        }
+        for &(p, c) in terms {
             kernel::axpy(c, &self.slots[self.slot_of[p]], &mut vector);
         }
         let mut overrun_s = 0.0;
