@@ -8,8 +8,8 @@
 //! compile.
 
 pub use gradcode_core::{
-    cluster, coding, config, engine, error, learn, record, rng, setup, sim, stats, straggler,
-    textfile,
+    cluster, coding, config, engine, error, files, learn, record, rng, setup, sim, stats,
+    straggler, textfile,
 };
 
 pub mod cli;

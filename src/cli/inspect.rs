@@ -74,18 +74,16 @@ pub(super) fn run(path: &Path, json: bool, targets: Targets) -> anyhow::Result<(
 /// replay CSV, written whole under a temporary name and renamed; an
 /// existing OUT only with `force`.
 pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
+    use crate::trace::place;
     let shown = out.display().to_string();
-    if out.exists() && !force {
-        return Err(
-            InputError::value("--replay-csv", &shown, "exists; use --force to replace it").into(),
-        );
-    }
+    // The trace read is the command's input; a trace being written (the
+    // writer's HDF5 lock) is refused by the claim.
+    let inputs = [place::Input::new("trace", path)];
+    place::check_folder(out)
+        .and_then(|()| place::check_output(out, force, &inputs))
+        .map_err(|e| InputError::new("--replay-csv", e))?;
     let measured = super::measured::read(path, &path.display().to_string())?;
-    let mut tmp = out.as_os_str().to_owned();
-    tmp.push(".part");
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, measured.to_csv())
-        .and_then(|()| std::fs::rename(&tmp, out))
+    place::write_whole(out, force, measured.to_csv().as_bytes())
         .map_err(|e| anyhow::anyhow!("writing {shown}: {e}"))?;
     let rows = measured.series[0].len();
     crate::outln!(
@@ -119,6 +117,15 @@ pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
     })?;
     if meta.is_dir() {
         return Err(InputError::new(&name, "is a directory, not a trace file"));
+    }
+    if !meta.is_file() {
+        return Err(InputError::new(
+            &name,
+            format!(
+                "is {}, not a regular file, so not a trace file",
+                crate::files::kind_of(&meta)
+            ),
+        ));
     }
     let mut file = std::fs::File::open(path)
         .map_err(|e| InputError::new(&name, format!("cannot be read: {e}")))?;

@@ -57,7 +57,10 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     let target = flags
         .out
         .as_ref()
-        .map(|p| crate::trace::trace_path(config, p.as_deref(), flags.force))
+        .map(|p| {
+            let inputs = crate::trace::place::inputs_of(config, args.config.as_deref());
+            crate::trace::trace_path(config, p.as_deref(), flags.force, &inputs)
+        })
         .transpose()?;
     let out_path: Option<PathBuf> = target.as_ref().map(|t| t.path.clone());
     let mut trace = match &target {

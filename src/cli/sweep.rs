@@ -23,6 +23,7 @@ use serde::Serialize;
 use super::ConfigArgs;
 use crate::error::InputError;
 use crate::sim::Simulation;
+use crate::trace::place::{self, Input};
 
 /// The flags of `sweep` besides the config.
 #[derive(Debug, Clone, Default)]
@@ -296,7 +297,8 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
         }
     }
     if let Some(out) = &flags.out {
-        check_out(out, flags.force)?;
+        let inputs = place::inputs_of(&loaded.config, args.config.as_deref());
+        check_out(out, flags.force, &inputs)?;
     }
 
     let mut rows = Vec::new();
@@ -376,7 +378,7 @@ fn settings_not_read(combo: &[(String, String)], read: &BTreeMap<String, String>
 }
 
 /// The output file: `.json` or `.csv`, not present unless `force`.
-fn check_out(out: &Path, force: bool) -> Result<(), InputError> {
+fn check_out(out: &Path, force: bool, inputs: &[Input]) -> Result<(), InputError> {
     let name = out.display().to_string();
     match out.extension().and_then(|e| e.to_str()) {
         Some("json" | "csv") => {}
@@ -388,14 +390,9 @@ fn check_out(out: &Path, force: bool) -> Result<(), InputError> {
             ));
         }
     }
-    if out.exists() && !force {
-        return Err(InputError::value(
-            "--out",
-            &name,
-            "exists; use --force to replace it",
-        ));
-    }
-    Ok(())
+    place::check_folder(out)
+        .and_then(|()| place::check_output(out, force, inputs))
+        .map_err(|e| InputError::new("--out", e))
 }
 
 /// A CSV cell: quoted when it holds a comma, a quote or a newline.
@@ -407,8 +404,8 @@ pub(super) fn csv_cell(text: &str) -> String {
     }
 }
 
+/// The table at `out` (checked before the sweep ran), written whole.
 fn write_table(out: &Path, report: &SweepReport, force: bool) -> anyhow::Result<()> {
-    check_out(out, force)?;
     let text = if out.extension().is_some_and(|e| e == "csv") {
         let keys: Vec<&String> = report.grid.keys().collect();
         let mut lines = vec![
@@ -461,14 +458,8 @@ fn write_table(out: &Path, report: &SweepReport, force: bool) -> anyhow::Result<
         serde_json::to_string_pretty(report)? + "\n"
     };
     // Written whole under a temporary name, then renamed: never half a table.
-    let tmp = out.with_extension(format!(
-        "{}.part",
-        out.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, out))
-        .map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
-    Ok(())
+    place::write_whole(out, force, text.as_bytes())
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))
 }
 
 fn print_text(r: &SweepReport) {

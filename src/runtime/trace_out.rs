@@ -71,7 +71,9 @@ impl TraceOut {
         }
         #[cfg(feature = "hdf5")]
         {
-            let target = crate::trace::trace_path(config, options.out.as_deref(), options.force)?;
+            let inputs = crate::trace::place::inputs_of(config, options.config.as_deref());
+            let target =
+                crate::trace::trace_path(config, options.out.as_deref(), options.force, &inputs)?;
             let meta = crate::trace::TraceMeta {
                 scheme: scheme.kind().name().to_string(),
                 workers: scheme.workers(),

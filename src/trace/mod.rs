@@ -87,7 +87,7 @@ pub use gradcode_core::record::{
 mod hdf5_io;
 
 /// Creating a trace file without harming another (locks, temporary name, rename).
-pub(crate) mod place;
+pub mod place;
 
 #[cfg(feature = "hdf5")]
 pub use hdf5_io::{
@@ -121,7 +121,8 @@ pub struct TracePath {
 
 /// The trace path of a run (`train`) or simulation (`simulate --out`),
 /// checked before any work starts, with nothing created or changed: `out`
-/// (the `--out` flag) or else `output.trace`; an existing file only with
+/// (the `--out` flag) or else `output.trace`; never anything but a regular
+/// file, nor one of the command's `inputs` ([`place::check_target`]); an existing file only with
 /// `force`, and only when no process has it open (HDF5's lock); a folder in
 /// which a file can be created (probed with a file created and removed at
 /// once; a missing folder is created with the trace, see [`place`]).
@@ -129,6 +130,7 @@ pub fn trace_path(
     config: &crate::config::Config,
     out: Option<&std::path::Path>,
     force: bool,
+    inputs: &[place::Input],
 ) -> Result<TracePath, crate::error::InputError> {
     use crate::error::InputError;
     use std::path::PathBuf;
@@ -137,8 +139,7 @@ pub fn trace_path(
         None => ("output.trace", PathBuf::from(&config.output.trace)),
     };
     // The lock is only probed here; it is taken when the trace is created.
-    drop(place::claim(&path, force).map_err(|e| InputError::new(field, e))?);
-    place::check_writable(&path).map_err(|e| InputError::new(field, e))?;
+    place::check_output(&path, force, inputs).map_err(|e| InputError::new(field, e))?;
     Ok(TracePath { path, field, force })
 }
 

@@ -217,6 +217,141 @@ pub(crate) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// A file a command reads, which no output of it may replace: what it is
+/// (`"config"`, `"data.path"`, `"trace"`, ...) and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    pub what: String,
+    pub path: PathBuf,
+}
+
+impl Input {
+    pub fn new(what: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        Self {
+            what: what.into(),
+            path: path.into(),
+        }
+    }
+}
+
+/// The files a run of `config` reads: the config file itself (when it was
+/// read from one), the data and label files and the straggler trace file it
+/// names.
+pub fn inputs_of(config: &crate::config::Config, config_file: Option<&Path>) -> Vec<Input> {
+    let d = &config.data;
+    let mut inputs: Vec<Input> = config_file
+        .map(|p| Input::new("config", p))
+        .into_iter()
+        .collect();
+    for (what, path) in [
+        ("data.path", &d.path),
+        ("data.test_path", &d.test_path),
+        ("data.labels_path", &d.labels_path),
+        ("data.test_labels_path", &d.test_labels_path),
+        ("straggler.trace_file", &config.straggler.trace_file),
+    ] {
+        if let Some(path) = path {
+            inputs.push(Input::new(what, path));
+        }
+    }
+    inputs
+}
+
+/// Refuse, in words, an output path whose target must not be replaced:
+/// anything but a regular file (a FIFO, a device such as `/dev/null`, a
+/// socket; a folder is named by [`claim`]) or one of `inputs` (the same
+/// file: device and inode, so another name or a link to it counts too).
+/// A path where nothing is yet passes.
+pub fn check_target(path: &Path, inputs: &[Input]) -> Result<(), String> {
+    let Ok(target) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if target.is_dir() {
+        return Ok(());
+    }
+    if !target.is_file() {
+        return Err(format!(
+            "{} is {}: an output is written only over a regular file; it was not touched",
+            path.display(),
+            crate::files::kind_of(&target)
+        ));
+    }
+    for input in inputs {
+        if std::fs::metadata(&input.path).is_ok_and(|m| same_file(&m, &target)) {
+            return Err(format!(
+                "{} is this command's {} ({}): an output never replaces an input; it was not touched",
+                path.display(),
+                input.what,
+                input.path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        a.dev() == b.dev() && a.ino() == b.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
+/// Every check an output path gets before any work starts, nothing created
+/// or changed: [`check_target`], then [`claim`] (an existing file only with
+/// `overwrite`, and only when no process holds its lock), then
+/// [`check_writable`].
+pub fn check_output(path: &Path, overwrite: bool, inputs: &[Input]) -> Result<(), String> {
+    check_target(path, inputs)?;
+    drop(claim(path, overwrite)?);
+    check_writable(path)
+}
+
+/// Refuse, in words, a path whose folder does not exist (for the outputs
+/// that do not create folders: `sweep --out`, `inspect --replay-csv`).
+pub fn check_folder(path: &Path) -> Result<(), String> {
+    let dir = folder(path);
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot create {}: the folder {} does not exist (it is not created)",
+            path.display(),
+            dir.display()
+        ))
+    }
+}
+
+/// Write `bytes` to `path` whole: under a temporary name in its folder,
+/// then renamed into place ([`claim`] and [`install`]: an existing file only
+/// with `overwrite` and when no process holds its lock). The temporary file
+/// is removed when anything fails.
+pub fn write_whole(path: &Path, overwrite: bool, bytes: &[u8]) -> Result<(), String> {
+    check_folder(path)?;
+    let existing = claim(path, overwrite)?;
+    let temp = sibling(path, "tmp");
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+        .and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .map_err(|e| format!("cannot write {}: {e}", temp.display()))
+        .and_then(|()| install(&temp, path, existing, overwrite));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
 // Without HDF5 no trace is written: only the checks of its path are used.
 #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 /// How a new trace at `path` replaces what is there.

@@ -248,7 +248,8 @@ impl TraceFile {
     }
 
     fn open_as(path: &Path, write: bool) -> Result<Self> {
-        let file_bytes = std::fs::metadata(path)
+        // A FIFO or a device is refused before HDF5 opens it (it would block).
+        let file_bytes = crate::files::check_regular(path)
             .map_err(|e| record(format!("cannot read {}: {e}", path.display())))?
             .len();
         let file = if write {

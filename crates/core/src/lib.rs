@@ -21,6 +21,7 @@ pub mod coding;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod files;
 pub mod learn;
 pub mod record;
 pub mod rng;

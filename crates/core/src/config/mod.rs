@@ -147,7 +147,7 @@ fn read_config_file(path: &Path) -> Result<String, InputError> {
     let origin = path.display().to_string();
     let cannot =
         |e: std::io::Error| InputError::new("--config", format!("cannot read {origin}: {e}"));
-    let file = std::fs::File::open(path).map_err(cannot)?;
+    let file = crate::files::open_input(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_BYTES + 1)
         .read_to_end(&mut bytes)

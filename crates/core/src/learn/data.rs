@@ -859,7 +859,7 @@ struct Scan {
 }
 
 fn open(path: &str) -> Result<BufReader<File>, InputError> {
-    let file = File::open(Path::new(path))
+    let file = crate::files::open_input(Path::new(path))
         .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
     Ok(BufReader::new(file))
 }
@@ -1112,6 +1112,13 @@ fn check_storage(config: &Config) -> Result<(Storage, String), InputError> {
                     field,
                     quoted,
                     "is a folder, not a data file",
+                ));
+            }
+            Ok(m) if !m.is_file() => {
+                return Err(InputError::value(
+                    field,
+                    quoted,
+                    format!("is {}, not a regular file", crate::files::kind_of(&m)),
                 ));
             }
             Ok(_) => {}

@@ -92,8 +92,8 @@ impl Opened {
 
     fn open(path: &Path) -> Result<Self, InputError> {
         let name = path.display().to_string();
-        let file =
-            File::open(path).map_err(|e| InputError::new(&name, format!("cannot open: {e}")))?;
+        let file = crate::files::open_input(path)
+            .map_err(|e| InputError::new(&name, format!("cannot open: {e}")))?;
         let mut raw = BufReader::with_capacity(1 << 16, file);
         let mut magic = [0u8; 2];
         let gzip = match raw.read_exact(&mut magic) {

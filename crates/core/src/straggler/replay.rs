@@ -50,7 +50,7 @@ impl TraceTable {
     /// [`MAX_TRACE_VALUES`] values in all).
     pub fn load(path: &Path) -> Result<Self, InputError> {
         let origin = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| {
+        let file = crate::files::open_input(path).map_err(|e| {
             InputError::new("straggler.trace_file", format!("cannot read {origin}: {e}"))
         })?;
         Self::read(std::io::BufReader::new(file), &origin, MAX_TRACE_VALUES)
