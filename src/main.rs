@@ -11,6 +11,15 @@ use gradcode::cli::{Cli, run};
 use gradcode::error::{InputError, QuietExit};
 
 fn main() -> ExitCode {
+    // The trace probe's child (see gradcode::trace::probe): not a command a
+    // user runs, so not in clap's help.
+    #[cfg(feature = "hdf5")]
+    {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if args.len() == 3 && args[1] == gradcode::trace::probe::SUBCOMMAND {
+            return gradcode::trace::probe::child(std::path::Path::new(&args[2]));
+        }
+    }
     gradcode::process_setup::init();
     gradcode::logging::init();
     // `--version` prints the build too (commit, features, MPI and HDF5 libraries).

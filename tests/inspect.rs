@@ -1021,6 +1021,78 @@ mod with_hdf5 {
         }
     }
 
+    /// `gradcode ARGS` killed (and the test failed) when it runs 10 s.
+    fn within_10_s(args: &[&std::ffi::OsStr]) -> (Output, std::time::Duration) {
+        use std::process::Stdio;
+        let start = std::time::Instant::now();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gradcode"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("gradcode {args:?} hangs");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        (child.wait_with_output().unwrap(), start.elapsed())
+    }
+
+    /// 4000 zeroed bytes at every multiple of 500 bytes of a trace (the
+    /// damage that made HDF5 spin forever in its global heap read at offset
+    /// 3000 of a training trace; here 9 offsets of 190 do): `inspect` (and
+    /// at every 1500 bytes `inspect --json` and `inspect --replay-csv`)
+    /// reads the file or refuses it (exit 2, one line naming it) within 5 s;
+    /// the hanging offsets are refused by the probe.
+    #[test]
+    fn zeroed_runs_of_4000_bytes_never_hang_a_reader() {
+        let _serial = serial();
+        let original = std::fs::read(write_run("zeroed-source.h5")).unwrap();
+        let file = dir().join("zeroed.h5");
+        let csv = dir().join("zeroed-replay.csv");
+        let mut probe_refused = 0;
+        for at in (0..original.len().saturating_sub(4000)).step_by(500) {
+            let mut bytes = original.clone();
+            bytes[at..at + 4000].fill(0);
+            std::fs::write(&file, &bytes).unwrap();
+            let _ = std::fs::remove_file(&csv);
+            // The three readers at every 1500 bytes, `inspect` alone between.
+            let all: [&[&str]; 3] = [&[], &["--json"], &["--replay-csv", csv.to_str().unwrap()]];
+            let readers = if at % 1500 == 0 { &all[..] } else { &all[..1] };
+            for &extra in readers {
+                let mut args: Vec<&std::ffi::OsStr> = vec!["inspect".as_ref(), file.as_os_str()];
+                args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+                let (o, took) = within_10_s(&args);
+                let err = stderr(&o);
+                assert!(
+                    took < std::time::Duration::from_secs(5),
+                    "offset {at} {extra:?}: {took:?}"
+                );
+                match o.status.code() {
+                    Some(0) => {}
+                    Some(2) => {
+                        assert_eq!(err.lines().count(), 1, "offset {at} {extra:?}: {err}");
+                        assert!(
+                            err.starts_with(&format!("error: {}: ", file.display()))
+                                || err.contains(&file.display().to_string()),
+                            "offset {at} {extra:?}: {err}"
+                        );
+                        probe_refused += usize::from(err.contains("did not finish within"));
+                    }
+                    other => panic!("offset {at} {extra:?}: {other:?} {err}"),
+                }
+            }
+        }
+        assert!(
+            probe_refused > 0,
+            "no offset reached the damage HDF5 loops on: not a test of the probe"
+        );
+    }
+
     /// Random 200-byte corruptions of a real trace: inspect reads each as a
     /// trace (exit 0) or refuses it (exit 2, one line naming the file),
     /// within 2 GiB of address space; never a crash, an abort or a hang.

@@ -193,6 +193,67 @@ fn resuming_a_trace_whose_dataset_claims_more_than_the_file_is_an_input_error() 
     assert!(err.contains("needs 3 MPI ranks"), "{err}");
 }
 
+/// `train --resume` of a resumable trace with 4000 zeroed bytes at every
+/// 1000-byte offset of its first 16 KB (HDF5 loops forever on some of them): refused (exit 2,
+/// naming the file; the undamaged ones at the world size of a singleton
+/// run) within 5 s each, the file byte for byte unchanged.
+#[test]
+fn resuming_a_zeroed_trace_never_hangs_and_changes_nothing() {
+    use std::time::{Duration, Instant};
+    let _serial = serial();
+    let source = scratch("zeroed-resume-source.h5");
+    hostile::hostile_trace(&source, None, 0);
+    let original = std::fs::read(&source).unwrap();
+    let file = scratch("zeroed-resume.h5");
+    let mut probe_refused = 0;
+    // The first 16 KB hold the metadata and the global heap (a singleton
+    // MPI start-up per offset makes each run cost a second).
+    for at in (0..original.len().saturating_sub(4000).min(16_000)).step_by(1000) {
+        let mut bytes = original.clone();
+        bytes[at..at + 4000].fill(0);
+        std::fs::write(&file, &bytes).unwrap();
+        let start = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+            .args(["train", "--resume"])
+            .arg(&file)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("offset {at}: train --resume hangs");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let took = start.elapsed();
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(took < Duration::from_secs(5), "offset {at}: {took:?}");
+        assert_eq!(o.status.code(), Some(2), "offset {at}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors.len(), 1, "offset {at}: {err}");
+        assert!(
+            errors[0].starts_with(&format!("error: --resume: {}: ", file.display()))
+                || errors[0].contains("needs 3 MPI ranks"),
+            "offset {at}: {err}"
+        );
+        probe_refused += usize::from(err.contains("did not finish within"));
+        assert!(
+            std::fs::read(&file).unwrap() == bytes,
+            "offset {at}: the file changed"
+        );
+    }
+    assert!(
+        probe_refused > 0,
+        "no offset reached the damage HDF5 loops on"
+    );
+}
+
 /// `train --resume` of each crafted file of issue 17 item 6 (as inspect
 /// refuses them in tests/inspect.rs): exit 2 with one line naming the file,
 /// within a 2 GiB `ulimit -v`, the file byte for byte unchanged.

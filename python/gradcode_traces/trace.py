@@ -188,62 +188,77 @@ class Trace:
         try:
             f = h5py.File(self.path, "r")
         except OSError as e:
+            if "unable to lock file" in str(e):
+                raise TraceError(
+                    f"{path}: locked by a process that has it open for writing (a running job?); "
+                    "read it when that ends, or as it is with HDF5_USE_FILE_LOCKING=FALSE in the environment"
+                ) from None
             raise TraceError(f"{path}: not a readable HDF5 file ({e})") from None
-        with f:
-            self.attrs = {k: decode(v) for k, v in f.attrs.items()}
-            if "gradcode_version" not in self.attrs:
-                raise TraceError(f"{path}: not a gradcode trace (no root attribute gradcode_version)")
-            a = self.attrs
-            self.gradcode_version = a.get("gradcode_version")
-            self.scheme = a.get("scheme")
-            self.workers = int(a["workers"]) if "workers" in a else None
-            self.seed = int(a["seed"]) if "seed" in a else None
-            self.status = a.get("status") or None
-            self.status_reason = a.get("status_reason") or None
-            self.config = None
-            if a.get("config_toml"):
-                try:
-                    self.config = tomllib.loads(a["config_toml"])
-                except tomllib.TOMLDecodeError as e:
-                    raise TraceError(f"{path}: root attribute config_toml is not TOML ({e})") from None
-            self.provenance = {k: a[k] for k in PROVENANCE_KEYS if k in a}
-            if "resumed" in self.provenance:
-                self.provenance["resumed"] = [x for x in str(self.provenance["resumed"]).splitlines() if x]
-            self.runs, self.scheme_attrs = {}, {}
-            self.timing, self.theta = None, None
-            if "sim" in f:
-                self.kind = "simulation"
-                order = [s.strip() for s in (self.scheme or "").split(",")]
-                names = sorted(f["sim"].keys(), key=lambda n: (order.index(n) if n in order else len(order), n))
-                for name in names:
-                    g = f["sim"][name]
-                    self.scheme_attrs[name] = {k: decode(v) for k, v in g.attrs.items()}
-                    trials = sorted(
-                        (int(k[len("trial_"):]), k) for k in g.keys() if k.startswith("trial_") and k[6:].isdigit()
-                    )
-                    if [k for k, _ in trials] != list(range(len(trials))):
-                        raise TraceError(f"{path}: /sim/{name} has trials {[k for k, _ in trials]}, not 0..{len(trials) - 1}")
-                    self.runs[name] = [
-                        Run(g[key], f"{path}:/sim/{name}/{key}", f"{name} trial {k}", name, k, self.workers)
-                        for k, key in trials
-                    ]
-            elif "iteration" in f:
-                self.kind = "train"
-                label = self.scheme or self.path.stem
-                self.runs[label] = [Run(f, str(path), label, self.scheme, None, self.workers)]
-                if "timing" in f:
-                    t = f["timing"]
-                    self.timing = pd.DataFrame(
-                        {
-                            "event": decode_strings(t["event"][...]),
-                            "total_s": np.asarray(t["total_s"][...], dtype=float),
-                            "count": np.asarray(t["count"][...], dtype=np.int64),
-                        }
-                    )
-                if "model" in f and "theta" in f["model"]:
-                    self.theta = np.asarray(f["model"]["theta"][...], dtype=float)
-            else:
-                raise TraceError(f"{path}: not a gradcode trace (neither an /iteration nor a /sim group)")
+        try:
+            with f:
+                self._read(f, path)
+        except TraceError:
+            raise
+        except (KeyError, OSError, ValueError, TypeError, RuntimeError, IndexError) as e:
+            # A damaged file fails inside h5py in many ways: one error type, the file named.
+            raise TraceError(f"{path}: damaged trace ({type(e).__name__}: {e})") from None
+
+    def _read(self, f, path):
+        """The attributes and runs of the open file `f`."""
+        self.attrs = {k: decode(v) for k, v in f.attrs.items()}
+        if "gradcode_version" not in self.attrs:
+            raise TraceError(f"{path}: not a gradcode trace (no root attribute gradcode_version)")
+        a = self.attrs
+        self.gradcode_version = a.get("gradcode_version")
+        self.scheme = a.get("scheme")
+        self.workers = int(a["workers"]) if "workers" in a else None
+        self.seed = int(a["seed"]) if "seed" in a else None
+        self.status = a.get("status") or None
+        self.status_reason = a.get("status_reason") or None
+        self.config = None
+        if a.get("config_toml"):
+            try:
+                self.config = tomllib.loads(a["config_toml"])
+            except tomllib.TOMLDecodeError as e:
+                raise TraceError(f"{path}: root attribute config_toml is not TOML ({e})") from None
+        self.provenance = {k: a[k] for k in PROVENANCE_KEYS if k in a}
+        if "resumed" in self.provenance:
+            self.provenance["resumed"] = [x for x in str(self.provenance["resumed"]).splitlines() if x]
+        self.runs, self.scheme_attrs = {}, {}
+        self.timing, self.theta = None, None
+        if "sim" in f:
+            self.kind = "simulation"
+            order = [s.strip() for s in (self.scheme or "").split(",")]
+            names = sorted(f["sim"].keys(), key=lambda n: (order.index(n) if n in order else len(order), n))
+            for name in names:
+                g = f["sim"][name]
+                self.scheme_attrs[name] = {k: decode(v) for k, v in g.attrs.items()}
+                trials = sorted(
+                    (int(k[len("trial_"):]), k) for k in g.keys() if k.startswith("trial_") and k[6:].isdigit()
+                )
+                if [k for k, _ in trials] != list(range(len(trials))):
+                    raise TraceError(f"{path}: /sim/{name} has trials {[k for k, _ in trials]}, not 0..{len(trials) - 1}")
+                self.runs[name] = [
+                    Run(g[key], f"{path}:/sim/{name}/{key}", f"{name} trial {k}", name, k, self.workers)
+                    for k, key in trials
+                ]
+        elif "iteration" in f:
+            self.kind = "train"
+            label = self.scheme or self.path.stem
+            self.runs[label] = [Run(f, str(path), label, self.scheme, None, self.workers)]
+            if "timing" in f:
+                t = f["timing"]
+                self.timing = pd.DataFrame(
+                    {
+                        "event": decode_strings(t["event"][...]),
+                        "total_s": np.asarray(t["total_s"][...], dtype=float),
+                        "count": np.asarray(t["count"][...], dtype=np.int64),
+                    }
+                )
+            if "model" in f and "theta" in f["model"]:
+                self.theta = np.asarray(f["model"]["theta"][...], dtype=float)
+        else:
+            raise TraceError(f"{path}: not a gradcode trace (neither an /iteration nor a /sim group)")
 
     @property
     def schemes(self):

@@ -439,6 +439,31 @@ class TracesTest(unittest.TestCase):
             gt.open_trace(odd)
         self.assertIn("/iteration/decode_s has shape (2,)", str(e.exception))
 
+    def test_damaged_and_locked_traces_raise_trace_error_naming_the_file(self):
+        # Zeroed runs of 4000 bytes (the damage of issue 27): every failure
+        # inside h5py is a TraceError that names the file, never a KeyError.
+        original = self.train.read_bytes()
+        damaged = self.tmp / "damaged.h5"
+        refused = 0
+        for at in range(0, 1500, 250):
+            data = bytearray(original)
+            data[at : at + 4000] = bytes(4000)
+            damaged.write_bytes(bytes(data))
+            try:
+                gt.open_trace(damaged)
+            except gt.TraceError as e:
+                refused += 1
+                self.assertIn(damaged.name, str(e))
+        self.assertGreater(refused, 0)
+        # A trace a running job writes (HDF5's exclusive lock).
+        live = self.tmp / "live.h5"
+        shutil.copy(self.train, live)
+        with h5py.File(live, "r+"):
+            r = run(sys.executable, "-c", f"import gradcode_traces as gt; gt.open_trace({str(live)!r})",
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+        self.assertIn("TraceError", r.stderr)
+        self.assertIn("locked by a process that has it open for writing", r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -106,7 +106,9 @@ pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Res
 /// The bytes an HDF5 file starts with (at offset 0, or 512, 1024, ... after a user block).
 const HDF5_SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\n'];
 
-/// A file that exists, can be read and is HDF5; the error names the file.
+/// A file that exists, can be read and is HDF5, whose metadata a child
+/// process reads within the probe's deadline ([`crate::trace::probe`]);
+/// the error names the file.
 #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
     use std::io::{Read, Seek, SeekFrom};
@@ -142,6 +144,10 @@ pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
             .and_then(|_| file.read_exact(&mut head))
             .map_err(|e| InputError::new(&name, format!("cannot be read: {e}")))?;
         if head == HDF5_SIGNATURE {
+            // An HDF5 file: read its metadata in a child with a deadline
+            // first (HDF5 may loop forever on a damaged one).
+            #[cfg(feature = "hdf5")]
+            crate::trace::probe::check(path).map_err(|e| InputError::new(&name, e))?;
             return Ok(());
         }
         offset = if offset == 0 { 512 } else { offset * 2 };

@@ -111,6 +111,12 @@ impl TraceOut {
         }
         #[cfg(feature = "hdf5")]
         {
+            // A file that is no regular file, or whose metadata HDF5 cannot
+            // read within the probe's deadline, is refused before it is opened here.
+            crate::files::check_regular(path)
+                .map_err(|e| e.to_string())
+                .and_then(|_| crate::trace::probe::check(path))
+                .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
             let snapshot = crate::trace::read_snapshot(path).map_err(|e| {
                 let text = e.to_string();
                 if text.contains("unable to lock file") {

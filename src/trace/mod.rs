@@ -100,6 +100,10 @@ pub mod summary;
 #[cfg(feature = "hdf5")]
 mod read;
 
+/// Reading an untrusted trace in a child process with a deadline.
+#[cfg(feature = "hdf5")]
+pub mod probe;
+
 #[cfg(feature = "hdf5")]
 pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile, TraceKind};
 

@@ -434,6 +434,57 @@ impl TraceFile {
             .map(Some)
     }
 
+    /// Read every variable-length string the file holds (the attributes
+    /// of every group and dataset, and string datasets): the values that
+    /// live in HDF5's global heap, whose damage can make HDF5 loop forever.
+    /// Returns how many were read. Run by the trace probe (`probe.rs`) in a
+    /// child process with a deadline, before a reader touches the file.
+    pub(crate) fn read_every_string(&self) -> Result<usize> {
+        let hdf5 = |what: &str, e| TraceError::hdf5(what.to_string(), e);
+        let mut read = 0;
+        let mut groups = vec![("/".to_string(), self.group("/")?)];
+        let mut visited = 0usize;
+        while let Some((path, group)) = groups.pop() {
+            visited += 1;
+            if visited > MAX_GROUPS_WALKED {
+                return Err(record(format!(
+                    "more than {MAX_GROUPS_WALKED} groups (a group linked into itself?)"
+                )));
+            }
+            let mut locations: Vec<(String, Location)> = vec![(path.clone(), (*group).clone())];
+            for name in group.member_names().map_err(|e| hdf5(&path, e))? {
+                let child = if path == "/" {
+                    format!("/{name}")
+                } else {
+                    format!("{path}/{name}")
+                };
+                if let Ok(g) = group.group(&name) {
+                    groups.push((child, g));
+                } else if let Ok(ds) = group.dataset(&name) {
+                    let is_string = ds.dtype().and_then(|t| t.to_descriptor()).is_ok_and(|d| {
+                        matches!(
+                            d,
+                            TypeDescriptor::VarLenUnicode | TypeDescriptor::VarLenAscii
+                        )
+                    });
+                    if is_string {
+                        read += read_strings(&ds, &child)?.len();
+                    }
+                    locations.push((child, (**ds).clone()));
+                }
+            }
+            for (owner, location) in &locations {
+                for name in location.attr_names().map_err(|e| hdf5(owner, e))? {
+                    let a = location.attr(&name).map_err(|e| hdf5(owner, e))?;
+                    if read_string(&a, owner, &name)?.is_some() {
+                        read += 1;
+                    }
+                }
+            }
+        }
+        Ok(read)
+    }
+
     /// A numeric scalar attribute, `None` when absent.
     fn number_attr<T: H5Type>(&self, loc: &Location, owner: &str, name: &str) -> Result<Option<T>> {
         let Some(a) = self.attr(loc, owner, name, Kind::Number)? else {
@@ -1094,6 +1145,10 @@ fn in_schema(rel: &str) -> bool {
                 | "worker/worker"
         )
 }
+
+/// The most groups [`TraceFile::read_every_string`] walks: a simulation
+/// trace has a group per scheme and trial, far fewer.
+const MAX_GROUPS_WALKED: usize = 100_000;
 
 /// A scalar string attribute already checked to hold a string: its value,
 /// `None` for fixed-length strings (not read).
