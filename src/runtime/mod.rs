@@ -16,6 +16,8 @@ mod master;
 #[cfg(feature = "mpi")]
 mod progress;
 #[cfg(feature = "mpi")]
+mod resume;
+#[cfg(feature = "mpi")]
 mod round;
 #[cfg(feature = "mpi")]
 mod trace_out;
@@ -125,8 +127,12 @@ fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepared, InputE
     check_trainable(&loaded.config, scheme.as_ref())?;
     crate::learn::data::check_data_files(&loaded.config)?;
     check_batch(&loaded.config, scheme.as_ref())?;
-    // Last: the path is checked, the file created when training starts.
-    let trace = trace_out::TraceOut::check(&loaded.config, scheme.as_ref(), options)?;
+    // Last: the path is checked, the file created when training starts,
+    // with the data files' fingerprint a resume checks.
+    let mut trace = trace_out::TraceOut::check(&loaded.config, scheme.as_ref(), options)?;
+    if let Some(trace) = trace.as_mut() {
+        trace.set_data_fingerprint(resume::data_fingerprint(&loaded.config)?);
+    }
     Ok(Prepared {
         loaded,
         scheme,
@@ -155,11 +161,14 @@ fn prepare_resume(
             ));
         }
     }
+    // Only what cannot make it another run may change.
+    resume::check_overrides(&options.overrides)?;
     // Read only: a refused resume leaves the file as it was.
     let (trace, snapshot, carried) = trace_out::TraceOut::check_resume(path)?;
     let origin = format!("{} (config_toml)", path.display());
     let setup = crate::setup::parse(&snapshot.config_toml, &origin, &options.overrides)?;
-    warn_unused(&setup.loaded);
+    // The stored config is the resolved one, every key set: its unused keys
+    // were reported when the run started.
     let crate::setup::Setup { loaded, scheme, .. } = setup;
     check_world(&loaded.config, world_size)?;
     check_trainable(&loaded.config, scheme.as_ref())?;
@@ -174,6 +183,12 @@ fn prepare_resume(
         ));
     }
     crate::learn::data::check_data_files(&loaded.config)?;
+    if !resume::check_data(trace.stored_data_fingerprint(), &loaded.config)? {
+        crate::errln!(
+            "warning: {} has no data fingerprint (written by an older gradcode): the data files are not checked",
+            path.display()
+        );
+    }
     check_batch(&loaded.config, scheme.as_ref())?;
     Ok(Prepared {
         loaded,

@@ -46,6 +46,11 @@ pub struct TraceOut {
     write_failed: bool,
     /// What the loss datasets hold: the root attribute `losses`.
     losses: Option<String>,
+    /// A new run's data files' fingerprint: the root attribute
+    /// `data_fingerprint`, written with the file.
+    data_fingerprint: Option<String>,
+    /// A resumed trace's `data_fingerprint` (absent in older traces).
+    stored_data_fingerprint: Option<String>,
 }
 
 impl TraceOut {
@@ -90,6 +95,8 @@ impl TraceOut {
                 wait: None,
                 write_failed: false,
                 losses: None,
+                data_fingerprint: None,
+                stored_data_fingerprint: None,
             }))
         }
     }
@@ -133,6 +140,9 @@ impl TraceOut {
             })?;
             let carried = carried_totals(path, snapshot.iteration)
                 .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
+            let stored_data_fingerprint = crate::trace::TraceFile::open(path)
+                .and_then(|f| f.group_string_attr("/", "data_fingerprint"))
+                .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
             Ok((
                 Self {
                     path: path.to_path_buf(),
@@ -143,6 +153,8 @@ impl TraceOut {
                     wait: None,
                     write_failed: false,
                     losses: None,
+                    data_fingerprint: None,
+                    stored_data_fingerprint,
                 },
                 snapshot,
                 carried,
@@ -167,6 +179,17 @@ impl TraceOut {
         ));
     }
 
+    /// Record the data files' fingerprint (`data_fingerprint`, see
+    /// `runtime::resume`) as a root attribute when a new trace is created.
+    pub fn set_data_fingerprint(&mut self, fingerprint: String) {
+        self.data_fingerprint = Some(fingerprint);
+    }
+
+    /// The `data_fingerprint` of the trace a resume continues, if it has one.
+    pub fn stored_data_fingerprint(&self) -> Option<&str> {
+        self.stored_data_fingerprint.as_deref()
+    }
+
     /// Record how the ranks wait (`runtime_wait`: spin or backoff) and why
     /// (`runtime_wait_reason`), as root attributes, when the file is opened.
     pub fn set_wait(&mut self, mode: &str, reason: &str) {
@@ -179,7 +202,13 @@ impl TraceOut {
         use crate::trace::TraceWriter;
         if let Some(plan) = self.plan.take() {
             let writer = match plan {
-                Plan::Create { meta, force } => TraceWriter::create_with(&self.path, &meta, force)?,
+                Plan::Create { meta, force } => {
+                    let mut writer = TraceWriter::create_with(&self.path, &meta, force)?;
+                    if let Some(print) = &self.data_fingerprint {
+                        writer.set_root_attr("data_fingerprint", print)?;
+                    }
+                    writer
+                }
                 Plan::Resume { snapshot } => {
                     let (writer, now) = TraceWriter::resume(&self.path)?;
                     if !same_snapshot(&now, &snapshot) {

@@ -70,6 +70,12 @@ pub fn check(path: &Path) -> Result<(), String> {
                     let _ = pipe.by_ref().take(4096).read_to_string(&mut err);
                 }
                 let first = err.lines().next().unwrap_or("").trim().to_string();
+                if first.contains("unable to lock file") {
+                    // Another process has it open for writing: the caller's
+                    // own open fails the same way, before reading anything,
+                    // and says so in its words.
+                    return Ok(());
+                }
                 return Err(match status.code() {
                     Some(_) if !first.is_empty() => first,
                     Some(code) => format!("the trace probe failed (exit status {code})"),

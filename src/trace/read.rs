@@ -442,43 +442,82 @@ impl TraceFile {
     pub(crate) fn read_every_string(&self) -> Result<usize> {
         let hdf5 = |what: &str, e| TraceError::hdf5(what.to_string(), e);
         let mut read = 0;
-        let mut groups = vec![("/".to_string(), self.group("/")?)];
-        let mut visited = 0usize;
+        let root = self.group("/")?;
+        // Each object once, known by its address: a group linked into
+        // itself (or twice) is visited once; links into other files are
+        // never followed.
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(self.object_key(&root, "/")?);
+        let mut groups = vec![("/".to_string(), root)];
         while let Some((path, group)) = groups.pop() {
-            visited += 1;
-            if visited > MAX_GROUPS_WALKED {
+            if seen.len() > MAX_GROUPS_WALKED {
                 return Err(record(format!(
-                    "more than {MAX_GROUPS_WALKED} groups (a group linked into itself?)"
+                    "more than {MAX_GROUPS_WALKED} objects (a gradcode trace has far fewer)"
                 )));
             }
             let mut locations: Vec<(String, Location)> = vec![(path.clone(), (*group).clone())];
-            for name in group.member_names().map_err(|e| hdf5(&path, e))? {
+            let mut links = Vec::new();
+            group
+                .iter_visit_default(|name, info| {
+                    links.push((name.to_string(), info.link_type));
+                    Ok(())
+                })
+                .map_err(|e| hdf5(&path, e))?;
+            for (name, link) in links {
                 let child = if path == "/" {
                     format!("/{name}")
                 } else {
                     format!("{path}/{name}")
                 };
-                if let Ok(g) = group.group(&name) {
-                    groups.push((child, g));
-                } else if let Ok(ds) = group.dataset(&name) {
-                    let is_string = ds.dtype().and_then(|t| t.to_descriptor()).is_ok_and(|d| {
-                        matches!(
-                            d,
-                            TypeDescriptor::VarLenUnicode | TypeDescriptor::VarLenAscii
-                        )
-                    });
-                    if is_string {
-                        read += read_strings(&ds, &child)?.len();
+                if link == LinkType::External {
+                    continue;
+                }
+                match group.loc_type_by_name(&name).map_err(|e| hdf5(&child, e))? {
+                    LocationType::Group => {
+                        let g = group.group(&name).map_err(|e| hdf5(&child, e))?;
+                        if seen.insert(self.object_key(&g, &child)?) {
+                            groups.push((child, g));
+                        }
                     }
-                    locations.push((child, (**ds).clone()));
+                    LocationType::Dataset => {
+                        let ds = group.dataset(&name).map_err(|e| hdf5(&child, e))?;
+                        if !seen.insert(self.object_key(&ds, &child)?) {
+                            continue;
+                        }
+                        let is_string = ds.dtype().and_then(|t| t.to_descriptor()).is_ok_and(|d| {
+                            matches!(
+                                d,
+                                TypeDescriptor::VarLenUnicode | TypeDescriptor::VarLenAscii
+                            )
+                        });
+                        if is_string {
+                            read += read_strings(&ds, &child)?.len();
+                        }
+                        locations.push((child, (**ds).clone()));
+                    }
+                    _ => {}
                 }
             }
             for (owner, location) in &locations {
                 for name in location.attr_names().map_err(|e| hdf5(owner, e))? {
                     let a = location.attr(&name).map_err(|e| hdf5(owner, e))?;
-                    if read_string(&a, owner, &name)?.is_some() {
-                        read += 1;
-                    }
+                    let what = format!("attribute {name} of {owner}");
+                    let desc = a
+                        .dtype()
+                        .and_then(|t| t.to_descriptor())
+                        .map_err(|e| hdf5(&what, e))?;
+                    // Scalars and arrays alike (DIMENSION_LABELS is an array).
+                    read += match desc {
+                        TypeDescriptor::VarLenUnicode => a
+                            .read_raw::<VarLenUnicode>()
+                            .map_err(|e| hdf5(&what, e))?
+                            .len(),
+                        TypeDescriptor::VarLenAscii => a
+                            .read_raw::<VarLenAscii>()
+                            .map_err(|e| hdf5(&what, e))?
+                            .len(),
+                        _ => 0,
+                    };
                 }
             }
         }

@@ -53,6 +53,43 @@ pub fn check_regular(path: &Path) -> io::Result<Metadata> {
     }
 }
 
+/// What identifies an input file's content: its size and the CRC-32 of its
+/// bytes (read through once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub bytes: u64,
+    pub crc32: u32,
+}
+
+impl std::fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bytes={} crc32={:08x}", self.bytes, self.crc32)
+    }
+}
+
+/// The [`Fingerprint`] of the regular file at `path`.
+pub fn fingerprint(path: &Path) -> io::Result<Fingerprint> {
+    use std::io::Read;
+    let mut file = open_input(path)?;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let n = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buffer[..n]);
+        bytes += n as u64;
+    }
+    Ok(Fingerprint {
+        bytes,
+        crc32: hasher.finalize(),
+    })
+}
+
 /// Open the input file at `path` for reading when it is a regular file;
 /// anything else (a FIFO, a device, a folder, a socket) is refused before
 /// it is opened (see [`check_regular`]).
@@ -86,6 +123,26 @@ mod tests {
             let e = open_input(&fifo).unwrap_err();
             assert_eq!(e.to_string(), "is a FIFO (named pipe), not a regular file");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_fingerprint_changes_with_any_byte_and_the_size() {
+        let dir = std::env::temp_dir().join(format!("gradcode-print-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("data.csv");
+        let text: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&file, &text).unwrap();
+        let first = fingerprint(&file).unwrap();
+        assert_eq!(first.bytes, 3_000_000);
+        // The CRC-32 of the bytes, as crc32fast computes it in one call.
+        assert_eq!(first.crc32, crc32fast::hash(&text));
+        let mut flipped = text.clone();
+        flipped[2_500_000] ^= 1;
+        std::fs::write(&file, &flipped).unwrap();
+        assert_ne!(fingerprint(&file).unwrap(), first);
+        std::fs::write(&file, &text[..2_999_999]).unwrap();
+        assert_ne!(fingerprint(&file).unwrap().bytes, first.bytes);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
