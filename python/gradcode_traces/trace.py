@@ -38,6 +38,23 @@ class TraceError(Exception):
     """A file that is not a readable gradcode trace; the message names it."""
 
 
+TRACE_SCHEMA = 1
+"""The trace schema this package reads (root attribute `trace_schema`; as
+`gradcode::trace::TRACE_SCHEMA`). A trace without the attribute is schema 1
+when its `gradcode_version` is 0.1.x (written before the attribute existed)."""
+
+
+def check_schema(path, schema, version):
+    """Raise TraceError unless a trace of this schema and version is one this package reads."""
+    if schema is not None:
+        if int(schema) != TRACE_SCHEMA:
+            raise TraceError(f"{path}: trace schema {int(schema)} (written by gradcode {version}); this package reads schema {TRACE_SCHEMA}")
+        return
+    parts = version.split(".")
+    if not (len(parts) == 3 and parts[:2] == ["0", "1"] and all(p.isdigit() for p in parts)):
+        raise TraceError(f"{path}: written by gradcode {version!r} without a trace_schema attribute: not a trace this package reads")
+
+
 def decode(value):
     """An HDF5 attribute or dataset element as plain Python: bytes and numpy
     strings to str, numpy scalars to int/float/bool, arrays to lists."""
@@ -209,6 +226,7 @@ class Trace:
         if "gradcode_version" not in self.attrs:
             raise TraceError(f"{path}: not a gradcode trace (no root attribute gradcode_version)")
         a = self.attrs
+        check_schema(path, a.get("trace_schema"), str(a["gradcode_version"]))
         self.gradcode_version = a.get("gradcode_version")
         self.scheme = a.get("scheme")
         self.workers = int(a["workers"]) if "workers" in a else None

@@ -432,12 +432,33 @@ class TracesTest(unittest.TestCase):
             self.assertIn(needle, str(e.exception))
         odd = self.tmp / "odd.h5"
         with h5py.File(odd, "w") as f:
-            f.attrs["gradcode_version"] = "x"
+            f.attrs["gradcode_version"] = "0.1.0"
+            f.attrs["trace_schema"] = np.uint64(1)
             f["iteration/duration_s"] = np.ones(3)
             f["iteration/decode_s"] = np.ones(2)
         with self.assertRaises(gt.TraceError) as e:
             gt.open_trace(odd)
         self.assertIn("/iteration/decode_s has shape (2,)", str(e.exception))
+
+    def test_traces_of_another_schema_or_version_are_refused(self):
+        edited = self.tmp / "version.h5"
+        for version, schema, needle in (("0.1.0", 2, "trace schema 2"), ("9.0.0", None, "'9.0.0'"), ("x", None, "'x'")):
+            shutil.copy(self.train, edited)
+            with h5py.File(edited, "r+") as f:
+                f.attrs["gradcode_version"] = version
+                if "trace_schema" in f.attrs:
+                    del f.attrs["trace_schema"]
+                if schema is not None:
+                    f.attrs["trace_schema"] = np.uint64(schema)
+            with self.assertRaises(gt.TraceError) as e:
+                gt.open_trace(edited)
+            self.assertIn(needle, str(e.exception))
+            self.assertIn(edited.name, str(e.exception))
+        # A 0.1 trace from before the attribute is read.
+        shutil.copy(self.train, edited)
+        with h5py.File(edited, "r+") as f:
+            del f.attrs["trace_schema"]
+        self.assertEqual(gt.open_trace(edited).kind, "train")
 
     def test_damaged_and_locked_traces_raise_trace_error_naming_the_file(self):
         # Zeroed runs of 4000 bytes (the damage of issue 27): every failure

@@ -473,6 +473,7 @@ fn write_meta(file: &File, meta: &TraceMeta) -> Result<()> {
     scalar_attr(file, "workers", meta.workers as u64)?;
     string_attr(file, "config_toml", &meta.config_toml)?;
     string_attr(file, "gradcode_version", env!("CARGO_PKG_VERSION"))?;
+    scalar_attr(file, "trace_schema", super::TRACE_SCHEMA)?;
     scalar_attr(file, "seed", meta.seed)?;
     for (name, value) in crate::provenance::trace_attributes() {
         string_attr(file, name, &value)?;
@@ -1148,6 +1149,8 @@ fn snapshot_of(reader: &TraceFile) -> Result<(Snapshot, Option<usize>, usize)> {
             ))
         })
     }
+    // The version first: a trace of another schema is not read further.
+    reader.root()?;
     let workers: u64 = required(at(), reader.group_number_attr("/", "workers")?, "workers")?;
     let seed: u64 = required(at(), reader.group_number_attr("/", "seed")?, "seed")?;
     let config_toml = required(
@@ -1194,6 +1197,17 @@ fn snapshot_of(reader: &TraceFile) -> Result<(Snapshot, Option<usize>, usize)> {
             (None, iteration, theta, previous)
         }
     };
+    // A snapshot is of a model that was finite (a run stops when it is not).
+    for (name, values) in [("theta", &theta), ("previous_theta", &previous_theta)] {
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Err(TraceError::Record(format!(
+                "{}: the snapshot's {name} holds {} at entry {}: not a model a run saves",
+                at(),
+                values[i],
+                i + 1
+            )));
+        }
+    }
     // The guard, on every dataset of the schema; and the rows a resume keeps.
     let found = reader.schema_datasets("/", Some(workers))?;
     let workers = usize::try_from(workers).map_err(|_| {

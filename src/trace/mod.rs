@@ -11,7 +11,7 @@
 //! `optional` so that older traces still give records. The schema:
 //!
 //! ```text
-//! /                       attributes scheme, workers, config_toml, gradcode_version, seed, status, status_reason
+//! /                       attributes scheme, workers, config_toml, gradcode_version, trace_schema, seed, status, status_reason
 //! /iteration/duration_s          f64 [iterations]            wall (or emulated) time of the iteration
 //! /iteration/decode_s            f64 [iterations]            time spent decoding (NaN: not measured)
 //! /iteration/recovered_fraction  f64 [iterations]            share of partitions whose gradient was recovered
@@ -181,6 +181,38 @@ pub fn status_reason(text: &str) -> String {
     match line.char_indices().nth(REASON_CHARS) {
         Some((cut, _)) => format!("{}...", &line[..cut]),
         None => line,
+    }
+}
+
+/// The version of the trace schema this gradcode writes and reads (root
+/// attribute `trace_schema`). A trace without one was written by gradcode
+/// 0.1 before the attribute existed, and is schema 1 when its
+/// `gradcode_version` is 0.1.x; any other trace (a newer schema, another
+/// version, garbage) is refused by every reader and by resume.
+pub const TRACE_SCHEMA: u64 = 1;
+
+/// Whether a trace with these root attributes is one this gradcode reads:
+/// `Err` (in words) when not.
+pub fn check_schema(trace_schema: Option<u64>, gradcode_version: &str) -> Result<(), String> {
+    match trace_schema {
+        Some(TRACE_SCHEMA) => Ok(()),
+        Some(other) => Err(format!(
+            "trace schema {other} (written by gradcode {gradcode_version}); this gradcode {} reads schema {TRACE_SCHEMA}",
+            env!("CARGO_PKG_VERSION")
+        )),
+        None if gradcode_version.split('.').take(2).eq(["0", "1"])
+            && gradcode_version.split('.').count() == 3
+            && gradcode_version
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            Ok(())
+        }
+        None => Err(format!(
+            "written by gradcode {:?} without a trace_schema attribute: not a trace this gradcode {} reads",
+            status_reason(gradcode_version),
+            env!("CARGO_PKG_VERSION")
+        )),
     }
 }
 

@@ -555,6 +555,8 @@ impl TraceFile {
             .ok_or_else(|| {
                 record("not a gradcode trace (no root attribute gradcode_version)".into())
             })?;
+        let trace_schema = self.number_attr::<u64>(root, "/", "trace_schema")?;
+        super::check_schema(trace_schema, &gradcode_version).map_err(record)?;
         let kind = if self.has_group(root, "/", "sim")? {
             TraceKind::Simulation
         } else if self.has_group(root, "/", "iteration")? {
