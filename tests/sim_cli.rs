@@ -703,3 +703,25 @@ fn a_failed_trace_write_is_one_line_said_once() {
     assert_eq!(err.matches("File too large").count(), 1, "{err}");
     assert_eq!(err.matches("file write failed").count(), 1, "{err}");
 }
+
+/// Sizes beyond what a simulation may hold are refused before any work
+/// (issue 27: `--iterations 100000000` grew 12 MB/s until it aborted): the
+/// kept iteration times of every trial, iteration, scheme and bound are
+/// counted against 1 GiB; the same run at a hundredth of the length runs.
+#[test]
+fn a_simulation_too_large_to_hold_is_refused_up_front() {
+    let o = gradcode(&["simulate", "--trials", "1", "--iterations", "100000000"]);
+    assert_rejected("10^8 iterations", &o, "simulate.iterations");
+    assert!(stderr(&o).contains("more than the 1 GiB"), "{}", stderr(&o));
+    let o = gradcode(&["simulate", "--trials", "3000", "--iterations", "100000"]);
+    assert_rejected("3000 x 10^5", &o, "simulate.iterations");
+    let o = gradcode(&[
+        "simulate",
+        "--trials",
+        "1",
+        "--iterations",
+        "20000",
+        "--json",
+    ]);
+    assert_eq!(json(&o)["iterations"], 20000);
+}

@@ -146,3 +146,21 @@ fn the_csv_table_is_written_whole_and_not_replaced_unasked() {
         assert_rejected(name, &gradcode(&bad), field);
     }
 }
+
+/// A grid whose product of axes exceeds 10,000 variants is refused before
+/// any variant runs (three 2000-value axes reached 4.6 GB in 8 s).
+#[test]
+fn a_grid_of_too_many_variants_is_refused_up_front() {
+    let values = (1..=2000)
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let (a, b, c) = (
+        format!("seed={values}"),
+        format!("simulate.trials={values}"),
+        format!("simulate.iterations={values}"),
+    );
+    let o = gradcode(&["sweep", "--grid", &a, "--grid", &b, "--grid", &c]);
+    assert_rejected("2000^3 variants", &o, "--grid");
+    assert!(stderr(&o).contains("2000 x 2000 x 2000"), "{}", stderr(&o));
+}

@@ -101,8 +101,25 @@ pub(super) fn parse_grid(grid: &[String]) -> Result<Vec<Axis>, InputError> {
             return Err(InputError::value("--grid", &a.key, "is given twice"));
         }
     }
+    let variants = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .unwrap_or(usize::MAX);
+    if variants > MAX_GRID_VARIANTS {
+        let sizes: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
+        return Err(InputError::new(
+            "--grid",
+            format!(
+                "{} = {variants} variants, more than the {MAX_GRID_VARIANTS} a sweep runs (each is a whole simulation)",
+                sizes.join(" x ")
+            ),
+        ));
+    }
     Ok(axes)
 }
+
+/// The most variants (the product of the grid's axes) a sweep runs.
+pub const MAX_GRID_VARIANTS: usize = 10_000;
 
 /// `args` with `--trials` and `--iterations` appended as overrides (flags win).
 pub(super) fn with_run_length(

@@ -80,6 +80,11 @@ pub struct SimReport {
     pub replay: Option<crate::straggler::ReplayCoverage>,
 }
 
+/// The most memory a simulation's kept iteration times may take (8 bytes
+/// each, per trial, iteration, scheme and lower bound): 1 GiB, which a
+/// simulation of the papers (30 trials of 400 iterations) is far below.
+pub const MAX_SIM_TIMES_BYTES: u64 = 1 << 30;
+
 /// A ready-to-run simulation of a config.
 pub struct Simulation {
     spec: DelaySpec,
@@ -110,6 +115,24 @@ impl Simulation {
         }
         let spec = DelaySpec::from_config(config)?;
         let compared = config.compared();
+        // Every iteration time is kept (per scheme and per lower bound: at
+        // most one bound per scheme and the top one) for the percentiles.
+        let times = (config.simulate.trials as u128)
+            * (config.simulate.iterations as u128)
+            * (2 * compared.len() as u128 + 1);
+        if times * 8 > MAX_SIM_TIMES_BYTES as u128 {
+            return Err(InputError::value(
+                "simulate.iterations",
+                config.simulate.iterations,
+                format!(
+                    "with simulate.trials = {} and {} compared schemes keeps {times} iteration times                      ({:.1} GiB), more than the {} GiB a simulation may hold: fewer trials or iterations",
+                    config.simulate.trials,
+                    compared.len(),
+                    (times * 8) as f64 / (1u64 << 30) as f64,
+                    MAX_SIM_TIMES_BYTES >> 30
+                ),
+            ));
+        }
         let mut lanes = Vec::with_capacity(compared.len());
         let mut names = Vec::with_capacity(compared.len());
         for entry in &compared {
