@@ -1003,3 +1003,57 @@ fn a_too_tight_decode_tolerance_is_named_as_the_cause() {
     );
     assert!(!errors[0].contains("scheme.load"), "{err}");
 }
+
+/// A job suspended for longer than `train.result_timeout_s` and continued
+/// (SIGSTOP then SIGCONT of the master alone, then of every rank, as Slurm's
+/// `scontrol suspend` and gang scheduling do) completes: the time the
+/// master did not run is not counted as the workers' silence (issue 27,
+/// defect 4: it ended with "no result for 2 s ... no answer from workers").
+#[test]
+fn a_suspended_master_or_job_completes_when_continued() {
+    let _one = common::one_at_a_time();
+    let cfg = config(
+        "suspended",
+        &SLOW
+            .replace(
+                "learning_rate = 0.05",
+                "learning_rate = 0.05\nresult_timeout_s = 2.0",
+            )
+            .replace("iterations = 160", "iterations = 400"),
+    );
+    let trace = scratch("suspended.h5");
+    let mut job = Job::start(
+        7,
+        &[
+            "train",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
+            "--json",
+        ],
+    );
+    job.wait_for("iteration 10/", STARTUP);
+    let master = job.rank_pid(0);
+    // The master alone, for twice the timeout.
+    signal(master, "STOP");
+    thread::sleep(Duration::from_secs(4));
+    signal(master, "CONT");
+    job.wait_for("iteration 60/", Duration::from_secs(60));
+    // Every rank, continued in rank order (the master first).
+    let ranks: Vec<u32> = (0..7).map(|r| job.rank_pid(r)).collect();
+    for &pid in &ranks {
+        signal(pid, "STOP");
+    }
+    thread::sleep(Duration::from_secs(4));
+    for &pid in &ranks {
+        signal(pid, "CONT");
+        thread::sleep(Duration::from_millis(300));
+    }
+    let (code, stdout, err) = job.wait_exit(Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["status"], "completed", "{stdout}");
+    assert_eq!(summary["iterations"], 400);
+}

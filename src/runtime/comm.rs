@@ -412,10 +412,18 @@ impl Drop for SendPool {
     }
 }
 
+/// A gap between two looks at the clock of a wait this much longer than
+/// its longest sleep means the process did not run: it was stopped
+/// (SIGSTOP, Ctrl-Z, Slurm's `scontrol suspend`, gang scheduling) and
+/// continued. The time counts as [`Comm::suspended`], not against others.
+pub const SUSPENDED_GAP: Duration = Duration::from_secs(1);
+
 /// The world communicator with tracked nonblocking sends and matched-probe receives.
 pub struct Comm<'a> {
     world: &'a SimpleCommunicator,
     sends: RefCell<SendPool>,
+    /// Time this process was found suspended inside its waits, in all.
+    suspended: std::cell::Cell<Duration>,
 }
 
 impl<'a> Comm<'a> {
@@ -423,7 +431,15 @@ impl<'a> Comm<'a> {
         Self {
             world,
             sends: RefCell::default(),
+            suspended: std::cell::Cell::new(Duration::ZERO),
         }
+    }
+
+    /// How long this process was suspended inside its waits, in all (see
+    /// [`SUSPENDED_GAP`]): a timeout that measures another rank's silence
+    /// leaves this time out.
+    pub fn suspended(&self) -> Duration {
+        self.suspended.get()
     }
 
     pub fn rank(&self) -> i32 {
@@ -551,7 +567,19 @@ impl<'a> Comm<'a> {
         deadline: Option<Instant>,
         watch_signals: bool,
     ) -> Wait {
+        let mut deadline = deadline;
+        let mut awake = Instant::now();
         loop {
+            // Stopped and continued: what arrived meanwhile is received
+            // first, and the deadline moves by the time this process was
+            // not running.
+            let now = Instant::now();
+            let gap = now.duration_since(awake);
+            if gap > SUSPENDED_GAP {
+                self.suspended.set(self.suspended.get() + gap);
+                deadline = deadline.and_then(|d| d.checked_add(gap));
+            }
+            awake = now;
             if let Some(m) = self.try_receive() {
                 backoff.reset();
                 return Wait::Message(m);

@@ -362,12 +362,42 @@ impl<'c> MpiRound<'c> {
             .then(|| self.partition_loss.iter().sum())
     }
 
-    fn send_tasks(&mut self, task: &RoundTask<'_>) -> Result<Option<RoundStatus>, RoundError> {
+    fn send_tasks(
+        &mut self,
+        task: &RoundTask<'_>,
+        report: &mut RoundReport,
+    ) -> Result<Option<RoundStatus>, RoundError> {
         let t = task.iteration;
         let eval_point = task
             .eval_point
             .expect("a training round has an evaluation point");
         self.comm.reap();
+        // What arrived since the last wait first: the acknowledgements say
+        // which workers took their tasks. After this process was stopped
+        // (SIGSTOP, a suspended job) they wait unread, and a worker would
+        // look as if it took none and not be sent this task.
+        if self
+            .untaken
+            .iter()
+            .any(|q| q.len() as u64 >= protocol::MAX_UNTAKEN_TASKS)
+        {
+            while let Some(m) = self.comm.try_receive() {
+                match self.incoming(m, task, report)? {
+                    Incoming::Handled => {}
+                    Incoming::Signal(signal) => {
+                        return Ok(Some(RoundStatus::Interrupted { signal }));
+                    }
+                    Incoming::Result { worker, .. } => {
+                        return Err(format!(
+                            "worker {} sent a result of {} before its task was sent",
+                            worker + 1,
+                            Iteration(t)
+                        )
+                        .into());
+                    }
+                }
+            }
+        }
         let model = match self.model_buffer(t, eval_point)? {
             Ok(model) => model,
             Err(status) => return Ok(Some(status)),
@@ -423,12 +453,18 @@ impl Round for MpiRound<'_> {
         report.overrun_s.resize(k, 0.0);
         report.per_computation_s.resize(k, f64::NAN);
         let start = Instant::now();
-        if let Some(status) = timing.time("send", || self.send_tasks(task))? {
+        if let Some(status) = timing.time("send", || self.send_tasks(task, report))? {
             return Ok(status);
         }
         let wait_start = Instant::now();
         let mut last_progress = Instant::now();
+        let mut suspended = self.comm.suspended();
         let status = loop {
+            // Time this process was stopped (SIGSTOP, a suspended job) is not
+            // the workers' silence.
+            let now_suspended = self.comm.suspended();
+            last_progress += now_suspended - suspended;
+            suspended = now_suspended;
             // Wait until the pending deadline, if any, and at most the result timeout.
             let give_up = instant_after(last_progress, self.result_timeout_s);
             let deadline = rule
@@ -623,10 +659,14 @@ impl Round for MpiRound<'_> {
             return Ok(None);
         }
         let mut last_progress = Instant::now();
+        let mut suspended = self.comm.suspended();
         loop {
             if let Some(sum) = self.known_loss() {
                 return Ok(Some(sum));
             }
+            let now_suspended = self.comm.suspended();
+            last_progress += now_suspended - suspended;
+            suspended = now_suspended;
             let give_up = instant_after(last_progress, self.result_timeout_s);
             let m = match self
                 .comm

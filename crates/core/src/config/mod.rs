@@ -138,7 +138,8 @@ pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LoadedConfig, I
 
 /// The largest config file read, in bytes (1 MiB): the reference config,
 /// every key with a comment, is 10 KiB; a config is read whole before it is
-/// parsed, so a larger file (or `/dev/zero`) is refused after 1 MiB is read.
+/// parsed, so a larger file is refused after 1 MiB is read (a device such
+/// as `/dev/zero` is refused before, as not a regular file).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// The text of the config file at `path`, at most [`MAX_CONFIG_BYTES`] long.
@@ -465,11 +466,12 @@ mod tests {
 
     #[test]
     fn config_files_are_read_up_to_one_mib() {
+        // A device never ends: refused before a byte is read.
         let e = load(Some(Path::new("/dev/zero")), &[]).unwrap_err();
         assert_eq!(e.field, "--config");
         assert!(
             e.to_string()
-                .contains("/dev/zero is larger than 1048576 bytes"),
+                .contains("/dev/zero: is a character device, not a regular file"),
             "{e}"
         );
         let dir = tempfile::Builder::new()
