@@ -164,3 +164,33 @@ fn a_grid_of_too_many_variants_is_refused_up_front() {
     assert_rejected("2000^3 variants", &o, "--grid");
     assert!(stderr(&o).contains("2000 x 2000 x 2000"), "{}", stderr(&o));
 }
+
+/// A grid whose every variant is refused is bad input (it exited 0 with
+/// an empty table), and a value with an unclosed bracket is refused, not
+/// taken as a string (issue 27, defect 12).
+#[test]
+fn a_grid_that_runs_nothing_or_does_not_parse_is_refused() {
+    let o = gradcode(&[
+        "sweep",
+        "--grid",
+        "scheme.nokey=1,2",
+        "--trials",
+        "2",
+        "--iterations",
+        "10",
+    ]);
+    assert_rejected("unknown key", &o, "--grid");
+    assert!(
+        stderr(&o).contains("every one of its 2 variants was refused"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("scheme.nokey: unknown key"),
+        "{}",
+        stderr(&o)
+    );
+    let o = gradcode(&["sweep", "--grid", "scheme.load=[1,2"]);
+    assert_rejected("unclosed bracket", &o, "--grid");
+    assert!(stderr(&o).contains("unclosed"), "{}", stderr(&o));
+}

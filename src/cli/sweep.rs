@@ -44,7 +44,7 @@ pub(super) struct Axis {
 }
 
 /// Split `text` at the commas outside brackets and quotes.
-fn split_values(text: &str) -> Vec<String> {
+fn split_values(text: &str) -> Result<Vec<String>, &'static str> {
     let (mut parts, mut current) = (Vec::new(), String::new());
     let (mut depth, mut quote) = (0i32, None::<char>);
     for c in text.chars() {
@@ -53,7 +53,12 @@ fn split_values(text: &str) -> Vec<String> {
             (Some(_), _) => {}
             (None, '"' | '\'') => quote = Some(c),
             (None, '[' | '{') => depth += 1,
-            (None, ']' | '}') => depth -= 1,
+            (None, ']' | '}') => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err("closes a bracket it did not open");
+                }
+            }
             (None, ',') if depth == 0 => {
                 parts.push(current.trim().to_string());
                 current.clear();
@@ -63,8 +68,14 @@ fn split_values(text: &str) -> Vec<String> {
         }
         current.push(c);
     }
+    if quote.is_some() {
+        return Err("has an unclosed quote");
+    }
+    if depth > 0 {
+        return Err("has an unclosed `[` or `{`");
+    }
     parts.push(current.trim().to_string());
-    parts
+    Ok(parts)
 }
 
 /// `KEY=V1,V2,...` → an axis; errors name `--grid`.
@@ -80,7 +91,7 @@ pub(super) fn parse_axis(text: &str) -> Result<Axis, InputError> {
     if key.is_empty() {
         return Err(InputError::value("--grid", text, "has no key before `=`"));
     }
-    let values = split_values(values);
+    let values = split_values(values).map_err(|rule| InputError::value("--grid", text, rule))?;
     if values.iter().any(String::is_empty) {
         return Err(InputError::value("--grid", text, "has an empty value"));
     }
@@ -347,6 +358,26 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
             });
         }
     }
+    if rows.is_empty() {
+        // Nothing ran: the grid is bad input, said once with the first reason
+        // (`--grid scheme.nokey=1,2` exited 0 with every variant skipped).
+        let first = skipped.first().map_or(String::new(), |s: &Skipped| {
+            format!(
+                " (the first: {} {}: {})",
+                s.scheme,
+                describe(&s.settings),
+                s.reason
+            )
+        });
+        return Err(InputError::new(
+            "--grid",
+            format!(
+                "every one of its {} variants was refused{first}",
+                skipped.len()
+            ),
+        )
+        .into());
+    }
     rows.sort_by(|a, b| a.mean_iteration_time.total_cmp(&b.mean_iteration_time));
     for (i, r) in rows.iter_mut().enumerate() {
         r.rank = i + 1;
@@ -525,11 +556,20 @@ mod tests {
 
     #[test]
     fn values_split_outside_brackets_and_quotes() {
-        assert_eq!(split_values("2, 3,4"), ["2", "3", "4"]);
+        assert_eq!(split_values("2, 3,4").unwrap(), ["2", "3", "4"]);
         assert_eq!(
-            split_values("[1, 2],[3], \"a,b\""),
+            split_values("[1, 2],[3], \"a,b\"").unwrap(),
             ["[1, 2]", "[3]", "\"a,b\""]
         );
+        assert_eq!(
+            split_values("[1,2").unwrap_err(),
+            "has an unclosed `[` or `{`"
+        );
+        assert_eq!(
+            split_values("1]").unwrap_err(),
+            "closes a bracket it did not open"
+        );
+        assert_eq!(split_values("\"a,b").unwrap_err(), "has an unclosed quote");
     }
 
     #[test]
