@@ -676,11 +676,9 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
             // A worker that lags MAX_UNTAKEN_TASKS tasks behind (7 ranks share
             // two cores here) is not sent the iteration's task; the loss of a
             // partition only it computes cannot arrive, and the master says so.
-            let unreachable = r.train_loss.is_nan()
-                && stderr.contains(&format!(
-                    "iteration {}: training loss not recorded: partition",
-                    t + 1
-                ));
+            let unreachable = (evaluated || r.recovered_fraction == 1.0)
+                && r.train_loss.is_nan()
+                && stderr.contains("tasks (stopped, hung or gone)");
             if unreachable {
                 unreachable_evaluations += 1;
             } else if r.recovered_fraction == 1.0 || evaluated {

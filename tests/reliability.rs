@@ -1057,3 +1057,64 @@ fn a_suspended_master_or_job_completes_when_continued() {
     assert_eq!(summary["status"], "completed", "{stdout}");
     assert_eq!(summary["iterations"], 400);
 }
+
+/// A partial scheme with a stopped worker goes on at its pace (issue 27,
+/// defect 5: one iteration per `train.result_timeout_s`, silently): after
+/// at most `MAX_UNTAKEN_TASKS` evaluations that wait for the stopped
+/// worker's losses, it is sent no tasks, the master names it once on
+/// stderr, and the run of 300 iterations ends well within the time 300
+/// waits of 2 s would take; continued, it is named as taking tasks again.
+#[test]
+fn a_stopped_worker_under_a_partial_scheme_is_named_once_and_not_waited_for() {
+    let _one = common::one_at_a_time();
+    let cfg = config(
+        "stopped-partial",
+        &SLOW
+            .replace(
+                "kind = \"gc-sc\"\nload = 2\nclusters = 2",
+                "kind = \"ignore-stragglers\"\nwait_for = 4",
+            )
+            .replace(
+                "learning_rate = 0.05",
+                "learning_rate = 0.05\nresult_timeout_s = 2.0",
+            )
+            .replace("iterations = 160", "iterations = 300"),
+    );
+    let trace = scratch("stopped-partial.h5");
+    let mut job = Job::start(
+        7,
+        &[
+            "train",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
+            "--json",
+        ],
+    );
+    job.wait_for("iteration 10/", STARTUP);
+    let worker = job.rank_pid(3);
+    signal(worker, "STOP");
+    let stopped = Instant::now();
+    job.wait_for(
+        "worker 3 has not taken its last 2 tasks",
+        Duration::from_secs(30),
+    );
+    job.wait_for("iteration 200/", Duration::from_secs(60));
+    let took = stopped.elapsed();
+    signal(worker, "CONT");
+    let (code, stdout, err) = job.wait_exit(Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        took < Duration::from_secs(40),
+        "190 iterations without worker 3 took {took:?}: it is waited for"
+    );
+    assert_eq!(
+        err.matches("worker 3 has not taken its last").count(),
+        1,
+        "named once: {err}"
+    );
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["status"], "completed");
+}

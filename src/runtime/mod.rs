@@ -463,6 +463,13 @@ fn gather_hosts(world: &mpi::topology::SimpleCommunicator) {
 
 #[cfg(feature = "mpi")]
 fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
+    if summary.final_train_loss.is_nan() {
+        crate::errln!(
+            "warning: the final training loss is not known: the last iteration's decode did not recover \
+             every partition and a partition's loss did not arrive (a worker stopped taking tasks?); \
+             final_train_loss is null, never an older iteration's value"
+        );
+    }
     if json {
         let mut value = serde_json::to_value(summary)?;
         if let serde_json::Value::Object(map) = &mut value {

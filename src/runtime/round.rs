@@ -78,6 +78,8 @@ pub(super) struct MpiRound<'c> {
     /// Per worker: whether this iteration's task was sent to it (not, when
     /// it had too many tasks untaken).
     sent: Vec<bool>,
+    /// Per worker: named as not taking its tasks, and not taking one since.
+    silent: Vec<bool>,
     backoff: Backoff,
     models: ModelPool,
     /// The accepted messages' vectors (gradient sum and loss sum) of this
@@ -131,6 +133,7 @@ impl<'c> MpiRound<'c> {
             result_timeout_s,
             untaken: vec![VecDeque::new(); workers],
             sent: vec![false; workers],
+            silent: vec![false; workers],
             backoff: Backoff::for_mode(wait, WAIT_CAP, SPIN),
             models: ModelPool::new(MAX_MODELS_IN_FLIGHT),
             vectors: Vec::new(),
@@ -405,14 +408,21 @@ impl<'c> MpiRound<'c> {
         self.sent.fill(false);
         for (w, work) in task.plan.tasks.iter().enumerate() {
             if self.untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
-                // It does not take its tasks: stopped, hung or gone.
-                log::debug!(
-                    "{}: worker {} has {} tasks untaken, none sent",
-                    Iteration(t),
-                    w + 1,
-                    self.untaken[w].len()
-                );
+                // It does not take its tasks: stopped, hung or gone. Said
+                // once, until it takes one again.
+                if !self.silent[w] {
+                    self.silent[w] = true;
+                    log::warn!(
+                        "{}: worker {} has not taken its last {} tasks (stopped, hung or gone): it is sent                          none until it does; the iterations go on without it while the scheme decodes, and                          the training loss of a partition only it computes is not recorded",
+                        Iteration(t),
+                        w + 1,
+                        self.untaken[w].len()
+                    );
+                }
                 continue;
+            }
+            if std::mem::take(&mut self.silent[w]) {
+                log::warn!("{}: worker {} takes its tasks again", Iteration(t), w + 1);
             }
             self.untaken[w].push_back(t);
             self.sent[w] = true;
@@ -638,7 +648,8 @@ impl Round for MpiRound<'_> {
             return Ok(Some(sum));
         }
         if let Some(p) = self.unreachable_loss(task) {
-            log::warn!(
+            // The worker was named when it stopped taking tasks.
+            log::debug!(
                 "{}: training loss not recorded: partition {} is computed only by workers that were not sent this iteration's task (each had {} tasks untaken)",
                 Iteration(t),
                 p + 1,

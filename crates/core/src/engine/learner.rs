@@ -125,8 +125,9 @@ impl Learner {
         self.opt.eval_point()
     }
 
-    /// The last evaluated training and test losses (the training loss over
-    /// all the training data, see [`Learner::step`]).
+    /// The training and test losses recorded at the last evaluation (the
+    /// training loss over all the training data, see [`Learner::step`]; NaN
+    /// when a partial scheme could not know it there).
     pub fn last_losses(&self) -> StepLosses {
         StepLosses {
             train: self.train_loss,
@@ -181,7 +182,10 @@ impl Learner {
             test: f64::NAN,
             test_accuracy: f64::NAN,
         };
-        if loss_sum.is_some() {
+        // At an evaluation (the last iteration is one) the value recorded
+        // there, NaN when it could not be known: a final loss is never an
+        // older iteration's.
+        if loss_sum.is_some() || self.evaluates(iteration) {
             self.train_loss = losses.train;
         }
         if self.evaluates(iteration) {
@@ -208,5 +212,44 @@ impl Learner {
             });
         }
         Ok(losses)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Timing;
+    use crate::learn::DataPlan;
+
+    /// The final losses are those of the last evaluation, NaN when a
+    /// partial decode left the training loss unknown there: never an
+    /// older iteration's value (issue 27: 0.693147 of iteration 1 was
+    /// reported as the final loss).
+    #[test]
+    fn the_last_losses_are_the_last_evaluations_never_older() {
+        let text = "workers = 2\n[data]\ntrain_samples = 20\ntest_samples = 4\nfeatures = 3\n[train]\niterations = 3\neval_every = 1\n";
+        let config = crate::config::parse(text, "test", &[]).unwrap().config;
+        let data = DataPlan::new(&config, 2).unwrap();
+        let mut learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
+        let mut timing = Timing::default();
+        let combined = vec![0.1, -0.2, 0.3, 7.0];
+        // Iteration 1: both partitions recovered, the loss sum decoded.
+        let first = learner
+            .step(0, &combined, &[0, 1], None, &mut timing)
+            .unwrap();
+        assert!(first.train.is_finite());
+        assert_eq!(learner.last_losses().train, first.train);
+        // The last iteration recovers one partition and no full loss came.
+        let last = learner.step(2, &combined, &[0], None, &mut timing).unwrap();
+        assert!(last.train.is_nan());
+        assert!(
+            learner.last_losses().train.is_nan(),
+            "not iteration 1's {}",
+            first.train
+        );
+        assert!(
+            learner.last_losses().test.is_finite(),
+            "the test loss is the master's own"
+        );
     }
 }
