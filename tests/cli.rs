@@ -587,8 +587,23 @@ fn reference_and_demo_configs_check() {
     }
 }
 
+/// `check --ranks` checks the data files as `check` does: job scripts ask
+/// for the ranks before they submit (a missing `data.path` passed).
 #[test]
-fn logging_is_off_unless_gradcode_log_asks() {
+fn check_ranks_refuses_a_missing_data_file() {
+    let out = gradcode(&[
+        "check",
+        "--ranks",
+        "--set",
+        "data.kind=\"csv\"",
+        "--set",
+        "data.path=\"/nonexistent/train.csv\"",
+    ]);
+    common::assert_rejected("check --ranks", &out, "data.path");
+}
+
+#[test]
+fn only_warnings_are_logged_unless_gradcode_log_asks() {
     let quiet = gradcode(&["check", "--ranks"]);
     assert!(!stderr(&quiet).contains("[gradcode"), "{}", stderr(&quiet));
     let out = Command::new(env!("CARGO_BIN_EXE_gradcode"))
