@@ -43,7 +43,7 @@ fn inspect_json(path: &Path) -> serde_json::Value {
 /// A simulation long enough to be caught running (seconds), writing `out`.
 fn start_simulation(out: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_gradcode"))
-        .args(["simulate", "--trials", "1000000", "--iterations", "400"])
+        .args(["simulate", "--trials", "50000", "--iterations", "400"])
         .args(["--out", out.to_str().unwrap(), "--force"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

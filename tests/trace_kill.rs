@@ -31,7 +31,7 @@ fn a_killed_simulation_leaves_a_readable_trace() {
     let _ = std::fs::remove_file(&out);
     let mut child = Command::new(env!("CARGO_BIN_EXE_gradcode"))
         .args(["simulate", "--config", cfg.to_str().unwrap()])
-        .args(["--trials", "1000000", "--iterations", "400", "--out"])
+        .args(["--trials", "50000", "--iterations", "400", "--out"])
         .arg(&out)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
