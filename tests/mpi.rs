@@ -43,6 +43,8 @@ fn train_logged(
     extra: &[&str],
 ) -> (serde_json::Value, PathBuf, String) {
     let (mut command, trace) = common::train_command("mpi-tests", name, ranks, text, extra);
+    // The round's debug lines say when an evaluation could not be recorded.
+    command.env("GRADCODE_LOG", "warn,gradcode::runtime::round=debug");
     let out = {
         let _one = common::one_at_a_time();
         command.output().expect("mpirun must be installed")
@@ -679,7 +681,10 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
             // partition only it computes cannot arrive, and the master says so.
             let unreachable = (evaluated || r.recovered_fraction == 1.0)
                 && r.train_loss.is_nan()
-                && stderr.contains("tasks (stopped, hung or gone)");
+                && stderr.contains(&format!(
+                    "iteration {}: training loss not recorded: partition",
+                    t + 1
+                ));
             if unreachable {
                 unreachable_evaluations += 1;
             } else if r.recovered_fraction == 1.0 || evaluated {

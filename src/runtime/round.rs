@@ -39,6 +39,9 @@ use crate::engine::{
 };
 use crate::error::Iteration;
 
+/// How long a worker goes without taking its tasks before the master names
+/// it on stderr (seconds).
+const SILENT_WARNING_S: f64 = 1.0;
 /// Longest sleep between probes while the master waits for results: short,
 /// because every microsecond here lengthens the iteration.
 const WAIT_CAP: Duration = Duration::from_micros(100);
@@ -78,8 +81,10 @@ pub(super) struct MpiRound<'c> {
     /// Per worker: whether this iteration's task was sent to it (not, when
     /// it had too many tasks untaken).
     sent: Vec<bool>,
-    /// Per worker: named as not taking its tasks, and not taking one since.
-    silent: Vec<bool>,
+    /// Per worker, while it is not sent tasks because it has not taken its
+    /// last ones: since when, and whether it was named on stderr (after
+    /// [`SILENT_WARNING_S`] of it).
+    silent: Vec<Option<(Instant, bool)>>,
     backoff: Backoff,
     models: ModelPool,
     /// The accepted messages' vectors (gradient sum and loss sum) of this
@@ -133,7 +138,7 @@ impl<'c> MpiRound<'c> {
             result_timeout_s,
             untaken: vec![VecDeque::new(); workers],
             sent: vec![false; workers],
-            silent: vec![false; workers],
+            silent: vec![None; workers],
             backoff: Backoff::for_mode(wait, WAIT_CAP, SPIN),
             models: ModelPool::new(MAX_MODELS_IN_FLIGHT),
             vectors: Vec::new(),
@@ -409,11 +414,16 @@ impl<'c> MpiRound<'c> {
         for (w, work) in task.plan.tasks.iter().enumerate() {
             if self.untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
                 // It does not take its tasks: stopped, hung or gone. Said
-                // once, until it takes one again.
-                if !self.silent[w] {
-                    self.silent[w] = true;
+                // once, until it takes one again; a worker that lags a few
+                // iterations (ranks sharing cores) is not named.
+                let (since, named) = self.silent[w].get_or_insert_with(|| (Instant::now(), false));
+                if !*named && since.elapsed().as_secs_f64() >= SILENT_WARNING_S {
+                    *named = true;
                     log::warn!(
-                        "{}: worker {} has not taken its last {} tasks (stopped, hung or gone): it is sent                          none until it does; the iterations go on without it while the scheme decodes, and                          the training loss of a partition only it computes is not recorded",
+                        "{}: worker {} has not taken its last {} tasks (stopped, hung or gone): \
+                         it is sent none until it does; the iterations go on without it while \
+                         the scheme decodes, and the training loss of a partition only it \
+                         computes is not recorded",
                         Iteration(t),
                         w + 1,
                         self.untaken[w].len()
@@ -421,7 +431,7 @@ impl<'c> MpiRound<'c> {
                 }
                 continue;
             }
-            if std::mem::take(&mut self.silent[w]) {
+            if let Some((_, true)) = self.silent[w].take() {
                 log::warn!("{}: worker {} takes its tasks again", Iteration(t), w + 1);
             }
             self.untaken[w].push_back(t);

@@ -28,6 +28,33 @@ type Result<T> = std::result::Result<T, TraceError>;
 /// Rows per chunk of every dataset.
 const CHUNK_ROWS: usize = 256;
 
+/// The most bytes HDF5's metadata cache of a trace being written may grow to
+/// (HDF5's default is 32 MiB: it grew by about 80 bytes per iteration until
+/// it got there, tens of MiB on rank 0 for nothing, since rows are only appended).
+const METADATA_CACHE_BYTES: usize = 2 << 20;
+
+/// The bytes of each dataset's chunk cache in a trace being written (HDF5's
+/// default is 1 MiB per dataset; a trace has about 40 datasets per group).
+const CHUNK_CACHE_BYTES: usize = 64 << 10;
+
+/// Rows buffered in memory before they are written to the datasets, however
+/// fast the iterations come (the file is still flushed at most once per
+/// [`FLUSH_INTERVAL`]).
+const MAX_PENDING_ROWS: usize = 4096;
+
+/// The access properties of a trace opened for writing: caches bounded as
+/// above, so that the writer's memory stays flat over any number of iterations
+/// (`scripts/bench-soak.sh` measures it).
+pub(crate) fn writer_access(fapl: &mut hdf5::plist::FileAccessBuilder) {
+    let cache = hdf5::plist::file_access::MetadataCacheConfig {
+        initial_size: 1 << 20,
+        min_size: 1 << 20,
+        max_size: METADATA_CACHE_BYTES,
+        ..Default::default()
+    };
+    fapl.mdc_config(&cache).chunk_cache(521, CHUNK_CACHE_BYTES, 1.0);
+}
+
 fn string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
     let v = VarLenUnicode::from_str(value)
         .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
@@ -571,7 +598,12 @@ fn create_placed<T>(
         ))
     })?;
     let temp = place::sibling(path, "tmp");
-    let made = File::create_excl(&temp)
+    let made = File::with_options()
+        .with_fapl(|fapl| {
+            writer_access(fapl);
+            fapl
+        })
+        .create_excl(&temp)
         .map_err(|e| TraceError::hdf5(format!("cannot create {}", temp.display()), e))
         .and_then(|file| {
             write_meta(&file, meta)?;
@@ -661,6 +693,8 @@ impl TraceWriter {
         self.root.push(record)?;
         if self.last_flush.elapsed() >= FLUSH_INTERVAL {
             self.flush()?;
+        } else if self.root.pending.len() >= MAX_PENDING_ROWS {
+            self.root.write()?;
         }
         Ok(())
     }
@@ -1027,9 +1061,12 @@ impl SimTraceWriter {
             scalar_attr(&g, "trial", trial as u64)?;
             slots[trial] = Some(GroupWriter::create(&g, self.workers)?);
         }
-        slots[trial].as_mut().expect("created above").push(record)?;
+        let rows = slots[trial].as_mut().expect("created above");
+        rows.push(record)?;
         if self.last_flush.elapsed() >= FLUSH_INTERVAL {
             self.flush()?;
+        } else if rows.pending.len() >= MAX_PENDING_ROWS {
+            rows.write()?;
         }
         Ok(())
     }

@@ -73,6 +73,10 @@
 //! [`FLUSH_INTERVAL`] after the previous flush (so at most once per
 //! iteration and at most once per second), and on `flush` and `close`: a
 //! killed job leaves a readable file with every iteration up to the last flush.
+//! Faster than that, every 4096 buffered rows are written without a flush. A
+//! file being written has HDF5's caches bounded (2 MiB of metadata, 64 KiB of
+//! chunks per dataset), so the writer's memory stays flat however many
+//! iterations it records (`scripts/bench-soak.sh`).
 //!
 //! Every read of a trace file (`inspect`, `train --resume`, [`read_trace`])
 //! goes through one guarded reader, [`TraceFile`]: a dataset's shape and

@@ -253,7 +253,12 @@ impl TraceFile {
             .map_err(|e| record(format!("cannot read {}: {e}", path.display())))?
             .len();
         let file = if write {
-            File::open_rw(path)
+            File::with_options()
+                .with_fapl(|fapl| {
+                    super::hdf5_io::writer_access(fapl);
+                    fapl
+                })
+                .open_rw(path)
         } else {
             File::open(path)
         }
