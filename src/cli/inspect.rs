@@ -525,6 +525,18 @@ mod imp {
                     ),
                     _ => line("model", "no /model/theta"),
                 }
+                if let Some(Some(m)) = &r.model
+                    && let Some(train) = m.final_train_loss
+                {
+                    let mut text = format!("train loss {}", number(train, 6));
+                    if let Some(test) = m.final_test_loss {
+                        text += &format!(", test loss {}", number(test, 6));
+                    }
+                    if let Some(a) = m.final_test_accuracy.filter(|a| !a.is_nan()) {
+                        text += &format!(", test accuracy {}", number(a, 4));
+                    }
+                    line("final model", text + " (at /model/theta)");
+                }
                 if let Some(Some(events)) = &r.timing {
                     crate::outln!("timing of the master (/timing):");
                     crate::outln!(

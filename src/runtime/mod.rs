@@ -465,8 +465,8 @@ fn gather_hosts(world: &mpi::topology::SimpleCommunicator) {
 fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
     if summary.final_train_loss.is_nan() {
         crate::errln!(
-            "warning: the final training loss is not known: the last iteration's decode did not recover \
-             every partition and a partition's loss did not arrive (a worker stopped taking tasks?); \
+            "warning: the training loss at the final model is not known: a partition's loss did not \
+             arrive in its evaluation (a worker stopped taking tasks?) or a signal stopped it; \
              final_train_loss is null, never an older iteration's value"
         );
     }

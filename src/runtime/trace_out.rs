@@ -346,7 +346,17 @@ impl Observer for TraceOut {
         // The model itself went in with the last snapshot; the status and
         // the closing come with `end`, once the run's outcome is known.
         #[cfg(feature = "hdf5")]
-        self.with_writer(|w| w.write_timing(&summary.timing))?;
+        self.with_writer(|w| {
+            w.write_timing(&summary.timing)?;
+            if summary.final_at_theta {
+                w.write_final_losses(
+                    summary.final_train_loss,
+                    summary.final_test_loss,
+                    summary.final_test_accuracy,
+                )?;
+            }
+            Ok(())
+        })?;
         #[cfg(not(feature = "hdf5"))]
         let _ = summary;
         Ok(())

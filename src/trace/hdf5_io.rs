@@ -52,7 +52,8 @@ pub(crate) fn writer_access(fapl: &mut hdf5::plist::FileAccessBuilder) {
         max_size: METADATA_CACHE_BYTES,
         ..Default::default()
     };
-    fapl.mdc_config(&cache).chunk_cache(521, CHUNK_CACHE_BYTES, 1.0);
+    fapl.mdc_config(&cache)
+        .chunk_cache(521, CHUNK_CACHE_BYTES, 1.0);
 }
 
 fn string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
@@ -702,6 +703,18 @@ impl TraceWriter {
     /// Iterations appended so far.
     pub fn iterations(&self) -> usize {
         self.root.written + self.root.pending.len()
+    }
+
+    /// The losses at the final θ, as attributes of `/model` (`final_train_loss`,
+    /// `final_test_loss`, `final_test_accuracy`; NaN when not known), and
+    /// flush.
+    pub fn write_final_losses(&mut self, train: f64, test: f64, test_accuracy: f64) -> Result<()> {
+        let file = self.file.as_ref().expect("open until close");
+        let model = group(file, "model")?;
+        set_scalar_attr(&model, "final_train_loss", train)?;
+        set_scalar_attr(&model, "final_test_loss", test)?;
+        set_scalar_attr(&model, "final_test_accuracy", test_accuracy)?;
+        self.flush()
     }
 
     /// Write the model parameters to `/model/theta` (replacing an earlier

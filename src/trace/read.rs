@@ -105,6 +105,15 @@ pub struct ModelInfo {
     pub norm: f64,
     /// Entries that are not finite.
     pub non_finite: usize,
+    /// `/model`'s attributes `final_train_loss`, `final_test_loss`,
+    /// `final_test_accuracy`: the losses at this θ (a run that completed its
+    /// iterations; absent otherwise, null in JSON when NaN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_train_loss: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_test_loss: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_test_accuracy: Option<f64>,
 }
 
 /// A dataset outside the schema (`/worker/queue_s`, ...).
@@ -889,11 +898,17 @@ impl TraceFile {
         let Some((theta, iteration)) = self.model_vector(group, "theta")? else {
             return Ok(None);
         };
+        let model_path = full(group, "model");
+        let model = self.group(&model_path)?;
+        let loss = |name| self.number_attr::<f64>(&model, &model_path, name);
         Ok(Some(ModelInfo {
             parameters: theta.len(),
             iteration,
             norm: norm(&theta),
             non_finite: theta.iter().filter(|x| !x.is_finite()).count(),
+            final_train_loss: loss("final_train_loss")?,
+            final_test_loss: loss("final_test_loss")?,
+            final_test_accuracy: loss("final_test_accuracy")?,
         }))
     }
 

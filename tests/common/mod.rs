@@ -167,6 +167,31 @@ pub fn full_batch(config: &gradcode::config::Config, partitions: usize) -> (Vec<
     (opt.theta().to_vec(), train_loss)
 }
 
+/// The training objective over all the training data of `config` (split
+/// into `partitions`) at `theta`, summed partition by partition as the master does.
+pub fn objective_at(config: &gradcode::config::Config, partitions: usize, theta: &[f64]) -> f64 {
+    use gradcode::learn::{DataPlan, Optimizer, kernel};
+    let plan = DataPlan::new(config, partitions).unwrap();
+    let ids: Vec<usize> = (0..partitions).collect();
+    let parts = plan.load(&ids).unwrap();
+    let mut gradient = vec![0.0; theta.len()];
+    let loss: f64 = parts
+        .iter()
+        .map(|part| {
+            kernel::accumulate_features(
+                config.model.loss,
+                &part.x,
+                &part.y,
+                0..part.len(),
+                theta,
+                &mut gradient,
+            )
+        })
+        .sum();
+    let opt = Optimizer::new(&config.train, config.model.l2, theta.len());
+    opt.objective_at(theta, loss, plan.train_samples())
+}
+
 /// The pid of MPI rank `rank` of the `gradcode train` job whose command line
 /// names `needle` (its trace, say), when it runs (OpenMPI sets
 /// OMPI_COMM_WORLD_RANK in each rank's environment).

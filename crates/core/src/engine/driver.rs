@@ -156,11 +156,18 @@ pub struct RunSummary {
     pub stale_dropped: u64,
     /// Worker-iterations whose real work ran past the emulated due time.
     pub overruns: u64,
+    /// The training objective (over all the training data; with
+    /// `train.batch_size`, over one mini-batch of each partition) at the final
+    /// θ when `final_at_theta`, else at the last iteration's evaluation point.
     pub final_train_loss: f64,
     pub final_test_loss: f64,
-    /// Share of the test samples the last evaluated model classifies
-    /// correctly (classifiers: `model.kind` a network; NaN otherwise).
+    /// Share of the test samples the final model classifies correctly
+    /// (classifiers: `model.kind` a network; NaN otherwise).
     pub final_test_accuracy: f64,
+    /// The final losses are at `theta`, the model the run ends with (a run
+    /// that completed its iterations evaluates it once more); false when a
+    /// signal stopped the run: they are the last iteration's.
+    pub final_at_theta: bool,
     pub mean_recovered_fraction: f64,
     /// Tasks the workers abandoned for newer ones (counted at shutdown).
     pub tasks_abandoned: u64,
@@ -272,6 +279,7 @@ impl Driver {
         let wants_workers = observers.iter().any(|o| o.wants_workers());
         let mut completed = first;
         let mut interrupted = None;
+        let last = iterations.end;
         'iterations: for t in iterations {
             match straggling {
                 Straggling::Model(model) => model.sample(&mut self.current),
@@ -302,6 +310,15 @@ impl Driver {
                 if let Some(start) = start {
                     self.timing
                         .add("observe (progress, trace)", start.elapsed().as_secs_f64());
+                }
+            }
+        }
+        // The losses at the model the run ends with: one more round at θ.
+        if interrupted.is_none() && completed == last {
+            for lane in 0..self.lanes.len() {
+                if let Some(signal) = self.evaluate_final(lane, completed, round)? {
+                    interrupted = Some(signal);
+                    break;
                 }
             }
         }
@@ -351,6 +368,7 @@ impl Driver {
             final_train_loss: losses.map_or(f64::NAN, |x| x.train),
             final_test_loss: losses.map_or(f64::NAN, |x| x.test),
             final_test_accuracy: losses.map_or(f64::NAN, |x| x.test_accuracy),
+            final_at_theta: l.learner.as_ref().is_some_and(Learner::final_evaluated),
             mean_recovered_fraction: l.totals.recovered / n,
             tasks_abandoned: 0,
             timing: self.timing.summary(),
@@ -381,6 +399,73 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    /// The losses of lane `lane`'s learner at its final θ (after the last
+    /// update, the model a trace stores): one more round, numbered
+    /// `completed`, with the last plan, no emulated delay and θ itself as
+    /// the evaluation point, whose results carry each partition's loss at θ
+    /// ([`Round::full_loss`] waits for them); nothing is decoded or updated,
+    /// and nothing recorded as an iteration. `Some(signal)` when a signal
+    /// stopped it (the final training loss is then NaN).
+    fn evaluate_final(
+        &mut self,
+        lane: usize,
+        completed: u64,
+        round: &mut dyn Round,
+    ) -> Result<Option<i32>, EngineError> {
+        let Self {
+            lanes,
+            timing,
+            current,
+            report,
+            ..
+        } = self;
+        let lane = &mut lanes[lane];
+        let Some(learner) = &mut lane.learner else {
+            return Ok(None);
+        };
+        current.clear();
+        report.clear();
+        let task = RoundTask {
+            iteration: completed,
+            plan: &lane.plan,
+            sample: current,
+            eval_point: Some(learner.theta()),
+        };
+        let start = round.measures_time().then(Instant::now);
+        let mut rule = StopRule::new(lane.scheme.as_ref(), &lane.plan);
+        let (signal, loss_sum) = match round
+            .run(&task, &mut rule, report, timing)
+            .map_err(EngineError::Round)?
+        {
+            RoundStatus::Interrupted { signal } => (Some(signal), None),
+            _ => {
+                let sum = round
+                    .full_loss(&task, report, timing)
+                    .map_err(EngineError::Round)?;
+                (None, sum)
+            }
+        };
+        if let Some(start) = start {
+            timing.add(
+                "evaluate final model (round)",
+                start.elapsed().as_secs_f64(),
+            );
+        }
+        if loss_sum.is_none() {
+            // `train` says so to the user.
+            log::debug!(
+                "the training loss at the final model is not known{}: final_train_loss is NaN",
+                if signal.is_some() {
+                    " (a signal stopped its evaluation)"
+                } else {
+                    ""
+                }
+            );
+        }
+        learner.evaluate_final(loss_sum, timing)?;
+        Ok(signal)
     }
 
     /// One iteration of one lane.

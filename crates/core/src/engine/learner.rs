@@ -25,6 +25,8 @@ pub struct Learner {
     train_loss: f64,
     test_loss: f64,
     test_accuracy: f64,
+    /// The losses above are at the final θ ([`Learner::evaluate_final`]).
+    final_evaluated: bool,
 }
 
 /// The losses one step evaluated (NaN: not evaluated this iteration).
@@ -71,6 +73,7 @@ impl Learner {
             train_loss: f64::NAN,
             test_loss: f64::NAN,
             test_accuracy: f64::NAN,
+            final_evaluated: false,
         }
     }
 
@@ -85,6 +88,7 @@ impl Learner {
         self.train_loss = f64::NAN;
         self.test_loss = f64::NAN;
         self.test_accuracy = f64::NAN;
+        self.final_evaluated = false;
     }
 
     /// d: the number of parameters.
@@ -125,15 +129,55 @@ impl Learner {
         self.opt.eval_point()
     }
 
-    /// The training and test losses recorded at the last evaluation (the
-    /// training loss over all the training data, see [`Learner::step`]; NaN
-    /// when a partial scheme could not know it there).
+    /// The training and test losses of the last evaluation: after
+    /// [`Learner::evaluate_final`], those at the final θ; else the last
+    /// iteration's (the training loss over all the training data, see
+    /// [`Learner::step`]; NaN when a partial scheme could not know it there).
     pub fn last_losses(&self) -> StepLosses {
         StepLosses {
             train: self.train_loss,
             test: self.test_loss,
             test_accuracy: self.test_accuracy,
         }
+    }
+
+    /// The losses at the current θ (the model a run ends with), after the
+    /// last update: the training objective from `loss_sum`, the loss sum over
+    /// every partition at θ (from a final round; NaN when it is not known),
+    /// and the test loss and accuracy evaluated here. They become
+    /// [`Learner::last_losses`].
+    pub fn evaluate_final(
+        &mut self,
+        loss_sum: Option<f64>,
+        timing: &mut Timing,
+    ) -> Result<StepLosses, EngineError> {
+        let total: usize = self.samples.iter().sum();
+        let theta = self.opt.theta();
+        let evaluation = timing
+            .time("evaluate", || self.model.evaluate(&self.test, theta))
+            .map_err(|e| EngineError::Model {
+                iteration: self.opt.iteration(),
+                what: e.to_string(),
+            })?;
+        let losses = StepLosses {
+            train: loss_sum.map_or(f64::NAN, |sum| self.opt.objective_at(theta, sum, total)),
+            test: self
+                .opt
+                .objective_at(theta, evaluation.loss_sum, self.test.len()),
+            test_accuracy: evaluation
+                .correct
+                .map_or(f64::NAN, |c| c as f64 / self.test.len() as f64),
+        };
+        self.train_loss = losses.train;
+        self.test_loss = losses.test;
+        self.test_accuracy = losses.test_accuracy;
+        self.final_evaluated = true;
+        Ok(losses)
+    }
+
+    /// Whether [`Learner::last_losses`] are at the final θ.
+    pub fn final_evaluated(&self) -> bool {
+        self.final_evaluated
     }
 
     /// Whether iteration `iteration` evaluates the losses: every

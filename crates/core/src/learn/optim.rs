@@ -115,7 +115,12 @@ impl Optimizer {
 
     /// The objective at the evaluation point from a decoded loss sum over `samples`.
     pub fn objective(&self, loss_sum: f64, samples: usize) -> f64 {
-        let norm2: f64 = self.eval.iter().map(|v| v * v).sum();
+        self.objective_at(&self.eval, loss_sum, samples)
+    }
+
+    /// The objective at `point` from the loss sum over `samples` at `point`.
+    pub fn objective_at(&self, point: &[f64], loss_sum: f64, samples: usize) -> f64 {
+        let norm2: f64 = point.iter().map(|v| v * v).sum();
         loss_sum / samples as f64 + 0.5 * self.l2 * norm2
     }
 
