@@ -444,7 +444,10 @@ fn inspect_reads_a_network_runs_test_accuracy_and_the_time_to_targets() {
     let v = inspect(&[]);
     let a = &v["summary"]["test_accuracy"];
     assert_eq!(a["final"], records.last().unwrap().test_accuracy);
-    assert_eq!(v["model"]["final_test_accuracy"], train["final_test_accuracy"]);
+    assert_eq!(
+        v["model"]["final_test_accuracy"],
+        train["final_test_accuracy"]
+    );
     assert_eq!(
         (&a["evaluated"], &a["final_iteration"]),
         (&serde_json::json!(4), &serde_json::json!(12))
