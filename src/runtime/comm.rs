@@ -424,6 +424,8 @@ pub struct Comm<'a> {
     sends: RefCell<SendPool>,
     /// Time this process was found suspended inside its waits, in all.
     suspended: std::cell::Cell<Duration>,
+    /// When this process last looked for messages in a wait.
+    last_look: std::cell::Cell<Instant>,
 }
 
 impl<'a> Comm<'a> {
@@ -432,7 +434,34 @@ impl<'a> Comm<'a> {
             world,
             sends: RefCell::default(),
             suspended: std::cell::Cell::new(Duration::ZERO),
+            last_look: std::cell::Cell::new(Instant::now()),
         }
+    }
+
+    /// The clocks of a new wait start now: time since the last look (work
+    /// between waits) is not taken for a suspension.
+    pub fn awake(&self) {
+        self.last_look.set(Instant::now());
+    }
+
+    /// A look for messages in a wait: when more than [`SUSPENDED_GAP`]
+    /// passed since the last look (in this wait or an earlier one), this
+    /// process did not run meanwhile (stopped, or busy elsewhere): that time
+    /// is added to [`Comm::suspended`] and `deadline` moves by it, so that
+    /// other ranks get their time after it.
+    ///
+    /// Returns the time of the look: a wait decides that its deadline
+    /// passed by that time, never by the clock after it, so that a stop
+    /// between the look and the decision is not taken for a timeout.
+    fn look(&self, deadline: &mut Option<Instant>) -> Instant {
+        let now = Instant::now();
+        let gap = now.duration_since(self.last_look.get());
+        if gap > SUSPENDED_GAP {
+            self.suspended.set(self.suspended.get() + gap);
+            *deadline = deadline.and_then(|d| d.checked_add(gap));
+        }
+        self.last_look.set(now);
+        now
     }
 
     /// How long this process was suspended inside its waits, in all (see
@@ -538,12 +567,14 @@ impl<'a> Comm<'a> {
         deadline: Option<Instant>,
     ) -> Option<(Message, usize)> {
         let source = self.world.process_at_rank(rank);
+        let mut deadline = deadline;
         loop {
+            let now = self.look(&mut deadline);
             if let Some((message, status)) = source.immediate_matched_probe_with_tag(tag) {
                 backoff.reset();
                 return Some((message, count_f64(&status)));
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| now >= d) {
                 return None;
             }
             backoff.pause(deadline);
@@ -568,18 +599,11 @@ impl<'a> Comm<'a> {
         watch_signals: bool,
     ) -> Wait {
         let mut deadline = deadline;
-        let mut awake = Instant::now();
         loop {
-            // Stopped and continued: what arrived meanwhile is received
-            // first, and the deadline moves by the time this process was
-            // not running.
-            let now = Instant::now();
-            let gap = now.duration_since(awake);
-            if gap > SUSPENDED_GAP {
-                self.suspended.set(self.suspended.get() + gap);
-                deadline = deadline.and_then(|d| d.checked_add(gap));
-            }
-            awake = now;
+            // Stopped and continued (here or since the last wait): what
+            // arrived meanwhile is received first, and the deadline moves
+            // by the time this process was not running.
+            let now = self.look(&mut deadline);
             if let Some(m) = self.try_receive() {
                 backoff.reset();
                 return Wait::Message(m);
@@ -589,7 +613,7 @@ impl<'a> Comm<'a> {
                     return Wait::Signal(signal);
                 }
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| now >= d) {
                 return Wait::Timeout;
             }
             backoff.pause(deadline);

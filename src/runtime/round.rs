@@ -87,6 +87,9 @@ pub(super) struct MpiRound<'c> {
     silent: Vec<Option<(Instant, bool)>>,
     backoff: Backoff,
     models: ModelPool,
+    /// This round's iteration and model, while it runs: a worker skipped
+    /// for its untaken tasks that takes them meanwhile is sent the task late.
+    round_model: Option<(u64, std::rc::Rc<Vec<f64>>)>,
     /// The accepted messages' vectors (gradient sum and loss sum) of this
     /// iteration and their workers, in arrival order.
     vectors: Vec<Option<(Held, usize)>>,
@@ -141,6 +144,7 @@ impl<'c> MpiRound<'c> {
             silent: vec![None; workers],
             backoff: Backoff::for_mode(wait, WAIT_CAP, SPIN),
             models: ModelPool::new(MAX_MODELS_IN_FLIGHT),
+            round_model: None,
             vectors: Vec::new(),
             scratch: Vec::new(),
             received: Vec::new(),
@@ -241,9 +245,20 @@ impl<'c> MpiRound<'c> {
         match m.tag {
             protocol::TAG_ACK => {
                 let taken = m.data.first().copied().unwrap_or(f64::NAN);
-                let queue = &mut self.untaken[(m.rank - 1) as usize];
+                let w = (m.rank - 1) as usize;
+                let queue = &mut self.untaken[w];
                 while queue.front().is_some_and(|&i| i as f64 <= taken) {
                     queue.pop_front();
+                }
+                // Skipped at this round's send for lagging, it caught up: it
+                // gets this round's task now (an exact scheme may need it).
+                if !self.sent[w]
+                    && (self.untaken[w].len() as u64) < protocol::MAX_UNTAKEN_TASKS
+                    && let Some((iteration, model)) = &self.round_model
+                    && *iteration == t
+                {
+                    let model = model.clone();
+                    self.send_task(w, task, &model);
                 }
                 return Ok(Incoming::Handled);
             }
@@ -406,12 +421,14 @@ impl<'c> MpiRound<'c> {
                 }
             }
         }
+        // The last round's model buffer goes back to the pool first.
+        self.round_model = None;
         let model = match self.model_buffer(t, eval_point)? {
             Ok(model) => model,
             Err(status) => return Ok(Some(status)),
         };
         self.sent.fill(false);
-        for (w, work) in task.plan.tasks.iter().enumerate() {
+        for w in 0..task.plan.tasks.len() {
             if self.untaken[w].len() as u64 >= protocol::MAX_UNTAKEN_TASKS {
                 // It does not take its tasks: stopped, hung or gone. Said
                 // once, until it takes one again; a worker that lags a few
@@ -431,26 +448,34 @@ impl<'c> MpiRound<'c> {
                 }
                 continue;
             }
-            if let Some((_, true)) = self.silent[w].take() {
-                log::warn!("{}: worker {} takes its tasks again", Iteration(t), w + 1);
-            }
-            self.untaken[w].push_back(t);
-            self.sent[w] = true;
-            let pace = Pace {
-                emulate: self.emulate,
-                unit_time: task.sample.unit_time[w],
-                extra_time: task.sample.extra_time[w],
-                time_unit_ms: self.time_unit_ms,
-                straggling: task.sample.straggling[w],
-            };
-            let mut header = self.comm.buffer(64);
-            Task::encode_into(t, &pace, work, &mut header);
-            let rank = w as i32 + 1;
-            self.comm
-                .send_owned(rank, protocol::iteration_tag(t), header);
-            self.comm.send_shared(rank, protocol::TAG_MODEL, &model);
+            self.send_task(w, task, &model);
         }
+        self.round_model = Some((t, model));
         Ok(None)
+    }
+
+    /// Send worker `w` its task of this round and the model.
+    fn send_task(&mut self, w: usize, task: &RoundTask<'_>, model: &std::rc::Rc<Vec<f64>>) {
+        let t = task.iteration;
+        if let Some((_, true)) = self.silent[w].take() {
+            log::warn!("{}: worker {} takes its tasks again", Iteration(t), w + 1);
+        }
+        self.silent[w] = None;
+        self.untaken[w].push_back(t);
+        self.sent[w] = true;
+        let pace = Pace {
+            emulate: self.emulate,
+            unit_time: task.sample.unit_time[w],
+            extra_time: task.sample.extra_time[w],
+            time_unit_ms: self.time_unit_ms,
+            straggling: task.sample.straggling[w],
+        };
+        let mut header = self.comm.buffer(64);
+        Task::encode_into(t, &pace, &task.plan.tasks[w], &mut header);
+        let rank = w as i32 + 1;
+        self.comm
+            .send_owned(rank, protocol::iteration_tag(t), header);
+        self.comm.send_shared(rank, protocol::TAG_MODEL, model);
     }
 }
 
@@ -472,6 +497,7 @@ impl Round for MpiRound<'_> {
         self.partition_loss.resize(self.partitions, f64::NAN);
         report.overrun_s.resize(k, 0.0);
         report.per_computation_s.resize(k, f64::NAN);
+        self.comm.awake();
         let start = Instant::now();
         if let Some(status) = timing.time("send", || self.send_tasks(task, report))? {
             return Ok(status);
@@ -679,6 +705,7 @@ impl Round for MpiRound<'_> {
             );
             return Ok(None);
         }
+        self.comm.awake();
         let mut last_progress = Instant::now();
         let mut suspended = self.comm.suspended();
         loop {
