@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::Path;
 
 /// Model time units per computation of workers 1..6: j · u_k (j = 1, 2, 3
 /// computations) are at least 0.3 apart over every pair.
@@ -19,7 +19,7 @@ const UNIT_TIMES: &str = "2.2,2.5,2.8,3.1,3.5,3.9";
 
 const ITERATIONS: usize = 6;
 
-fn config(scheme: &str, csv: &std::path::Path) -> String {
+fn config(scheme: &str, csv: &Path) -> String {
     format!(
         "workers = 6\nseed = 4\n[scheme]\n{scheme}\n[straggler]\nmodel = \"trace\"\ntrace_file = \"{}\"\ntime_unit_ms = 40.0\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 600\ntest_samples = 60\nfeatures = 30\n[train]\niterations = {ITERATIONS}\nlearning_rate = 0.5\noptimizer = \"nesterov\"\n[output]\nsnapshot_every = 1\n",
         csv.display()
@@ -29,7 +29,7 @@ fn config(scheme: &str, csv: &std::path::Path) -> String {
 /// θ's bits and, per iteration, the workers used and the messages received.
 type Run = (Vec<u64>, Vec<(Vec<bool>, u64)>);
 
-fn run(command: &mut std::process::Command, trace: &PathBuf, what: &str) -> Run {
+fn run(command: &mut std::process::Command, trace: &Path, what: &str) -> Run {
     let out = {
         let _one = common::one_at_a_time();
         command.output().expect("mpirun must be installed")
