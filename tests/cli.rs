@@ -766,3 +766,84 @@ fn check_prints_how_partitions_store_their_data() {
     let out = gradcode(&["check", "--set", "data.format=sparse"]);
     assert_rejected("sparse gaussian data", &out, "data.format");
 }
+
+/// `check` reads a LIBSVM data set as `train`'s master does (issue 27,
+/// defect 12): a feature index that makes the model too large and a value
+/// whose variance overflows are refused by both, naming the file, and a
+/// good file's samples and features are printed as read, not the synthetic
+/// defaults (`features = 1000`, `train_samples = 2000`).
+#[test]
+fn check_refuses_the_libsvm_files_train_refuses_and_prints_what_it_read() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-configs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "wide",
+            "1 1:0.5 2:1.0\n-1 4294967295:1\n",
+            Some("max_matrix_mib"),
+        ),
+        (
+            "overflow",
+            "1 1:0.5 2:1e308\n-1 1:1 3:2\n",
+            Some("cannot be standardised"),
+        ),
+        ("good", "1 1:0.5 2:1.0\n-1 1:1 3:2\n1 2:0.25\n", None),
+    ];
+    for (name, rows, refusal) in cases {
+        let data = dir.join(format!("{name}.svm"));
+        std::fs::write(&data, rows).unwrap();
+        let cfg = write_config(
+            &format!("libsvm-{name}"),
+            &format!(
+                "workers = 2\n[scheme]\nkind = \"uncoded\"\n[data]\nkind = \"libsvm\"\npath = \"{}\"\ntest_fraction = 0.0\n[model]\nloss = \"logistic\"\n",
+                data.display()
+            ),
+        );
+        let out = gradcode(&["check", "--config", cfg.to_str().unwrap()]);
+        match refusal {
+            Some(reason) => {
+                assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+                let err = stderr(&out);
+                assert!(
+                    err.contains(&format!("{name}.svm")) && err.contains(reason),
+                    "{name}: {err}"
+                );
+                // train refuses it the same way, before any rank starts.
+                let train = common::mpirun_command(
+                    3,
+                    &[
+                        "train",
+                        "--config",
+                        cfg.to_str().unwrap(),
+                        "--out",
+                        dir.join(format!("{name}.h5")).to_str().unwrap(),
+                        "--force",
+                    ],
+                )
+                .output()
+                .unwrap();
+                assert_eq!(
+                    train.status.code(),
+                    Some(2),
+                    "{name}: train: {}",
+                    stderr(&train)
+                );
+                assert!(
+                    stderr(&train).contains(reason),
+                    "{name}: train: {}",
+                    stderr(&train)
+                );
+            }
+            None => {
+                assert!(out.status.success(), "{name}: {}", stderr(&out));
+                let text = stdout(&out);
+                assert!(
+                    text.contains("data read     3 training samples, 0 test samples, 3 features"),
+                    "{text}"
+                );
+                assert!(!text.contains("features = 1000"), "{text}");
+                assert!(!text.contains("train_samples = 2000"), "{text}");
+            }
+        }
+    }
+}

@@ -97,10 +97,13 @@ struct CheckReport {
     partitions: usize,
     /// How partitions store their samples (`data.format` resolved) and why.
     data_format: DataFormatReport,
-    /// The model (`model.kind`) in one line: its layers and parameters;
-    /// absent for text files, whose width is known once they are read.
+    /// The model (`model.kind`) in one line: its layers and parameters.
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<String>,
+    /// A LIBSVM or CSV data set as `train` reads it (the whole files, the
+    /// standardisation and the test rows checked as `train`'s master does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_files: Option<DataFilesReport>,
     /// Cluster membership (1-based ids), cluster 1 first; empty when unclustered.
     clusters: Vec<Vec<usize>>,
     tolerated_stragglers: Tolerance,
@@ -207,6 +210,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     };
     let (loaded, entry, mut scheme) = (setup.loaded, setup.entry, setup.scheme);
     let config = &loaded.config;
+    let (data_files, file_model) = read_data_files(config, scheme.partitions())?;
     let plan = scheme.plan_round(&RoundContext::default());
     let amplification = sample_amplification(scheme.as_mut(), &plan, config.seed, samples);
     let mut cluster_of = vec![None; scheme.workers()];
@@ -251,7 +255,8 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             storage: format.storage.name(),
             reason: format.reason,
         },
-        model: format.model,
+        model: format.model.or(file_model),
+        data_files,
         clusters: plan.clusters.iter().map(|c| one_based(c)).collect(),
         tolerated_stragglers: tolerance,
         arrivals_needed: Tolerance {
@@ -285,6 +290,70 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         print_text(&report);
     }
     Ok(())
+}
+
+/// The samples and features of a LIBSVM or CSV data set.
+#[derive(Serialize)]
+struct DataFilesReport {
+    train_samples: usize,
+    test_samples: usize,
+    features: usize,
+}
+
+/// For LIBSVM and CSV data: read the files as `train`'s master does before
+/// any rank starts (every row parsed, the size limits, the standardisation,
+/// the test rows, the model built for the width found), so that `check`
+/// refuses what `train` would; and the model's line. Nothing for other data.
+fn read_data_files(
+    config: &Config,
+    partitions: usize,
+) -> Result<(Option<DataFilesReport>, Option<String>), crate::error::InputError> {
+    use crate::config::DataKind;
+    if !matches!(config.data.kind, DataKind::Libsvm | DataKind::Csv) {
+        return Ok((None, None));
+    }
+    let data = crate::learn::DataPlan::new(config, partitions)?;
+    data.standardization()?;
+    data.load_test()?;
+    let model = crate::learn::Model::new(config, data.input())?.describe();
+    Ok((
+        Some(DataFilesReport {
+            train_samples: data.train_samples(),
+            test_samples: data.test_samples(),
+            features: data.features(),
+        }),
+        Some(model),
+    ))
+}
+
+/// The resolved config as `check` prints it: for LIBSVM and CSV data
+/// without the `[data]` keys only synthetic data reads (the file sets them).
+fn printed_config(config: &Config) -> String {
+    use crate::config::DataKind;
+    let text = config.to_toml();
+    if !matches!(config.data.kind, DataKind::Libsvm | DataKind::Csv) {
+        return text;
+    }
+    const SYNTHETIC_ONLY: [&str; 5] = [
+        "features",
+        "train_samples",
+        "test_samples",
+        "noise_std",
+        "nonzeros_per_row",
+    ];
+    let mut section = String::new();
+    let mut kept = String::new();
+    for line in text.lines() {
+        if line.starts_with('[') {
+            section = line.to_string();
+        }
+        let key = line.split('=').next().unwrap_or("").trim();
+        if !(section == "[data]" && SYNTHETIC_ONLY.contains(&key)) {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
 }
 
 /// The warning for the replayed trace columns that look like clock readings.
@@ -354,6 +423,14 @@ fn print_text(r: &CheckReport) {
         r.data_format.storage,
         r.data_format.reason
     );
+    if let Some(d) = &r.data_files {
+        crate::outln!(
+            "data read     {} training samples, {} test samples, {} features",
+            d.train_samples,
+            d.test_samples,
+            d.features
+        );
+    }
     if let Some(model) = &r.model {
         crate::outln!("model         {model}");
     }
@@ -512,5 +589,8 @@ fn print_text(r: &CheckReport) {
             codewords.join("; ")
         );
     }
-    crate::outln!("\nresolved config:\n{}", r.config.to_toml().trim_end());
+    crate::outln!(
+        "\nresolved config:\n{}",
+        printed_config(&r.config).trim_end()
+    );
 }
