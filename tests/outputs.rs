@@ -308,3 +308,40 @@ fn a_fifo_as_an_input_is_refused_at_once() {
         false,
     );
 }
+
+/// Two runs started together with one `--out` (issue 27, defect 12: the
+/// loser exited 1 after loading): one writes the trace, the other is
+/// refused as bad input, exit 2 with one line naming `--out` (at its start,
+/// or when it creates the file if both checked the path before either
+/// created it), and the winner's trace is whole.
+#[test]
+fn of_two_runs_with_one_trace_the_second_is_refused_as_bad_input() {
+    let (dir, config, _, _) = setup("race");
+    let trace = dir.join("raced.h5");
+    let args = [
+        "train",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        trace.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "train.iterations=200",
+    ];
+    let _one = common::one_at_a_time();
+    let outputs: Vec<Output> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2).map(|_| s.spawn(|| run(true, &args))).collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let codes: Vec<Option<i32>> = outputs.iter().map(|o| o.status.code()).collect();
+    assert!(
+        codes == [Some(0), Some(2)] || codes == [Some(2), Some(0)],
+        "{codes:?}: {} / {}",
+        common::stderr(&outputs[0]),
+        common::stderr(&outputs[1])
+    );
+    let loser = outputs.iter().find(|o| o.status.code() == Some(2)).unwrap();
+    assert_rejected("the second run", loser, "--out", true);
+    let data = gradcode::trace::read_trace(&trace, "/").unwrap();
+    assert_eq!(data.records.len(), 200);
+}

@@ -341,13 +341,25 @@ impl Master<'_> {
             self.wait,
         );
         interrupt::panic_if_asked(0, "before the first iteration");
-        let end = driver.run(
-            &mut straggling,
-            &mut round,
-            first..config.train.iterations as u64,
-            0,
-            observers,
-        )?;
+        let end = driver
+            .run(
+                &mut straggling,
+                &mut round,
+                first..config.train.iterations as u64,
+                0,
+                observers,
+            )
+            .map_err(|e| match e {
+                // An input error found when the trace is created (another run
+                // took its path meanwhile): exit 2, as at the start.
+                crate::engine::EngineError::Observer(inner) => {
+                    match inner.downcast::<crate::error::InputError>() {
+                        Ok(input) => anyhow::Error::new(*input),
+                        Err(other) => crate::engine::EngineError::Observer(other).into(),
+                    }
+                }
+                e => e.into(),
+            })?;
         Ok(Outcome {
             summary: driver.summary(0, &end),
             interrupted: end.interrupted,

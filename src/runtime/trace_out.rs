@@ -203,7 +203,20 @@ impl TraceOut {
         if let Some(plan) = self.plan.take() {
             let writer = match plan {
                 Plan::Create { meta, force } => {
-                    let mut writer = TraceWriter::create_with(&self.path, &meta, force)?;
+                    let mut writer = match TraceWriter::create_with(&self.path, &meta, force) {
+                        Ok(writer) => writer,
+                        // Checked free at the start, taken since (two runs
+                        // with one --out): an input error, nothing replaced.
+                        Err(crate::trace::TraceError::Place(reason)) => {
+                            return Err(Box::new(InputError::new(
+                                "--out",
+                                format!(
+                                    "{reason} (another process created or locked it after this run checked it)"
+                                ),
+                            )));
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
                     if let Some(print) = &self.data_fingerprint {
                         writer.set_root_attr("data_fingerprint", print)?;
                     }
