@@ -13,10 +13,10 @@ See python/README.md.
 
 from .table import compare, markdown, run_label
 from .summary import accuracy, distribution, even_fraction, reach, summarize
-from .trace import PROVENANCE_KEYS, Run, Trace, TraceError, open_trace
+from .trace import PROVENANCE_KEYS, Run, Trace, TraceError, TraceWarning, open_trace
 
 __all__ = [
-    "PROVENANCE_KEYS", "Run", "Trace", "TraceError", "accuracy", "compare", "distribution", "even_fraction",
+    "PROVENANCE_KEYS", "Run", "Trace", "TraceError", "TraceWarning", "accuracy", "compare", "distribution", "even_fraction",
     "markdown", "open_trace", "reach", "run_label", "summarize",
 ]
 __version__ = "0.1.0"

@@ -11,6 +11,7 @@ dimensions and 1-based `iteration` and `worker` coordinates.
 
 import pathlib
 import tomllib
+import warnings
 
 import h5py
 import numpy as np
@@ -36,6 +37,10 @@ PROVENANCE_KEYS = (
 
 class TraceError(Exception):
     """A file that is not a readable gradcode trace; the message names it."""
+
+
+class TraceWarning(UserWarning):
+    """A readable trace of a run that did not end cleanly; the message names it."""
 
 
 TRACE_SCHEMA = 1
@@ -116,6 +121,18 @@ class Run:
                 into[name] = v.astype(bool) if v.dtype == np.uint8 else v
                 self.units[name] = decode(ds.attrs.get("unit"))
                 self.descriptions[name] = decode(ds.attrs.get("description"))
+        # The writer numbers each row in the iteration scale after writing its
+        # values: a row without its number was not written whole (a write that
+        # failed part way, e.g. on a full disk), and its values are not data.
+        if "iteration" in it and isinstance(it["iteration"], h5py.Dataset):
+            numbers = np.asarray(it["iteration"][...]).reshape(-1)
+            want = np.arange(1, n + 1)
+            if len(numbers) != n or not np.array_equal(numbers, want):
+                bad = next((i for i in range(min(len(numbers), n)) if numbers[i] != want[i]), min(len(numbers), n))
+                raise TraceError(
+                    f"{where}: row {bad + 1} of {n} is not numbered {bad + 1} in iteration/iteration: "
+                    "the rows were not written whole (a write that failed, e.g. on a full disk)"
+                )
         self.duration_s = np.asarray(self.columns["duration_s"], dtype=float)
         for name in self.ITERATION:
             if name != "duration_s":
@@ -194,7 +211,9 @@ class Trace:
     (`config_toml` parsed with tomllib), None when absent. provenance: the
     provenance attributes present (`resumed` as a list of lines).
     timing: train only, `/timing/` as a DataFrame (event, total_s, count),
-    None when absent. theta: `/model/theta` (None when absent).
+    None when absent. theta: `/model/theta` (None when absent). final_losses:
+    train only, `/model`'s attributes final_train_loss, final_test_loss,
+    final_test_accuracy (the losses at theta; None when absent).
     scheme_attrs: simulation only, {scheme: attributes of /sim/<scheme>}.
     """
 
@@ -233,6 +252,14 @@ class Trace:
         self.seed = int(a["seed"]) if "seed" in a else None
         self.status = a.get("status") or None
         self.status_reason = a.get("status_reason") or None
+        if self.status == "running":
+            # Open for reading here, so no job writes it: the run died.
+            warnings.warn(
+                f"{path}: status running, but no job has it open (unless file locking is off): the run died without closing its "
+                "trace (killed, crashed, or out of disk); it holds the iterations flushed before",
+                TraceWarning,
+                stacklevel=3,
+            )
         self.config = None
         if a.get("config_toml"):
             try:
@@ -243,7 +270,7 @@ class Trace:
         if "resumed" in self.provenance:
             self.provenance["resumed"] = [x for x in str(self.provenance["resumed"]).splitlines() if x]
         self.runs, self.scheme_attrs = {}, {}
-        self.timing, self.theta = None, None
+        self.timing, self.theta, self.final_losses = None, None, None
         if "sim" in f:
             self.kind = "simulation"
             order = [s.strip() for s in (self.scheme or "").split(",")]
@@ -275,6 +302,11 @@ class Trace:
                 )
             if "model" in f and "theta" in f["model"]:
                 self.theta = np.asarray(f["model"]["theta"][...], dtype=float)
+            if "model" in f:
+                m = f["model"].attrs
+                self.final_losses = {
+                    k: float(m[k]) for k in ("final_train_loss", "final_test_loss", "final_test_accuracy") if k in m
+                } or None
         else:
             raise TraceError(f"{path}: not a gradcode trace (neither an /iteration nor a /sim group)")
 

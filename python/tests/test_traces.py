@@ -485,6 +485,33 @@ class TracesTest(unittest.TestCase):
         self.assertIn("TraceError", r.stderr)
         self.assertIn("locked by a process that has it open for writing", r.stderr)
 
+    def test_rows_not_written_whole_raise_and_a_died_run_warns(self):
+        # A row without its number in iteration/iteration was not written
+        # whole (a write that failed on a full disk): refused, not read as data.
+        torn = self.tmp / "torn.h5"
+        shutil.copy(self.train, torn)
+        with h5py.File(torn, "r+") as f:
+            f["iteration/iteration"][5] = 0
+        with self.assertRaises(gt.TraceError) as e:
+            gt.open_trace(torn)
+        self.assertIn("torn.h5", str(e.exception))
+        self.assertIn("row 6 of 60 is not numbered 6", str(e.exception))
+        # A run that died without closing its trace: read, with a warning.
+        died = self.tmp / "died.h5"
+        shutil.copy(self.train, died)
+        with h5py.File(died, "r+") as f:
+            f.attrs["status"] = "running"
+        with self.assertWarns(gt.TraceWarning) as w:
+            t = gt.open_trace(died)
+        self.assertIn("the run died", str(w.warning))
+        self.assertEqual(t.run().iterations, 60)
+
+    def test_final_losses_are_those_at_theta(self):
+        t = gt.open_trace(self.mpi)
+        self.assertEqual(set(t.final_losses), {"final_train_loss", "final_test_loss", "final_test_accuracy"})
+        self.assertTrue(np.isfinite(t.final_losses["final_train_loss"]))
+        self.assertIsNone(gt.open_trace(self.train).final_losses)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
