@@ -194,3 +194,75 @@ fn a_grid_that_runs_nothing_or_does_not_parse_is_refused() {
     assert_rejected("unclosed bracket", &o, "--grid");
     assert!(stderr(&o).contains("unclosed"), "{}", stderr(&o));
 }
+
+/// `scheme.kind` is an axis (issue 25: `--grid scheme.kind=uncoded,gc-dc`
+/// printed uncoded's time twice, once labelled gc-dc): each row is labelled
+/// by the scheme that ran and equals `simulate` of that scheme; a row shows
+/// only the keys its scheme reads; giving `--schemes` too, or an axis of a
+/// key sweep sets itself, is refused.
+#[test]
+fn a_scheme_kind_axis_runs_and_labels_each_scheme() {
+    let mut args = vec![
+        "sweep",
+        "--json",
+        "--grid",
+        "scheme.kind=uncoded,gc-dc",
+        "--grid",
+        "scheme.load=2,3",
+        "--set",
+        "scheme.clusters=4",
+    ];
+    args.extend(SHORT);
+    let out = gradcode(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let rows = v["rows"].as_array().unwrap();
+    // uncoded does not read scheme.load: load 3 repeats load 2.
+    assert_eq!(rows.len(), 3, "{v}");
+    let mut means = std::collections::BTreeMap::new();
+    for row in rows {
+        let scheme = row["scheme"].as_str().unwrap();
+        let settings = row["settings"].as_object().unwrap();
+        assert!(!settings.contains_key("scheme.kind"), "{row}");
+        assert_eq!(
+            settings.contains_key("scheme.load"),
+            scheme == "gc-dc",
+            "{row}"
+        );
+        let mut sim = vec!["simulate".to_string(), "--json".to_string()];
+        sim.extend(SHORT.iter().map(|s| s.to_string()));
+        let mut sets = vec![
+            "scheme.clusters=4".to_string(),
+            format!("scheme.kind=\"{scheme}\""),
+            format!("simulate.compare=[\"{scheme}\"]"),
+        ];
+        for (k, value) in settings {
+            sets.push(format!("{k}={}", value.as_str().unwrap()));
+        }
+        for s in sets {
+            sim.extend(["--set".to_string(), s]);
+        }
+        let sim: Vec<&str> = sim.iter().map(String::as_str).collect();
+        let s = json(&gradcode(&sim));
+        assert_eq!(s["schemes"][0]["name"], scheme, "{s}");
+        assert_eq!(
+            s["schemes"][0]["mean_iteration_time"], row["mean_iteration_time"],
+            "{row}"
+        );
+        means.insert(
+            format!("{scheme} {settings:?}"),
+            row["mean_iteration_time"].as_f64().unwrap(),
+        );
+    }
+    let distinct: std::collections::BTreeSet<u64> = means.values().map(|m| m.to_bits()).collect();
+    assert_eq!(distinct.len(), 3, "every row its own time: {means:?}");
+    for (bad, field) in [
+        (vec!["--schemes", "gc-sc"], "--grid"),
+        (vec!["--grid", "simulate.baseline=\"a\",\"b\""], "--grid"),
+    ] {
+        let mut a = vec!["sweep", "--grid", "scheme.kind=uncoded,gc-dc"];
+        a.extend(bad);
+        a.extend(SHORT);
+        assert_rejected("sweep", &gradcode(&a), field);
+    }
+}

@@ -299,22 +299,60 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
             InputError::new("--grid", "is required (e.g. --grid scheme.load=2,3,4)").into(),
         );
     }
-    let axes = parse_grid(&flags.grid)?;
+    let mut axes = parse_grid(&flags.grid)?;
+    // The sweep sets these for each variant: an axis of them would be overridden.
+    for key in ["simulate.compare", "simulate.baseline"] {
+        if axes.iter().any(|a| a.key == key) {
+            return Err(InputError::new(
+                "--grid",
+                format!(
+                    "{key} is set by sweep for each variant (its scheme): choose the schemes \
+                     with --grid scheme.kind=... or --schemes"
+                ),
+            )
+            .into());
+        }
+    }
+    // A scheme.kind axis chooses the schemes, as --schemes does.
+    let kind_axis = axes
+        .iter()
+        .position(|a| a.key == "scheme.kind")
+        .map(|i| axes.remove(i));
     let base = with_run_length(args, flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
-    let schemes: Vec<String> = match &flags.schemes {
-        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
-        None => loaded
-            .config
-            .compared()
-            .iter()
-            .map(|e| e.name().to_string())
-            .collect(),
+    let (schemes, field): (Vec<String>, &str) = match (&flags.schemes, kind_axis) {
+        (Some(_), Some(_)) => {
+            return Err(InputError::new(
+                "--grid",
+                "scheme.kind and --schemes both choose the schemes: give one",
+            )
+            .into());
+        }
+        (Some(list), None) => (
+            list.split(',').map(|s| s.trim().to_string()).collect(),
+            "--schemes",
+        ),
+        (None, Some(axis)) => (
+            axis.values
+                .iter()
+                .map(|v| v.trim().trim_matches('"').to_string())
+                .collect(),
+            "--grid",
+        ),
+        (None, None) => (
+            loaded
+                .config
+                .compared()
+                .iter()
+                .map(|e| e.name().to_string())
+                .collect(),
+            "--schemes",
+        ),
     };
     for s in &schemes {
         if crate::coding::SCHEMES.get(s).is_none() {
             return Err(InputError::value(
-                "--schemes",
+                field,
                 s,
                 format!(
                     "is not a scheme (one of {})",
@@ -336,8 +374,16 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
         for scheme in &schemes {
             let (settings, report) = match runner.run(&combo, scheme, |_| Ok(()))? {
                 Outcome::Ran {
-                    settings, report, ..
-                } => (settings, report),
+                    mut settings,
+                    setup,
+                    report,
+                } => {
+                    // Only the keys the scheme reads: a table shows no
+                    // value that did not make the row.
+                    let unused = setup.loaded.unused_keys();
+                    settings.retain(|k, _| !unused.iter().any(|w| w.starts_with(&format!("{k} "))));
+                    (settings, report)
+                }
                 Outcome::Skipped(s) => {
                     skipped.push(s);
                     continue;
@@ -486,7 +532,10 @@ fn write_table(out: &Path, report: &SweepReport, force: bool) -> anyhow::Result<
         };
         for r in &report.rows {
             let mut cells = vec![r.rank.to_string(), csv_cell(&r.scheme)];
-            cells.extend(keys.iter().map(|k| csv_cell(&r.settings[*k])));
+            cells.extend(
+                keys.iter()
+                    .map(|k| csv_cell(r.settings.get(*k).map_or("", String::as_str))),
+            );
             cells.extend(
                 [
                     r.mean_iteration_time,
@@ -512,7 +561,7 @@ fn write_table(out: &Path, report: &SweepReport, force: bool) -> anyhow::Result<
 
 fn print_text(r: &SweepReport) {
     crate::outln!(
-        "gradcode sweep: {} ({} trials x {} iterations, seed {}; common random numbers)",
+        "gradcode sweep: {} ({} trials x {} iterations, seed {}; times in model time units; common random numbers)",
         r.origin,
         r.trials,
         r.iterations,
@@ -528,7 +577,10 @@ fn print_text(r: &SweepReport) {
     for row in &r.rows {
         let mut line = format!("{:>4}  {:<18}", row.rank, row.scheme);
         for k in &keys {
-            line.push_str(&format!("  {:>16}", row.settings[*k]));
+            line.push_str(&format!(
+                "  {:>16}",
+                row.settings.get(*k).map_or("-", String::as_str)
+            ));
         }
         line.push_str(&format!(
             "  {:>9.4} ± {:<7.4} {:>9.4}  {:>9.3}  {:>8.2}  {:>8}",
