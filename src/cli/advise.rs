@@ -12,8 +12,10 @@
 //!    ([`crate::straggler::fit`]: per-worker and pooled shifted-exponential
 //!    fits and a two-state slow/fast fit, each with its Kolmogorov-Smirnov
 //!    distance; the chosen fit replaces `[straggler]`).
-//! 2. The candidates: every scheme of `--schemes` (default: the kinds of
-//!    `simulate.compare`) with every combination of the parameters it reads
+//! 2. The candidates: every scheme of `--schemes` (default: every registered
+//!    scheme, those with partial recovery skipped unless named; the budget
+//!    M by default the most the config's experiment stores on a worker,
+//!    none when `--grid` chooses the loads) with every combination of the parameters it reads
 //!    among `scheme.load` (1..=min(M, K)), `scheme.clusters` (the divisors of
 //!    K) and `scheme.clusters_per_worker` (1..=K), or the values `--grid`
 //!    gives for a key. Invalid combinations are skipped with the reason, as
@@ -123,6 +125,10 @@ struct Candidate {
     /// that reached it (null: none did).
     #[serde(skip_serializing_if = "Option::is_none")]
     iterations_to_target: Option<f64>,
+    /// Other variants with the same result in every trial ("scheme
+    /// settings"), merged into this row (it stores the least of them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    aliases: Vec<String>,
 }
 
 /// What `--objective time-to-loss` aims at.
@@ -335,17 +341,17 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         }
         _ => {}
     }
+    // The candidates: --schemes, or every registered scheme (those whose
+    // decode is partial only when named: ranked on time alone they would
+    // look faster for what they lose).
+    let every_scheme = flags.schemes.is_none();
     let schemes: Vec<String> = match &flags.schemes {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
-        None => {
-            let mut kinds: Vec<String> = Vec::new();
-            for e in config.compared() {
-                if !kinds.iter().any(|x| x == e.kind()) {
-                    kinds.push(e.kind().to_string());
-                }
-            }
-            kinds
-        }
+        None => crate::coding::SCHEMES
+            .names()
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
     };
     let mut entries = Vec::with_capacity(schemes.len());
     for s in &schemes {
@@ -381,7 +387,25 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         Objective::Mean | Objective::P99 => None,
     };
 
-    let memory = flags.memory_partitions;
+    // The budget: --memory-partitions; else, unless --grid chooses the
+    // loads, the most the config's experiment stores on a worker (its
+    // scheme and the schemes simulate.compare compares): an unlimited one
+    // ranks full replication first.
+    let memory = match flags.memory_partitions {
+        Some(m) => Some(m),
+        None if grid.iter().any(|a| a.key == "scheme.load") => None,
+        None => Some(experiment_memory(&base, config)?),
+    };
+    let over_budget = |stored: usize| match (memory, flags.memory_partitions) {
+        (Some(m), Some(_)) if stored > m => Some(format!(
+            "stores {stored} partitions on a worker, more than --memory-partitions {m}"
+        )),
+        (Some(m), None) if stored > m => Some(format!(
+            "stores {stored} partitions on a worker, more than the {m} the config's schemes \
+             store at most (--memory-partitions sets another budget)"
+        )),
+        _ => None,
+    };
     let mut runner = VariantRunner::new(&base);
     let mut ran: Vec<Ran> = Vec::new();
     let mut skipped = Vec::new();
@@ -389,13 +413,16 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         let axes = axes_for(entry, &grid, k, memory);
         for combo in sweep::combinations(&axes) {
             let outcome = runner.run(&combo, entry.name(), |setup| {
-                let stored = max_stored(setup);
-                match memory {
-                    Some(m) if stored > m => Err(format!(
-                        "stores {stored} partitions on a worker, more than --memory-partitions {m}"
-                    )),
-                    _ => Ok(()),
+                if let Some(reason) = over_budget(max_stored(setup)) {
+                    return Err(reason);
                 }
+                if every_scheme && setup.scheme.partial_recovery() {
+                    return Err(
+                        "decodes part of the gradient: a candidate only when named in --schemes"
+                            .to_string(),
+                    );
+                }
+                Ok(())
             })?;
             match outcome {
                 Outcome::Ran {
@@ -446,7 +473,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
             None => format!("leaves no candidate that runs{example}"),
         };
         return Err(InputError::new(
-            if memory.is_some() {
+            if flags.memory_partitions.is_some() {
                 "--memory-partitions"
             } else {
                 "--schemes"
@@ -475,6 +502,26 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         print_text(&report);
     }
     Ok(())
+}
+
+/// The most partitions a worker stores in the config's experiment: its
+/// scheme and each scheme `simulate.compare` compares (with a variant's keys).
+fn experiment_memory(
+    base: &ConfigArgs,
+    config: &crate::config::Config,
+) -> Result<usize, InputError> {
+    use crate::config::CompareEntry;
+    let mut most = max_stored(&super::load(base)?);
+    for entry in config.compared() {
+        let mut overrides = base.overrides.clone();
+        overrides.push(format!("scheme.kind=\"{}\"", entry.kind()));
+        if let CompareEntry::Variant(v) = &entry {
+            overrides.extend(v.set.iter().map(|(k, value)| format!("scheme.{k}={value}")));
+        }
+        let setup = crate::setup::load(base.config.as_deref(), &overrides)?;
+        most = most.max(max_stored(&setup));
+    }
+    Ok(most)
 }
 
 /// The most partitions a worker of the setup's scheme stores.
@@ -564,12 +611,38 @@ fn rank(ran: Vec<Ran>, objective: Objective) -> Vec<Candidate> {
         })
         .collect();
     scored.sort_by(|(a, ..), (b, ..)| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let best = scored[0].1.clone();
+    // Variants whose every trial gives the same numbers (load-1 variants of
+    // every scheme are uncoded) are one row: the one storing least, with
+    // the others as its aliases.
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let mut merged: Vec<((usize, f64), Vec<f64>, Ran, Vec<String>)> = Vec::new();
+    for (key, values, r) in scored {
+        let alias = |r: &Ran| {
+            format!("{} {}", r.scheme, sweep::describe(&r.settings))
+                .trim()
+                .to_string()
+        };
+        if let Some(m) = merged.iter_mut().find(|m| {
+            bits(&m.1) == bits(&values)
+                && m.2.report.schemes[0].recovered_fraction.to_bits()
+                    == r.report.schemes[0].recovered_fraction.to_bits()
+        }) {
+            if r.stored < m.2.stored {
+                let old = std::mem::replace(&mut m.2, r);
+                m.3.push(alias(&old));
+            } else {
+                m.3.push(alias(&r));
+            }
+            continue;
+        }
+        merged.push((key, values, r, Vec::new()));
+    }
+    let best = merged[0].1.clone();
     let complete = |v: &[f64]| v.iter().all(|x| x.is_finite());
-    scored
+    merged
         .into_iter()
         .enumerate()
-        .map(|(i, (_, values, r))| {
+        .map(|(i, (_, values, r, aliases))| {
             let (mean, ci) = if complete(&values) {
                 mean_ci95(&values)
             } else {
@@ -612,6 +685,7 @@ fn rank(ran: Vec<Ran>, objective: Objective) -> Vec<Candidate> {
                 messages_per_iteration: s.messages_per_iteration,
                 reached_trials,
                 iterations_to_target,
+                aliases,
             }
         })
         .collect()
@@ -681,8 +755,10 @@ fn print_text(r: &AdviseReport) {
         }
     }
     let what = match (r.objective, &r.target) {
-        (Objective::Mean, _) => "mean iteration time".to_string(),
-        (Objective::P99, _) => "p99 iteration time (mean over trials)".to_string(),
+        (Objective::Mean, _) => "mean iteration time (model time units)".to_string(),
+        (Objective::P99, _) => {
+            "p99 iteration time (model time units, mean over trials)".to_string()
+        }
         (Objective::TimeToLoss, Some(t)) => format!(
             "model time to training loss {:.6e} ({}), training {} iterations per trial",
             t.loss, t.source, t.iterations
@@ -740,6 +816,9 @@ fn print_text(r: &AdviseReport) {
             c.stored_partitions,
             versus
         );
+        if !c.aliases.is_empty() {
+            crate::outln!("{:>4}  same in every trial: {}", "", c.aliases.join("; "));
+        }
     }
     let best = &r.ranking[0];
     if best.reached_trials.is_some_and(|n| n < r.trials) {
