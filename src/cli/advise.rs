@@ -615,7 +615,9 @@ fn rank(ran: Vec<Ran>, objective: Objective) -> Vec<Candidate> {
     // every scheme are uncoded) are one row: the one storing least, with
     // the others as its aliases.
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    let mut merged: Vec<((usize, f64), Vec<f64>, Ran, Vec<String>)> = Vec::new();
+    // (ranking key, per-trial values, the representative, its aliases)
+    type Merged = ((usize, f64), Vec<f64>, Ran, Vec<String>);
+    let mut merged: Vec<Merged> = Vec::new();
     for (key, values, r) in scored {
         let alias = |r: &Ran| {
             format!("{} {}", r.scheme, sweep::describe(&r.settings))
