@@ -2,6 +2,7 @@
 //! `output.progress_every` iterations otherwise, nothing with `--quiet`.
 
 use std::io::IsTerminal;
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -14,6 +15,10 @@ pub struct Progress {
     quiet: bool,
     total_s: f64,
     total: usize,
+    /// When this run's first iteration started being counted, and the
+    /// iterations before it (a resumed run's).
+    started: Instant,
+    first: usize,
 }
 
 impl Progress {
@@ -35,6 +40,8 @@ impl Progress {
             quiet,
             total_s: carried.duration_s,
             total: config.train.iterations,
+            started: Instant::now(),
+            first: carried.iterations as usize,
         }
     }
 
@@ -56,18 +63,23 @@ impl Observer for Progress {
         self.total_s += r.duration_s;
         let done = event.iteration as usize + 1;
         let mean = self.total_s / done as f64;
+        // The wall clock per iteration of this run: every wait included (an
+        // evaluation's wait for a partition's loss, the trace), which the
+        // recorded iteration times leave out.
+        let wall = self.started.elapsed().as_secs_f64() / (done - self.first).max(1) as f64;
         if let Some(bar) = &self.bar {
             bar.set_position(done as u64);
             bar.set_message(format!(
-                "loss {:.4e}  mean iteration {:.4} s",
-                r.train_loss, mean
+                "loss {:.4e}  mean iteration {:.4} s ({:.4} s wall clock)",
+                r.train_loss, mean, wall
             ));
         } else if !self.quiet && (done % self.every == 0 || done == self.total) {
             crate::errln!(
-                "iteration {done}/{}: train loss {:.6e}, mean iteration {:.4} s, recovered {:.3}",
+                "iteration {done}/{}: train loss {:.6e}, mean iteration {:.4} s ({:.4} s wall clock), recovered {:.3}",
                 self.total,
                 r.train_loss,
                 mean,
+                wall,
                 r.recovered_fraction
             );
         }
