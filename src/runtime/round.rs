@@ -460,7 +460,6 @@ impl<'c> MpiRound<'c> {
         if let Some((_, true)) = self.silent[w].take() {
             log::warn!("{}: worker {} takes its tasks again", Iteration(t), w + 1);
         }
-        self.silent[w] = None;
         self.untaken[w].push_back(t);
         self.sent[w] = true;
         let pace = Pace {
