@@ -99,24 +99,12 @@ launch() {
     *) echo "launch: unknown GRADCODE_LAUNCHER=$how (srun-pmix, srun-pmi2, mpirun)" >&2; return 2 ;;
   esac
   echo "launch: $choice, $SLURM_NTASKS ranks: $*" >&2
-  # The launcher and the ranks get the signal themselves; the shell notes
-  # it. The launcher runs in the background and the shell waits for it: a
-  # signal then ends the wait at once and its trap runs (waiting for a
-  # foreground command, bash drops SIGINT's trap when the command exits
-  # normally, as mpirun does after passing the signal on: exit 1, not 130).
-  # A background command would ignore SIGINT: the launcher's own handler
-  # is restored by letting it inherit the shell's (trap - INT in it).
-  local caught="" status=0 pid
+  # bash runs these traps once the launcher has ended (it waits for a
+  # foreground command); the launcher and the ranks get the signal themselves.
+  local caught="" status=0
   trap 'caught=${caught:-143}' TERM
   trap 'caught=${caught:-130}' INT
-  (trap - INT; exec "${cmd[@]}" "$@") &
-  pid=$!
-  while :; do
-    status=0
-    wait "$pid" || status=$?
-    # A signal ended the wait, not the launcher: wait again.
-    kill -0 "$pid" 2>/dev/null || break
-  done
+  "${cmd[@]}" "$@" || status=$?
   trap - TERM INT
   if [ -n "$caught" ]; then
     echo "launch: stopped by SIG$([ "$caught" = 143 ] && echo TERM || echo INT) (the launcher returned $status): exit $caught" >&2
