@@ -429,6 +429,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
                     settings,
                     setup,
                     report,
+                    ..
                 } => {
                     let stored = max_stored(&setup);
                     let crate::setup::Setup { loaded, scheme, .. } = *setup;

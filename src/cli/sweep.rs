@@ -208,6 +208,8 @@ pub(super) enum Outcome {
     /// It ran: its resolved setup and the simulation's report (one scheme).
     Ran {
         settings: BTreeMap<String, String>,
+        /// The settings its scheme reads (the others are listed as unused).
+        read: BTreeMap<String, String>,
         setup: Box<crate::setup::Setup>,
         report: crate::sim::SimReport,
     },
@@ -286,6 +288,7 @@ impl VariantRunner {
         };
         Ok(Outcome::Ran {
             settings,
+            read,
             setup: Box::new(setup),
             report,
         })
@@ -373,17 +376,9 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
     for combo in combinations(&axes) {
         for scheme in &schemes {
             let (settings, report) = match runner.run(&combo, scheme, |_| Ok(()))? {
-                Outcome::Ran {
-                    mut settings,
-                    setup,
-                    report,
-                } => {
-                    // Only the keys the scheme reads: a table shows no
-                    // value that did not make the row.
-                    let unused = setup.loaded.unused_keys();
-                    settings.retain(|k, _| !unused.iter().any(|w| w.starts_with(&format!("{k} "))));
-                    (settings, report)
-                }
+                // Only the keys the scheme reads: a table shows no value
+                // that did not make the row.
+                Outcome::Ran { read, report, .. } => (read, report),
                 Outcome::Skipped(s) => {
                     skipped.push(s);
                     continue;
