@@ -68,13 +68,15 @@ pub(crate) struct AdviseFlags {
     pub objective: Objective,
     pub target_loss: Option<f64>,
     pub schemes: Option<String>,
+    pub min_recovered: Option<f64>,
     pub grid: Vec<String>,
     pub trials: Option<u64>,
     pub iterations: Option<u64>,
 }
 
-/// The scheme keys advise searches by default.
-const SEARCHED: [&str; 3] = ["load", "clusters", "clusters_per_worker"];
+/// The scheme keys advise searches by default (`wait_for` only where
+/// partial-recovery candidates are admitted).
+const SEARCHED: [&str; 4] = ["load", "clusters", "clusters_per_worker", "wait_for"];
 
 /// Where the simulated straggler model comes from.
 #[derive(Debug, Serialize)]
@@ -152,6 +154,10 @@ struct AdviseReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     target: Option<LossTarget>,
     memory_partitions: Option<usize>,
+    /// `--min-recovered`: the share of the partitions a partial-recovery
+    /// candidate must recover per iteration, on average.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_recovered: Option<f64>,
     straggler: ModelSource,
     ranking: Vec<Candidate>,
     skipped: Vec<Skipped>,
@@ -164,12 +170,15 @@ fn divisors(k: usize) -> Vec<usize> {
 
 /// The axes of `scheme`: the user's `--grid` axes it reads (a `scheme.*`
 /// key it declares, or any other key), then the default ones of
-/// [`SEARCHED`] it declares and `--grid` does not give.
+/// [`SEARCHED`] it declares and `--grid` does not give: `wait_for` (from
+/// ⌈K/2⌉ to K − 1) only when `partial` admits partial-recovery candidates
+/// and `--grid` sets neither it nor `scheme.deadline`.
 fn axes_for(
     entry: &crate::coding::SchemeEntry,
     grid: &[Axis],
     workers: usize,
     memory: Option<usize>,
+    partial: bool,
 ) -> Vec<Axis> {
     let reads = |key: &str| match key.strip_prefix("scheme.") {
         Some(k) => entry.declares(k),
@@ -184,14 +193,43 @@ fn axes_for(
         let values: Vec<usize> = match key {
             "load" => (1..=memory.unwrap_or(workers).min(workers)).collect(),
             "clusters" => divisors(workers),
+            "wait_for" => {
+                if !partial || grid.iter().any(|a| a.key == "scheme.deadline") {
+                    continue;
+                }
+                (workers.div_ceil(2)..workers).collect()
+            }
             _ => (1..=workers).collect(),
         };
+        if values.is_empty() {
+            continue;
+        }
         axes.push(Axis {
             key: full,
             values: values.iter().map(ToString::to_string).collect(),
         });
     }
     axes
+}
+
+/// Whether `combo` has more clusters per worker than clusters, from the
+/// default search (`--grid` does not give `scheme.clusters_per_worker`):
+/// such a combination is no variant (a worker can join at most every
+/// cluster), so it is not run or listed.
+fn beyond_clusters(combo: &[(String, String)], grid: &[Axis]) -> bool {
+    if grid.iter().any(|a| a.key == "scheme.clusters_per_worker") {
+        return false;
+    }
+    let value = |key: &str| {
+        combo
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+    };
+    matches!(
+        (value("scheme.clusters_per_worker"), value("scheme.clusters")),
+        (Some(n), Some(p)) if n > p
+    )
 }
 
 /// `--replay`'s error: the flag, then the reader's message.
@@ -341,10 +379,32 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         }
         _ => {}
     }
+    if let Some(f) = flags.min_recovered {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(InputError::value("--min-recovered", f, "must be in (0, 1]").into());
+        }
+    }
     // The candidates: --schemes, or every registered scheme (those whose
-    // decode is partial only when named: ranked on time alone they would
-    // look faster for what they lose).
+    // decode is partial only with --min-recovered: ranked on time alone
+    // they would look faster for what they lose).
     let every_scheme = flags.schemes.is_none();
+    let partial_admitted = !every_scheme || flags.min_recovered.is_some();
+    let partial_rule = |every_scheme: bool| -> Option<String> {
+        if every_scheme && flags.min_recovered.is_none() {
+            return Some(
+                "decodes part of the gradient: a candidate only when named in --schemes or with --min-recovered"
+                    .to_string(),
+            );
+        }
+        if flags.objective != Objective::TimeToLoss && flags.min_recovered.is_none() {
+            return Some(
+                "decodes part of the gradient: ranked by time only with --min-recovered F, the share it must \
+                 recover (or by --objective time-to-loss, which counts what it loses)"
+                    .to_string(),
+            );
+        }
+        None
+    };
     let schemes: Vec<String> = match &flags.schemes {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
         None => crate::coding::SCHEMES
@@ -410,17 +470,35 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     let mut ran: Vec<Ran> = Vec::new();
     let mut skipped = Vec::new();
     for entry in entries {
-        let axes = axes_for(entry, &grid, k, memory);
+        // A scheme with a wait policy (ignore-stragglers, is-gc) always
+        // decodes part of the gradient: said once, not per variant.
+        if !partial_admitted && entry.declares("wait_for") {
+            if let Some(reason) = partial_rule(every_scheme) {
+                skipped.push(Skipped {
+                    scheme: entry.name().to_string(),
+                    settings: BTreeMap::new(),
+                    reason,
+                    variants: 1,
+                });
+                continue;
+            }
+        }
+        let axes = axes_for(entry, &grid, k, memory, partial_admitted);
         for combo in sweep::combinations(&axes) {
+            if beyond_clusters(&combo, &grid) {
+                continue;
+            }
             let outcome = runner.run(&combo, entry.name(), |setup| {
                 if let Some(reason) = over_budget(max_stored(setup)) {
                     return Err(reason);
                 }
-                if every_scheme && setup.scheme.partial_recovery() {
-                    return Err(
-                        "decodes part of the gradient: a candidate only when named in --schemes"
-                            .to_string(),
-                    );
+                if let Some(why) = setup.scheme.degenerate() {
+                    return Err(format!("degenerate: {why}"));
+                }
+                if setup.scheme.partial_recovery() {
+                    if let Some(reason) = partial_rule(every_scheme) {
+                        return Err(reason);
+                    }
                 }
                 Ok(())
             })?;
@@ -431,6 +509,19 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
                     report,
                     ..
                 } => {
+                    let recovered = report.schemes[0].recovered_fraction;
+                    if let Some(f) = flags.min_recovered.filter(|&f| recovered < f) {
+                        skipped.push(Skipped {
+                            scheme: entry.name().to_string(),
+                            settings,
+                            reason: format!(
+                                "recovers {recovered:.4} of the partitions per iteration on average, \
+                                 less than --min-recovered {f}"
+                            ),
+                            variants: 1,
+                        });
+                        continue;
+                    }
                     let stored = max_stored(&setup);
                     let crate::setup::Setup { loaded, scheme, .. } = *setup;
                     let to_loss = match &target {
@@ -442,6 +533,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
                                     scheme: entry.name().to_string(),
                                     settings,
                                     reason: format!("training to the target loss failed: {e}"),
+                                    variants: 1,
                                 });
                                 continue;
                             }
@@ -484,6 +576,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         .into());
     }
     let ranking = rank(ran, flags.objective);
+    let skipped = sweep::merge_skipped(skipped);
     let report = AdviseReport {
         origin: loaded.origin.clone(),
         workers: k,
@@ -493,6 +586,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         objective: flags.objective,
         target,
         memory_partitions: memory,
+        min_recovered: flags.min_recovered,
         straggler,
         ranking,
         skipped,
@@ -768,9 +862,15 @@ fn print_text(r: &AdviseReport) {
         ),
         (Objective::TimeToLoss, None) => "model time to the training loss".to_string(),
     };
-    match r.memory_partitions {
-        Some(mp) => crate::outln!("objective: {what}; memory budget: {mp} partitions per worker"),
-        None => crate::outln!("objective: {what}; no memory budget"),
+    let budget = match r.memory_partitions {
+        Some(mp) => format!("memory budget: {mp} partitions per worker"),
+        None => "no memory budget".to_string(),
+    };
+    match r.min_recovered {
+        Some(f) => crate::outln!(
+            "objective: {what}; {budget}; partial-recovery candidates recover at least {f} of the partitions per iteration"
+        ),
+        None => crate::outln!("objective: {what}; {budget}"),
     }
     let width = r
         .ranking
@@ -780,11 +880,13 @@ fn print_text(r: &AdviseReport) {
         .unwrap_or(0)
         .max(8);
     crate::outln!(
-        "\n{:>4}  {:<18}  {:<width$}  {:>6}  {:>20}  {:>22}",
+        "\n{:>4}  {:<18}  {:<width$}  {:>6}  {:>9}  {:>8}  {:>20}  {:>22}",
         "rank",
         "scheme",
         "settings",
         "stored",
+        "recovered",
+        "msgs/it",
         "objective ± ci95",
         "vs best (paired ci95)"
     );
@@ -812,11 +914,13 @@ fn print_text(r: &AdviseReport) {
             format!("{:>9.4} ± {:<8.4}", c.objective, c.ci95)
         };
         crate::outln!(
-            "{:>4}  {:<18}  {:<width$}  {:>6}  {objective}  {:>22}",
+            "{:>4}  {:<18}  {:<width$}  {:>6}  {:>9.4}  {:>8.2}  {objective}  {:>22}",
             c.rank,
             c.scheme,
             sweep::describe(&c.settings),
             c.stored_partitions,
+            c.recovered_fraction,
+            c.messages_per_iteration,
             versus
         );
         if !c.aliases.is_empty() {
@@ -852,8 +956,10 @@ fn print_text(r: &AdviseReport) {
         );
     }
     if !r.skipped.is_empty() {
+        let variants: usize = r.skipped.iter().map(|s| s.variants).sum();
         crate::outln!(
-            "skipped: {} variants (invalid, over the memory budget, or repeating another; --json lists them with the reason)",
+            "skipped: {variants} variants for {} reasons (invalid, degenerate, over the memory budget, \
+             partial recovery not admitted, or repeating another; --json lists each reason once)",
             r.skipped.len()
         );
     }
@@ -888,14 +994,35 @@ mod tests {
             sweep::parse_axis("scheme.clusters=2,4").unwrap(),
             sweep::parse_axis("scheme.wait_for=3").unwrap(),
         ];
-        let axes = axes_for(gc_sc, &grid, 12, Some(3));
+        let axes = axes_for(gc_sc, &grid, 12, Some(3), true);
         let keys: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
         // wait_for is not a gc-sc key; clusters comes from --grid; load
         // from the default range capped by the budget.
         assert_eq!(keys, ["scheme.clusters", "scheme.load"]);
         assert_eq!(axes[0].values, ["2", "4"]);
         assert_eq!(axes[1].values, ["1", "2", "3"]);
-        assert!(axes_for(uncoded, &[], 12, None).is_empty());
+        assert!(axes_for(uncoded, &[], 12, None, true).is_empty());
+    }
+
+    #[test]
+    fn wait_for_is_searched_only_where_partial_candidates_are_admitted() {
+        let is_gc = crate::coding::SCHEMES.get("is-gc").unwrap();
+        let keys = |axes: &[Axis]| axes.iter().map(|a| a.key.clone()).collect::<Vec<_>>();
+        let admitted = axes_for(is_gc, &[], 8, Some(2), true);
+        let wait_for = admitted
+            .iter()
+            .find(|a| a.key == "scheme.wait_for")
+            .unwrap();
+        assert_eq!(wait_for.values, ["4", "5", "6", "7"]);
+        assert!(
+            !keys(&axes_for(is_gc, &[], 8, Some(2), false)).contains(&"scheme.wait_for".into())
+        );
+        // A deadline on the grid is the wait policy the user chose.
+        let deadline = [sweep::parse_axis("scheme.deadline=1.5").unwrap()];
+        assert!(
+            !keys(&axes_for(is_gc, &deadline, 8, Some(2), true))
+                .contains(&"scheme.wait_for".into())
+        );
     }
 
     #[test]

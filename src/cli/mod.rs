@@ -172,9 +172,16 @@ pub enum Command {
         /// full-batch descent records at iteration train.iterations / 2).
         #[arg(long, value_name = "LOSS", allow_negative_numbers = true)]
         target_loss: Option<f64>,
-        /// The schemes to consider, comma separated (default: the kinds of simulate.compare).
+        /// The schemes to consider, comma separated (default: every
+        /// registered scheme; those that decode part of the gradient only
+        /// with --min-recovered).
         #[arg(long, value_name = "S1,S2,...")]
         schemes: Option<String>,
+        /// Partial-recovery candidates (ignore-stragglers, is-gc, a gc-dc
+        /// deadline) must recover at least this share of the partitions per
+        /// iteration, on average (in (0, 1]); needed to rank them by time.
+        #[arg(long, value_name = "F")]
+        min_recovered: Option<f64>,
         /// Values of a key instead of the default search (repeatable, as in sweep).
         #[arg(long, value_name = "KEY=V1,V2,...")]
         grid: Vec<String>,
@@ -332,6 +339,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             objective,
             target_loss,
             schemes,
+            min_recovered,
             grid,
             trials,
             iterations,
@@ -344,6 +352,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 objective,
                 target_loss,
                 schemes,
+                min_recovered,
                 grid,
                 trials,
                 iterations,

@@ -166,12 +166,44 @@ struct Row {
     lower_bound: Option<f64>,
 }
 
-/// A variant that did not run, and why.
+/// A variant that did not run, and why; after [`merge_skipped`], the first
+/// of the `variants` of its scheme skipped for the same reason (the reason
+/// names the keys that make it, so a value the reason does not depend on is
+/// not reported once per value).
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct Skipped {
     pub scheme: String,
     pub settings: BTreeMap<String, String>,
     pub reason: String,
+    /// Variants of the scheme skipped for this reason (1 before merging).
+    pub variants: usize,
+}
+
+/// One entry per scheme and reason, in the order they first occur, with the
+/// number of variants it stands for.
+pub(super) fn merge_skipped(skipped: Vec<Skipped>) -> Vec<Skipped> {
+    let mut merged: Vec<Skipped> = Vec::new();
+    for s in skipped {
+        match merged
+            .iter_mut()
+            .find(|m| m.scheme == s.scheme && m.reason == s.reason)
+        {
+            Some(m) => m.variants += s.variants,
+            None => merged.push(s),
+        }
+    }
+    merged
+}
+
+/// How a merged skip is printed: the scheme, the first variant's settings,
+/// the reason and how many more variants share it.
+pub(super) fn describe_skipped(s: &Skipped) -> String {
+    let more = match s.variants {
+        0 | 1 => String::new(),
+        2 => " (and 1 more variant)".to_string(),
+        n => format!(" (and {} more variants)", n - 1),
+    };
+    format!("{} {}: {}{more}", s.scheme, describe(&s.settings), s.reason)
 }
 
 #[derive(Debug, Serialize)]
@@ -252,6 +284,7 @@ impl VariantRunner {
                 scheme: scheme.to_string(),
                 settings,
                 reason,
+                variants: 1,
             }))
         };
         let mut overrides = self.overrides.clone();
@@ -419,6 +452,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
         )
         .into());
     }
+    let skipped = merge_skipped(skipped);
     rows.sort_by(|a, b| a.mean_iteration_time.total_cmp(&b.mean_iteration_time));
     for (i, r) in rows.iter_mut().enumerate() {
         r.rank = i + 1;
@@ -590,9 +624,10 @@ fn print_text(r: &SweepReport) {
         crate::outln!("{line}");
     }
     if !r.skipped.is_empty() {
-        crate::outln!("\nskipped ({}):", r.skipped.len());
+        let variants: usize = r.skipped.iter().map(|s| s.variants).sum();
+        crate::outln!("\nskipped ({variants} variants):");
         for s in &r.skipped {
-            crate::outln!("  {} {}: {}", s.scheme, describe(&s.settings), s.reason);
+            crate::outln!("  {}", describe_skipped(s));
         }
     }
 }

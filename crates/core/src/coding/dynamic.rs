@@ -513,6 +513,17 @@ impl Scheme for DynamicClustering {
         self.deadline.is_some()
     }
 
+    fn degenerate(&self) -> Option<String> {
+        let a = &self.assignment;
+        (0..self.workers)
+            .all(|k| a.clusters_of(k).len() == 1)
+            .then(|| {
+                "every worker can join one cluster only (scheme.clusters_per_worker = 1): no cluster \
+                 is ever re-formed, a static clustering as gc-sc's"
+                    .to_string()
+            })
+    }
+
     /// As GC-SC in any one clustering: r − 1 stragglers whatever they are (the
     /// dynamic clustering does not improve the worst case, §V), P(r − 1) when
     /// they fall one cluster's share each, which the clustering aims at.

@@ -567,6 +567,12 @@ pub trait Scheme: Send {
     fn static_plan(&self) -> bool {
         false
     }
+    /// Why this configuration of the scheme is a degenerate case of another
+    /// (a gc-dc whose every worker can join one cluster only re-forms no
+    /// cluster); `None` when it is not. `advise` drops degenerate variants.
+    fn degenerate(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Build the scheme `kind` (a registered name) with the `[scheme]` keys of
