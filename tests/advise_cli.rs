@@ -162,6 +162,38 @@ fn a_replay_of_a_slow_fast_chain_is_fitted_with_two_states() {
     let fraction = fits["two_state"]["slow_fraction"].as_f64().unwrap();
     assert_eq!(initial, (fraction * 8.0).round(), "{s}");
     assert!((3.0..=5.0).contains(&initial), "{s}");
+    // Every simulated parameter but the initial stragglers has a 95%
+    // interval around its fitted value, and the advice is re-checked at
+    // each end of each (issue 25: the gc-dc advice hung on a switch
+    // probability fitted without an uncertainty). The switch probability's
+    // holds the truth here (its coverage over 100 campaigns is tested in
+    // gradcode-core's fit_interval); mu_fast's need not: the fit's own bias
+    // (9.68 for 10 here: fast values past the threshold count as slow) is
+    // not sampling spread.
+    for key in ["alpha", "mu_fast", "mu_slow", "switch_probability"] {
+        let i = &s["intervals"][key];
+        let (low, high) = (i["low"].as_f64().unwrap(), i["high"].as_f64().unwrap());
+        let fitted = s["set"][key].as_f64().unwrap();
+        assert!(low < fitted && fitted < high, "{key}: {s}");
+    }
+    let p = &s["intervals"]["switch_probability"];
+    assert!(
+        p["low"].as_f64().unwrap() <= 0.05 && 0.05 <= p["high"].as_f64().unwrap(),
+        "{s}"
+    );
+    let sensitivity = s["sensitivity"].as_array().unwrap();
+    let keys: std::collections::BTreeSet<&str> = sensitivity
+        .iter()
+        .map(|x| x["parameter"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        ["alpha", "mu_fast", "mu_slow", "switch_probability"].into(),
+        "{s}"
+    );
+    assert_eq!(sensitivity.len(), 8, "{s}");
+    // One candidate: it stays the best at every end.
+    assert!(sensitivity.iter().all(|x| x["same"] == true), "{s}");
 }
 
 /// The ranking of an `advise --json` report is by its objective, smallest first.

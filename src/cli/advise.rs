@@ -45,6 +45,7 @@ use crate::sim::to_loss::{self, LossRunError, TrialToLoss};
 use crate::stats::mean_ci95;
 use crate::straggler::TraceTable;
 use crate::straggler::fit::{self, Fits, FittedModel, Value};
+use crate::straggler::fit_interval::{self, FitIntervals, Interval};
 
 /// What `advise` ranks by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
@@ -92,6 +93,14 @@ struct ModelSource {
     set: BTreeMap<String, f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fits: Option<Fits>,
+    /// 95% block-bootstrap intervals of the fitted parameters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    intervals: Option<FitIntervals>,
+    /// The best candidate with each simulated parameter at each end of its
+    /// interval (the other parameters as fitted); absent without a fit or
+    /// with `time-to-loss`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sensitivity: Vec<Sensitivity>,
     /// `trace` only: worker-iterations without a result in time, whose
     /// value is the iteration's end (a lower bound).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,6 +141,22 @@ struct Candidate {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     aliases: Vec<String>,
 }
+
+/// The best candidate with one fitted parameter moved to an end of its
+/// interval.
+#[derive(Debug, Serialize)]
+struct Sensitivity {
+    /// The `[straggler]` key.
+    parameter: String,
+    value: f64,
+    /// "scheme settings" of the best of the leading candidates re-simulated.
+    best: String,
+    /// The best is the advice's.
+    same: bool,
+}
+
+/// Candidates re-simulated at each end of the fitted intervals.
+const SENSITIVITY_CANDIDATES: usize = 5;
 
 /// What `--objective time-to-loss` aims at.
 #[derive(Debug, Serialize)]
@@ -287,6 +312,7 @@ fn fit_series(
 ) -> Result<ModelSource, InputError> {
     let fits = fit::fit_all(series)
         .map_err(|e| InputError::new(flag, format!("{}: {e}", path.display())))?;
+    let intervals = fit_interval::fit_intervals(series, 0);
     let (model, set) = match fits.chosen {
         FittedModel::ShiftedExponential => (
             "shifted-exponential",
@@ -318,8 +344,105 @@ fn fit_series(
         model: model.to_string(),
         set,
         fits: Some(fits),
+        intervals,
+        sensitivity: Vec::new(),
         censored: None,
     })
+}
+
+/// The interval of the simulated `[straggler]` key `key`, if it has one.
+fn interval_of(intervals: &FitIntervals, model: &str, key: &str) -> Option<Interval> {
+    match (model, key) {
+        (_, "alpha") => Some(intervals.alpha),
+        ("shifted-exponential", "mu") => Some(intervals.mu),
+        (_, "mu_fast") => Some(intervals.mu_fast),
+        (_, "mu_slow") => Some(intervals.mu_slow),
+        (_, "switch_probability") => Some(intervals.switch_probability),
+        _ => None,
+    }
+}
+
+/// The best of the `leading` candidates when the fitted model's parameters
+/// move, one at a time, to each end of their intervals (kept valid: a time
+/// or rate above 0, a probability in [0, 1]), on the same samples.
+fn sensitivity(
+    plain: &ConfigArgs,
+    model: &ModelSource,
+    leading: &[Candidate],
+    objective: Objective,
+) -> anyhow::Result<Vec<Sensitivity>> {
+    let Some(intervals) = &model.intervals else {
+        return Ok(Vec::new());
+    };
+    let label = |scheme: &str, settings: &BTreeMap<String, String>| {
+        format!("{scheme} {}", sweep::describe(settings))
+            .trim()
+            .to_string()
+    };
+    let advice = label(&leading[0].scheme, &leading[0].settings);
+    let mut out = Vec::new();
+    for (key, fitted) in &model.set {
+        let Some(interval) = interval_of(intervals, &model.model, key) else {
+            continue;
+        };
+        for end in [interval.low, interval.high] {
+            let value = match key.as_str() {
+                "switch_probability" => end.clamp(0.0, 1.0),
+                "alpha" => end.max(0.0),
+                _ => end.max(fitted * 1e-3),
+            };
+            let mut moved = ModelSource {
+                set: model.set.clone(),
+                ..ModelSource::config_default(&model.model)
+            };
+            moved.source = model.source;
+            moved.set.insert(key.clone(), value);
+            let mut base = plain.clone();
+            base.overrides.extend(model_overrides(&moved));
+            let mut runner = VariantRunner::new(&base);
+            let mut best: Option<(f64, String)> = None;
+            for c in leading {
+                let combo: Vec<(String, String)> = c.settings.clone().into_iter().collect();
+                let Outcome::Ran { report, .. } = runner.run(&combo, &c.scheme, |_| Ok(()))? else {
+                    continue;
+                };
+                let s = &report.schemes[0];
+                let trials = match objective {
+                    Objective::P99 => &s.trial_p99,
+                    _ => &s.trial_means,
+                };
+                let score = trials.iter().sum::<f64>() / trials.len() as f64;
+                if best.as_ref().is_none_or(|b| score < b.0) {
+                    best = Some((score, label(&c.scheme, &c.settings)));
+                }
+            }
+            if let Some((_, best)) = best {
+                out.push(Sensitivity {
+                    parameter: key.clone(),
+                    value,
+                    same: best == advice,
+                    best,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl ModelSource {
+    /// The config's own model `model`, nothing fitted.
+    fn config_default(model: &str) -> Self {
+        Self {
+            source: "config",
+            file: None,
+            model: model.to_string(),
+            set: BTreeMap::new(),
+            fits: None,
+            intervals: None,
+            sensitivity: Vec::new(),
+            censored: None,
+        }
+    }
 }
 
 /// The `--set` lines of a fitted model.
@@ -429,15 +552,9 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     let straggler = match (&flags.replay, &flags.trace) {
         (Some(path), _) => fit_replay(path, k)?,
         (None, Some(path)) => fit_trace(path, k)?,
-        (None, None) => ModelSource {
-            source: "config",
-            file: None,
-            model: config.straggler.model.name().to_string(),
-            set: BTreeMap::new(),
-            fits: None,
-            censored: None,
-        },
+        (None, None) => ModelSource::config_default(config.straggler.model.name()),
     };
+    let plain = base.clone();
     base.overrides.extend(model_overrides(&straggler));
     // The fitted model must make a valid config (it does for every fit; an
     // error here names the key).
@@ -577,6 +694,11 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     }
     let ranking = rank(ran, flags.objective);
     let skipped = sweep::merge_skipped(skipped);
+    let mut straggler = straggler;
+    if flags.objective != Objective::TimeToLoss {
+        let leading = &ranking[..ranking.len().min(SENSITIVITY_CANDIDATES)];
+        straggler.sensitivity = sensitivity(&plain, &straggler, leading, flags.objective)?;
+    }
     let report = AdviseReport {
         origin: loaded.origin.clone(),
         workers: k,
@@ -842,8 +964,28 @@ fn print_text(r: &AdviseReport) {
                 100.0 * t.slow_fraction,
                 t.ks
             );
-            let set: Vec<String> = m.set.iter().map(|(k, v)| format!("{k} = {v:.6}")).collect();
+            let set: Vec<String> = m
+                .set
+                .iter()
+                .map(|(k, v)| {
+                    match m
+                        .intervals
+                        .as_ref()
+                        .and_then(|i| interval_of(i, &m.model, k))
+                    {
+                        Some(i) => format!("{k} = {v:.6} [95%: {:.6}, {:.6}]", i.low, i.high),
+                        None => format!("{k} = {v:.6}"),
+                    }
+                })
+                .collect();
             crate::outln!("  simulated: {} ({})", m.model, set.join(", "));
+            if let Some(i) = &m.intervals {
+                crate::outln!(
+                    "  intervals: block bootstrap ({} replicates, blocks of {} rounds)",
+                    i.replicates,
+                    i.block_rounds
+                );
+            }
             if let Some(c) = m.censored.filter(|c| *c > 0) {
                 crate::outln!(
                     "  note: {c} worker-iterations had no result in time; their value is the iteration's end, a lower bound, fitted as censored"
@@ -940,6 +1082,25 @@ fn print_text(r: &AdviseReport) {
         sweep::describe(&best.settings),
         best.stored_partitions
     );
+    let s = &r.straggler.sensitivity;
+    if !s.is_empty() {
+        let changed: Vec<String> = s
+            .iter()
+            .filter(|x| !x.same)
+            .map(|x| format!("{} = {:.6}: {}", x.parameter, x.value, x.best))
+            .collect();
+        if changed.is_empty() {
+            crate::outln!(
+                "within the fitted parameters' 95% intervals (each end, one at a time) the advice stays the best of the leading {} candidates",
+                SENSITIVITY_CANDIDATES.min(r.ranking.len())
+            );
+        } else {
+            crate::outln!(
+                "the advice changes within the fitted parameters' 95% intervals: {}",
+                changed.join("; ")
+            );
+        }
+    }
     let ties: Vec<String> = r.ranking[1..]
         .iter()
         .filter(|c| c.indistinguishable_from_best)
@@ -1036,6 +1197,8 @@ mod tests {
                 ("initial_stragglers".to_string(), 10.0),
             ]),
             fits: None,
+            intervals: None,
+            sensitivity: Vec::new(),
             censored: None,
         };
         assert_eq!(

@@ -35,6 +35,8 @@ pub enum Stream {
     Dropout = 41,
     /// The initial parameters of a neural network (`learn::model`).
     ModelInit = 42,
+    /// Bootstrap resamples of a straggler-model fit (`straggler::fit_interval`).
+    FitBootstrap = 50,
 }
 
 /// Bits of the 64-bit ChaCha stream id left for sub-stream indices; the

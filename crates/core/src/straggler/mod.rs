@@ -33,6 +33,7 @@
 //! | `trace` | the CSV value of the worker's column, row by row, wrapped | u > trace_threshold · median of the row | AWS Lambda traces |
 
 pub mod fit;
+pub mod fit_interval;
 mod models;
 mod replay;
 
