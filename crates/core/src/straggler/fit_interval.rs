@@ -156,7 +156,7 @@ mod tests {
         let spec = DelaySpec::from_config(&config).unwrap();
         let mut model = spec.model(trial);
         let mut sample = RoundSample::new(10);
-        let mut series = vec![Vec::with_capacity(rounds); 10];
+        let mut series: Vec<Vec<Value>> = (0..10).map(|_| Vec::with_capacity(rounds)).collect();
         for _ in 0..rounds {
             model.sample(&mut sample);
             for (w, s) in series.iter_mut().enumerate() {
