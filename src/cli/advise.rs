@@ -171,6 +171,8 @@ struct LossTarget {
 #[derive(Debug, Serialize)]
 struct AdviseReport {
     origin: String,
+    /// Seconds per model time unit in train's emulation (null: measured mode).
+    model_time_unit_s: Option<f64>,
     workers: usize,
     seed: u64,
     trials: usize,
@@ -701,6 +703,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     }
     let report = AdviseReport {
         origin: loaded.origin.clone(),
+        model_time_unit_s: super::emulated_unit_s(config),
         workers: k,
         seed: config.seed,
         trials: config.simulate.trials,
@@ -1014,6 +1017,12 @@ fn print_text(r: &AdviseReport) {
         ),
         None => crate::outln!("objective: {what}; {budget}"),
     }
+    if let Some(u) = r.model_time_unit_s {
+        crate::outln!(
+            "{}",
+            super::unit_note(Some(u)).trim().trim_matches(['(', ')'])
+        );
+    }
     let width = r
         .ranking
         .iter()
@@ -1076,8 +1085,15 @@ fn print_text(r: &AdviseReport) {
         );
         return;
     }
+    let seconds = r.model_time_unit_s.map_or(String::new(), |u| {
+        format!(
+            "; objective {:.4} units = {:.4} s",
+            best.objective,
+            best.objective * u
+        )
+    });
     crate::outln!(
-        "\nadvice: {} {} ({} partitions per worker)",
+        "\nadvice: {} {} ({} partitions per worker{seconds})",
         best.scheme,
         sweep::describe(&best.settings),
         best.stored_partitions

@@ -8,6 +8,7 @@ use crate::coding::{
     Accuracy, Arrival, EXACT_RELATIVE_ERROR, RoundContext, RoundPlan, Scheme, Tolerance,
 };
 use crate::config::Config;
+use crate::config::StragglerModel;
 use crate::engine::decode_prefix;
 use crate::rng::{Stream, stream};
 use crate::straggler::TraceSummary;
@@ -128,6 +129,8 @@ struct CheckReport {
     /// The replayed trace file (straggler.model = trace).
     #[serde(skip_serializing_if = "Option::is_none")]
     straggler_trace: Option<TraceSummary>,
+    /// The straggler model's long-run straggler share and computation time.
+    straggler_long_run: crate::straggler::LongRun,
     warnings: Vec<String>,
     config: Config,
 }
@@ -197,11 +200,16 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let setup = load(args)?;
     // The data files train would read: they exist, and their first rows parse.
     let format = crate::learn::data::check_data_files(&setup.loaded.config)?;
-    // The straggler model train and simulate would build: a trace file is read and checked.
-    let straggler_trace =
-        crate::straggler::DelaySpec::from_config(&setup.loaded.config)?.trace_summary();
+    // The straggler model train and simulate would build: a trace file is
+    // read and checked; what the model does in the long run.
+    let delays = crate::straggler::DelaySpec::from_config(&setup.loaded.config)?;
+    let straggler_trace = delays.trace_summary();
+    let straggler_long_run = crate::straggler::LongRun::measure(&delays);
     print_warnings(&setup.loaded);
     if let Some(warning) = straggler_trace.as_ref().and_then(clock_warnings) {
+        crate::errln!("warning: {warning}");
+    }
+    if let Some(warning) = straggler_long_run.warning() {
         crate::errln!("warning: {warning}");
     }
     let parameters = match serde_json::to_value(setup.parameters())? {
@@ -280,8 +288,10 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             .unused_keys()
             .into_iter()
             .chain(straggler_trace.iter().flat_map(clock_warnings))
+            .chain(straggler_long_run.warning())
             .collect(),
         straggler_trace,
+        straggler_long_run,
         config: config.clone(),
     };
     if args.json {
@@ -462,6 +472,27 @@ fn print_text(r: &CheckReport) {
         } else {
             String::new()
         }
+    );
+    let l = &r.straggler_long_run;
+    let share = match r.config.straggler.model {
+        StragglerModel::None | StragglerModel::ShiftedExponential => {
+            "no straggler state".to_string()
+        }
+        _ => format!(
+            "{:.1}% of worker-iterations straggle in the long run",
+            100.0 * l.straggler_share
+        ),
+    };
+    crate::outln!(
+        "stragglers    {}: {share} ({} iterations of trial 0{}); one partition computation takes {} on average, median {} (model time units)",
+        r.config.straggler.model.name(),
+        l.iterations,
+        match l.stationary_slow_share {
+            Some(p) => format!("; the chain is slow {:.1}% of the time", 100.0 * p),
+            None => String::new(),
+        },
+        short(l.mean_unit_time),
+        short(l.median_unit_time)
     );
     if let Some(t) = &r.straggler_trace {
         crate::outln!(

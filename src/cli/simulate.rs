@@ -110,6 +110,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
             &loaded.origin,
             config.seed,
             config.straggler.state_info,
+            super::emulated_unit_s(config),
             &report,
         );
         if let Some(p) = &out_path {
@@ -197,7 +198,7 @@ fn close_trace(writer: Trace, _error: Option<&crate::engine::EngineError>) -> an
     match writer {}
 }
 
-fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
+fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: &SimReport) {
     crate::outln!("gradcode simulate: {origin}");
     crate::outln!(
         "K = {} workers, straggler model {}, state information {}",
@@ -209,14 +210,16 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
         }
     );
     crate::outln!(
-        "{} trials x {} iterations, seed {seed}; model time units; 95% CI over trials; common random numbers",
+        "{} trials x {} iterations, seed {seed}; model time units{}; 95% CI over trials; common random numbers",
         r.trials,
-        r.iterations
+        r.iterations,
+        super::unit_note(unit_s)
     );
+    let seconds = |x: f64| unit_s.map_or(String::new(), |u| format!(" {:>10.4}", x * u));
     crate::outln!();
     let vs = format!("vs {}", r.baseline);
     crate::outln!(
-        "{:<18} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "{:<18} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}{}",
         "scheme",
         "mean",
         "± ci95",
@@ -224,7 +227,12 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
         "p99",
         "messages",
         "recovered",
-        vs
+        vs,
+        if unit_s.is_some() {
+            format!(" {:>10}", "mean s")
+        } else {
+            String::new()
+        }
     );
     let ci = |x: f64| {
         if x.is_finite() {
@@ -235,7 +243,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
     };
     for s in &r.schemes {
         crate::outln!(
-            "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4} {:>9.2} {:>8.1}% {:>+8.1}%",
+            "{:<18} {:>10.4} {:>10} {:>10.4} {:>10.4} {:>9.2} {:>8.1}% {:>+8.1}%{}",
             s.name,
             s.mean_iteration_time,
             ci(s.ci95),
@@ -244,6 +252,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, r: &SimReport) {
             s.messages_per_iteration,
             100.0 * s.recovered_fraction,
             s.improvement_percent,
+            seconds(s.mean_iteration_time),
         )
     }
     if let Some(lb) = &r.lower_bound {

@@ -210,6 +210,8 @@ pub(super) fn describe_skipped(s: &Skipped) -> String {
 struct SweepReport {
     origin: String,
     seed: u64,
+    /// Seconds per model time unit in train's emulation (null: measured mode).
+    model_time_unit_s: Option<f64>,
     trials: usize,
     iterations: usize,
     grid: BTreeMap<String, Vec<String>>,
@@ -460,6 +462,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
     let report = SweepReport {
         origin: loaded.origin.clone(),
         seed: loaded.config.seed,
+        model_time_unit_s: super::emulated_unit_s(&loaded.config),
         trials: loaded.config.simulate.trials,
         iterations: loaded.config.simulate.iterations,
         grid: axes
@@ -590,11 +593,12 @@ fn write_table(out: &Path, report: &SweepReport, force: bool) -> anyhow::Result<
 
 fn print_text(r: &SweepReport) {
     crate::outln!(
-        "gradcode sweep: {} ({} trials x {} iterations, seed {}; times in model time units; common random numbers)",
+        "gradcode sweep: {} ({} trials x {} iterations, seed {}; times in model time units{}; common random numbers)",
         r.origin,
         r.trials,
         r.iterations,
-        r.seed
+        r.seed,
+        super::unit_note(r.model_time_unit_s)
     );
     let keys: Vec<&String> = r.grid.keys().collect();
     let mut header = format!("{:>4}  {:<18}", "rank", "scheme");
@@ -602,6 +606,9 @@ fn print_text(r: &SweepReport) {
         header.push_str(&format!("  {k:>16}"));
     }
     header.push_str("        mean ± ci95        p99  recovered  messages        LB");
+    if r.model_time_unit_s.is_some() {
+        header.push_str("     mean s");
+    }
     crate::outln!("{header}");
     for row in &r.rows {
         let mut line = format!("{:>4}  {:<18}", row.rank, row.scheme);
@@ -621,6 +628,9 @@ fn print_text(r: &SweepReport) {
             row.lower_bound
                 .map_or("-".to_string(), |b| format!("{b:.4}"))
         ));
+        if let Some(u) = r.model_time_unit_s {
+            line.push_str(&format!("  {:>9.4}", row.mean_iteration_time * u));
+        }
         crate::outln!("{line}");
     }
     if !r.skipped.is_empty() {

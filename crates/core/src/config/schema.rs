@@ -164,6 +164,8 @@ impl StragglerModel {
                 "mu_fast",
                 "mu_slow",
                 "switch_probability",
+                "p_fast_to_slow",
+                "p_slow_to_fast",
                 "initial_stragglers",
             ],
             StragglerModel::GilbertElliottHeterogeneous => &[
@@ -171,6 +173,8 @@ impl StragglerModel {
                 "rate_max",
                 "slow_factor",
                 "switch_probability",
+                "p_fast_to_slow",
+                "p_slow_to_fast",
                 "initial_stragglers",
                 "rate_threshold",
             ],
@@ -237,6 +241,14 @@ pub struct StragglerConfig {
     pub mu_slow: f64,
     /// p: probability that a worker switches state (Gilbert-Elliott) or re-draws its rate (time-varying) at the start of an iteration.
     pub switch_probability: f64,
+    /// Gilbert-Elliott: probability that a fast worker turns slow at the
+    /// start of an iteration; with `p_slow_to_fast`, an asymmetric chain in
+    /// place of `switch_probability` (whose long-run slow share is 1/2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_fast_to_slow: Option<f64>,
+    /// Gilbert-Elliott: probability that a slow worker turns fast (with `p_fast_to_slow`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_slow_to_fast: Option<f64>,
     /// Workers that start in the slow state, chosen at random per trial (Gilbert-Elliott, time-varying).
     pub initial_stragglers: usize,
     /// Largest fast rate of the heterogeneous models: rates are drawn from U(0, rate_max] (1 / model time).
@@ -266,6 +278,27 @@ pub struct StragglerConfig {
     pub trace_compute_share: f64,
 }
 
+impl StragglerConfig {
+    /// The Gilbert-Elliott chain's (fast → slow, slow → fast) probabilities
+    /// per iteration: `p_fast_to_slow` and `p_slow_to_fast` when given
+    /// (validation requires both or neither), else `switch_probability` both ways.
+    pub fn transition_probabilities(&self) -> (f64, f64) {
+        match (self.p_fast_to_slow, self.p_slow_to_fast) {
+            (Some(to_slow), Some(to_fast)) => (to_slow, to_fast),
+            _ => (self.switch_probability, self.switch_probability),
+        }
+    }
+
+    /// The share of the iterations a Gilbert-Elliott worker spends slow in
+    /// the long run, p_fs / (p_fs + p_sf) (1/2 for the symmetric chain,
+    /// whatever `initial_stragglers` says); `None` when neither transition
+    /// can happen (the initial states last).
+    pub fn stationary_slow_share(&self) -> Option<f64> {
+        let (to_slow, to_fast) = self.transition_probabilities();
+        (to_slow + to_fast > 0.0).then(|| to_slow / (to_slow + to_fast))
+    }
+}
+
 impl Default for StragglerConfig {
     fn default() -> Self {
         Self {
@@ -278,6 +311,8 @@ impl Default for StragglerConfig {
             mu_fast: 10.0,
             mu_slow: 0.1,
             switch_probability: 0.05,
+            p_fast_to_slow: None,
+            p_slow_to_fast: None,
             initial_stragglers: 0,
             rate_max: 5.0,
             slow_factor: 10.0,

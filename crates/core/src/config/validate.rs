@@ -429,6 +429,25 @@ fn validate_straggler_models(s: &StragglerConfig, workers: usize) -> Result {
     positive("straggler.mu_fast", s.mu_fast)?;
     positive("straggler.mu_slow", s.mu_slow)?;
     probability("straggler.switch_probability", s.switch_probability)?;
+    match (s.p_fast_to_slow, s.p_slow_to_fast) {
+        (Some(to_slow), Some(to_fast)) => {
+            probability("straggler.p_fast_to_slow", to_slow)?;
+            probability("straggler.p_slow_to_fast", to_fast)?;
+        }
+        (Some(_), None) => {
+            return Err(InputError::new(
+                "straggler.p_slow_to_fast",
+                "is required with straggler.p_fast_to_slow (an asymmetric chain needs both)",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(InputError::new(
+                "straggler.p_fast_to_slow",
+                "is required with straggler.p_slow_to_fast (an asymmetric chain needs both)",
+            ));
+        }
+        (None, None) => {}
+    }
     at_most(
         "straggler.initial_stragglers",
         s.initial_stragglers,

@@ -34,9 +34,11 @@
 
 pub mod fit;
 pub mod fit_interval;
+mod long_run;
 mod models;
 mod replay;
 
+pub use long_run::LongRun;
 pub use replay::{TraceSummary, TraceTable, looks_like_clock_readings};
 
 use std::sync::Arc;
@@ -233,7 +235,7 @@ impl DelaySpec {
                 s.alpha,
                 s.mu_fast,
                 s.mu_slow,
-                s.switch_probability,
+                s.transition_probabilities(),
                 s.initial_stragglers,
                 rng,
             )),
@@ -244,7 +246,7 @@ impl DelaySpec {
                     s.rate_max,
                     s.slow_factor,
                     s.rate_threshold,
-                    s.switch_probability,
+                    s.transition_probabilities(),
                     s.initial_stragglers,
                     rng,
                 ))

@@ -94,14 +94,17 @@ enum StragglerRule {
 }
 
 /// `gilbert-elliott` and `gilbert-elliott-heterogeneous`: every worker is a
-/// two-state Markov chain (fast / slow) that switches state with probability
-/// p at the start of every iteration but the first; u = alpha + Exp(rate of
-/// its state). `initial_stragglers` workers, drawn at random, start slow.
+/// two-state Markov chain (fast / slow) that, at the start of every
+/// iteration but the first, turns slow with probability p_fs when fast and
+/// fast with p_sf when slow (000 §VI-A: p_fs = p_sf = p); u = alpha +
+/// Exp(rate of its state). `initial_stragglers` workers, drawn at random,
+/// start slow.
 pub(super) struct GilbertElliott {
     alpha: f64,
     fast: Vec<f64>,
     slow: Vec<f64>,
-    switch_probability: f64,
+    /// (p_fs, p_sf).
+    switch_probability: (f64, f64),
     rule: StragglerRule,
     slow_now: Vec<bool>,
     started: bool,
@@ -115,7 +118,7 @@ impl GilbertElliott {
         alpha: f64,
         mu_fast: f64,
         mu_slow: f64,
-        switch_probability: f64,
+        switch_probability: (f64, f64),
         initial_stragglers: usize,
         mut rng: ChaCha8Rng,
     ) -> Self {
@@ -142,7 +145,7 @@ impl GilbertElliott {
         rate_max: f64,
         slow_factor: f64,
         tau: f64,
-        switch_probability: f64,
+        switch_probability: (f64, f64),
         initial_stragglers: usize,
         mut rng: ChaCha8Rng,
     ) -> Self {
@@ -194,7 +197,9 @@ impl DelayModel for GilbertElliott {
         // which runs in the initial state.
         let switching = std::mem::replace(&mut self.started, true);
         for w in 0..self.fast.len() {
-            if switching && self.rng.random::<f64>() < self.switch_probability {
+            let (to_slow, to_fast) = self.switch_probability;
+            let p = if self.slow_now[w] { to_fast } else { to_slow };
+            if switching && self.rng.random::<f64>() < p {
                 self.slow_now[w] = !self.slow_now[w];
             }
             let rate = if self.slow_now[w] {
