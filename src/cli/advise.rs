@@ -703,7 +703,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     }
     let report = AdviseReport {
         origin: loaded.origin.clone(),
-        model_time_unit_s: super::emulated_unit_s(config),
+        model_time_unit_s: super::units::emulated_unit_s(config),
         workers: k,
         seed: config.seed,
         trials: config.simulate.trials,
@@ -1020,7 +1020,9 @@ fn print_text(r: &AdviseReport) {
     if let Some(u) = r.model_time_unit_s {
         crate::outln!(
             "{}",
-            super::unit_note(Some(u)).trim().trim_matches(['(', ')'])
+            super::units::unit_note(Some(u))
+                .trim()
+                .trim_matches(['(', ')'])
         );
     }
     let width = r

@@ -110,7 +110,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
             &loaded.origin,
             config.seed,
             config.straggler.state_info,
-            super::emulated_unit_s(config),
+            super::units::emulated_unit_s(config),
             &report,
         );
         if let Some(p) = &out_path {
@@ -213,7 +213,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
         "{} trials x {} iterations, seed {seed}; model time units{}; 95% CI over trials; common random numbers",
         r.trials,
         r.iterations,
-        super::unit_note(unit_s)
+        super::units::unit_note(unit_s)
     );
     let seconds = |x: f64| unit_s.map_or(String::new(), |u| format!(" {:>10.4}", x * u));
     crate::outln!();

@@ -462,7 +462,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
     let report = SweepReport {
         origin: loaded.origin.clone(),
         seed: loaded.config.seed,
-        model_time_unit_s: super::emulated_unit_s(&loaded.config),
+        model_time_unit_s: super::units::emulated_unit_s(&loaded.config),
         trials: loaded.config.simulate.trials,
         iterations: loaded.config.simulate.iterations,
         grid: axes
@@ -598,7 +598,7 @@ fn print_text(r: &SweepReport) {
         r.trials,
         r.iterations,
         r.seed,
-        super::unit_note(r.model_time_unit_s)
+        super::units::unit_note(r.model_time_unit_s)
     );
     let keys: Vec<&String> = r.grid.keys().collect();
     let mut header = format!("{:>4}  {:<18}", "rank", "scheme");
