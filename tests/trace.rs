@@ -619,6 +619,30 @@ fn traces_have_dimension_scales_for_iteration_and_worker() {
     assert_scales(&p, "", 5, 3);
 }
 
+/// A row the iteration scale does not number was not written whole (a
+/// write that failed part way): read_trace and inspect name it (issue 27:
+/// the Python reader did, the Rust readers read such rows as data).
+#[test]
+fn a_row_the_iteration_scale_does_not_number_is_refused() {
+    let p = path("unnumbered.h5");
+    // Resume reads the rows up to its snapshot (after the fourth): row 3.
+    six_records_snapshot_after_four(&p, &distinct_records(3, 6));
+    read_trace(&p, "/").expect("the control reads");
+    {
+        let f = hdf5::File::open_rw(&p).unwrap();
+        let ds = f.dataset("iteration/iteration").unwrap();
+        ds.write_slice(&[0u64], 2..3).unwrap();
+    }
+    let t = read_trace(&p, "/").expect_err("read_trace refuses it");
+    let r = Report::read(&p).expect_err("inspect refuses it");
+    for e in [t.to_string(), r.to_string()] {
+        assert!(
+            e.contains("row 3 of /iteration/iteration is numbered 0, not 3"),
+            "{e}"
+        );
+    }
+}
+
 /// Every reader's error on `p`, which must refuse it: (read_trace, inspect, resume).
 fn every_reader_refuses(p: &std::path::Path) -> [String; 3] {
     let t = read_trace(p, "/").expect_err("read_trace refuses it");

@@ -737,7 +737,46 @@ impl TraceFile {
             return Err(misshapen(spec));
         }
         check_clusters(&columns, group)?;
+        self.check_numbered(group, n)?;
         Ok(columns)
+    }
+
+    /// The dimension scale `<group>/iteration/iteration`, when present,
+    /// numbers the first `n` rows 1, 2, ..., n: a row it does not number was
+    /// not written whole (a write that failed part way, e.g. on a full
+    /// disk), and is named.
+    fn check_numbered(&self, group: &str, n: usize) -> Result<()> {
+        let parent = full(group, "iteration");
+        if !self.has_group(&self.group(group)?, group, "iteration")? {
+            return Ok(());
+        }
+        let g = self.group(&parent)?;
+        if !g.link_exists("iteration") {
+            return Ok(());
+        }
+        let path = full(group, "iteration/iteration");
+        let hdf5 = |e| TraceError::hdf5(format!("dataset {path}"), e);
+        let ds = g.dataset("iteration").map_err(hdf5)?;
+        let stored = ds.shape();
+        if stored.len() != 1 || stored[0] < n {
+            return Err(record(format!(
+                "dataset {path} has shape {stored:?}, not one number per iteration ({n} iterations)"
+            )));
+        }
+        self.charge(&ds, &path, &[n], std::mem::size_of::<u64>())?;
+        let numbers = ds.read_slice_1d::<u64, _>(0..n).map_err(hdf5)?;
+        if let Some((row, number)) = numbers
+            .iter()
+            .enumerate()
+            .find(|(row, number)| **number != *row as u64 + 1)
+        {
+            return Err(record(format!(
+                "row {} of {path} is numbered {number}, not {}: the row was not written whole (a write that failed part way)",
+                row + 1,
+                row + 1
+            )));
+        }
+        Ok(())
     }
 
     /// The schemes under `/sim`, in the order of the root attribute `scheme`
