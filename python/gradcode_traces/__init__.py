@@ -1,7 +1,7 @@
 """Read gradcode HDF5 traces into pandas and xarray.
 
     import gradcode_traces as gt
-    t = gt.open_trace("results/demo.h5")      # training or simulation trace
+    t = gt.open_trace("results/gc-sc-20261126T190312Z.h5")      # training or simulation trace
     t.iterations()                            # DataFrame, a row per iteration
     t.workers_frame()                         # DataFrame, a row per (iteration, worker)
     t.to_xarray()                             # Dataset, dims iteration, worker (+ scheme, trial)
