@@ -139,4 +139,22 @@ fn a_resume_that_would_be_another_run_is_refused_and_changes_nothing() {
         elapsed.windows(2).all(|w| w[0] < w[1]) && elapsed[0] > 0.0,
         "elapsed_s grows from the first iteration on, across the resume: {elapsed:?}"
     );
+    // A trace without elapsed_s (an older gradcode's): the resume adds it,
+    // NaN throughout, never a clock restarted at 0.
+    hdf5::File::open_rw(&trace)
+        .unwrap()
+        .unlink("iteration/elapsed_s")
+        .unwrap();
+    let out = train(&[
+        "train",
+        "--resume",
+        t,
+        "--set",
+        "train.iterations=8",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let after = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    assert_eq!(after.len(), 8);
+    assert!(after.iter().all(|r| r.elapsed_s.is_nan()), "{after:?}");
 }
