@@ -258,6 +258,7 @@ fn flatten(table: &toml::Table, prefix: &str, out: &mut BTreeMap<String, String>
 
 /// The resolved config `text` without what differs between repetitions of
 /// one run: `seed` and `[output]`; `None` when it does not parse.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub fn repetition_key(text: Option<&str>) -> Option<toml::Table> {
     let mut table: toml::Table = toml::from_str(text?).ok()?;
     table.remove("seed");

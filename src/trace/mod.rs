@@ -110,7 +110,18 @@ mod read;
 pub mod probe;
 
 #[cfg(feature = "hdf5")]
-pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile, TraceKind};
+pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile};
+
+/// The two kinds of file the trace writers make (plain data: `compare`
+/// names them without HDF5 too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceKind {
+    /// One run (`gradcode train --out`): `/iteration/`, `/worker/`, `/model/` at the root.
+    Train,
+    /// `gradcode simulate --out`: `/sim/<scheme>/trial_<k>/`.
+    Simulation,
+}
 
 #[cfg(feature = "hdf5")]
 mod report;
