@@ -18,6 +18,13 @@ FILE.h5:SCHEME (all its trials) or FILE.h5:SCHEME:TRIAL.
 scripts/report.sh RESULTS_DIR sets up the pinned Python environment and runs
 `report`. Everything here is also a function for use from Python; the traces
 are read with the gradcode_traces package (python/).
+
+Every plot colours a run by its scheme (`scheme.kind`, SCHEME_COLORS: the
+Okabe-Ito palette, as the paper figures of reproduce_figures.py), the same in
+every plot; several runs of one scheme in a plot get shades of its colour.
+Against wall-clock time means against the trace's `elapsed_s` (evaluation
+waits included); a trace older than that dataset is drawn against the running
+sum of `duration_s`, and the axis says so.
 """
 
 import argparse
@@ -25,8 +32,10 @@ import html
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
+import zlib
 
 import matplotlib
 import numpy as np
@@ -62,13 +71,70 @@ def parse_selector(arg):
     return arg, None, None
 
 
+#: Okabe and Ito, "Color Universal Design" (2008): distinguishable with the common colour-vision deficiencies.
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "reddish purple": "#CC79A7",
+    "grey": "#999999",
+}
+
+#: One colour per registered scheme kind, in every plot (gc-sc, gc-dc, uc-mmc and gc-mmc as in the paper figures
+#: of reproduce_figures.py; `gc` is the paper figures' name of gc-cyclic). Okabe-Ito has nine colours for ten
+#: kinds: gc-partial takes Paul Tol's wine, also safe for colour-blind readers.
+SCHEME_COLORS = {
+    "uncoded": OKABE_ITO["black"], "ignore-stragglers": OKABE_ITO["grey"], "gc-frac": OKABE_ITO["yellow"],
+    "gc-cyclic": OKABE_ITO["blue"], "gc": OKABE_ITO["blue"], "gc-sc": OKABE_ITO["orange"],
+    "gc-dc": OKABE_ITO["bluish green"], "is-gc": OKABE_ITO["sky blue"], "gc-mmc": OKABE_ITO["reddish purple"],
+    "uc-mmc": OKABE_ITO["vermillion"], "gc-partial": "#882255",
+}
+
+#: Colours of kinds not in SCHEME_COLORS, chosen by a hash of the name (the same in every plot).
+OTHER_COLORS = ["#332288", "#117733", "#44AA99", "#88CCEE", "#DDCC77", "#CC6677", "#AA4499"]
+
+
+def scheme_color(kind):
+    """The colour of a scheme kind: SCHEME_COLORS, else one of OTHER_COLORS fixed by the name."""
+    if kind in SCHEME_COLORS:
+        return SCHEME_COLORS[kind]
+    return OTHER_COLORS[zlib.crc32(str(kind).encode()) % len(OTHER_COLORS)]
+
+
+def series_colors(kinds):
+    """The colour of each of several series of one plot, by kind: the first of a kind its colour, the next
+    ones alternately darker and lighter shades of it (so runs of one scheme stay told apart)."""
+    seen, out = {}, []
+    for kind in kinds:
+        k = seen.get(kind, 0)
+        seen[kind] = k + 1
+        base = np.array(to_rgb(scheme_color(kind)))
+        if k == 0:
+            out.append(tuple(base))
+            continue
+        step = min(0.6, 0.22 * ((k + 1) // 2))
+        target = np.zeros(3) if k % 2 else np.ones(3)
+        out.append(tuple((1 - step) * base + step * target))
+    return out
+
+
+#: gradcode's default trace name, `<scheme>-<UTC time stamp>[-n]` (results/gc-dc-20261126T190312Z.h5).
+_DEFAULT_NAME = re.compile(r"-\d{8}T\d{6}Z(-\d+)?$")
+
+
+def run_name(name, scheme):
+    """A training run's legend: `name (scheme)`, or the name alone when it already says the scheme (the
+    name is the scheme, or gradcode's default name `<scheme>-<UTC time stamp>`): never `uncoded (uncoded)`."""
+    if not scheme or name == scheme or (name.startswith(f"{scheme}-") and _DEFAULT_NAME.fullmatch(name[len(scheme):])):
+        return name
+    return f"{name} ({scheme})"
+
+
 def load_selection(arg):
     """[(label, [runs])] for a TRACE argument; labels name the file when it is a training run."""
     path, scheme, trial = parse_selector(arg)
     t = Trace(path)
     sel = t.select(scheme, trial)
     if t.kind == "train":
-        return [(f"{t.path.stem} ({label})", runs) for label, runs in sel]
+        return [(run_name(t.path.stem, label), runs) for label, runs in sel]
     return sel
 
 
@@ -85,7 +151,7 @@ def one_run(arg):
         (label, runs), = t.select(scheme, trial)
     else:
         (label, runs), = t.select(scheme, trial)
-        label = f"{t.path.stem} ({label})"
+        label = run_name(t.path.stem, label)
     if not runs:
         raise TraceError(f"{path}: {label} has no trial")
     return label, runs[0], t
@@ -113,11 +179,12 @@ def time_unit(seconds):
 
 
 def plot_cdf(ax, series, title="Iteration time CDF"):
-    """series: [(label, durations in s)]."""
-    all_values = np.concatenate([np.asarray(v, dtype=float) for _, v in series]) if series else np.array([])
+    """series: [(label, durations in s)] or [(label, durations in s, scheme kind)] (coloured by kind)."""
+    all_values = np.concatenate([np.asarray(item[1], dtype=float) for item in series]) if series else np.array([])
     scale, unit = time_unit(all_values)
     finite = all_values[np.isfinite(all_values) & (all_values > 0)]
-    for label, values in series:
+    colors = series_colors([item[2] if len(item) > 2 else item[0] for item in series])
+    for (label, values, *_), color in zip(series, colors):
         x, y = ecdf(values)
         if len(x) == 0:
             continue
@@ -126,6 +193,7 @@ def plot_cdf(ax, series, title="Iteration time CDF"):
             x * scale,
             y,
             where="post",
+            color=color,
             label=f"{label}: p50 {p50 * scale:.3g}, p99 {p99 * scale:.3g} {unit} (n={len(x)})",
         )
     if len(finite) and finite.max() / finite.min() > 100:
@@ -139,8 +207,9 @@ def plot_cdf(ax, series, title="Iteration time CDF"):
         ax.legend(fontsize="small", loc="best")
 
 
-#: The x axes of the training curves: wall-clock time (the running sum of
-#: duration_s, at the end of each iteration) or the iteration (the steps).
+#: The x axes of the training curves: wall-clock time (elapsed_s at the end of
+#: each iteration, or the running sum of duration_s in a trace without it) or
+#: the iteration (the steps).
 AXES = ("wall", "steps")
 
 
@@ -151,8 +220,9 @@ def _x_values(run, x):
     return run.wall_s() if x == "wall" else np.arange(1, run.iterations + 1, dtype=float)
 
 
-def _x_axis(ax, x, wall_max):
-    """Scale the drawn lines' wall-clock times to a unit that fits and label the axis."""
+def _x_axis(ax, x, wall_max, without_elapsed=()):
+    """Scale the drawn lines' wall-clock times to a unit that fits and label the axis (naming the runs
+    `without_elapsed`, drawn against the sum of their iteration times)."""
     if x == "steps":
         ax.set_xlabel("iteration")
         return
@@ -162,7 +232,15 @@ def _x_axis(ax, x, wall_max):
             line.set_xdata(np.asarray(line.get_xdata()) * scale)
         ax.relim()
         ax.autoscale_view()
-    ax.set_xlabel(f"wall-clock time since the first iteration ({unit})")
+    label = f"wall-clock time since the first iteration ({unit})"
+    if without_elapsed:
+        label += f"; {', '.join(without_elapsed)}: sum of iteration times (no elapsed_s recorded)"
+    ax.set_xlabel(label)
+
+
+def _kinds(runs_by_label):
+    """The colours of [(label, run)] by the runs' scheme kinds."""
+    return series_colors([getattr(run, "kind", None) or label for label, run in runs_by_label])
 
 
 def plot_loss(ax, runs_by_label, title="Loss against wall-clock time", x="wall"):
@@ -172,8 +250,7 @@ def plot_loss(ax, runs_by_label, title="Loss against wall-clock time", x="wall")
     positive = True
     spans = []
     wall_max = 0.0
-    for i, (label, run) in enumerate(runs_by_label):
-        color = f"C{i % 10}"
+    for (label, run), color in zip(runs_by_label, _kinds(runs_by_label)):
         xs = _x_values(run, x)
         wall = run.wall_s()
         wall_max = max(wall_max, wall[-1] if len(wall) else 0.0)
@@ -187,7 +264,7 @@ def plot_loss(ax, runs_by_label, title="Loss against wall-clock time", x="wall")
             positive &= bool((values[ok] > 0).all())
             spans.append(values[ok])
             drawn += 1
-    _x_axis(ax, x, wall_max)
+    _x_axis(ax, x, wall_max, [label for label, run in runs_by_label if not run.has_elapsed() and run.has_losses()])
     if drawn and positive:
         v = np.concatenate(spans)
         if v.max() / v.min() > 10:
@@ -207,16 +284,16 @@ def plot_accuracy(ax, runs_by_label, title="Test accuracy against wall-clock tim
     x: "wall" (wall-clock time) or "steps" (the iteration). Returns the curves drawn."""
     drawn = 0
     wall_max = 0.0
-    for i, (label, run) in enumerate(runs_by_label):
+    for (label, run), color in zip(runs_by_label, _kinds(runs_by_label)):
         wall = run.wall_s()
         wall_max = max(wall_max, wall[-1] if len(wall) else 0.0)
         if not run.has_accuracy():
             continue
         ok = np.isfinite(run.test_accuracy)
-        ax.plot(_x_values(run, x)[ok], 100 * run.test_accuracy[ok], "-o", color=f"C{i % 10}", markersize=3,
+        ax.plot(_x_values(run, x)[ok], 100 * run.test_accuracy[ok], "-o", color=color, markersize=3,
                 linewidth=1.2, label=f"{label}: test accuracy")
         drawn += 1
-    _x_axis(ax, x, wall_max)
+    _x_axis(ax, x, wall_max, [label for label, run in runs_by_label if not run.has_elapsed() and run.has_accuracy()])
     ax.set_ylabel("test accuracy (%)")
     ax.grid(True, alpha=0.3)
     ax.set_title(title)
@@ -231,7 +308,7 @@ def plot_iteration_times(ax, run, title="Iteration time per iteration"):
     """The iteration times in order (for traces without losses)."""
     scale, unit = time_unit(run.duration_s)
     x = np.arange(1, run.iterations + 1)
-    ax.plot(x, run.duration_s * scale, linewidth=0.8, color="C0")
+    ax.plot(x, run.duration_s * scale, linewidth=0.8, color=scheme_color(run.kind))
     ax.set_xlabel("iteration")
     ax.set_ylabel(f"iteration time ({unit})")
     ax.grid(True, alpha=0.3)
@@ -377,7 +454,7 @@ def plot_cluster_stragglers(ax, run, fig=None, title="Stragglers per cluster"):
 
 def figure_cdf(selections, title="Iteration time CDF"):
     fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
-    series = [(label, np.concatenate([r.duration_s for r in runs])) for label, runs in selections if runs]
+    series = [(label, np.concatenate([r.duration_s for r in runs]), runs[0].kind) for label, runs in selections if runs]
     plot_cdf(ax, series, title)
     return fig
 
@@ -442,9 +519,10 @@ def figure_overview(label, run, pooled=None, note="", pooled_label=None):
         if kind == "top":
             top = gs[i, :].subgridspec(1, 2)
             if pooled is None:
-                plot_cdf(fig.add_subplot(top[0]), [(label, run.duration_s)])
+                plot_cdf(fig.add_subplot(top[0]), [(label, run.duration_s, run.kind)])
             else:
-                plot_cdf(fig.add_subplot(top[0]), [(pooled_label or label, pooled)], "Iteration time CDF (all trials)")
+                plot_cdf(fig.add_subplot(top[0]), [(pooled_label or label, pooled, run.kind)],
+                         "Iteration time CDF (all trials)")
             ax = fig.add_subplot(top[1])
             if run.has_losses():
                 plot_loss(ax, [(label, run)])
@@ -543,11 +621,11 @@ def report(results_dir, out_dir=None, gradcode=None, log=print):
         if t.kind == "train":
             (scheme, runs), = t.runs.items()
             run = runs[0]
-            name = label if label != str(rel) else f"{rel} ({scheme})"
+            name = label if label != str(rel) else run_name(str(rel.with_suffix("")), scheme)
             written.append(save(figure_overview(name, run), out_dir / f"{stem}.png"))
             entry["images"].append(written[-1].name)
             entry["rows"].append((scheme, summary_row(runs)))
-            all_cdf.append((name, run.duration_s))
+            all_cdf.append((name, run.duration_s, run.kind))
             if run.has_losses():
                 all_loss.append((name, run))
             if run.has_accuracy():
@@ -567,7 +645,7 @@ def report(results_dir, out_dir=None, gradcode=None, log=print):
                 written.append(save(fig, out_dir / f"{stem}-{scheme}.png"))
                 entry["images"].append(written[-1].name)
                 entry["rows"].append((scheme, summary_row(runs)))
-                all_cdf.append((f"{label}: {scheme}", pooled))
+                all_cdf.append((f"{label}: {scheme}", pooled, runs[0].kind))
         if gradcode:
             txt = out_dir / f"{stem}.inspect.txt"
             res = subprocess.run([gradcode, "inspect", str(path)], capture_output=True, text=True)

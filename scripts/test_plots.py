@@ -18,7 +18,9 @@ import sys
 import tempfile
 import unittest
 
+import h5py
 import numpy as np
+from matplotlib.colors import to_hex, to_rgb
 from PIL import Image
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -240,6 +242,83 @@ class PlotsTest(unittest.TestCase):
         self.assertAlmostEqual(float(table["net-gc-dc.h5"]["best_test_accuracy"]), acc["best"], places=12)
         self.assertAlmostEqual(float(table["net-gc-dc.h5"]["final_test_accuracy"]), acc["final"], places=12)
         self.assertEqual(table["linear.h5"]["best_test_accuracy"], "")
+
+    def test_colours_follow_the_scheme_in_every_plot(self):
+        dc = plots.Trace(self.train["gc-dc"]).run()
+        sc = plots.Trace(self.train["gc-sc"]).run()
+        want = {"gc-dc": plots.SCHEME_COLORS["gc-dc"], "gc-sc": plots.SCHEME_COLORS["gc-sc"]}
+        # Whatever the order of the runs, and in the loss and the CDF plots alike.
+        for order in ([("dc", dc), ("sc", sc)], [("sc", sc), ("dc", dc)]):
+            ax = plots.figure_loss(order).axes[0]
+            for line in ax.get_lines():
+                kind = "gc-dc" if line.get_label().startswith("dc") else "gc-sc"
+                self.assertEqual(to_hex(line.get_color()), want[kind].lower(), line.get_label())
+            ax = plots.figure_cdf([(label, [r]) for label, r in order]).axes[0]
+            for line in ax.get_lines():
+                kind = "gc-dc" if line.get_label().startswith("dc") else "gc-sc"
+                self.assertEqual(to_hex(line.get_color()), want[kind].lower(), line.get_label())
+        # A simulation's schemes by their kind (gc is gc-cyclic's name in the paper figures).
+        sel = plots.load_selection(str(self.sim))
+        ax = plots.figure_cdf(sel).axes[0]
+        colours = {line.get_label().split(":")[0]: to_hex(line.get_color()) for line in ax.get_lines()}
+        self.assertEqual(colours, {k: plots.SCHEME_COLORS[k].lower() for k in ("gc", "gc-sc", "gc-dc")})
+        # Two runs of one scheme in a plot: shades of its colour, told apart.
+        ax = plots.figure_loss([("a", dc), ("b", dc)]).axes[0]
+        a, b = (to_rgb(line.get_color()) for line in ax.get_lines()[::2])
+        self.assertEqual(to_hex(a), want["gc-dc"].lower())
+        self.assertNotEqual(a, b)
+        self.assertTrue(np.allclose(np.array(b), 0.78 * np.array(a), atol=1e-12), "a darker shade of it")
+        # Every registered scheme kind (reference.toml lists them) has its own colour.
+        ref = (HERE.parent / "configs" / "reference.toml").read_text()
+        kinds = next(line for line in ref.splitlines() if line.startswith("kind = \"gc-cyclic\""))
+        kinds = [k.strip() for k in kinds.split("#", 1)[1].split("|")]
+        self.assertEqual(len(kinds), 10, kinds)
+        self.assertTrue(set(kinds) <= set(plots.SCHEME_COLORS), set(kinds) - set(plots.SCHEME_COLORS))
+        self.assertEqual(len({plots.SCHEME_COLORS[k] for k in kinds}), len(kinds), "no two kinds share a colour")
+        # A kind outside the table: a fixed colour of its own, the same in every call.
+        self.assertEqual(plots.scheme_color("my-scheme"), plots.scheme_color("my-scheme"))
+        self.assertNotIn(plots.scheme_color("my-scheme"), plots.SCHEME_COLORS.values())
+
+    def test_legends_do_not_repeat_the_scheme(self):
+        for name, scheme, want in (
+            ("uncoded", "uncoded", "uncoded"),
+            ("gc-dc-20261126T190312Z", "gc-dc", "gc-dc-20261126T190312Z"),
+            ("gc-dc-20261126T190312Z-2", "gc-dc", "gc-dc-20261126T190312Z-2"),
+            ("gc-dc-run", "gc-dc", "gc-dc-run (gc-dc)"),
+            ("gc-dc-20261126T190312Z", "gc", "gc-dc-20261126T190312Z (gc)"),
+            ("run", "gc-sc", "run (gc-sc)"),
+        ):
+            self.assertEqual(plots.run_name(name, scheme), want)
+        cfg = self.tmp / "uncoded.toml"
+        cfg.write_text(GE.format(kind="uncoded", seed=7, iterations=30))
+        path = self.tmp / "legend" / "uncoded.h5"
+        path.parent.mkdir(exist_ok=True)
+        r = run(SYNTHETIC, path, cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (label, runs), = plots.load_selection(str(path))
+        self.assertEqual(label, "uncoded")
+        ax = plots.figure_loss([(label, runs[0])]).axes[0]
+        self.assertEqual([t.get_text() for t in ax.get_legend().get_texts()], ["uncoded: train", "uncoded: test"])
+        self.assertEqual(to_hex(ax.get_lines()[0].get_color()), plots.SCHEME_COLORS["uncoded"].lower())
+
+    def test_wall_clock_axes_are_the_elapsed_time_or_say_they_are_not(self):
+        dc = plots.Trace(self.train["gc-dc"]).run()
+        self.assertTrue(dc.has_elapsed())
+        ax = plots.figure_loss([("dc", dc)]).axes[0]
+        scale = 1.0 if "(s)" in ax.get_xlabel() else 1e3
+        ok = np.isfinite(dc.train_loss)
+        np.testing.assert_allclose(ax.get_lines()[0].get_xdata(), dc.elapsed_s[ok] * scale, rtol=1e-12)
+        self.assertNotIn("no elapsed_s", ax.get_xlabel())
+        old = self.tmp / "legend" / "old.h5"
+        old.parent.mkdir(exist_ok=True)
+        shutil.copy(self.train["gc-dc"], old)
+        with h5py.File(old, "r+") as f:
+            del f["iteration/elapsed_s"]
+        run_ = plots.Trace(old).run()
+        self.assertFalse(run_.has_elapsed())
+        ax = plots.figure_loss([("old", run_)]).axes[0]
+        self.assertIn("old: sum of iteration times (no elapsed_s recorded)", ax.get_xlabel())
+        np.testing.assert_allclose(ax.get_lines()[0].get_xdata(), np.cumsum(run_.duration_s)[ok] * scale, rtol=1e-12)
 
     def test_commands_write_pngs_and_reject_bad_input(self):
         out = self.tmp / "cmd"

@@ -345,3 +345,81 @@ fn of_two_runs_with_one_trace_the_second_is_refused_as_bad_input() {
     let data = gradcode::trace::read_trace(&trace, "/").unwrap();
     assert_eq!(data.records.len(), 200);
 }
+
+/// Runs given neither `--out` nor `output.trace` never collide (issue 25,
+/// item 6): each writes `results/<scheme>-<UTC stamp>.h5` below its working
+/// folder (`simulate-<stamp>` for a simulation), the next free `-2`, `-3`,
+/// ... when the second's name is taken, and says where at its end; an
+/// explicit `output.trace` that exists is refused as before.
+#[test]
+fn runs_without_a_trace_name_get_new_names_and_print_them() {
+    let (dir, config, _, _) = setup("names");
+    let c = config.to_str().unwrap();
+    let in_dir = |mpi: bool, args: &[&str]| -> Output {
+        let mut command = if mpi {
+            common::mpirun_command(3, args)
+        } else {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_gradcode"));
+            c.args(args);
+            c
+        };
+        let _one = common::one_at_a_time();
+        command.current_dir(&dir).output().unwrap()
+    };
+    let printed = |out: &Output, prefix: &str| -> PathBuf {
+        assert!(out.status.success(), "{}", common::stderr(out));
+        let text = common::stdout(out);
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in {text}"));
+        PathBuf::from(line.trim())
+    };
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let sim = printed(
+            &in_dir(false, &["simulate", "--config", c, "--out"]),
+            "trace written to ",
+        );
+        let train = printed(&in_dir(true, &["train", "--config", c]), "trace: ");
+        for (path, stem) in [(sim, "simulate-"), (train, "gc-cyclic-")] {
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            assert_eq!(path.parent(), Some(Path::new("results")), "{path:?}");
+            let stamp = name.strip_prefix(stem).unwrap_or_else(|| panic!("{name}"));
+            // 20261126T190312Z.h5, or with a suffix -2.h5.
+            assert_eq!(&stamp[8..9], "T", "{name}");
+            assert_eq!(&stamp[15..16], "Z", "{name}");
+            assert!(stamp[..8].bytes().all(|b| b.is_ascii_digit()), "{name}");
+            assert!(dir.join(&path).is_file(), "{path:?}");
+            assert!(!seen.contains(&path), "{path:?} written twice");
+            seen.push(path);
+        }
+    }
+    gradcode::trace::read_trace(&dir.join(&seen[1]), "/").unwrap();
+    // Every name of the next 60 seconds taken: the run takes its `-2`.
+    let now = std::time::SystemTime::now();
+    let taken: Vec<PathBuf> = (0..60)
+        .map(|s| {
+            let name =
+                gradcode::trace::default_trace_name("simulate", now + Duration::from_secs(s), &[]);
+            std::fs::write(dir.join(&name), "taken").unwrap();
+            name
+        })
+        .collect();
+    let next = printed(
+        &in_dir(false, &["simulate", "--config", c, "--out"]),
+        "trace written to ",
+    );
+    let base = next.to_str().unwrap().strip_suffix("-2.h5").unwrap();
+    assert!(
+        taken.contains(&PathBuf::from(format!("{base}.h5"))),
+        "{next:?}"
+    );
+    for t in &taken {
+        assert_eq!(std::fs::read(dir.join(t)).unwrap(), b"taken");
+    }
+    // An explicit output.trace: refused when it exists, as ever.
+    let explicit = format!("output.trace=\"{}\"", dir.join(&seen[1]).display());
+    let out = in_dir(true, &["train", "--config", c, "--set", &explicit]);
+    assert_rejected("explicit output.trace", &out, "output.trace", true);
+}

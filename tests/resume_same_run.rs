@@ -103,7 +103,10 @@ fn a_resume_that_would_be_another_run_is_refused_and_changes_nothing() {
         std::fs::read(&trace).unwrap() == before,
         "flipped labels: the trace changed"
     );
-    // The same data and an allowed key: the run goes on.
+    // The same data and an allowed key: the run goes on, its elapsed time
+    // continuing from the snapshot's (issue 25, item 6).
+    let earlier = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    assert_eq!(earlier.len(), 4);
     write_data(&data, false);
     let out = train(&[
         "train",
@@ -121,4 +124,37 @@ fn a_resume_that_would_be_another_run_is_refused_and_changes_nothing() {
         !err.contains("warning"),
         "no warnings from the stored config: {err}"
     );
+    let after = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    assert_eq!(after.len(), 6);
+    let elapsed: Vec<f64> = after.iter().map(|r| r.elapsed_s).collect();
+    for i in 0..4 {
+        assert_eq!(
+            elapsed[i].to_bits(),
+            earlier[i].elapsed_s.to_bits(),
+            "row {}",
+            i + 1
+        );
+    }
+    assert!(
+        elapsed.windows(2).all(|w| w[0] < w[1]) && elapsed[0] > 0.0,
+        "elapsed_s grows from the first iteration on, across the resume: {elapsed:?}"
+    );
+    // A trace without elapsed_s (an older gradcode's): the resume adds it,
+    // NaN throughout, never a clock restarted at 0.
+    hdf5::File::open_rw(&trace)
+        .unwrap()
+        .unlink("iteration/elapsed_s")
+        .unwrap();
+    let out = train(&[
+        "train",
+        "--resume",
+        t,
+        "--set",
+        "train.iterations=8",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let after = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    assert_eq!(after.len(), 8);
+    assert!(after.iter().all(|r| r.elapsed_s.is_nan()), "{after:?}");
 }

@@ -70,6 +70,7 @@ fn same(a: &IterationRecord, b: &IterationRecord) -> bool {
         && f(a.train_loss, b.train_loss)
         && f(a.test_loss, b.test_loss)
         && f(a.test_accuracy, b.test_accuracy)
+        && f(a.elapsed_s, b.elapsed_s)
         && a.finish_s.iter().zip(&b.finish_s).all(|(&x, &y)| f(x, y))
         && a.straggling == b.straggling
         && a.cluster == b.cluster
@@ -236,6 +237,7 @@ fn distinct_records(workers: usize, iterations: usize) -> Vec<IterationRecord> {
             let mut r = IterationRecord::new(workers);
             r.duration_s = 1.0 + x;
             r.decode_s = 2e-3 * (1.0 + x);
+            r.elapsed_s = 0.75 * (1.0 + x) * (2.0 + x);
             r.recovered_fraction = 1.0 / (2.0 + x);
             r.messages_used = 3 + i as u64;
             r.messages_received = 40 + 2 * i as u64;

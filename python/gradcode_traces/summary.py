@@ -70,8 +70,9 @@ def reach(run, loss=None, accuracy=None):
     """When one run first reached a target, as `gradcode inspect --target-loss LOSS` (the first
     recorded train loss <= LOSS) or `--target-accuracy ACCURACY` (the first recorded test accuracy
     >= ACCURACY); give one of the two. {target, evaluated, reached, iteration (1-based), value,
-    iterations_before, time_s (the finite duration_s of iterations 1..iteration summed)}; the
-    last four None when not reached (evaluated 0: nothing recorded)."""
+    iterations_before, time_s (the finite duration_s of iterations 1..iteration summed), elapsed_s
+    (elapsed_s at iteration; None when the trace does not record it)}; the last five None when not
+    reached (evaluated 0: nothing recorded)."""
     if (loss is None) == (accuracy is None):
         raise ValueError("reach: give one of loss= or accuracy=")
     values = run.train_loss if loss is not None else run.test_accuracy
@@ -80,12 +81,21 @@ def reach(run, loss=None, accuracy=None):
     ok = np.isfinite(v) & ((v <= target) if loss is not None else (v >= target))
     hits = np.flatnonzero(ok)
     out = {"target": target, "evaluated": int(np.isfinite(v).sum()), "reached": bool(len(hits)),
-           "iteration": None, "value": None, "iterations_before": None, "time_s": None}
+           "iteration": None, "value": None, "iterations_before": None, "time_s": None, "elapsed_s": None}
     if len(hits):
         i = int(hits[0])
+        elapsed = None if run.elapsed_s is None or not np.isfinite(run.elapsed_s[i]) else float(run.elapsed_s[i])
         out.update(iteration=i + 1, value=float(v[i]), iterations_before=i,
-                   time_s=float(_finite(run.duration_s[: i + 1]).sum()))
+                   time_s=float(_finite(run.duration_s[: i + 1]).sum()), elapsed_s=elapsed)
     return out
+
+
+def _last_elapsed(run):
+    """elapsed_s of the run's last iteration; None when not recorded (or not finite)."""
+    e = run.elapsed_s
+    if e is None or len(e) == 0 or not np.isfinite(e[-1]):
+        return None
+    return float(e[-1])
 
 
 def summarize(runs):
@@ -105,6 +115,7 @@ def summarize(runs):
     return {
         "iterations": int(sum(r.iterations for r in runs)),
         "total_time_s": float(_finite(durations).sum()),
+        "elapsed_s": _last_elapsed(runs[0]) if single else None,
         "iteration_time_s": distribution(durations),
         "decode_time_s": None if _pooled(runs, "decode_s") is None else distribution(_pooled(runs, "decode_s")),
         "recovered_fraction": recovered,

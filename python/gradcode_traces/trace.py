@@ -60,6 +60,15 @@ def check_schema(path, schema, version):
         raise TraceError(f"{path}: written by gradcode {version!r} without a trace_schema attribute: not a trace this package reads")
 
 
+def scheme_kind(config, name):
+    """The scheme.kind of the simulate.compare entry `name` of a resolved config (a name, or a table with
+    name and kind); the name itself when it is not such a table's."""
+    for e in ((config or {}).get("simulate") or {}).get("compare", []):
+        if isinstance(e, dict) and e.get("name") == name and "kind" in e:
+            return e["kind"]
+    return name
+
+
 def decode(value):
     """An HDF5 attribute or dataset element as plain Python: bytes and numpy
     strings to str, numpy scalars to int/float/bool, arrays to lists."""
@@ -88,18 +97,23 @@ class Run:
     The schema's datasets are also attributes (`duration_s`, `decode_s`,
     `recovered_fraction`, `messages_used`, `messages_received`,
     `stale_dropped`, `train_loss`, `test_loss`, `test_accuracy`,
-    `finish_s`, `straggling`, `cluster`, `used`, `overrun_s`), None when the
-    file lacks them (only `iteration/duration_s` is required;
+    `elapsed_s`, `finish_s`, `straggling`, `cluster`, `used`, `overrun_s`),
+    None when the file lacks them (only `iteration/duration_s` is required;
     `test_accuracy`, a network's share of test samples classified correctly,
-    is absent from traces older than it and NaN throughout for a linear model).
+    is absent from traces older than it and NaN throughout for a linear model;
+    `elapsed_s`, the seconds since the run started at the end of each
+    iteration, is absent from traces older than it).
     """
 
     ITERATION = ("duration_s", "decode_s", "recovered_fraction", "messages_used", "messages_received",
-                 "stale_dropped", "train_loss", "test_loss", "test_accuracy")
+                 "stale_dropped", "train_loss", "test_loss", "test_accuracy", "elapsed_s")
     WORKER = ("finish_s", "straggling", "cluster", "used", "overrun_s")
 
-    def __init__(self, group, where, label, scheme=None, trial=None, workers=None):
+    def __init__(self, group, where, label, scheme=None, trial=None, workers=None, kind=None):
+        # scheme: the root attribute (training) or the simulate.compare name (simulation);
+        # kind: its scheme.kind (`dc-r4` -> `gc-dc`), what plots colour by.
         self.label, self.scheme, self.trial = label, scheme, trial
+        self.kind = kind or scheme
         it, wk = group.get("iteration"), group.get("worker")
         if it is None or "duration_s" not in it:
             raise TraceError(f"{where}: no dataset iteration/duration_s, not a gradcode trace")
@@ -148,8 +162,16 @@ class Run:
     def iterations(self):
         return len(self.duration_s)
 
+    def has_elapsed(self):
+        """The trace records elapsed_s at every iteration (not a trace older than the dataset)."""
+        return self.elapsed_s is not None and bool(np.isfinite(self.elapsed_s).all())
+
     def wall_s(self):
-        """Wall-clock (or emulated) time at the end of each iteration: the running sum of duration_s."""
+        """Time at the end of each iteration: `elapsed_s` when recorded (a training run: the master's
+        wall clock, evaluation waits included; a simulation: model time); otherwise the running sum of
+        duration_s, which leaves evaluation waits out (see `has_elapsed`)."""
+        if self.has_elapsed():
+            return np.asarray(self.elapsed_s, dtype=float)
         return np.cumsum(np.nan_to_num(self.duration_s, nan=0.0))
 
     def has_losses(self):
@@ -284,7 +306,8 @@ class Trace:
                 if [k for k, _ in trials] != list(range(len(trials))):
                     raise TraceError(f"{path}: /sim/{name} has trials {[k for k, _ in trials]}, not 0..{len(trials) - 1}")
                 self.runs[name] = [
-                    Run(g[key], f"{path}:/sim/{name}/{key}", f"{name} trial {k}", name, k, self.workers)
+                    Run(g[key], f"{path}:/sim/{name}/{key}", f"{name} trial {k}", name, k, self.workers,
+                        scheme_kind(self.config, name))
                     for k, key in trials
                 ]
         elif "iteration" in f:

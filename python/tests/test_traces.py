@@ -100,6 +100,21 @@ class TracesTest(unittest.TestCase):
         shutil.copy(cls.train, cls.old)
         with h5py.File(cls.old, "r+") as f:
             del f["iteration/test_accuracy"]
+        # Two schemes, two seeds each (`gradcode compare` groups and pairs them), and one of them as a
+        # gradcode before /iteration/elapsed_s wrote it.
+        cls.cmp = []
+        for kind in ("uncoded", "gc-dc"):
+            for seed in (1, 2):
+                cfg = cls.tmp / f"cmp-{kind}-{seed}.toml"
+                cfg.write_text(GE.format(kind=kind, seed=seed, iterations=40))
+                path = cls.tmp / f"cmp-{kind}-{seed}.h5"
+                r = run(SYNTHETIC, path, cfg)
+                assert r.returncode == 0, r.stderr
+                cls.cmp.append(path)
+        cls.no_elapsed = cls.tmp / "no-elapsed.h5"
+        shutil.copy(cls.cmp[0], cls.no_elapsed)
+        with h5py.File(cls.no_elapsed, "r+") as f:
+            del f["iteration/elapsed_s"]
         # A real training run: /timing/, /model/theta and the provenance of the MPI runtime.
         cls.mpi = cls.tmp / "mpi.h5"
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -127,6 +142,7 @@ class TracesTest(unittest.TestCase):
         for key in ("iterations",):
             self.assertEqual(s[key], want[key], where)
         self.assert_close(s["total_time_s"], want["total_time_s"], where)
+        self.assert_close(s["elapsed_s"], want["elapsed_s"], f"{where}: elapsed_s")
         for block in ("iteration_time_s", "decode_time_s", "recovered_fraction", "train_loss", "test_loss",
                       "test_accuracy"):
             if want[block] is None:
@@ -261,6 +277,104 @@ class TracesTest(unittest.TestCase):
         self.assertEqual((got["reached"], got["evaluated"], got["iteration"]), (False, 0, None))
         with self.assertRaises(ValueError):
             gt.reach(r)
+
+    def test_elapsed_time_is_read_and_wall_s_falls_back_to_iteration_times(self):
+        r = gt.open_trace(self.mpi).run()
+        with h5py.File(self.mpi) as f:
+            np.testing.assert_array_equal(r.elapsed_s, f["iteration/elapsed_s"][...])
+        self.assertTrue(r.has_elapsed())
+        np.testing.assert_array_equal(r.wall_s(), r.elapsed_s)
+        self.assertTrue((np.diff(r.elapsed_s) > 0).all())
+        self.assertTrue((r.elapsed_s >= np.cumsum(r.duration_s)).all(), "waits and evaluation included")
+        old = gt.open_trace(self.no_elapsed).run()
+        self.assertIsNone(old.elapsed_s)
+        self.assertFalse(old.has_elapsed())
+        np.testing.assert_allclose(old.wall_s(), np.cumsum(old.duration_s), rtol=1e-12)
+        self.assertIsNone(gt.summarize(old)["elapsed_s"])
+        self.assertIsNone(inspect(self.no_elapsed)["summary"]["elapsed_s"])
+
+    def check_compare(self, df, want, where):
+        """gt.compare_traces's table against `gradcode compare --json`."""
+        self.assertEqual(list(df.columns), gt.speedup.COLUMNS)
+        self.assertEqual(df.attrs["baseline"], want["baseline"], where)
+        self.assertEqual(df.attrs["time_basis"], want["time_basis"], where)
+        self.assertEqual(df.attrs["time_basis_reason"], want["time_basis_reason"], where)
+        self.assertEqual(len(df), len(want["rows"]), where)
+        try:
+            import scipy  # noqa: F401
+            intervals = True
+        except ImportError:
+            intervals = False
+        for (_, got), row in zip(df.iterrows(), want["rows"]):
+            at = f"{where}: {row['label']}"
+            self.assertEqual((got["label"], got["scheme"], bool(got["baseline"]), got["runs"]),
+                             (row["label"], row["scheme"], row["baseline"], len(row["runs"])), at)
+            self.assertEqual(got["files"], ";".join(r["file"] for r in row["runs"]), at)
+            for key in ("iterations", "mean_s", "p50_s", "p99_s", "elapsed_s"):
+                self.assert_close(None if pd.isna(got[key]) else got[key], row[key], f"{at}: {key}")
+            sp = row["speedup"]
+            self.assert_close(got["speedup"], sp["value"], f"{at}: speedup")
+            if sp["ci95"] is None or not intervals:
+                self.assertTrue(pd.isna(got["speedup_low"]) and pd.isna(got["speedup_high"]), at)
+            else:
+                self.assertTrue(np.isclose(got["speedup_low"], sp["ci95"][0], rtol=1e-9), at)
+                self.assertTrue(np.isclose(got["speedup_high"], sp["ci95"][1], rtol=1e-9), at)
+            t = row.get("target_loss")
+            if t is None:
+                self.assertTrue(pd.isna(got["target_loss"]), at)
+                continue
+            self.assertEqual(got["loss_reached"], t["reached"], at)
+            for key, col in (("iterations", "loss_iteration"), ("time_s", "loss_time_s")):
+                self.assert_close(None if pd.isna(got[col]) else got[col], t[key], f"{at}: {col}")
+            self.assert_close(None if pd.isna(got["loss_speedup"]) else got["loss_speedup"],
+                              None if t["speedup"] is None else t["speedup"]["value"], f"{at}: loss_speedup")
+
+    def test_compare_traces_is_gradcode_compare(self):
+        loss = gt.open_trace(self.cmp[0]).run().train_loss
+        target = float(np.median(loss[np.isfinite(loss)]))
+        files = [str(p) for p in self.cmp]
+        cases = [
+            ("two seeds per scheme", files, {}),
+            ("with a target loss", files[2:] + files[:2], {"target_loss": target}),
+            ("gc-dc's seed 1 as the baseline", files, {"baseline": files[2]}),
+            ("unpaired", files[:3], {"target_loss": target}),
+            ("a trace without elapsed_s", [str(self.no_elapsed)] + files[2:], {"target_loss": target}),
+            ("a simulation", [str(self.sim)], {}),
+        ]
+        for where, paths, kw in cases:
+            args = [GRADCODE, "compare", "--json", *paths]
+            if "target_loss" in kw:
+                args.append(f"--target-loss={kw['target_loss']!r}")
+            if "baseline" in kw:
+                args += ["--baseline", kw["baseline"]]
+            out = run(*args)
+            self.assertEqual(out.returncode, 0, f"{where}: {out.stderr}")
+            want = json.loads(out.stdout)
+            df = gt.compare_traces(paths, **kw)
+            self.check_compare(df, want, where)
+        # Grouped and paired: the gc-dc row pairs seeds 1 and 2 with uncoded's.
+        want = json.loads(run(GRADCODE, "compare", "--json", *files).stdout)
+        self.assertEqual([len(r["runs"]) for r in want["rows"]], [2, 2])
+        self.assertEqual(want["rows"][1]["speedup"]["method"], "paired geometric mean")
+        # The CSV of the binary is the same table.
+        out_csv = self.tmp / "compare.csv"
+        r = run(GRADCODE, "compare", *files, f"--target-loss={target!r}", "--csv", out_csv)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        csv = pd.read_csv(out_csv, keep_default_na=True)
+        df = gt.compare_traces(files, target_loss=target)
+        self.assertEqual(list(csv.columns), list(df.columns))
+        for col in ("label", "scheme", "files", "runs", "loss_reached"):
+            self.assertEqual(list(csv[col]), list(df[col]), col)
+        for col in ("mean_s", "p50_s", "p99_s", "elapsed_s", "speedup", "loss_time_s", "loss_speedup"):
+            np.testing.assert_allclose(csv[col].to_numpy(dtype=float), df[col].to_numpy(dtype=float), rtol=1e-12,
+                                       err_msg=col)
+        # Bad input: errors naming the file.
+        with self.assertRaisesRegex(gt.TraceError, "given twice"):
+            gt.compare_traces([files[0], files[0]])
+        with self.assertRaisesRegex(gt.TraceError, "simulation trace"):
+            gt.compare_traces([files[0], str(self.sim)])
+        with self.assertRaisesRegex(ValueError, "names neither a trace nor a row"):
+            gt.compare_traces(files, baseline="gc")
 
     def test_compare_table_has_the_final_and_best_test_accuracy(self):
         table = gt.compare(self.accuracy_results).set_index("file")

@@ -10,7 +10,7 @@ use crate::trace::summary::Targets;
 
 /// The flags `--target-loss` (finite) and `--target-accuracy` (in (0, 1]),
 /// checked before the file is read.
-fn check_targets(targets: Targets) -> Result<(), InputError> {
+pub(super) fn check_targets(targets: Targets) -> Result<(), InputError> {
     if let Some(x) = targets.loss.filter(|x| !x.is_finite()) {
         return Err(InputError::value(
             "--target-loss",
@@ -154,6 +154,22 @@ pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
     }
 }
 
+/// An error reading the trace at `path`, naming the file (a file a
+/// running job holds open for writing says so).
+#[cfg(feature = "hdf5")]
+pub(super) fn read_error(path: &Path, e: crate::trace::TraceError) -> InputError {
+    if e.to_string().contains("unable to lock file") {
+        InputError::new(
+            path.display().to_string(),
+            "is locked by a process that has it open for writing (a running job?): \
+             inspect it when that ends, or read it as it is with HDF5_USE_FILE_LOCKING=FALSE \
+             in the environment",
+        )
+    } else {
+        InputError::new(path.display().to_string(), e)
+    }
+}
+
 #[cfg(feature = "hdf5")]
 mod imp {
     use std::path::Path;
@@ -166,18 +182,7 @@ mod imp {
     /// Read the trace through the guarded reader; every error names the file.
     pub(super) fn read(path: &Path, targets: Targets) -> Result<Report, InputError> {
         check_file(path)?;
-        Report::read_with(path, targets).map_err(|e| {
-            if e.to_string().contains("unable to lock file") {
-                InputError::new(
-                    path.display().to_string(),
-                    "is locked by a process that has it open for writing (a running job?): \
-                     inspect it when that ends, or read it as it is with HDF5_USE_FILE_LOCKING=FALSE \
-                     in the environment",
-                )
-            } else {
-                InputError::new(path.display().to_string(), e)
-            }
-        })
+        Report::read_with(path, targets).map_err(|e| super::read_error(path, e))
     }
 
     /// `x` with `digits` decimals, in scientific notation (as many
@@ -227,15 +232,25 @@ mod imp {
         let target = format!("{relation} {}", show(r.target));
         match (r.iteration, r.value, r.time_s) {
             (Some(i), Some(v), Some(t)) => format!(
-                "{target}: reached at iteration {i} (after {} iterations, {} of iteration time): {}",
+                "{target}: reached at iteration {i} (after {} iterations, {} of iteration time, {}): {}",
                 i - 1,
                 secs(t),
+                elapsed(r.elapsed_s),
                 show(v)
             ),
             _ if r.evaluated == 0 => {
                 format!("{target}: not recorded (no finite /iteration/{dataset})")
             }
             _ => format!("{target}: not reached ({} values recorded)", r.evaluated),
+        }
+    }
+
+    /// `1.250 s elapsed`, or that the trace does not record it (nothing
+    /// is made up from the iteration times, which leave out evaluation waits).
+    pub(super) fn elapsed(x: Option<f64>) -> String {
+        match x {
+            Some(x) => format!("{} elapsed", secs(x)),
+            None => "elapsed not recorded".to_string(),
         }
     }
 
@@ -258,11 +273,20 @@ mod imp {
         crate::outln!("{label:<22}{}", text.as_ref());
     }
 
-    /// The lines of a summary (one run, or one scheme pooled over trials).
-    fn print_summary(s: &Summary) {
+    /// The lines of a summary (one run, or one scheme `pooled` over trials).
+    fn print_summary(s: &Summary, pooled: bool) {
         line(
             "iterations",
-            format!("{} ({} in total)", s.iterations, secs(s.total_time_s)),
+            format!(
+                "{} ({} of iteration time, {})",
+                s.iterations,
+                secs(s.total_time_s),
+                if pooled {
+                    "pooled over trials".to_string()
+                } else {
+                    elapsed(s.elapsed_s)
+                }
+            ),
         );
         line("iteration time", dist(&s.iteration_time_s));
         line("decode time", dist(&s.decode_time_s));
@@ -505,7 +529,7 @@ mod imp {
                 }
                 crate::outln!();
                 if let Some(s) = &r.summary {
-                    print_summary(s);
+                    print_summary(s, false);
                 }
                 match &r.model {
                     Some(Some(m)) => line(
@@ -635,7 +659,7 @@ mod imp {
                 );
                 for s in schemes {
                     crate::outln!("\n== {}", s.name);
-                    print_summary(&s.summary);
+                    print_summary(&s.summary, true);
                 }
                 print_extras(r);
             }

@@ -1,11 +1,13 @@
-//! The command line: `check`, `explain`, `simulate`, `sweep`, `advise`, `train`, `inspect`.
+//! The command line: `check`, `explain`, `simulate`, `sweep`, `advise`, `train`, `inspect`,
+//! `compare`.
 //!
-//! Every subcommand but `inspect` takes `--config F` (the embedded demo when absent) and
+//! Every subcommand but `inspect` and `compare` takes `--config F` (the embedded demo when absent) and
 //! any number of `--set section.key=value`. Errors in input are
 //! [`InputError`]s: one line on stderr, exit status 2, nothing written.
 
 mod advise;
 mod check;
+mod compare;
 mod decoding;
 mod explain;
 mod explain_dc;
@@ -229,6 +231,34 @@ pub enum Command {
         )]
         target_accuracy: Option<f64>,
     },
+    /// Compare training traces (or simulation traces): iteration times,
+    /// elapsed time, time and iterations to a target, speedup over a
+    /// baseline (paired by seed across repeated runs).
+    Compare {
+        /// The traces (`train --out`, or `simulate --out`; not both kinds).
+        #[arg(value_name = "F.h5", required = true)]
+        files: Vec<PathBuf>,
+        /// The baseline: one of the traces (added when not among them) or a
+        /// row label (default: the first uncoded row, else the first row).
+        #[arg(long, value_name = "F.h5|LABEL")]
+        baseline: Option<String>,
+        /// The time and iterations until each run first recorded a train
+        /// loss at most LOSS, and the speedup to it.
+        #[arg(long, value_name = "LOSS", allow_negative_numbers = true)]
+        target_loss: Option<f64>,
+        /// The same for a test accuracy (a share, in (0, 1]) at least A.
+        #[arg(long, value_name = "A", allow_negative_numbers = true)]
+        target_accuracy: Option<f64>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write the table as CSV to OUT.
+        #[arg(long, value_name = "OUT.csv")]
+        csv: Option<PathBuf>,
+        /// Replace an existing --csv file.
+        #[arg(long, requires = "csv")]
+        force: bool,
+    },
 }
 
 /// Load the config of `args` through the loader ([`crate::setup::load`]: the
@@ -379,6 +409,25 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 accuracy: target_accuracy,
             },
         ),
+        Command::Compare {
+            files,
+            baseline,
+            target_loss,
+            target_accuracy,
+            json,
+            csv,
+            force,
+        } => compare::run(&compare::CompareFlags {
+            files,
+            baseline,
+            targets: crate::trace::summary::Targets {
+                loss: target_loss,
+                accuracy: target_accuracy,
+            },
+            json,
+            csv,
+            force,
+        }),
     }
 }
 

@@ -54,19 +54,19 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     let loaded = load(&args)?.loaded;
     let config = &loaded.config;
     let mut sim = Simulation::from_config(config)?;
-    let target = flags
+    let mut target = flags
         .out
         .as_ref()
         .map(|p| {
             let inputs = crate::trace::place::inputs_of(config, args.config.as_deref());
-            crate::trace::trace_path(config, p.as_deref(), flags.force, &inputs)
+            crate::trace::trace_path(config, p.as_deref(), flags.force, &inputs, "simulate")
         })
         .transpose()?;
-    let out_path: Option<PathBuf> = target.as_ref().map(|t| t.path.clone());
-    let mut trace = match &target {
+    let mut trace = match &mut target {
         Some(target) => Some(open_trace(&sim, config, target)?),
         None => None,
     };
+    let out_path: Option<PathBuf> = target.as_ref().map(|t| t.path.clone());
     print_warnings(&loaded);
     let started = Instant::now();
     let result = match trace.as_mut() {
@@ -75,6 +75,12 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     };
     if let Some(writer) = trace {
         close_trace(writer, result.as_ref().err())?;
+    }
+    if let (Err(_), Some(p)) = (&result, &out_path) {
+        crate::errln!(
+            "the trace {} records the iterations before the error",
+            p.display()
+        );
     }
     let report = result?;
     let elapsed = started.elapsed().as_secs_f64();
@@ -132,14 +138,16 @@ type Trace = crate::trace::SimTraceWriter;
 
 /// Create the trace file of `--out`; a path that cannot be created, or a
 /// file there that may not be replaced (no `--force`, or a process has it
-/// open), is bad input, and the file there is left untouched.
+/// open), is bad input, and the file there is left untouched. A name made
+/// for this run that another process took since it was checked is
+/// replaced by the next free one (`target.path` says which).
 #[cfg(feature = "hdf5")]
 fn open_trace(
     sim: &Simulation,
     config: &crate::config::Config,
-    target: &crate::trace::TracePath,
+    target: &mut crate::trace::TracePath,
 ) -> Result<Trace, InputError> {
-    use crate::trace::TraceMeta;
+    use crate::trace::{TraceError, TraceMeta};
     let names = sim.names();
     let meta = TraceMeta {
         scheme: names.join(","),
@@ -147,16 +155,29 @@ fn open_trace(
         config_toml: config.to_toml(),
         seed: config.seed,
     };
-    Trace::create_with(
-        &target.path,
-        &meta,
-        &names,
-        config.simulate.trials,
-        config.simulate.iterations,
-        config.straggler.time_unit_ms / 1000.0,
-        target.force,
-    )
-    .map_err(|e| InputError::new(target.field, e))
+    let mut tried = Vec::new();
+    loop {
+        let made = Trace::create_with(
+            &target.path,
+            &meta,
+            &names,
+            config.simulate.trials,
+            config.simulate.iterations,
+            config.straggler.time_unit_ms / 1000.0,
+            target.force,
+        );
+        match made {
+            Err(TraceError::Place(_)) if target.generated && tried.len() < 100 => {
+                tried.push(target.path.clone());
+                target.path = crate::trace::default_trace_name(
+                    "simulate",
+                    std::time::SystemTime::now(),
+                    &tried,
+                );
+            }
+            other => return other.map_err(|e| InputError::new(target.field, e)),
+        }
+    }
 }
 
 /// Close the trace, its status `completed`, or `failed` with the error.
@@ -187,7 +208,7 @@ impl crate::engine::Observer for Trace {
 fn open_trace(
     _sim: &Simulation,
     _config: &crate::config::Config,
-    target: &crate::trace::TracePath,
+    target: &mut crate::trace::TracePath,
 ) -> Result<Trace, InputError> {
     Err(InputError::value(
         target.field,

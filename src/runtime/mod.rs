@@ -358,7 +358,6 @@ fn run_rank(
                 ),
             );
         }
-        let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
         let end = match trace.as_mut() {
             Some(trace) => master.run(&mut [&mut progress, trace]),
             None => master.run(&mut [&mut progress]),
@@ -369,6 +368,9 @@ fn run_rank(
         if let Some(trace) = trace.as_mut() {
             trace.end(&result);
         }
+        // The path as created (a made name is final only then).
+        let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
+        let trace_opened = trace.as_ref().is_some_and(|t| t.opened());
         drop(trace);
         let outcome = result.and_then(|mut summary| {
             summary.trace = trace_file.clone();
@@ -381,6 +383,11 @@ fn run_rank(
                     "{}",
                     serde_json::to_string_pretty(&ended_early(e, trace_file.as_deref()))?
                 );
+            }
+            // Every run that wrote a trace says where (an input error,
+            // which leaves no trace, stays one line).
+            if let (Some(path), true) = (&trace_file, trace_opened) {
+                crate::errln!("trace: {path}");
             }
             if let Some(stop) = e.downcast_ref::<master::Interrupted>() {
                 crate::errln!("gradcode: {stop}");

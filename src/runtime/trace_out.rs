@@ -27,6 +27,8 @@ enum Plan {
     Create {
         meta: crate::trace::TraceMeta,
         force: bool,
+        /// The name was made for this run (see `TracePath::generated`).
+        generated: bool,
     },
     /// The trace of the run resumed, at the snapshot read when it was checked.
     Resume { snapshot: crate::trace::Snapshot },
@@ -34,6 +36,8 @@ enum Plan {
 
 pub struct TraceOut {
     path: PathBuf,
+    /// The file was created (or the resumed trace reopened) by this run.
+    opened: bool,
     #[cfg(feature = "hdf5")]
     plan: Option<Plan>,
     #[cfg(feature = "hdf5")]
@@ -77,8 +81,13 @@ impl TraceOut {
         #[cfg(feature = "hdf5")]
         {
             let inputs = crate::trace::place::inputs_of(config, options.config.as_deref());
-            let target =
-                crate::trace::trace_path(config, options.out.as_deref(), options.force, &inputs)?;
+            let target = crate::trace::trace_path(
+                config,
+                options.out.as_deref(),
+                options.force,
+                &inputs,
+                scheme.kind().name(),
+            )?;
             let meta = crate::trace::TraceMeta {
                 scheme: scheme.kind().name().to_string(),
                 workers: scheme.workers(),
@@ -87,9 +96,11 @@ impl TraceOut {
             };
             Ok(Some(Self {
                 path: target.path,
+                opened: false,
                 plan: Some(Plan::Create {
                     meta,
                     force: target.force,
+                    generated: target.generated,
                 }),
                 writer: None,
                 wait: None,
@@ -146,6 +157,7 @@ impl TraceOut {
             Ok((
                 Self {
                     path: path.to_path_buf(),
+                    opened: false,
                     plan: Some(Plan::Resume {
                         snapshot: snapshot.clone(),
                     }),
@@ -162,8 +174,15 @@ impl TraceOut {
         }
     }
 
+    /// The trace's path (a made name may change when the file is created,
+    /// if another run took it meanwhile: read it after the run).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this run created the file (or reopened the resumed trace).
+    pub fn opened(&self) -> bool {
+        self.opened
     }
 
     /// Say what `/iteration/train_loss` and `test_loss` hold for this run's
@@ -202,8 +221,30 @@ impl TraceOut {
         use crate::trace::TraceWriter;
         if let Some(plan) = self.plan.take() {
             let writer = match plan {
-                Plan::Create { meta, force } => {
-                    let mut writer = match TraceWriter::create_with(&self.path, &meta, force) {
+                Plan::Create {
+                    meta,
+                    force,
+                    generated,
+                } => {
+                    let mut tried = Vec::new();
+                    let made = loop {
+                        match TraceWriter::create_with(&self.path, &meta, force) {
+                            // A name made for this run, taken by another
+                            // since it was checked: the next free one.
+                            Err(crate::trace::TraceError::Place(_))
+                                if generated && tried.len() < 100 =>
+                            {
+                                tried.push(self.path.clone());
+                                self.path = crate::trace::default_trace_name(
+                                    &meta.scheme,
+                                    std::time::SystemTime::now(),
+                                    &tried,
+                                );
+                            }
+                            other => break other,
+                        }
+                    };
+                    let mut writer = match made {
                         Ok(writer) => writer,
                         // Checked free at the start, taken since (two runs
                         // with one --out): an input error, nothing replaced.
@@ -243,6 +284,7 @@ impl TraceOut {
                 writer.set_root_attr("losses", losses)?;
             }
             self.writer = Some(writer);
+            self.opened = true;
         }
         self.writer
             .as_mut()
@@ -308,6 +350,12 @@ fn carried_totals(path: &Path, upto: u64) -> Result<Carried, crate::trace::Trace
                 .filter(|&&o| o > 0.0)
                 .count() as u64
         }),
+        // The elapsed time at the snapshot (0 before any iteration); NaN
+        // when the trace did not record it (an older gradcode's).
+        elapsed_s: match n.checked_sub(1) {
+            None => 0.0,
+            Some(last) => columns.elapsed_s.as_ref().map_or(f64::NAN, |v| v[last]),
+        },
         timing: file.timing("/")?.unwrap_or_default(),
     })
 }

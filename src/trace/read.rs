@@ -42,15 +42,7 @@ use gradcode_core::record::{
 
 type Result<T> = std::result::Result<T, TraceError>;
 
-/// The two kinds of file the trace writers make.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TraceKind {
-    /// One run (`gradcode train --out`): `/iteration/`, `/worker/`, `/model/` at the root.
-    Train,
-    /// `gradcode simulate --out`: `/sim/<scheme>/trial_<k>/`.
-    Simulation,
-}
+pub use super::TraceKind;
 
 /// The root attributes (each `None` when absent) and the kind of trace.
 #[derive(Debug, Clone, PartialEq)]

@@ -238,16 +238,27 @@ pub struct Reach {
     /// The iterations before `iteration` (`iteration` − 1).
     pub iterations_before: Option<usize>,
     /// The sum of the finite `/iteration/duration_s` of iterations 1 to
-    /// `iteration`, its own included: the wall-clock (or emulated) time
-    /// until the value was recorded.
+    /// `iteration`, its own included: the iteration time until the value
+    /// was recorded (evaluation waits excluded).
     pub time_s: Option<f64>,
+    /// `/iteration/elapsed_s` at `iteration`: the run's elapsed time when
+    /// the value was recorded, evaluation waits included; `None` when not
+    /// reached or when the trace does not record it (an older gradcode's).
+    pub elapsed_s: Option<f64>,
 }
 
 impl Reach {
     /// The first entry of `values` at or below (`at_least` false) or at or
     /// above (`at_least` true) `target`, with the time `durations` take up
-    /// to it. `values` `None`: the dataset is absent.
-    pub fn of(values: Option<&[f64]>, durations: &[f64], target: f64, at_least: bool) -> Self {
+    /// to it and the `elapsed` time there. `values` (`elapsed`) `None`: the
+    /// dataset is absent.
+    pub fn of(
+        values: Option<&[f64]>,
+        durations: &[f64],
+        elapsed: Option<&[f64]>,
+        target: f64,
+        at_least: bool,
+    ) -> Self {
         let values = values.unwrap_or_default();
         let hit = values
             .iter()
@@ -260,6 +271,9 @@ impl Reach {
             value: hit.map(|i| values[i]),
             iterations_before: hit,
             time_s: hit.map(|i| durations.iter().take(i + 1).filter(|x| x.is_finite()).sum()),
+            elapsed_s: hit
+                .and_then(|i| elapsed.and_then(|e| e.get(i)).copied())
+                .filter(|x| x.is_finite()),
         }
     }
 }
@@ -272,6 +286,12 @@ pub struct Summary {
     pub iterations: usize,
     /// Sum of the finite iteration times.
     pub total_time_s: f64,
+    /// `/iteration/elapsed_s` of the last iteration: the run's elapsed time
+    /// (training: the master's wall clock, evaluation waits included;
+    /// simulation: the model time of its iterations in seconds). Only for
+    /// one trace; `None` when pooled, when the trace does not record it (an
+    /// older gradcode's) or when the last value is not finite.
+    pub elapsed_s: Option<f64>,
     /// `/iteration/duration_s`.
     pub iteration_time_s: Option<Distribution>,
     /// `/iteration/decode_s` (NaN, not measured, in a simulation).
@@ -307,12 +327,19 @@ impl Summary {
     /// The summary of one trace with the times to `targets` (see [`Reach`]).
     pub fn with_targets(mut self, columns: &TraceColumns, targets: Targets) -> Self {
         let durations = columns.duration_s.as_deref().unwrap_or_default();
+        let elapsed = columns.elapsed_s.as_deref();
         self.target_loss = targets
             .loss
-            .map(|x| Reach::of(columns.train_loss.as_deref(), durations, x, false));
-        self.target_accuracy = targets
-            .accuracy
-            .map(|a| Reach::of(columns.test_accuracy.as_deref(), durations, a, true));
+            .map(|x| Reach::of(columns.train_loss.as_deref(), durations, elapsed, x, false));
+        self.target_accuracy = targets.accuracy.map(|a| {
+            Reach::of(
+                columns.test_accuracy.as_deref(),
+                durations,
+                elapsed,
+                a,
+                true,
+            )
+        });
         self
     }
 }
@@ -427,6 +454,16 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
     Summary {
         iterations,
         total_time_s: durations.iter().filter(|x| x.is_finite()).sum(),
+        elapsed_s: if single {
+            parts[0]
+                .elapsed_s
+                .as_deref()
+                .and_then(|e| e.last())
+                .copied()
+                .filter(|x| x.is_finite())
+        } else {
+            None
+        },
         iteration_time_s: Distribution::of(durations.iter().copied()),
         decode_time_s: pooled(parts, |p| p.decode_s.as_ref()).and_then(Distribution::of),
         recovered_fraction,
@@ -572,6 +609,8 @@ mod tests {
         for i in 0..4 {
             let mut r = IterationRecord::new(3);
             r.duration_s = (i + 1) as f64;
+            // The durations' running sum (1, 3, 6, 10) and waits of 0.5 each.
+            r.elapsed_s = [1.5, 4.0, 7.5, 12.0][i];
             r.decode_s = f64::NAN;
             r.recovered_fraction = if i == 1 { 0.5 } else { 1.0 };
             r.messages_received = 3;
@@ -599,6 +638,7 @@ mod tests {
         let s = summarize(&[&c]);
         assert_eq!(s.iterations, 4);
         assert_eq!(s.total_time_s, 10.0);
+        assert_eq!(s.elapsed_s, Some(12.0), "the last iteration's elapsed time");
         let t = s.iteration_time_s.unwrap();
         assert_eq!(
             (t.count, t.mean, t.p50, t.min, t.max),
@@ -690,20 +730,30 @@ mod tests {
             (true, Some(3), Some(2), Some(8.0))
         );
         assert_eq!((l.time_s, l.evaluated, l.target), (Some(6.0), 2, 9.0));
+        assert_eq!(l.elapsed_s, Some(7.5), "the elapsed time at iteration 3");
         let a = s.target_accuracy.unwrap();
         assert_eq!(
             (a.iteration, a.iterations_before, a.value, a.time_s),
             (Some(2), Some(1), Some(0.6), Some(3.0)),
             "at the target counts as reached"
         );
+        assert_eq!(a.elapsed_s, Some(4.0));
         // Equal to the loss target counts; beyond every value does not.
         let s = summarize(&[&c]).with_targets(&c, targets(10.0, 0.95));
         assert_eq!(s.target_loss.unwrap().iteration, Some(1));
         let a = s.target_accuracy.unwrap();
         assert_eq!(
-            (a.reached, a.iteration, a.time_s, a.evaluated),
-            (false, None, None, 2)
+            (a.reached, a.iteration, a.time_s, a.evaluated, a.elapsed_s),
+            (false, None, None, 2, None)
         );
+        // Without /iteration/elapsed_s (an older trace): no elapsed time, the
+        // iteration time unchanged.
+        let mut old = c.clone();
+        old.elapsed_s = None;
+        let s = summarize(&[&old]).with_targets(&old, targets(9.0, 0.6));
+        let l = s.target_loss.unwrap();
+        assert_eq!((l.time_s, l.elapsed_s), (Some(6.0), None));
+        assert_eq!(s.elapsed_s, None);
         // A NaN duration is left out of the time, as of total_time_s.
         c.duration_s = Some(vec![1.0, f64::NAN, 3.0, 4.0]);
         let l = summarize(&[&c])
@@ -730,6 +780,7 @@ mod tests {
         let s = summarize(&[&c, &c]);
         assert_eq!(s.iterations, 8);
         assert_eq!(s.total_time_s, 20.0);
+        assert_eq!(s.elapsed_s, None, "pooled: per trial only");
         assert_eq!(s.iteration_time_s.unwrap().count, 8);
         assert_eq!(
             s.stale_dropped,

@@ -381,6 +381,9 @@ trace_schema! {
     iteration test_accuracy: f64 = f64::NAN,
         unit "1", "share of the test samples classified correctly at the iteration's model (classifiers: model.kind a network), when test_loss is evaluated; NaN otherwise (and in simulation)",
         optional;
+    iteration elapsed_s: f64 = f64::NAN,
+        unit "s", "seconds since the run started, at the end of the iteration: train, the master's wall clock from the start of its first iteration (evaluation waits, the test evaluation and trace writing included; a resumed run continues from the elapsed at its snapshot, NaN after resuming a trace without this dataset); simulation, the running sum of duration_s (model time x straggler.time_unit_ms; no wall clock, no evaluation)",
+        optional;
     /// Per worker: arrival time of its last message received in time, NaN if none.
     worker finish_s: f64 = f64::NAN,
         unit "s", "column k = worker k+1: arrival of its last message received in time, NaN if none";

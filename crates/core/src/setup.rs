@@ -553,7 +553,8 @@ mod reference_tests {
 
     /// Keys of the sections besides `[scheme]` that have no default (absent
     /// from the serialised defaults).
-    const OPTIONAL: [&str; 5] = [
+    const OPTIONAL: [&str; 6] = [
+        "output.trace",
         "straggler.trace_file",
         "straggler.trace_columns",
         "simulate.baseline",

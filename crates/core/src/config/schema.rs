@@ -588,8 +588,12 @@ impl Default for TrainConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputConfig {
-    /// HDF5 trace written by `train` (and by `simulate --out` when given no path).
-    pub trace: String,
+    /// HDF5 trace written by `train` (and by `simulate --out` when given no
+    /// path). Unset (the default): a new name per run, decided by the
+    /// command (`results/<scheme>-<UTC time stamp>.h5`), so that runs never
+    /// collide.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     /// Plain progress line every this many iterations when stderr is not a terminal.
     pub progress_every: usize,
     /// Write a resumable snapshot (model, momentum, records) to the trace every this many iterations.
@@ -599,7 +603,7 @@ pub struct OutputConfig {
 impl Default for OutputConfig {
     fn default() -> Self {
         Self {
-            trace: "results/gradcode.h5".to_string(),
+            trace: None,
             progress_every: 10,
             snapshot_every: 10,
         }

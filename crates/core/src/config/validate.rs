@@ -387,7 +387,7 @@ fn validate_train(t: &TrainConfig) -> Result {
 }
 
 fn validate_output(o: &OutputConfig) -> Result {
-    if o.trace.trim().is_empty() {
+    if o.trace.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(InputError::value(
             "output.trace",
             "\"\"",

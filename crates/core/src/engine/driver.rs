@@ -61,6 +61,8 @@ pub struct Lane {
     totals: Totals,
     /// The totals a resumed run starts from (see [`Driver::carry_over`]).
     carried: Totals,
+    /// The elapsed time a resumed run starts from (0 for a new run).
+    carried_elapsed_s: f64,
 }
 
 /// What a resumed run carries over from the iterations before its start
@@ -76,6 +78,10 @@ pub struct Carried {
     pub overruns: u64,
     /// Sum of the recovered fractions.
     pub recovered: f64,
+    /// `/iteration/elapsed_s` of the last iteration before the resume: the
+    /// resumed run's elapsed time continues from it (NaN when the trace did
+    /// not record it: the resumed rows' elapsed is then NaN too, unknown).
+    pub elapsed_s: f64,
     /// The named timing events saved by the earlier part.
     pub timing: Vec<TimingEvent>,
 }
@@ -108,6 +114,7 @@ impl Lane {
             record,
             totals: Totals::default(),
             carried: Totals::default(),
+            carried_elapsed_s: 0.0,
         }
     }
 
@@ -193,6 +200,9 @@ pub struct Driver {
     report: RoundReport,
     order: Vec<usize>,
     combined: Vec<f64>,
+    /// When the current [`Driver::run`] started: the origin of the
+    /// `elapsed_s` of a round that measures wall time.
+    started: Instant,
 }
 
 impl Driver {
@@ -227,6 +237,7 @@ impl Driver {
             report: RoundReport::default(),
             order: Vec::new(),
             combined: Vec::new(),
+            started: Instant::now(),
         }
     }
 
@@ -261,6 +272,7 @@ impl Driver {
             "measured straggling infers the state of one lane's workers"
         );
         let started = Instant::now();
+        self.started = started;
         let first = iterations.start;
         for lane in &mut self.lanes {
             lane.totals = lane.carried.clone();
@@ -348,6 +360,7 @@ impl Driver {
             overruns: carried.overruns,
             recovered: carried.recovered,
         };
+        self.lanes[lane].carried_elapsed_s = carried.elapsed_s;
         self.timing.merge(&carried.timing);
     }
 
@@ -491,6 +504,7 @@ impl Driver {
             report,
             order,
             combined,
+            started,
             ..
         } = self;
         let lane = &mut lanes[index];
@@ -625,6 +639,15 @@ impl Driver {
         totals.stale_dropped += report.stale_dropped;
         totals.overruns += overruns;
         totals.recovered += record.recovered_fraction;
+        // The end of the iteration: the master's clock since the run started
+        // (evaluation waits and the test evaluation included), continuing a
+        // resumed run's; in simulation the model time of the iterations so
+        // far (in seconds), a trial's clock starting at 0.
+        record.elapsed_s = if measured {
+            lane.carried_elapsed_s + started.elapsed().as_secs_f64()
+        } else {
+            totals.duration_s
+        };
         log::debug!(
             "{}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
             crate::error::Iteration(t),
@@ -653,5 +676,142 @@ impl Driver {
             timing.add("observe (progress, trace)", start.elapsed().as_secs_f64());
         }
         Ok(RoundStatus::Completed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::{ObserverError, RoundError, SimulatedRound};
+    use crate::straggler::DelaySpec;
+    use std::time::Duration;
+
+    /// The simulated round as a round that measures wall time: each
+    /// iteration sleeps 2 ms and records 1 ms as its duration (less than
+    /// the wall clock, as a master's recorded time is).
+    struct Clocked(SimulatedRound);
+
+    impl Round for Clocked {
+        fn run(
+            &mut self,
+            task: &RoundTask<'_>,
+            rule: &mut StopRule<'_>,
+            report: &mut RoundReport,
+            timing: &mut Timing,
+        ) -> Result<RoundStatus, RoundError> {
+            std::thread::sleep(Duration::from_millis(2));
+            let status = self.0.run(task, rule, report, timing)?;
+            report.duration_s = 1e-3;
+            Ok(status)
+        }
+
+        fn measures_time(&self) -> bool {
+            true
+        }
+    }
+
+    /// (trial, duration_s, elapsed_s) of every iteration.
+    #[derive(Default)]
+    struct Clock(Vec<(u64, f64, f64)>);
+
+    impl Observer for Clock {
+        fn iteration(&mut self, e: &IterationEvent<'_>) -> Result<(), ObserverError> {
+            self.0
+                .push((e.trial, e.record.duration_s, e.record.elapsed_s));
+            Ok(())
+        }
+    }
+
+    fn driver(config: &Config) -> Driver {
+        let scheme = crate::coding::build(config).unwrap();
+        Driver::new(
+            vec![Lane::new(scheme, None)],
+            config.straggler.state_info,
+            config.straggler.time_unit_ms / 1000.0,
+            None,
+            false,
+        )
+    }
+
+    #[test]
+    fn a_simulations_elapsed_time_is_the_running_sum_of_its_iterations_per_trial() {
+        let config = Config::default();
+        let spec = DelaySpec::from_config(&config).unwrap();
+        let mut d = driver(&config);
+        let mut round = SimulatedRound::new(config.straggler.time_unit_ms / 1000.0);
+        let mut clock = Clock::default();
+        for trial in 0..2 {
+            let mut straggling = Straggling::Model(spec.model(trial));
+            d.run(&mut straggling, &mut round, 0..7, trial, &mut [&mut clock])
+                .unwrap();
+        }
+        assert_eq!(clock.0.len(), 14);
+        for trial in 0..2 {
+            let mut sum = 0.0;
+            for &(_, duration, elapsed) in clock.0.iter().filter(|r| r.0 == trial) {
+                assert!(duration > 0.0);
+                sum += duration;
+                assert_eq!(elapsed, sum, "trial {trial}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_measured_runs_elapsed_time_is_the_wall_clock_and_continues_a_resumed_ones() {
+        let config = Config::default();
+        let spec = DelaySpec::from_config(&config).unwrap();
+        for carried in [0.0, 100.0] {
+            let mut d = driver(&config);
+            d.carry_over(
+                0,
+                &Carried {
+                    elapsed_s: carried,
+                    ..Default::default()
+                },
+            );
+            let mut clock = Clock::default();
+            let start = Instant::now();
+            let mut straggling = Straggling::Model(spec.model(0));
+            d.run(
+                &mut straggling,
+                &mut Clocked(SimulatedRound::new(1e-3)),
+                3..9,
+                0,
+                &mut [&mut clock],
+            )
+            .unwrap();
+            let wall = start.elapsed().as_secs_f64();
+            assert_eq!(clock.0.len(), 6);
+            let mut before = carried;
+            for (i, &(_, duration, elapsed)) in clock.0.iter().enumerate() {
+                assert_eq!(duration, 1e-3);
+                // At least the 2 ms slept per iteration so far, at most the wall clock.
+                assert!(elapsed - carried >= 2e-3 * (i + 1) as f64, "{elapsed}");
+                assert!(elapsed - carried <= wall, "{elapsed} > {wall}");
+                assert!(elapsed > before);
+                before = elapsed;
+            }
+        }
+        // A resumed trace without elapsed times: NaN, never a clock from 0.
+        let mut d = driver(&config);
+        d.carry_over(
+            0,
+            &Carried {
+                elapsed_s: f64::NAN,
+                ..Default::default()
+            },
+        );
+        let mut clock = Clock::default();
+        let mut straggling = Straggling::Model(spec.model(0));
+        d.run(
+            &mut straggling,
+            &mut Clocked(SimulatedRound::new(1e-3)),
+            3..5,
+            0,
+            &mut [&mut clock],
+        )
+        .unwrap();
+        assert!(clock.0.iter().all(|r| r.2.is_nan()));
     }
 }

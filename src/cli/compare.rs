@@ -1,0 +1,1218 @@
+//! `gradcode compare A.h5 B.h5 ... [--baseline A.h5] [--target-loss X]
+//! [--target-accuracy A] [--json] [--csv OUT [--force]]`: the traces side
+//! by side, with the speedup of each over a baseline.
+//!
+//! A row is a scheme run once or several times: training traces whose
+//! resolved configs differ only in `seed` (and `[output]`) are one row, its
+//! runs told apart by seed; a simulation trace gives a row per scheme, its
+//! trials the runs (told apart by seed and trial). Per row: the runs, their
+//! iterations, the iteration time (mean, p50, p99 over every iteration of
+//! every run), the elapsed time (`/iteration/elapsed_s` of the last
+//! iteration, mean over the runs), and for `--target-loss` /
+//! `--target-accuracy` the iteration and time at which each run first
+//! recorded the target ([`crate::trace::summary::Reach`], the same as
+//! `inspect`'s), and the speedup over the baseline row:
+//!
+//! - speedup = baseline time / this time (> 1: faster than the baseline),
+//!   for the mean iteration time and for the time to the target;
+//! - rows whose runs have the baseline's seeds (two or more, the same set:
+//!   repeated seeds, or a simulation's trials on common random numbers)
+//!   are paired by seed: the geometric mean of the per-seed ratios, with a
+//!   95% Student t interval on their logarithms; other rows get the ratio
+//!   of the two rows' mean times, without an interval.
+//!
+//! The baseline row is `--baseline`'s (a trace given, which is added to the
+//! traces if it is not among them, or a row label), else the first row of
+//! an uncoded scheme, else the first row. The time to a target is the
+//! elapsed time when every trace records it (evaluation waits included),
+//! else the sum of the iteration times up to it, which the output says
+//! (with the file that lacks the elapsed time). Traces are opened as
+//! `inspect` opens them (the probe child first, [`crate::trace::probe`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::InputError;
+use crate::trace::summary::{Reach, Summary, Targets, TraceColumns, summarize};
+
+/// The flags of `compare`.
+#[derive(Debug, Clone, Default)]
+pub struct CompareFlags {
+    pub files: Vec<PathBuf>,
+    /// `--baseline`: a trace, or a row label.
+    pub baseline: Option<String>,
+    pub targets: Targets,
+    pub json: bool,
+    /// `--csv OUT`: the table as CSV, too.
+    pub csv: Option<PathBuf>,
+    /// `--force`: an existing `--csv` file may be replaced.
+    pub force: bool,
+}
+
+/// One run: a training trace, or one trial of a simulated scheme.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub file: String,
+    /// The root attribute `seed`.
+    pub seed: Option<u64>,
+    /// The trial of a simulated scheme.
+    pub trial: Option<usize>,
+    /// The scheme kind (`uncoded`, `gc-dc`, ...).
+    pub kind: String,
+    /// The label of its row before any disambiguation: the kind (a
+    /// training run) or the scheme's name in `simulate.compare`.
+    pub label: String,
+    /// What makes two runs repetitions of one another: the resolved config
+    /// without `seed` and `[output]` (`None`: unknown, a row of its own).
+    pub key: Option<toml::Table>,
+    /// The root attribute `status`.
+    pub status: Option<String>,
+    pub columns: TraceColumns,
+}
+
+/// The speedup of a row over the baseline row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Speedup {
+    /// Baseline time / this time.
+    pub value: f64,
+    /// The 95% interval of a paired speedup (`None`: not paired).
+    pub ci95: Option<[f64; 2]>,
+    /// `ratio` (one run each), `ratio of means` (unpaired runs) or
+    /// `paired geometric mean` (runs paired by seed).
+    pub method: &'static str,
+}
+
+/// A row's runs against a target (`--target-loss`, `--target-accuracy`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetRow {
+    pub target: f64,
+    /// Runs that recorded a value at or past the target.
+    pub reached: usize,
+    /// Mean over the runs of the 1-based iteration at which the target was
+    /// first recorded (its own included); `None` unless every run reached it.
+    pub iterations: Option<f64>,
+    /// Mean over the runs of the time until then (see
+    /// [`Comparison::time_basis`]); `None` unless every run reached it.
+    pub time_s: Option<f64>,
+    /// Of `time_s`; `None` when this row or the baseline has a run that did
+    /// not reach the target.
+    pub speedup: Option<Speedup>,
+}
+
+/// One run of a row, as the JSON lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOut {
+    pub file: String,
+    pub seed: Option<u64>,
+    /// The trial of a simulated scheme (absent for a training run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trial: Option<usize>,
+    pub status: Option<String>,
+    pub iterations: usize,
+    pub mean_s: Option<f64>,
+    pub elapsed_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_loss: Option<Reach>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_accuracy: Option<Reach>,
+}
+
+/// One row of the table: one scheme, one or more runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub scheme: String,
+    pub baseline: bool,
+    pub runs: Vec<RunOut>,
+    /// Mean over the runs.
+    pub iterations: f64,
+    /// Over every iteration of every run (`None`: no finite iteration time).
+    pub mean_s: Option<f64>,
+    pub p50_s: Option<f64>,
+    pub p99_s: Option<f64>,
+    /// Mean over the runs of `/iteration/elapsed_s` at their last iteration
+    /// (`None` when a run does not record it).
+    pub elapsed_s: Option<f64>,
+    /// Of the mean iteration time.
+    pub speedup: Option<Speedup>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_loss: Option<TargetRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_accuracy: Option<TargetRow>,
+}
+
+/// What `compare --json` prints (keys in docs/json.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// `train` or `simulation`: the traces are all of one kind.
+    pub kind: crate::trace::TraceKind,
+    /// Every time is in seconds.
+    pub unit: &'static str,
+    /// The label of the baseline row.
+    pub baseline: String,
+    /// What the time to a target is: `elapsed` (`/iteration/elapsed_s`) or
+    /// `iteration time` (the sum of `/iteration/duration_s`, evaluation
+    /// waits excluded, when some trace lacks the elapsed time).
+    pub time_basis: &'static str,
+    /// Why the time basis is `iteration time` (the file without elapsed times).
+    pub time_basis_reason: Option<String>,
+    pub rows: Vec<Row>,
+}
+
+/// The baseline of a comparison (`--baseline`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum BaselineChoice {
+    /// The first uncoded row, else the first row.
+    Default,
+    /// The row of the run of this file (as given in `Member::file`).
+    File(String),
+    /// The row with this label.
+    Label(String),
+}
+
+/// `(seed, trial)`: what pairs a run with the baseline's.
+type PairKey = (Option<u64>, Option<usize>);
+
+/// The speedup `baseline / this` of paired or unpaired runs (see the
+/// module): `None` when a time is missing, not finite or not positive.
+pub fn speedup(
+    baseline: &[(PairKey, Option<f64>)],
+    this: &[(PairKey, Option<f64>)],
+) -> Option<Speedup> {
+    let times = |runs: &[(PairKey, Option<f64>)]| -> Option<Vec<(PairKey, f64)>> {
+        runs.iter()
+            .map(|(k, t)| t.filter(|t| t.is_finite() && *t > 0.0).map(|t| (*k, t)))
+            .collect()
+    };
+    let (b, a) = (times(baseline)?, times(this)?);
+    if b.is_empty() || a.is_empty() {
+        return None;
+    }
+    if a.len() == 1 && b.len() == 1 {
+        return Some(Speedup {
+            value: b[0].1 / a[0].1,
+            ci95: None,
+            method: "ratio",
+        });
+    }
+    let keys = |runs: &[(PairKey, f64)]| -> Option<BTreeMap<(u64, Option<usize>), f64>> {
+        let mut map = BTreeMap::new();
+        for ((seed, trial), t) in runs {
+            if map.insert(((*seed)?, *trial), *t).is_some() {
+                return None;
+            }
+        }
+        Some(map)
+    };
+    let paired = match (keys(&b), keys(&a)) {
+        (Some(kb), Some(ka)) if kb.len() >= 2 && kb.keys().eq(ka.keys()) => Some((kb, ka)),
+        _ => None,
+    };
+    match paired {
+        Some((kb, ka)) => {
+            let logs: Vec<f64> = kb
+                .values()
+                .zip(ka.values())
+                .map(|(tb, ta)| (tb / ta).ln())
+                .collect();
+            let n = logs.len() as f64;
+            let mean = logs.iter().sum::<f64>() / n;
+            let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            let half = crate::stats::student_t_quantile(0.975, n - 1.0) * (var / n).sqrt();
+            Some(Speedup {
+                value: mean.exp(),
+                ci95: Some([(mean - half).exp(), (mean + half).exp()]),
+                method: "paired geometric mean",
+            })
+        }
+        None => {
+            let mean =
+                |runs: &[(PairKey, f64)]| runs.iter().map(|r| r.1).sum::<f64>() / runs.len() as f64;
+            Some(Speedup {
+                value: mean(&b) / mean(&a),
+                ci95: None,
+                method: "ratio of means",
+            })
+        }
+    }
+}
+
+/// A config as dotted keys and their values, for telling rows apart.
+fn flatten(table: &toml::Table, prefix: &str, out: &mut BTreeMap<String, String>) {
+    for (k, v) in table {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(t) => flatten(t, &key, out),
+            other => {
+                out.insert(key, other.to_string());
+            }
+        }
+    }
+}
+
+/// The resolved config `text` without what differs between repetitions of
+/// one run: `seed` and `[output]`; `None` when it does not parse.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+pub fn repetition_key(text: Option<&str>) -> Option<toml::Table> {
+    let mut table: toml::Table = toml::from_str(text?).ok()?;
+    table.remove("seed");
+    table.remove("output");
+    Some(table)
+}
+
+/// The runs grouped into rows (in the order of their first run), labelled:
+/// rows that share a label get the config keys that tell them apart.
+fn group(members: &[Member]) -> Vec<(String, Vec<usize>)> {
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        let same = |r: &Vec<usize>| {
+            let first = &members[r[0]];
+            first.label == m.label && first.key.is_some() && first.key == m.key
+        };
+        match rows.iter_mut().find(|r| same(r)) {
+            Some(r) => r.push(i),
+            None => rows.push(vec![i]),
+        }
+    }
+    let flat: Vec<BTreeMap<String, String>> = rows
+        .iter()
+        .map(|r| {
+            let mut out = BTreeMap::new();
+            if let Some(key) = &members[r[0]].key {
+                flatten(key, "", &mut out);
+            }
+            out
+        })
+        .collect();
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let label = &members[r[0]].label;
+            let twins: Vec<usize> = (0..rows.len())
+                .filter(|&j| j != i && members[rows[j][0]].label == *label)
+                .collect();
+            if twins.is_empty() {
+                return (label.clone(), r.clone());
+            }
+            // The keys whose values differ from a twin's, `scheme.` first.
+            let mut differing: Vec<&String> = flat[i]
+                .iter()
+                .filter(|(k, v)| twins.iter().any(|&j| flat[j].get(*k) != Some(*v)))
+                .map(|(k, _)| k)
+                .collect();
+            differing.sort_by_key(|k| (!k.starts_with("scheme."), (*k).clone()));
+            let shown: Vec<String> = differing
+                .iter()
+                .take(3)
+                .map(|k| format!("{k}={}", flat[i][*k]))
+                .collect();
+            let text = if shown.is_empty() {
+                format!("{label} ({})", members[r[0]].file)
+            } else if differing.len() > 3 {
+                format!("{label} ({}, ...)", shown.join(", "))
+            } else {
+                format!("{label} ({})", shown.join(", "))
+            };
+            (text, r.clone())
+        })
+        .collect()
+}
+
+/// The comparison of `members` (see the module); `Err` (in words, for
+/// `--baseline`) when the baseline names no row.
+pub fn compare(
+    kind: crate::trace::TraceKind,
+    members: &[Member],
+    baseline: &BaselineChoice,
+    targets: Targets,
+) -> Result<Comparison, String> {
+    let rows = group(members);
+    let base = match baseline {
+        BaselineChoice::Default => rows
+            .iter()
+            .position(|(_, r)| r.iter().any(|&i| members[i].kind == "uncoded"))
+            .unwrap_or(0),
+        BaselineChoice::File(file) => rows
+            .iter()
+            .position(|(_, r)| r.iter().any(|&i| members[i].file == *file))
+            .ok_or_else(|| format!("{file} is not one of the traces"))?,
+        BaselineChoice::Label(label) => {
+            rows.iter().position(|(l, _)| l == label).ok_or_else(|| {
+                format!(
+                    "names neither a trace nor a row (rows: {})",
+                    rows.iter()
+                        .map(|(l, _)| l.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?
+        }
+    };
+    // Every run's summary with the targets: inspect's.
+    let summaries: Vec<Summary> = members
+        .iter()
+        .map(|m| summarize(&[&m.columns]).with_targets(&m.columns, targets))
+        .collect();
+    let lacking = members
+        .iter()
+        .zip(&summaries)
+        .find(|(_, s)| s.elapsed_s.is_none() && s.iterations > 0)
+        .map(|(m, _)| m.file.clone());
+    let elapsed_basis = lacking.is_none();
+    let pair = |i: usize| (members[i].seed, members[i].trial);
+    let mean_of = |i: usize| summaries[i].iteration_time_s.as_ref().map(|d| d.mean);
+    let reach_time = |r: &Reach| if elapsed_basis { r.elapsed_s } else { r.time_s };
+    let target_times = |runs: &[usize], loss: bool| -> Vec<(PairKey, Option<f64>)> {
+        runs.iter()
+            .map(|&i| {
+                let reach = if loss {
+                    &summaries[i].target_loss
+                } else {
+                    &summaries[i].target_accuracy
+                };
+                (pair(i), reach.as_ref().and_then(reach_time))
+            })
+            .collect()
+    };
+    let base_runs = &rows[base].1;
+    let base_means: Vec<(PairKey, Option<f64>)> =
+        base_runs.iter().map(|&i| (pair(i), mean_of(i))).collect();
+    let target_row = |runs: &[usize], loss: bool, target: f64| -> TargetRow {
+        let reaches: Vec<&Reach> = runs
+            .iter()
+            .filter_map(|&i| {
+                if loss {
+                    summaries[i].target_loss.as_ref()
+                } else {
+                    summaries[i].target_accuracy.as_ref()
+                }
+            })
+            .collect();
+        let reached = reaches.iter().filter(|r| r.reached).count();
+        let all = reached == runs.len() && !runs.is_empty();
+        let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
+        let times = target_times(runs, loss);
+        TargetRow {
+            target,
+            reached,
+            iterations: all.then(|| {
+                mean(
+                    reaches
+                        .iter()
+                        .map(|r| r.iteration.unwrap_or(0) as f64)
+                        .collect(),
+                )
+            }),
+            time_s: times
+                .iter()
+                .map(|(_, t)| *t)
+                .collect::<Option<Vec<f64>>>()
+                .filter(|t| all && !t.is_empty())
+                .map(mean),
+            speedup: speedup(&target_times(base_runs, loss), &times),
+        }
+    };
+    let out_rows = rows
+        .iter()
+        .enumerate()
+        .map(|(r, (label, runs))| {
+            let parts: Vec<&TraceColumns> = runs.iter().map(|&i| &members[i].columns).collect();
+            let pooled = summarize(&parts);
+            let elapsed: Option<Vec<f64>> = runs.iter().map(|&i| summaries[i].elapsed_s).collect();
+            let n = runs.len() as f64;
+            Row {
+                label: label.clone(),
+                scheme: members[runs[0]].kind.clone(),
+                baseline: r == base,
+                runs: runs
+                    .iter()
+                    .map(|&i| RunOut {
+                        file: members[i].file.clone(),
+                        seed: members[i].seed,
+                        trial: members[i].trial,
+                        status: members[i].status.clone(),
+                        iterations: summaries[i].iterations,
+                        mean_s: mean_of(i),
+                        elapsed_s: summaries[i].elapsed_s,
+                        target_loss: summaries[i].target_loss.clone(),
+                        target_accuracy: summaries[i].target_accuracy.clone(),
+                    })
+                    .collect(),
+                iterations: runs
+                    .iter()
+                    .map(|&i| summaries[i].iterations as f64)
+                    .sum::<f64>()
+                    / n,
+                mean_s: pooled.iteration_time_s.as_ref().map(|d| d.mean),
+                p50_s: pooled.iteration_time_s.as_ref().map(|d| d.p50),
+                p99_s: pooled.iteration_time_s.as_ref().map(|d| d.p99),
+                elapsed_s: elapsed.map(|e| e.iter().sum::<f64>() / n),
+                speedup: speedup(
+                    &base_means,
+                    &runs
+                        .iter()
+                        .map(|&i| (pair(i), mean_of(i)))
+                        .collect::<Vec<_>>(),
+                ),
+                target_loss: targets.loss.map(|x| target_row(runs, true, x)),
+                target_accuracy: targets.accuracy.map(|a| target_row(runs, false, a)),
+            }
+        })
+        .collect();
+    Ok(Comparison {
+        kind,
+        unit: "s",
+        baseline: rows[base].0.clone(),
+        time_basis: if elapsed_basis {
+            "elapsed"
+        } else {
+            "iteration time"
+        },
+        time_basis_reason: lacking.map(|f| {
+            format!("{f} does not record /iteration/elapsed_s (a trace of an older gradcode)")
+        }),
+        rows: out_rows,
+    })
+}
+
+/// A number with 4 significant digits, scientific beyond 1e6 or below 1e-4.
+fn sig(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() {
+        format!("{x}")
+    } else if a == 0.0 {
+        "0".to_string()
+    } else if !(1e-4..1e6).contains(&a) {
+        format!("{x:.3e}")
+    } else {
+        let decimals = (3 - a.log10().floor() as i32).max(0) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), sig)
+}
+
+/// A count, or a mean of counts: whole when it is, else 4 significant digits.
+fn count(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        sig(x)
+    }
+}
+
+fn speedup_text(s: &Option<Speedup>, baseline: bool) -> String {
+    match s {
+        _ if baseline => "1 (baseline)".to_string(),
+        None => "-".to_string(),
+        Some(Speedup {
+            value,
+            ci95: Some([lo, hi]),
+            ..
+        }) => format!("{} [{}, {}]", sig(*value), sig(*lo), sig(*hi)),
+        Some(s) => sig(s.value),
+    }
+}
+
+/// The text table (units stated) and its notes.
+pub fn text(c: &Comparison) -> String {
+    let mut out = String::new();
+    let runs: usize = c.rows.iter().map(|r| r.runs.len()).sum();
+    let what = match c.kind {
+        crate::trace::TraceKind::Train => "training",
+        crate::trace::TraceKind::Simulation => "simulated",
+    };
+    out += &format!(
+        "gradcode compare: {runs} {what} run(s) in {} row(s); baseline {}\n",
+        c.rows.len(),
+        c.baseline
+    );
+    out += match c.kind {
+        crate::trace::TraceKind::Train => {
+            "times in seconds: iteration times as recorded (duration_s); elapsed = the master's wall clock from the start of the first iteration to the end of the last (evaluation waits included)\n"
+        }
+        crate::trace::TraceKind::Simulation => {
+            "times in seconds of model time (model time x straggler.time_unit_ms, not measured); elapsed = the sum of a trial's iteration times\n"
+        }
+    };
+    out += "\n";
+    let head = format!(
+        "{:<24} {:>5} {:>10} {:>10} {:>10} {:>10} {:>12}  {}\n",
+        "scheme",
+        "runs",
+        "iterations",
+        "mean (s)",
+        "p50 (s)",
+        "p99 (s)",
+        "elapsed (s)",
+        "speedup (mean iteration)"
+    );
+    out += &head;
+    for r in &c.rows {
+        out += &format!(
+            "{:<24} {:>5} {:>10} {:>10} {:>10} {:>10} {:>12}  {}\n",
+            r.label,
+            r.runs.len(),
+            count(r.iterations),
+            opt(r.mean_s),
+            opt(r.p50_s),
+            opt(r.p99_s),
+            r.elapsed_s.map_or("not recorded".to_string(), sig),
+            speedup_text(&r.speedup, r.baseline)
+        );
+    }
+    for (loss, title) in [(true, "train loss ≤"), (false, "test accuracy ≥")] {
+        let target = |r: &Row| {
+            if loss {
+                r.target_loss.clone()
+            } else {
+                r.target_accuracy.clone()
+            }
+        };
+        let Some(first) = c.rows.first().and_then(target) else {
+            continue;
+        };
+        out += &format!(
+            "\ntarget {title} {} (time: {}):\n",
+            first.target,
+            if c.time_basis == "elapsed" {
+                "elapsed"
+            } else {
+                "sum of iteration times, evaluation waits excluded"
+            }
+        );
+        out += &format!(
+            "{:<24} {:>8} {:>10} {:>10}  {}\n",
+            "scheme", "reached", "iteration", "time (s)", "speedup (time to target)"
+        );
+        for r in &c.rows {
+            let t = target(r).expect("every row has the target");
+            out += &format!(
+                "{:<24} {:>8} {:>10} {:>10}  {}\n",
+                r.label,
+                format!("{}/{}", t.reached, r.runs.len()),
+                t.iterations.map_or("-".to_string(), count),
+                opt(t.time_s),
+                speedup_text(&t.speedup, r.baseline)
+            );
+        }
+    }
+    if let Some(why) = &c.time_basis_reason
+        && c.rows
+            .iter()
+            .any(|r| r.target_loss.is_some() || r.target_accuracy.is_some())
+    {
+        out += &format!("times to targets are iteration times: {why}\n");
+    }
+    out += "\nruns:\n";
+    for r in &c.rows {
+        let list: Vec<String> = r
+            .runs
+            .iter()
+            .map(|m| {
+                let mut s = m.file.clone();
+                let mut tags = Vec::new();
+                if let Some(t) = m.trial {
+                    tags.push(format!("trial {t}"));
+                }
+                if let Some(seed) = m.seed {
+                    tags.push(format!("seed {seed}"));
+                }
+                if let Some(st) = m.status.as_deref().filter(|s| *s != "completed") {
+                    tags.push(format!("status {st}"));
+                }
+                if m.elapsed_s.is_none() {
+                    tags.push("elapsed not recorded".to_string());
+                }
+                if !tags.is_empty() {
+                    s += &format!(" ({})", tags.join(", "));
+                }
+                s
+            })
+            .collect();
+        out += &format!("  {}: {}\n", r.label, list.join("; "));
+    }
+    out += "\nspeedup = baseline time / this time (> 1: faster than the baseline). Rows with the baseline's \
+            seeds (2 or more runs each) are paired by seed: geometric mean of the per-seed ratios [95% \
+            Student t interval]; other rows: the ratio of the two rows' mean times.\n";
+    out
+}
+
+/// An RFC 4180 cell: quoted when it holds a comma, a quote or a line break.
+fn cell(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// The columns of the CSV (docs/running.md).
+pub const CSV_COLUMNS: [&str; 24] = [
+    "label",
+    "scheme",
+    "baseline",
+    "runs",
+    "files",
+    "seeds",
+    "iterations",
+    "mean_s",
+    "p50_s",
+    "p99_s",
+    "elapsed_s",
+    "speedup",
+    "speedup_low",
+    "speedup_high",
+    "target_loss",
+    "loss_reached",
+    "loss_iteration",
+    "loss_time_s",
+    "loss_speedup",
+    "target_accuracy",
+    "accuracy_reached",
+    "accuracy_iteration",
+    "accuracy_time_s",
+    "accuracy_speedup",
+];
+
+/// The table as CSV: a header, then a row per row of the comparison; an
+/// empty cell is a value that does not exist (not recorded, not reached).
+pub fn csv(c: &Comparison) -> String {
+    let num = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x}"));
+    let mut out = CSV_COLUMNS.join(",") + "\n";
+    for r in &c.rows {
+        let s = r.speedup.as_ref();
+        let mut cells = vec![
+            cell(&r.label),
+            cell(&r.scheme),
+            r.baseline.to_string(),
+            r.runs.len().to_string(),
+            cell(
+                &r.runs
+                    .iter()
+                    .map(|m| m.file.as_str())
+                    .collect::<Vec<_>>()
+                    .join(";"),
+            ),
+            cell(
+                &r.runs
+                    .iter()
+                    .map(|m| m.seed.map_or(String::new(), |s| s.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(";"),
+            ),
+            format!("{}", r.iterations),
+            num(r.mean_s),
+            num(r.p50_s),
+            num(r.p99_s),
+            num(r.elapsed_s),
+            num(s.map(|s| s.value)),
+            num(s.and_then(|s| s.ci95).map(|c| c[0])),
+            num(s.and_then(|s| s.ci95).map(|c| c[1])),
+        ];
+        for t in [&r.target_loss, &r.target_accuracy] {
+            match t {
+                None => cells.extend(std::iter::repeat_n(String::new(), 5)),
+                Some(t) => cells.extend([
+                    format!("{}", t.target),
+                    t.reached.to_string(),
+                    num(t.iterations),
+                    num(t.time_s),
+                    num(t.speedup.as_ref().map(|s| s.value)),
+                ]),
+            }
+        }
+        out += &(cells.join(",") + "\n");
+    }
+    out
+}
+
+/// Run `compare`: every check first (flags, `--csv`, each trace read), then
+/// the output.
+pub(super) fn run(flags: &CompareFlags) -> anyhow::Result<()> {
+    super::inspect::check_targets(flags.targets)?;
+    let mut files = flags.files.clone();
+    let mut baseline = BaselineChoice::Default;
+    if let Some(b) = &flags.baseline {
+        let path = PathBuf::from(b);
+        let known = files.iter().find(|f| same_file(f, &path)).cloned();
+        match known {
+            Some(f) => baseline = BaselineChoice::File(f.display().to_string()),
+            None if path.exists() => {
+                files.insert(0, path.clone());
+                baseline = BaselineChoice::File(path.display().to_string());
+            }
+            None => baseline = BaselineChoice::Label(b.clone()),
+        }
+    }
+    for (i, f) in files.iter().enumerate() {
+        if files[..i].iter().any(|g| same_file(g, f)) {
+            return Err(InputError::new(
+                f.display().to_string(),
+                "is given twice: each trace is one run, compared once",
+            )
+            .into());
+        }
+    }
+    if let Some(out) = &flags.csv {
+        let inputs: Vec<crate::trace::place::Input> = files
+            .iter()
+            .map(|f| crate::trace::place::Input::new("trace", f))
+            .collect();
+        crate::trace::place::check_folder(out)
+            .and_then(|()| crate::trace::place::check_output(out, flags.force, &inputs))
+            .map_err(|e| InputError::new("--csv", e))?;
+    }
+    let (kind, members) = read_all(&files, flags.targets)?;
+    let comparison = compare(kind, &members, &baseline, flags.targets)
+        .map_err(|e| InputError::value("--baseline", flags.baseline.as_deref().unwrap_or(""), e))?;
+    if let Some(out) = &flags.csv {
+        crate::trace::place::write_whole(out, flags.force, csv(&comparison).as_bytes())
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
+    }
+    if flags.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        crate::outln!("{}", text(&comparison).trim_end());
+        if let Some(out) = &flags.csv {
+            crate::outln!("table written to {}", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// The same file: equal paths, or equal once canonical.
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn read_all(
+    files: &[PathBuf],
+    _targets: Targets,
+) -> Result<(crate::trace::TraceKind, Vec<Member>), InputError> {
+    Err(InputError::new(
+        files[0].display().to_string(),
+        "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
+    ))
+}
+
+/// Every trace read through the guarded reader after its probe, as runs;
+/// an error names the file (or the flag a simulation trace cannot answer).
+#[cfg(feature = "hdf5")]
+fn read_all(
+    files: &[PathBuf],
+    targets: Targets,
+) -> Result<(crate::trace::TraceKind, Vec<Member>), InputError> {
+    use crate::trace::{TraceFile, TraceKind};
+    let mut kind: Option<(TraceKind, String)> = None;
+    let mut members = Vec::new();
+    for path in files {
+        let name = path.display().to_string();
+        super::inspect::check_file(path)?;
+        let err = |e| super::inspect::read_error(path, e);
+        let file = TraceFile::open(path).map_err(err)?;
+        let root = file.root().map_err(err)?;
+        match &kind {
+            None => kind = Some((root.kind, name.clone())),
+            Some((k, first)) if *k != root.kind => {
+                let what = |k: TraceKind| match k {
+                    TraceKind::Train => "a training trace",
+                    TraceKind::Simulation => "a simulation trace",
+                };
+                return Err(InputError::new(
+                    &name,
+                    format!(
+                        "is {} and {first} {}: the times of a simulation are model time, not measured, so the two are not compared",
+                        what(root.kind),
+                        what(*k)
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        let key = repetition_key(root.config_toml.as_deref());
+        match root.kind {
+            TraceKind::Train => {
+                let columns = file.columns("/", root.workers).map_err(err)?;
+                let kind = root.scheme.clone().unwrap_or_else(|| "?".to_string());
+                members.push(Member {
+                    file: name.clone(),
+                    seed: root.seed,
+                    trial: None,
+                    label: kind.clone(),
+                    kind,
+                    key,
+                    status: root.status.clone(),
+                    columns,
+                });
+            }
+            TraceKind::Simulation => {
+                if targets.any() {
+                    let flag = if targets.loss.is_some() {
+                        "--target-loss"
+                    } else {
+                        "--target-accuracy"
+                    };
+                    return Err(InputError::new(
+                        flag,
+                        format!(
+                            "{name} is a simulation trace, which records no losses or accuracies: the flag reads training traces (train --out)"
+                        ),
+                    ));
+                }
+                for s in file.sim_schemes().map_err(err)? {
+                    let kind = sim_kind(key.as_ref(), &s.name);
+                    // The scheme's name is part of what makes runs repetitions.
+                    let mut scheme_key = key.clone();
+                    if let Some(k) = scheme_key.as_mut() {
+                        k.insert("compared_scheme".to_string(), s.name.clone().into());
+                    }
+                    for (trial, group) in &s.trial_groups {
+                        let columns = file.columns(group, root.workers).map_err(err)?;
+                        members.push(Member {
+                            file: name.clone(),
+                            seed: root.seed,
+                            trial: Some(*trial),
+                            kind: kind.clone(),
+                            label: s.name.clone(),
+                            key: scheme_key.clone(),
+                            status: root.status.clone(),
+                            columns,
+                        });
+                    }
+                }
+            }
+        }
+        if !members.iter().any(|m| m.file == name) {
+            return Err(InputError::new(
+                &name,
+                "holds no run (a simulation trace without trials)",
+            ));
+        }
+    }
+    let (kind, _) = kind.expect("at least one file");
+    Ok((kind, members))
+}
+
+/// The kind of the scheme `name` of a simulation's `simulate.compare` (a
+/// name, or a table with `name` and `kind`); the name when not found.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+fn sim_kind(config: Option<&toml::Table>, name: &str) -> String {
+    let entries = config
+        .and_then(|c| c.get("simulate"))
+        .and_then(|s| s.get("compare"))
+        .and_then(|c| c.as_array());
+    for e in entries.into_iter().flatten() {
+        if let Some(t) = e.as_table()
+            && t.get("name").and_then(|n| n.as_str()) == Some(name)
+            && let Some(kind) = t.get("kind").and_then(|k| k.as_str())
+        {
+            return kind.to_string();
+        }
+    }
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::IterationRecord;
+
+    fn k(seed: u64) -> PairKey {
+        (Some(seed), None)
+    }
+
+    #[test]
+    fn one_run_each_is_the_plain_ratio() {
+        let s = speedup(&[(k(1), Some(3.0))], &[(k(2), Some(2.0))]).unwrap();
+        assert_eq!((s.value, s.ci95, s.method), (1.5, None, "ratio"));
+        assert_eq!(speedup(&[(k(1), None)], &[(k(1), Some(2.0))]), None);
+        assert_eq!(speedup(&[(k(1), Some(1.0))], &[(k(1), Some(0.0))]), None);
+    }
+
+    #[test]
+    fn paired_seeds_give_the_geometric_mean_and_a_t_interval_on_the_logs() {
+        // Ratios 2 and 8 (by seed, whatever the order given): geometric mean 4.
+        let base = [(k(1), Some(4.0)), (k(2), Some(8.0))];
+        let this = [(k(2), Some(1.0)), (k(1), Some(2.0))];
+        let s = speedup(&base, &this).unwrap();
+        assert!((s.value - 4.0).abs() < 1e-12, "{s:?}");
+        assert_eq!(s.method, "paired geometric mean");
+        // logs ln 2, ln 8: mean ln 4, deviations ± ln 2, sd sqrt 2 · ln 2,
+        // half-width t(0.975, 1) · sd / sqrt 2 = 12.7062047 · ln 2.
+        let half = 12.706_204_736_174_7 * 2f64.ln();
+        let [lo, hi] = s.ci95.unwrap();
+        assert!((lo / (4f64.ln() - half).exp() - 1.0).abs() < 1e-9, "{lo}");
+        assert!((hi / (4f64.ln() + half).exp() - 1.0).abs() < 1e-9, "{hi}");
+        // The baseline against itself: exactly 1, a zero-width interval.
+        let own = speedup(&base, &base).unwrap();
+        assert_eq!((own.value, own.ci95), (1.0, Some([1.0, 1.0])));
+    }
+
+    #[test]
+    fn other_seeds_or_counts_give_the_ratio_of_means_without_interval() {
+        let base = [(k(1), Some(4.0)), (k(2), Some(8.0))];
+        for this in [
+            vec![(k(1), Some(2.0)), (k(3), Some(4.0))],
+            vec![(k(1), Some(2.0)), (k(2), Some(2.0)), (k(3), Some(5.0))],
+            vec![((None, None), Some(2.0)), ((None, None), Some(4.0))],
+        ] {
+            let s = speedup(&base, &this).unwrap();
+            let mean = this.iter().map(|t| t.1.unwrap()).sum::<f64>() / this.len() as f64;
+            assert_eq!(
+                (s.value, s.ci95, s.method),
+                (6.0 / mean, None, "ratio of means")
+            );
+        }
+        // Simulation trials pair by (seed, trial).
+        let trials = |seed| {
+            [
+                ((Some(seed), Some(0)), Some(1.0)),
+                ((Some(seed), Some(1)), Some(2.0)),
+            ]
+        };
+        assert_eq!(
+            speedup(&trials(5), &trials(5)).unwrap().method,
+            "paired geometric mean"
+        );
+        assert_eq!(
+            speedup(&trials(5), &trials(6)).unwrap().method,
+            "ratio of means"
+        );
+    }
+
+    fn member(file: &str, kind: &str, seed: u64, config: &str, durations: &[f64]) -> Member {
+        let records: Vec<IterationRecord> = durations
+            .iter()
+            .scan(0.0, |clock, &d| {
+                *clock += d + 0.5;
+                let mut r = IterationRecord::new(2);
+                r.duration_s = d;
+                r.elapsed_s = *clock;
+                r.train_loss = 1.0 / *clock;
+                Some(r)
+            })
+            .collect();
+        Member {
+            file: file.into(),
+            seed: Some(seed),
+            trial: None,
+            kind: kind.into(),
+            label: kind.into(),
+            key: repetition_key(Some(&format!("seed = {seed}\n{config}"))),
+            status: Some("completed".into()),
+            columns: TraceColumns::from_records(2, &records),
+        }
+    }
+
+    #[test]
+    fn repetitions_group_by_config_without_seed_and_twins_are_told_apart() {
+        let a = "[scheme]\nkind = \"gc-dc\"\nclusters = 2\n[output]\ntrace = \"x.h5\"\n";
+        let b = "[scheme]\nkind = \"gc-dc\"\nclusters = 4\n";
+        let members = [
+            member(
+                "u1.h5",
+                "uncoded",
+                1,
+                "[scheme]\nkind = \"uncoded\"\n",
+                &[2.0, 2.0],
+            ),
+            member("a1.h5", "gc-dc", 1, a, &[1.0, 1.0]),
+            member("b1.h5", "gc-dc", 1, b, &[1.5, 1.5]),
+            member("a2.h5", "gc-dc", 2, &a.replace("x.h5", "y.h5"), &[1.0, 3.0]),
+        ];
+        let c = compare(
+            crate::trace::TraceKind::Train,
+            &members,
+            &BaselineChoice::Default,
+            Targets::default(),
+        )
+        .unwrap();
+        let labels: Vec<&str> = c.rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "uncoded",
+                "gc-dc (scheme.clusters=2)",
+                "gc-dc (scheme.clusters=4)"
+            ]
+        );
+        assert_eq!(c.rows[1].runs.len(), 2, "seeds 1 and 2, outputs apart");
+        assert_eq!(c.baseline, "uncoded");
+        assert!(c.rows[0].baseline);
+        // Pooled over both runs' iterations: 1, 1, 1, 3.
+        assert_eq!(c.rows[1].mean_s, Some(1.5));
+        // Runs of 2 and 3 iteration-seconds, elapsed 3 and 5: mean 4.
+        assert_eq!(c.rows[1].elapsed_s, Some(4.0));
+        // Unpaired (the baseline has one seed): 2 / mean(1, 2).
+        let s = c.rows[1].speedup.as_ref().unwrap();
+        assert_eq!((s.value, s.method), (2.0 / 1.5, "ratio of means"));
+        assert_eq!(c.time_basis, "elapsed");
+        // The baseline by label and by file.
+        for choice in [
+            BaselineChoice::Label("gc-dc (scheme.clusters=4)".into()),
+            BaselineChoice::File("b1.h5".into()),
+        ] {
+            let c = compare(
+                crate::trace::TraceKind::Train,
+                &members,
+                &choice,
+                Targets::default(),
+            )
+            .unwrap();
+            assert!(c.rows[2].baseline && !c.rows[0].baseline);
+            assert_eq!(c.rows[0].speedup.as_ref().unwrap().value, 1.5 / 2.0);
+        }
+        let e = compare(
+            crate::trace::TraceKind::Train,
+            &members,
+            &BaselineChoice::Label("gc".into()),
+            Targets::default(),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("rows: uncoded, gc-dc (scheme.clusters=2)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn time_to_target_is_elapsed_unless_a_trace_lacks_it() {
+        // Elapsed (duration + 0.5 each): uncoded 2.5, 5.0; gc-dc 1.5, 3.0.
+        // Train loss 1 / elapsed: ≤ 0.35 at elapsed 5.0 and 3.0.
+        let mut members = vec![
+            member(
+                "u.h5",
+                "uncoded",
+                1,
+                "[scheme]\nkind = \"uncoded\"\n",
+                &[2.0, 2.0],
+            ),
+            member(
+                "g.h5",
+                "gc-dc",
+                1,
+                "[scheme]\nkind = \"gc-dc\"\n",
+                &[1.0, 1.0],
+            ),
+        ];
+        let targets = Targets {
+            loss: Some(0.35),
+            accuracy: None,
+        };
+        let c = compare(
+            crate::trace::TraceKind::Train,
+            &members,
+            &BaselineChoice::Default,
+            targets,
+        )
+        .unwrap();
+        let t = c.rows[1].target_loss.as_ref().unwrap();
+        assert_eq!(
+            (t.reached, t.iterations, t.time_s),
+            (1, Some(2.0), Some(3.0))
+        );
+        assert_eq!(t.speedup.as_ref().unwrap().value, 5.0 / 3.0);
+        // Without the elapsed times of one trace: the iteration times (4 and 2).
+        members[0].columns.elapsed_s = None;
+        let c = compare(
+            crate::trace::TraceKind::Train,
+            &members,
+            &BaselineChoice::Default,
+            targets,
+        )
+        .unwrap();
+        assert_eq!(c.time_basis, "iteration time");
+        assert!(
+            c.time_basis_reason
+                .as_deref()
+                .unwrap()
+                .starts_with("u.h5 does not record")
+        );
+        let t = c.rows[1].target_loss.as_ref().unwrap();
+        assert_eq!(t.time_s, Some(2.0));
+        assert_eq!(t.speedup.as_ref().unwrap().value, 2.0);
+        assert_eq!(c.rows[0].elapsed_s, None);
+        assert!(text(&c).contains("elapsed not recorded"), "{}", text(&c));
+        // ≤ 0.25: reached by uncoded (0.2 at iteration 2), not by gc-dc
+        // (1 / 3 at best): no time, no speedup, whichever is the baseline.
+        let low = Targets {
+            loss: Some(0.25),
+            accuracy: None,
+        };
+        for baseline in [
+            BaselineChoice::Default,
+            BaselineChoice::Label("gc-dc".into()),
+        ] {
+            let c = compare(crate::trace::TraceKind::Train, &members, &baseline, low).unwrap();
+            let (tu, tg) = (
+                c.rows[0].target_loss.as_ref().unwrap(),
+                c.rows[1].target_loss.as_ref().unwrap(),
+            );
+            assert_eq!(
+                (tu.reached, tu.time_s, tg.reached, tg.time_s),
+                (1, Some(4.0), 0, None)
+            );
+            assert_eq!(tg.speedup, None, "{baseline:?}");
+            let own = (baseline == BaselineChoice::Default).then_some(1.0);
+            assert_eq!(tu.speedup.as_ref().map(|s| s.value), own, "{baseline:?}");
+        }
+    }
+
+    #[test]
+    fn csv_has_a_header_and_a_row_per_row_with_quoted_cells() {
+        let members = [
+            member(
+                "u,1.h5",
+                "uncoded",
+                1,
+                "[scheme]\nkind = \"uncoded\"\n",
+                &[2.0],
+            ),
+            member("g.h5", "gc-dc", 1, "[scheme]\nkind = \"gc-dc\"\n", &[1.0]),
+        ];
+        let c = compare(
+            crate::trace::TraceKind::Train,
+            &members,
+            &BaselineChoice::Default,
+            Targets::default(),
+        )
+        .unwrap();
+        let text = csv(&c);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], CSV_COLUMNS.join(","));
+        assert!(
+            lines[1].starts_with("uncoded,uncoded,true,1,\"u,1.h5\",1,1,2,2,2,2.5,1,,,"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("gc-dc,gc-dc,false,1,g.h5,1,1,1,1,1,1.5,2,,,"),
+            "{}",
+            lines[2]
+        );
+        assert_eq!(lines.len(), 3);
+    }
+
+    #[test]
+    fn numbers_keep_four_significant_digits() {
+        assert_eq!(sig(0.0123456), "0.01235");
+        assert_eq!(sig(12.3456), "12.35");
+        assert_eq!(sig(1234.56), "1235");
+        assert_eq!(sig(1e-7), "1.000e-7");
+        assert_eq!(sig(0.0), "0");
+    }
+}
