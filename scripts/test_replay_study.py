@@ -1,7 +1,8 @@
-"""Tests of scripts/replay_study.py against gradcode: its 95% intervals use
-the t quantile gradcode uses (scipy's against statrs', through `gradcode
-simulate`), and it reads a trace CSV as gradcode does (`gradcode check`).
-Run by scripts/test-plots.sh; GRADCODE names the binary."""
+"""Tests of the replay study's statistics: scripts/replay_study.py's 95%
+intervals use the t quantile gradcode uses (scipy's against statrs', through
+`gradcode simulate`), it reads a trace CSV as gradcode does (`gradcode
+check`), and scripts/estimate_compute_share.py's Theil-Sen line ignores
+outliers. Run by scripts/test-plots.sh; GRADCODE names the binary."""
 
 import json
 import os
@@ -16,6 +17,7 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import estimate_compute_share  # noqa: E402
 import replay_study  # noqa: E402
 
 GRADCODE = os.environ.get("GRADCODE", str(HERE.parent / "target/release/gradcode"))
@@ -85,6 +87,16 @@ class ReplayStudyTest(unittest.TestCase):
         self.assertEqual((summary["rows"], summary["columns"]), values.shape)
         self.assertEqual(summary["median"], float(np.median(values)))
         self.assertEqual((summary["min"], summary["max"]), (values.min(), values.max()))
+
+    def test_the_theil_sen_line_ignores_outliers(self):
+        # Loads as the campaigns have them (two files at one load), on the
+        # line 2 + 3x, with one file 40 times slower than the line.
+        x = [0.0, 0.25, 0.5, 0.5, 0.75, 1.0]
+        y = [2 + 3 * v for v in x]
+        y[4] *= 40
+        slope, intercept = estimate_compute_share.theil_sen(x, y)
+        self.assertAlmostEqual(slope, 3.0, places=12)
+        self.assertAlmostEqual(intercept, 2.0, places=12)
 
 
 if __name__ == "__main__":
