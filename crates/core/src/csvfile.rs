@@ -24,7 +24,7 @@ pub use crate::textfile::MAX_LINE_BYTES;
 /// ends the rows.
 pub struct CsvRows<R: Read> {
     reader: csv::Reader<Bounded<R>>,
-    /// The row as read, then as returned (its cells trimmed and UTF-8).
+    /// The row as read, then as returned (UTF-8).
     raw: csv::ByteRecord,
     record: csv::StringRecord,
     origin: String,
@@ -66,9 +66,8 @@ impl<R: Read> CsvRows<R> {
     }
 
     /// The next row that is not blank (one cell, empty after trimming): its
-    /// 1-based line and its cells, trimmed; `None` after the last row or an
-    /// error.
-    pub fn next_row(&mut self) -> Result<Option<(usize, &csv::StringRecord)>, InputError> {
+    /// 1-based line and its cells; `None` after the last row or an error.
+    pub fn next_row(&mut self) -> Result<Option<(usize, Row<'_>)>, InputError> {
         // Reuse the buffers of the row returned last.
         self.raw = std::mem::take(&mut self.record).into_byte_record();
         while !self.done {
@@ -83,20 +82,19 @@ impl<R: Read> CsvRows<R> {
                     // line after the row's line end instead (the end of the
                     // file ends a row on its last line), less the line ends
                     // inside its quoted cells.
-                    let inner = self.raw.iter().flatten().filter(|&&b| b == b'\n').count();
+                    let inner = self.raw.as_slice().iter().filter(|&&b| b == b'\n').count();
                     let line = (end.line() as usize)
                         .saturating_sub(usize::from(!source.at_end) + inner)
                         .max(1);
                     let raw = std::mem::take(&mut self.raw);
                     match csv::StringRecord::from_byte_record(raw) {
-                        Ok(mut record) => {
-                            record.trim();
-                            if record.len() == 1 && record[0].is_empty() {
+                        Ok(record) => {
+                            if record.len() == 1 && record[0].trim().is_empty() {
                                 self.raw = record.into_byte_record();
                                 continue;
                             }
                             self.record = record;
-                            return Ok(Some((line, &self.record)));
+                            return Ok(Some((line, Row(&self.record))));
                         }
                         Err(e) => {
                             self.done = true;
@@ -138,6 +136,33 @@ impl<R: Read> CsvRows<R> {
         } else {
             InputError::new(at, format!("cannot read: {e}"))
         }
+    }
+}
+
+/// The cells of a row, each trimmed of surrounding whitespace (a `\r`
+/// before the line end included).
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a>(&'a csv::StringRecord);
+
+impl<'a> Row<'a> {
+    /// Cells in the row.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the row has no cell (never for a row [`CsvRows`] returns).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The cells, trimmed.
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        self.0.iter().map(str::trim)
+    }
+
+    /// The cells, trimmed, as owned strings.
+    pub fn to_vec(&self) -> Vec<String> {
+        self.iter().map(str::to_string).collect()
     }
 }
 

@@ -909,7 +909,7 @@ fn parse_libsvm_line(line: &str, loss: Loss) -> Result<Option<Row>, String> {
 
 /// Parse one CSV row (the target, then one cell per feature); `None` for a
 /// comment row (its first cell starts with `#`).
-fn parse_csv_row(cells: &csv::StringRecord, loss: Loss) -> Result<Option<Row>, String> {
+fn parse_csv_row(cells: crate::csvfile::Row<'_>, loss: Loss) -> Result<Option<Row>, String> {
     let mut cells = cells.iter();
     let label = cells.next().expect("a row has a cell");
     if label.starts_with('#') {

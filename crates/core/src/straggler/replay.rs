@@ -85,12 +85,12 @@ impl TraceTable {
         let header = first
             .iter()
             .all(|c| c.parse::<f64>().is_err())
-            .then(|| first.iter().map(str::to_string).collect::<Vec<_>>());
+            .then(|| first.to_vec());
         // Without a header the first row is data.
-        let first_data = header.is_none().then(|| first.clone());
+        let first_data = header.is_none().then(|| first.to_vec());
         let mut values = Vec::new();
         let mut data_first_line = None;
-        let mut add_row = |line: usize, row: &csv::StringRecord| {
+        let mut add_row = |line: usize, row: &[&str]| {
             if row.len() != columns {
                 return Err(InputError::new(
                     at(line),
@@ -108,7 +108,7 @@ impl TraceTable {
                     ),
                 ));
             }
-            for (c, cell) in row.iter().enumerate() {
+            for (c, &cell) in row.iter().enumerate() {
                 let name = match &header {
                     Some(h) => format!("column {} ({})", c + 1, h[c]),
                     None => format!("column {}", c + 1),
@@ -122,10 +122,13 @@ impl TraceTable {
             Ok(())
         };
         if let Some(row) = first_data {
-            add_row(first_line, &row)?;
+            add_row(
+                first_line,
+                &row.iter().map(String::as_str).collect::<Vec<_>>(),
+            )?;
         }
         while let Some((line, row)) = rows.next_row()? {
-            add_row(line, row)?;
+            add_row(line, &row.iter().collect::<Vec<_>>())?;
         }
         if values.is_empty() {
             return Err(InputError::new(
