@@ -51,6 +51,7 @@ import re
 import sys
 
 import numpy as np
+import scipy.stats
 
 NAME = re.compile(
     r"^(?P<probe>.+?)--w(?P<workers>\d+)-n(?P<rounds>\d+)-l(?P<load>\d+_\d+)"
@@ -115,12 +116,10 @@ def campaigns(trace_dir):
 
 
 def theil_sen(x, y):
-    """Slope and intercept of the Theil-Sen line through (x, y)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    i, j = np.triu_indices(len(x), k=1)
-    keep = x[j] != x[i]
-    slope = float(np.median((y[j] - y[i])[keep] / (x[j] - x[i])[keep]))
-    return slope, float(np.median(y - slope * x))
+    """Slope and intercept of the Theil-Sen line through (x, y): scipy's, with
+    the intercept the median of the residuals (method "joint")."""
+    fit = scipy.stats.theilslopes(np.asarray(y, float), np.asarray(x, float), method="joint")
+    return float(fit.slope), float(fit.intercept)
 
 
 def shares(slope, intercept):

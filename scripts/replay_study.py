@@ -34,6 +34,7 @@ resampled with replacement, 2000 resamples, seed 1).
 """
 
 import argparse
+import csv
 import json
 import math
 import pathlib
@@ -44,26 +45,11 @@ import tomllib
 
 import h5py
 import numpy as np
+import scipy.stats
 
 SCHEMES = ["uncoded", "gc", "gc-sc", "gc-dc", "is-gc"]
 VARIANTS = {"perfect": "gc-dc perfect SSI", "thr1.1": "gc-dc threshold 1.1"}
 THRESHOLDS = [2.0, 1.1]
-
-# Student t quantiles t(0.975, df), df = 1..30 (standard table values).
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-def t975(df):
-    if df <= 30:
-        return T975[df - 1]
-    if df <= 60:
-        return 2.042 + (2.000 - 2.042) * (df - 30) / 30
-    if df <= 120:
-        return 2.000 + (1.980 - 2.000) * (df - 60) / 60
-    return 1.96
-
 
 def interval(x):
     """Mean and 95% t half-width of a 1-d sample."""
@@ -72,7 +58,7 @@ def interval(x):
     m = float(np.mean(x))
     if n < 2:
         return m, math.nan
-    return m, t975(n - 1) * float(np.std(x, ddof=1)) / math.sqrt(n)
+    return m, float(scipy.stats.t.ppf(0.975, n - 1)) * float(np.std(x, ddof=1)) / math.sqrt(n)
 
 
 def stat(cells):
@@ -96,11 +82,22 @@ def iteration2(path, scheme):
 
 
 def read_csv(path):
-    with open(path) as f:
-        lines = [l.strip() for l in f if l.strip()]
-    if not re.match(r"^[-+0-9.]", lines[0]):
-        lines = lines[1:]
-    return np.array([[float(v) for v in l.split(",")] for l in lines])
+    """Rows x columns of a trace CSV, read as gradcode reads it
+    (crates/core/src/straggler/replay.rs): quoted cells, blank rows skipped, a
+    first row none of whose cells is a number is a header."""
+    with open(path, newline="") as f:
+        rows = [[c.strip() for c in row] for row in csv.reader(f) if any(c.strip() for c in row)]
+
+    def number(cell):
+        try:
+            float(cell)
+            return True
+        except ValueError:
+            return False
+
+    if not any(number(c) for c in rows[0]):
+        rows = rows[1:]
+    return np.array(rows, dtype=float)
 
 
 def persistence(trace, column_sets, workers, threshold, rng):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Test the Python tools on real traces: the trace reader package
 # (python/tests/test_traces.py), the plotting and report scripts
-# (scripts/test_plots.py) and the paper figures (scripts/test_figures.py).
+# (scripts/test_plots.py), the paper figures (scripts/test_figures.py) and the
+# replay study's statistics against gradcode's (scripts/test_replay_study.py).
 # Needs python3 with venv and pip access to PyPI for the pinned packages of
 # scripts/requirements.txt; without them this prints SKIPPED and exits 0, so
 # a machine without Python still runs the Rust tests, and says so loudly.
@@ -27,3 +28,4 @@ export GRADCODE=$PWD/target/release/gradcode SYNTHETIC_TRACE=$PWD/target/release
 "$PYTHON" python/tests/test_traces.py
 "$PYTHON" scripts/test_plots.py
 "$PYTHON" scripts/test_figures.py
+"$PYTHON" scripts/test_replay_study.py

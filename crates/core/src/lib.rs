@@ -19,6 +19,7 @@
 pub mod cluster;
 pub mod coding;
 pub mod config;
+pub mod csvfile;
 pub mod engine;
 pub mod error;
 pub mod files;

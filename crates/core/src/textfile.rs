@@ -1,5 +1,6 @@
-//! Reading the lines of a text input file (LIBSVM, CSV data, CSV traces) in
-//! bounded memory.
+//! Reading the lines of a text input file (LIBSVM data) in bounded memory.
+//! CSV files (data, straggler traces) are read row by row by
+//! [`CsvRows`](crate::csvfile::CsvRows), under the same limit.
 //!
 //! `BufRead::lines` keeps reading until it finds a newline, so a file with one
 //! enormous line (a binary file named by mistake, `/dev/zero`, a LIBSVM line

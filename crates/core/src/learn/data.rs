@@ -40,6 +40,7 @@ use crate::config::{
     Config, DataFormat, DataKind, Loss, SPARSE_DENSITY_THRESHOLD, check_dense_matrix,
     check_sparse_matrix,
 };
+use crate::csvfile::CsvRows;
 use crate::error::InputError;
 use crate::rng::{Stream, substream};
 use crate::textfile::Lines;
@@ -858,10 +859,9 @@ struct Scan {
     stored: usize,
 }
 
-fn open(path: &str) -> Result<BufReader<File>, InputError> {
-    let file = crate::files::open_input(Path::new(path))
-        .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
-    Ok(BufReader::new(file))
+fn open(path: &str) -> Result<File, InputError> {
+    crate::files::open_input(Path::new(path))
+        .map_err(|e| InputError::new(path, format!("cannot open: {e}")))
 }
 
 /// A parsed data line: label and (0-based feature, value) pairs.
@@ -870,80 +870,78 @@ type Row = (f64, Vec<(usize, f64)>);
 /// Samples and labels read from a file.
 type Samples = (Features, Vec<f64>);
 
-/// Parse one line; `None` for blank and comment lines.
-fn parse_line(kind: DataKind, line: &str, loss: Loss) -> Result<Option<Row>, String> {
+/// Parse one LIBSVM line; `None` for blank and comment lines.
+fn parse_libsvm_line(line: &str, loss: Loss) -> Result<Option<Row>, String> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return Ok(None);
     }
-    let (label, features) = match kind {
-        DataKind::Libsvm => {
-            let mut tokens = line.split_whitespace();
-            let label = tokens.next().expect("non-empty line has a token");
-            let label =
-                parse_number(label).map_err(|_| format!("label `{label}` is not a number"))?;
-            let mut features = Vec::new();
-            let mut last = 0usize;
-            for token in tokens {
-                if token.starts_with('#') {
-                    break; // trailing comment
-                }
-                let (index, value) = token
-                    .split_once(':')
-                    .ok_or_else(|| format!("`{token}` is not of the form index:value"))?;
-                let index: usize = index
-                    .parse()
-                    .map_err(|_| format!("feature index `{index}` is not an integer"))?;
-                if index == 0 {
-                    return Err("feature indices are 1-based; found 0".to_string());
-                }
-                if index <= last {
-                    return Err(format!(
-                        "feature index {index} does not increase (after {last})"
-                    ));
-                }
-                last = index;
-                let value = parse_number(value)
-                    .map_err(|_| format!("value `{value}` of feature {index} is not a number"))?;
-                features.push((index - 1, value));
-            }
-            (label, features)
+    let mut tokens = line.split_whitespace();
+    let label = tokens.next().expect("non-empty line has a token");
+    let label = parse_number(label).map_err(|_| format!("label `{label}` is not a number"))?;
+    let mut features = Vec::new();
+    let mut last = 0usize;
+    for token in tokens {
+        if token.starts_with('#') {
+            break; // trailing comment
         }
-        DataKind::Csv => {
-            let mut cells = line.split(',').map(str::trim);
-            let label = cells.next().expect("split yields a cell");
-            let label =
-                parse_number(label).map_err(|_| format!("target `{label}` is not a number"))?;
-            let mut features = Vec::new();
-            for (j, cell) in cells.enumerate() {
-                let value = parse_number(cell)
-                    .map_err(|_| format!("cell {} `{cell}` is not a number", j + 2))?;
-                features.push((j, value));
-            }
-            (label, features)
+        let (index, value) = token
+            .split_once(':')
+            .ok_or_else(|| format!("`{token}` is not of the form index:value"))?;
+        let index: usize = index
+            .parse()
+            .map_err(|_| format!("feature index `{index}` is not an integer"))?;
+        if index == 0 {
+            return Err("feature indices are 1-based; found 0".to_string());
         }
-        DataKind::SyntheticLinear
-        | DataKind::SyntheticLogistic
-        | DataKind::SyntheticOnehot
-        | DataKind::Idx => {
-            unreachable!("text files only")
+        if index <= last {
+            return Err(format!(
+                "feature index {index} does not increase (after {last})"
+            ));
         }
-    };
-    let label = match loss {
-        Loss::LeastSquares => label,
+        last = index;
+        let value = parse_number(value)
+            .map_err(|_| format!("value `{value}` of feature {index} is not a number"))?;
+        features.push((index - 1, value));
+    }
+    Ok(Some((binary_label(label, loss)?, features)))
+}
+
+/// Parse one CSV row (the target, then one cell per feature); `None` for a
+/// comment row (its first cell starts with `#`).
+fn parse_csv_row(cells: crate::csvfile::Row<'_>, loss: Loss) -> Result<Option<Row>, String> {
+    let mut cells = cells.iter();
+    let label = cells.next().expect("a row has a cell");
+    if label.starts_with('#') {
+        return Ok(None);
+    }
+    let label = parse_number(label).map_err(|_| format!("target `{label}` is not a number"))?;
+    let mut features = Vec::new();
+    for (j, cell) in cells.enumerate() {
+        let value =
+            parse_number(cell).map_err(|_| format!("cell {} `{cell}` is not a number", j + 2))?;
+        features.push((j, value));
+    }
+    Ok(Some((binary_label(label, loss)?, features)))
+}
+
+/// The label as the loss reads it: as it is for least squares, -1/+1 for
+/// logistic loss (given as -1/+1 or 0/1).
+fn binary_label(label: f64, loss: Loss) -> Result<f64, String> {
+    match loss {
+        Loss::LeastSquares => Ok(label),
         Loss::Logistic => {
             if label == 1.0 {
-                1.0
+                Ok(1.0)
             } else if label == -1.0 || label == 0.0 {
-                -1.0
+                Ok(-1.0)
             } else {
-                return Err(format!(
+                Err(format!(
                     "label {label} is not binary (logistic loss needs -1/+1 or 0/1)"
-                ));
+                ))
             }
         }
-    };
-    Ok(Some((label, features)))
+    }
 }
 
 fn parse_number(text: &str) -> Result<f64, ()> {
@@ -953,8 +951,10 @@ fn parse_number(text: &str) -> Result<f64, ()> {
     }
 }
 
-/// Read the data lines of a file, calling `each(row_index, line_number, row)`;
-/// with `limit`, stop after that many rows.
+/// Read the data rows of a file, calling `each(row_index, line_number, row)`;
+/// with `limit`, stop after that many rows. LIBSVM is read line by line
+/// ([`Lines`]), CSV row by row ([`CsvRows`]: quoted cells, `\r\n`); the first
+/// row of a CSV file that is not blank is its header.
 fn for_each_row(
     kind: DataKind,
     path: &str,
@@ -963,26 +963,41 @@ fn for_each_row(
     mut each: impl FnMut(usize, usize, Row) -> Result<(), String>,
 ) -> Result<usize, InputError> {
     let mut rows = 0;
-    let mut header_seen = false;
-    for item in Lines::new(open(path)?, path) {
-        if limit.is_some_and(|n| rows >= n) {
-            break;
-        }
-        let (line_no, line) = item?;
+    let mut take = |rows: &mut usize, line_no: usize, parsed: Result<Option<Row>, String>| {
         let at = || format!("{path}:{line_no}");
-        if kind == DataKind::Csv && !header_seen {
-            if !line.trim().is_empty() {
-                header_seen = true; // the first non-empty line is the header
-            }
-            continue;
-        }
-        match parse_line(kind, &line, loss) {
+        match parsed {
             Ok(Some(row)) => {
-                each(rows, line_no, row).map_err(|why| InputError::new(at(), why))?;
-                rows += 1;
+                each(*rows, line_no, row).map_err(|why| InputError::new(at(), why))?;
+                *rows += 1;
+                Ok(())
             }
-            Ok(None) => {}
-            Err(why) => return Err(InputError::new(at(), why)),
+            Ok(None) => Ok(()),
+            Err(why) => Err(InputError::new(at(), why)),
+        }
+    };
+    match kind {
+        DataKind::Csv => {
+            let mut csv = CsvRows::new(open(path)?, path);
+            let mut header_seen = false;
+            while let Some((line_no, cells)) = csv.next_row()? {
+                if limit.is_some_and(|n| rows >= n) {
+                    break;
+                }
+                if !header_seen {
+                    header_seen = true;
+                    continue;
+                }
+                take(&mut rows, line_no, parse_csv_row(cells, loss))?;
+            }
+        }
+        _ => {
+            for item in Lines::new(BufReader::new(open(path)?), path) {
+                if limit.is_some_and(|n| rows >= n) {
+                    break;
+                }
+                let (line_no, line) = item?;
+                take(&mut rows, line_no, parse_libsvm_line(&line, loss))?;
+            }
         }
     }
     Ok(rows)
@@ -1516,6 +1531,62 @@ mod tests {
         assert!(e.to_string().contains("1-based"), "{e}");
         let e = bad_file("g.csv", "csv", "y,a\n", "least-squares");
         assert!(e.to_string().contains("has no data rows"), "{e}");
+    }
+
+    #[test]
+    fn quoted_cells_and_crlf_lines_load_like_plain_csv() {
+        let dir = scratch();
+        let plain = write(
+            &dir,
+            "plain.csv",
+            "y,a,b\n1,0.5,2\n-1,1.5,3\n1,2,-4\n-1,0,1\n2,3,5\n",
+        );
+        // The same rows: quoted cells (a header name with a comma), CRLF
+        // line ends, a comment with a quote, a blank line, spaces, no last line end.
+        let quoted = write(
+            &dir,
+            "quoted.csv",
+            "\"y\",\"a, first\",\"b\"\r\n# a \"comment\", here\r\n\"1\",0.5,\"2\"\r\n\r\n-1, 1.5 ,3\r\n\"1\",\"2\",\"-4\"\r\n-1,0,1\r\n2,3,5",
+        );
+        let load = |path: &Path| {
+            let c = config(&format!(
+                "workers = 2\n[data]\nkind = \"csv\"\npath = \"{}\"\nstandardize = false\n",
+                path.display()
+            ));
+            let plan = DataPlan::new(&c, 2).unwrap();
+            (
+                plan.features(),
+                plan.load(&[0, 1]).unwrap(),
+                plan.load_test().unwrap(),
+            )
+        };
+        let (fa, a, ta) = load(&plain);
+        let (fb, b, tb) = load(&quoted);
+        assert_eq!(fa, 2);
+        assert_eq!(fa, fb);
+        assert_eq!(a, b);
+        assert_eq!(ta, tb);
+    }
+
+    #[test]
+    fn a_malformed_csv_row_is_named_by_its_line() {
+        // The quoted header name spans lines 1 and 2; line 4 is blank.
+        let e = bad_file(
+            "q.csv",
+            "csv",
+            "\"y\",\"a\nb\"\r\n1,2\r\n\r\n1,\"x\"\r\n",
+            "least-squares",
+        );
+        assert!(
+            e.to_string()
+                .contains("q.csv:5: cell 2 `x` is not a number"),
+            "{e}"
+        );
+        let e = bad_file("w.csv", "csv", "y,a\r\n1,2\r\n1,2,3\r\n", "least-squares");
+        assert!(
+            e.to_string().contains("w.csv:3: has 2 feature cells"),
+            "{e}"
+        );
     }
 
     #[test]

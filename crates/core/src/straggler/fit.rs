@@ -11,6 +11,9 @@
 //! KS distance is taken to the Kaplan-Meier estimate of the CDF (the
 //! empirical CDF when nothing is censored). Otherwise the slow workers,
 //! the ones a code lets the master leave behind, would be fitted as fast.
+//! The fitted CDFs are statrs' exponential ones; the Kaplan-Meier estimate
+//! and the KS distance to it (statrs has neither) are [`kaplan_meier`] and
+//! [`ks_distance`].
 //!
 //! - **Shifted exponential** (000 eq. 21), per worker and pooled: the
 //!   maximum-likelihood estimates alpha = the smallest uncensored value,
@@ -36,6 +39,7 @@
 //! the same values), else the fit with the smaller distance.
 
 use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, Exp};
 
 /// A shifted-exponential fit: u = alpha + Exp(mu).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -90,34 +94,42 @@ pub struct Fits {
 /// bound of the time: the worker had not finished).
 pub type Value = (f64, bool);
 
-/// Kolmogorov-Smirnov distance sup |F̂ − F| between the Kaplan-Meier
-/// estimate F̂ of the CDF of `sorted` (ascending by value, uncensored
-/// before censored at equal values) and `cdf`, over the uncensored values
-/// (where F̂ jumps). Without censoring F̂ is the empirical CDF.
-pub fn ks_distance(sorted: &[Value], cdf: impl Fn(f64) -> f64) -> f64 {
+/// The Kaplan-Meier estimate F̂ of the CDF of `sorted` (ascending by value,
+/// uncensored before censored at equal values): one step per uncensored
+/// value x, as (x, F̂ just below x, F̂ at x). At an uncensored value with m
+/// values at risk (not smaller, censored or not) the survival 1 − F̂ is
+/// multiplied by 1 − 1/m; a censored value only leaves the risk set. Equal
+/// uncensored values give one step each, whose product is the estimator's
+/// 1 − d/m for d deaths at once. Without censoring F̂ is the empirical CDF.
+pub fn kaplan_meier(sorted: &[Value]) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
     let n = sorted.len();
     let mut survival = 1.0;
-    let mut distance: f64 = 0.0;
-    for (i, &(x, censored)) in sorted.iter().enumerate() {
-        if censored {
-            continue; // leaves the risk set: n − i counts only those still at risk
-        }
-        let before = 1.0 - survival;
-        survival *= 1.0 - 1.0 / (n - i) as f64;
-        let after = 1.0 - survival;
-        let f = cdf(x);
-        distance = distance.max(f - before).max(after - f);
-    }
-    distance
+    sorted
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| !v.1)
+        .map(move |(i, &(x, _))| {
+            let before = 1.0 - survival;
+            survival *= 1.0 - 1.0 / (n - i) as f64;
+            (x, before, 1.0 - survival)
+        })
 }
 
-/// CDF of alpha + Exp(mu).
-fn shifted_exponential_cdf(x: f64, alpha: f64, mu: f64) -> f64 {
-    if x <= alpha {
-        0.0
-    } else {
-        1.0 - (-mu * (x - alpha)).exp()
-    }
+/// Kolmogorov-Smirnov distance sup |F̂ − F| between the Kaplan-Meier
+/// estimate F̂ of `sorted` ([`kaplan_meier`]) and a continuous `cdf`: the
+/// largest gap at either side of a step of F̂ (between steps F̂ is flat and
+/// F rises, so the gaps there are smaller).
+pub fn ks_distance(sorted: &[Value], cdf: impl Fn(f64) -> f64) -> f64 {
+    kaplan_meier(sorted).fold(0.0, |distance: f64, (x, before, after)| {
+        let f = cdf(x);
+        distance.max(f - before).max(after - f)
+    })
+}
+
+/// CDF of alpha + Exp(mu) (statrs' exponential CDF of the excess).
+fn shifted_exponential_cdf(alpha: f64, mu: f64) -> impl Fn(f64) -> f64 {
+    let exp = Exp::new(mu).expect("a fitted rate is positive and finite");
+    move |x| exp.cdf(x - alpha)
 }
 
 /// Ascending by value, uncensored before censored at equal values.
@@ -154,7 +166,7 @@ pub fn fit_shifted_exponential(values: &[Value]) -> Option<ShiftedExponentialFit
         alpha,
         mu,
         samples: v.len(),
-        ks: ks_distance(&v, |x| shifted_exponential_cdf(x, alpha, mu)),
+        ks: ks_distance(&v, shifted_exponential_cdf(alpha, mu)),
     })
 }
 
@@ -285,9 +297,12 @@ pub fn fit_two_state(series: &[Vec<Value>]) -> Option<TwoStateFit> {
     } else {
         observed_switches
     };
+    let (fast_cdf, slow_cdf) = (
+        shifted_exponential_cdf(alpha, mu_fast),
+        shifted_exponential_cdf(alpha, mu_slow),
+    );
     let ks = ks_distance(&all, |x| {
-        (1.0 - slow_fraction) * shifted_exponential_cdf(x, alpha, mu_fast)
-            + slow_fraction * shifted_exponential_cdf(x, alpha, mu_slow)
+        (1.0 - slow_fraction) * fast_cdf(x) + slow_fraction * slow_cdf(x)
     });
     Some(TwoStateFit {
         threshold,
@@ -407,6 +422,104 @@ mod tests {
 
     fn within(x: f64, truth: f64, rel: f64) -> bool {
         (x - truth).abs() <= rel * truth.abs()
+    }
+
+    #[test]
+    fn kaplan_meier_of_the_6mp_leukaemia_data() {
+        // Remission times in weeks of the 6-MP group of Freireich et al.
+        // (1963), + censored, the textbook example of Kaplan-Meier:
+        // 6 6 6 6+ 7 9+ 10 10+ 11+ 13 16 17+ 19+ 20+ 22 23 25+ 32+ 32+ 34+ 35+.
+        let times = [
+            (6.0, false),
+            (6.0, false),
+            (6.0, false),
+            (6.0, true),
+            (7.0, false),
+            (9.0, true),
+            (10.0, false),
+            (10.0, true),
+            (11.0, true),
+            (13.0, false),
+            (16.0, false),
+            (17.0, true),
+            (19.0, true),
+            (20.0, true),
+            (22.0, false),
+            (23.0, false),
+            (25.0, true),
+            (32.0, true),
+            (32.0, true),
+            (34.0, true),
+            (35.0, true),
+        ];
+        // The survival after each death time: the product of (m − d) / m
+        // with m at risk and d deaths, and its published 4-decimal value.
+        let expected = [
+            (6.0, 18.0 / 21.0, 0.8571),
+            (7.0, 16.0 / 17.0, 0.8067),
+            (10.0, 14.0 / 15.0, 0.7529),
+            (13.0, 11.0 / 12.0, 0.6902),
+            (16.0, 10.0 / 11.0, 0.6275),
+            (22.0, 6.0 / 7.0, 0.5378),
+            (23.0, 5.0 / 6.0, 0.4482),
+        ];
+        // The last step at each time (tied deaths give one step each).
+        let mut steps: Vec<(f64, f64, f64)> = Vec::new();
+        for step in kaplan_meier(&sorted(&times)) {
+            match steps.last_mut() {
+                Some(last) if last.0 == step.0 => last.2 = step.2,
+                _ => steps.push(step),
+            }
+        }
+        assert_eq!(steps.len(), expected.len(), "{steps:?}");
+        let mut survival = 1.0;
+        for (&(x, before, after), &(t, factor, published)) in steps.iter().zip(&expected) {
+            assert_eq!(x, t);
+            assert!((before - (1.0 - survival)).abs() < 1e-15, "{x}: {before}");
+            survival *= factor;
+            assert!((after - (1.0 - survival)).abs() < 1e-15, "{x}: {after}");
+            assert!((1.0 - after - published).abs() < 5e-5, "{x}: {after}");
+        }
+    }
+
+    /// sup |F̂ − F| by brute force: F̂ counted afresh (the values not above t
+    /// over all, no censoring) at every value and just below it.
+    fn ks_brute_force(values: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
+        let n = values.len() as f64;
+        let ecdf = |t: f64| values.iter().filter(|&&v| v <= t).count() as f64 / n;
+        let below = |t: f64| values.iter().filter(|&&v| v < t).count() as f64 / n;
+        values
+            .iter()
+            .map(|&x| (ecdf(x) - cdf(x)).abs().max((below(x) - cdf(x)).abs()))
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn ks_distance_equals_brute_force_without_censoring() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(25);
+        let cdf = shifted_exponential_cdf(0.5, 2.0);
+        for n in [1, 2, 5, 40, 300] {
+            // Values rounded to 0.05: ties in every sample of 40 or more.
+            let values: Vec<f64> = (0..n)
+                .map(|_| (20.0 * (0.4 + 2.0 * rng.random::<f64>())).round() / 20.0)
+                .collect();
+            let v: Vec<Value> = values.iter().map(|&x| (x, false)).collect();
+            let d = ks_distance(&sorted(&v), &cdf);
+            let brute = ks_brute_force(&values, &cdf);
+            assert!((d - brute).abs() < 1e-12, "n = {n}: {d} vs {brute}");
+        }
+    }
+
+    #[test]
+    fn the_shifted_exponential_cdf_is_statrs_exponential_shifted() {
+        let cdf = shifted_exponential_cdf(0.5, 3.0);
+        assert_eq!(cdf(0.2), 0.0);
+        assert_eq!(cdf(0.5), 0.0);
+        for x in [0.6_f64, 1.0, 2.5] {
+            let closed = 1.0 - (-3.0 * (x - 0.5)).exp();
+            assert!((cdf(x) - closed).abs() < 1e-15, "{x}");
+        }
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Trace replay: measured completion times from a CSV file.
 //!
 //! The file has one row per round and one column per worker, comma
-//! separated, optionally a header row first (a first line none of whose cells
+//! separated, optionally a header row first (a first row none of whose cells
 //! is a number, e.g. `w0,w1,...`); blank lines are skipped, cells may be
-//! quoted with `"` but may not contain commas. Every row has as many cells as
-//! the first; every value is a finite number >= 0. Errors name `file:line`.
+//! quoted and lines end in `\n` or `\r\n` (read by [`CsvRows`]). Every row
+//! has as many cells as the first; every value is a finite number >= 0.
+//! Errors name `file:line`.
 //!
 //! A value is the model time of ONE partition computation of that worker in
 //! that round (the `u` of [`RoundSample`]): a worker with load r finishes at
@@ -23,8 +24,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{DelayModel, RoundSample};
+use crate::csvfile::CsvRows;
 use crate::error::InputError;
-use crate::textfile::Lines;
 
 /// The most values (rows × columns) a trace file may hold: 2^22, 32 MiB in
 /// memory, thousands of times the largest AWS Lambda trace (256 workers × a few
@@ -45,15 +46,15 @@ pub struct TraceTable {
 }
 
 impl TraceTable {
-    /// Read and validate a trace file, line by line (at most
-    /// [`MAX_LINE_BYTES`](crate::textfile::MAX_LINE_BYTES) per line and
+    /// Read and validate a trace file, row by row (at most
+    /// [`MAX_LINE_BYTES`](crate::csvfile::MAX_LINE_BYTES) per row and
     /// [`MAX_TRACE_VALUES`] values in all).
     pub fn load(path: &Path) -> Result<Self, InputError> {
         let origin = path.display().to_string();
         let file = crate::files::open_input(path).map_err(|e| {
             InputError::new("straggler.trace_file", format!("cannot read {origin}: {e}"))
         })?;
-        Self::read(std::io::BufReader::new(file), &origin, MAX_TRACE_VALUES)
+        Self::read(file, &origin, MAX_TRACE_VALUES)
     }
 
     /// Parse and validate trace text; `origin` names it in errors.
@@ -61,23 +62,18 @@ impl TraceTable {
         Self::read(text.as_bytes(), origin, MAX_TRACE_VALUES)
     }
 
-    /// Parse and validate the lines of `reader`, refusing more than `max_values` values.
+    /// Parse and validate the rows of `reader`, refusing more than `max_values` values.
     fn read(
-        reader: impl std::io::BufRead,
+        reader: impl std::io::Read,
         origin: &str,
         max_values: usize,
     ) -> Result<Self, InputError> {
         let at = |line: usize| format!("{origin}:{line}");
-        let mut lines = Lines::new(reader, origin).filter(|item| match item {
-            Ok((_, l)) => !l.trim().is_empty(),
-            Err(_) => true,
-        });
-        let Some(item) = lines.next() else {
+        let mut rows = CsvRows::new(reader, origin);
+        let Some((first_line, first)) = rows.next_row()? else {
             return Err(InputError::new(origin, "has no rows"));
         };
-        let (first_line, first) = item?;
-        // Count the cells before splitting: a gigantic header is refused before it takes memory.
-        let columns = count_cells(&first);
+        let columns = first.len();
         if columns > max_values {
             return Err(InputError::new(
                 at(first_line),
@@ -86,35 +82,24 @@ impl TraceTable {
                 ),
             ));
         }
-        let first_cells = cells(&first);
-        let header = first_cells
+        let header = first
             .iter()
             .all(|c| c.parse::<f64>().is_err())
-            .then(|| {
-                first_cells
-                    .iter()
-                    .map(|c| c.to_string())
-                    .collect::<Vec<_>>()
-            });
+            .then(|| first.to_vec());
+        // Without a header the first row is data.
+        let first_data = header.is_none().then(|| first.to_vec());
         let mut values = Vec::new();
         let mut data_first_line = None;
-        let data = if header.is_some() {
-            None
-        } else {
-            Some(Ok((first_line, first.clone())))
-        };
-        for item in data.into_iter().chain(lines) {
-            let (line, text) = item?;
-            let count = count_cells(&text);
-            if count != columns {
+        let mut add_row = |line: usize, row: &[&str]| {
+            if row.len() != columns {
                 return Err(InputError::new(
                     at(line),
                     format!(
-                        "has {count} cells, but line {first_line} has {columns}; every row needs one cell per column"
+                        "has {} cells, but line {first_line} has {columns}; every row needs one cell per column",
+                        row.len()
                     ),
                 ));
             }
-            let row = cells(&text);
             if values.len() + row.len() > max_values {
                 return Err(InputError::new(
                     at(line),
@@ -123,45 +108,27 @@ impl TraceTable {
                     ),
                 ));
             }
-            for (c, cell) in row.iter().enumerate() {
+            for (c, &cell) in row.iter().enumerate() {
                 let name = match &header {
                     Some(h) => format!("column {} ({})", c + 1, h[c]),
                     None => format!("column {}", c + 1),
                 };
-                let value: f64 = cell.parse().map_err(|_| {
-                    let shown = if cell.is_empty() {
-                        "empty".to_string()
-                    } else {
-                        format!("`{cell}`")
-                    };
-                    InputError::new(
-                        at(line),
-                        format!(
-                            "{name} is {shown}, not a number (completion times are numbers >= 0)"
-                        ),
-                    )
-                })?;
-                if value.is_nan() {
-                    return Err(InputError::new(
-                        at(line),
-                        format!("{name} is NaN; completion times are numbers >= 0"),
-                    ));
-                }
-                if value < 0.0 {
-                    return Err(InputError::new(
-                        at(line),
-                        format!("{name} is {value}, negative; completion times are numbers >= 0"),
-                    ));
-                }
-                if value.is_infinite() {
-                    return Err(InputError::new(
-                        at(line),
-                        format!("{name} is infinite; completion times are finite"),
-                    ));
-                }
-                values.push(value);
+                values.push(
+                    completion_time(cell)
+                        .map_err(|rule| InputError::new(at(line), format!("{name} {rule}")))?,
+                );
             }
             data_first_line.get_or_insert(line);
+            Ok(())
+        };
+        if let Some(row) = first_data {
+            add_row(
+                first_line,
+                &row.iter().map(String::as_str).collect::<Vec<_>>(),
+            )?;
+        }
+        while let Some((line, row)) = rows.next_row()? {
+            add_row(line, &row.iter().collect::<Vec<_>>())?;
         }
         if values.is_empty() {
             return Err(InputError::new(
@@ -332,22 +299,28 @@ impl TraceTable {
     }
 }
 
-/// How many cells `cells(line)` returns.
-fn count_cells(line: &str) -> usize {
-    line.bytes().filter(|&b| b == b',').count() + 1
-}
-
-/// The cells of one CSV line, trimmed and unquoted.
-fn cells(line: &str) -> Vec<&str> {
-    line.split(',')
-        .map(|c| {
-            let c = c.trim();
-            c.strip_prefix('"')
-                .and_then(|c| c.strip_suffix('"'))
-                .unwrap_or(c)
-                .trim()
-        })
-        .collect()
+/// The completion time in `cell`, or why it is none (the rule, after the
+/// cell's name).
+fn completion_time(cell: &str) -> Result<f64, String> {
+    let value: f64 = cell.parse().map_err(|_| {
+        let shown = if cell.is_empty() {
+            "empty".to_string()
+        } else {
+            format!("`{cell}`")
+        };
+        format!("is {shown}, not a number (completion times are numbers >= 0)")
+    })?;
+    if value.is_nan() {
+        Err("is NaN; completion times are numbers >= 0".to_string())
+    } else if value < 0.0 {
+        Err(format!(
+            "is {value}, negative; completion times are numbers >= 0"
+        ))
+    } else if value.is_infinite() {
+        Err("is infinite; completion times are finite".to_string())
+    } else {
+        Ok(value)
+    }
 }
 
 /// `trace`: replays the rows of a [`TraceTable`] in order, wrapping around.
@@ -450,7 +423,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gigantic_header_is_refused_before_it_is_split() {
+    fn a_header_wider_than_the_value_limit_is_refused() {
         let header = vec!["w"; 100].join(",");
         let e = TraceTable::read(format!("{header}\n1\n").as_bytes(), "t.csv", 64).unwrap_err();
         assert_eq!(e.field, "t.csv:1");
@@ -490,6 +463,47 @@ mod tests {
                 .unwrap()
                 .value(1, 1),
             4.5
+        );
+    }
+
+    #[test]
+    fn quoted_cells_and_crlf_lines_read_like_plain_ones() {
+        let plain = TraceTable::parse("w1,w2\n1.5,2\n3,4\n", "t.csv").unwrap();
+        let quoted = TraceTable::parse(
+            "\"w1\",\"w2\"\r\n\"1.5\",\"2\" \r\n\r\n3,\"4\"\r\n",
+            "t.csv",
+        )
+        .unwrap();
+        assert_eq!(quoted.values, plain.values);
+        assert_eq!(quoted.header(), plain.header());
+        // A header name may hold a comma when quoted.
+        let t = TraceTable::parse("\"worker, 1\",\"worker, 2\"\n1,2\n", "t.csv").unwrap();
+        assert_eq!((t.columns(), t.rows()), (2, 1));
+        assert_eq!(t.header().unwrap()[0], "worker, 1");
+    }
+
+    #[test]
+    fn a_malformed_row_is_named_by_its_line() {
+        // CRLF lines, a blank line and a header whose quoted name spans two
+        // lines: the bad row is line 5 of the file.
+        let text = "\"w\n1\",w2\r\n1,2\r\n\r\n3,x\r\n5,6\r\n";
+        let e = TraceTable::parse(text, "t.csv").unwrap_err();
+        assert_eq!(e.field, "t.csv:5");
+        assert!(
+            e.to_string()
+                .contains("t.csv:5: column 2 (w2) is `x`, not a number"),
+            "{e}"
+        );
+        let e = TraceTable::parse("1,2\r\n3,4\r\n5,6,7\r\n", "t.csv").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("t.csv:3: has 3 cells, but line 1 has 2"),
+            "{e}"
+        );
+        let e = TraceTable::parse("1,2\n3,-4\n", "t.csv").unwrap_err();
+        assert!(
+            e.to_string().contains("t.csv:2: column 2 is -4, negative"),
+            "{e}"
         );
     }
 
