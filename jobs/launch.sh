@@ -99,12 +99,25 @@ launch() {
     *) echo "launch: unknown GRADCODE_LAUNCHER=$how (srun-pmix, srun-pmi2, mpirun)" >&2; return 2 ;;
   esac
   echo "launch: $choice, $SLURM_NTASKS ranks: $*" >&2
-  # bash runs these traps once the launcher has ended (it waits for a
-  # foreground command); the launcher and the ranks get the signal themselves.
-  local caught="" status=0
+  # The launcher and the ranks get the signal themselves; the shell notes
+  # it. The launcher runs in the background and the shell waits for it: a
+  # signal then ends the wait at once and its trap runs (waiting for a
+  # foreground command, bash drops SIGINT's trap when the command exits
+  # normally, as mpirun does after passing the signal on: exit 1, not 130,
+  # in loaded runs). A background command starts with SIGINT ignored; the
+  # subshell restores it before it becomes the launcher.
+  local caught="" status=0 pid
   trap 'caught=${caught:-143}' TERM
   trap 'caught=${caught:-130}' INT
-  "${cmd[@]}" "$@" || status=$?
+  (trap - INT; exec "${cmd[@]}" "$@") &
+  pid=$!
+  # A trapped signal ends a wait before the launcher does: wait until it
+  # has ended, then once more for its own status (an interrupted wait
+  # returns 128 + the signal, whether or not the launcher ended meanwhile).
+  while kill -0 "$pid" 2>/dev/null; do
+    wait "$pid" 2>/dev/null || true
+  done
+  wait "$pid" || status=$?
   trap - TERM INT
   if [ -n "$caught" ]; then
     echo "launch: stopped by SIG$([ "$caught" = 143 ] && echo TERM || echo INT) (the launcher returned $status): exit $caught" >&2
