@@ -35,8 +35,8 @@
 //! (a cluster with 3 slow workers and one with 2 both have the slow rate as
 //! their bottleneck; `tests/optimal.rs`), and maximising it is NP-hard: at
 //! r = 1, l = 3, n = 2, with one slow and one fast worker per edge of a
-//! cubic graph whose vertices are the clusters (each may join the clusters
-//! of its edge's ends), the clusters holding a slow worker always form a
+//! cubic graph whose vertices are the clusters (a worker may join the two
+//! clusters at its edge's ends), the clusters holding a slow worker form a
 //! vertex cover, and any vertex cover holds them for some clustering (put
 //! each slow worker at an end in the cover, each fast worker at the other
 //! end of its edge: 3 per cluster), so the most clusters at the fast rate
@@ -84,11 +84,12 @@
 //!    bottleneck t*. Each class's levels cost in its own component of a
 //!    cost vector compared lexicographically, straggler component first;
 //!    successive shortest paths is exact for such costs too (it only adds,
-//!    negates and compares them: [`super::flow`]). So the least-cost flow
-//!    minimises the straggler cost, then the cost below t* among those, then
-//!    the cost at most t*: by 2., the profiles in that order, among the
-//!    clusterings with bottleneck t*. A class equal to an earlier one, empty,
-//!    or of every worker ties for all clusterings and gets no costs.
+//!    negates and compares them; `crates/core/src/cluster/flow.rs`). So the
+//!    least-cost flow minimises the straggler cost, then the cost below t*
+//!    among those, then the cost at most t*: by 2., the profiles in that
+//!    order, among the clusterings with bottleneck t*. A class equal to an
+//!    earlier one, empty, or of every worker ties for all clusterings and
+//!    gets no costs.
 //!
 //! The levels of a class go up to hi, a bound on its count in one cluster
 //! for every clustering that can win: for stragglers, the most in one
@@ -96,12 +97,17 @@
 //! rates the one found at t*), for "below t*" r − 1, for "at most t*"
 //! r − 1 plus the workers whose rate is t*. A least-cost flow is found by a
 //! zero-cost maximum flow (Dinic) followed by successive shortest paths:
-//! the flow stays least-cost for its value after each augmentation.
+//! the flow stays least-cost for its value after each augmentation. The
+//! three components are folded into one `i128` when they fit (a
+//! component's total is below K·c_hi + 1, so weights that are products of
+//! the later components' bounds keep the order; with the straggler costs
+//! alone the weight is 1, the network of before levels 3-4), else compared
+//! as a vector; a unit test checks that both reach the same optimum.
 //!
 //! # Limits
 //!
 //! Those of [`Assignment`] and 1 <= r <= l. The costs are `i128` (with
-//! rates, three of them): a profile is exact while (P + 1)^(hi − 1) ·
+//! rates, a vector of three): a profile is exact while (P + 1)^(hi − 1) ·
 //! (K + 4P + 2)^2 fits in one, which at K = 200 holds for every hi <= l
 //! when P >= 5, and up to hi = 71 at P = 2 (a unit test checks both).
 //! Beyond that only the top levels that fit get weights (the largest count
@@ -246,9 +252,13 @@ pub struct OptimalClustering {
     start: Clustering,
     /// The bottleneck tests, and the least-cost flow with straggler flags.
     net: FlowNetwork,
-    /// The least-cost flow with rates (costs: straggler profile, then the
-    /// profiles below and at or below the bottleneck).
+    /// The least-cost flow with rates when its three cost components
+    /// (straggler profile, then the profiles below and at most at the
+    /// bottleneck) do not fold into one `i128`.
     lex: FlowNetwork<Lex<3>>,
+    /// Compare the cost components as a vector even where they fold (for
+    /// the test that both give the same optimum).
+    vector_costs: bool,
     straggler: Vec<bool>,
     keys: Vec<f64>,
     sorted: Vec<f64>,
@@ -275,6 +285,7 @@ impl OptimalClustering {
             start: Clustering::default(),
             net: FlowNetwork::default(),
             lex: FlowNetwork::default(),
+            vector_costs: false,
             straggler: Vec::new(),
             keys: Vec::new(),
             sorted: Vec::new(),
@@ -304,6 +315,7 @@ impl OptimalClustering {
             a,
             &self.entry,
             &links,
+            |_, cost| cost,
         );
         if self.net.max_flow_at_zero_cost(source, sink) != k {
             return false;
@@ -387,6 +399,7 @@ impl OptimalClustering {
         let at_or_below = self.keys.iter().filter(|&&x| x < above).count();
         // Nested classes of equal size are equal: a class equal to one before
         // it in the objective, or empty, or everybody, gets no costs.
+        let below_levels = below > 0 && below != stragglers;
         let mut classes = [
             Class {
                 size: stragglers,
@@ -398,7 +411,7 @@ impl OptimalClustering {
                 size: below,
                 threshold: t,
                 member: Member::RateBelow(t),
-                link: if below > 0 && below != stragglers {
+                link: if below_levels {
                     Link::Levels {
                         hi: self.load - 1,
                         component: 1,
@@ -444,20 +457,47 @@ impl OptimalClustering {
         for (link, class) in links.iter_mut().zip(classes.iter()) {
             *link = class.link;
         }
-        let (source, sink) = build(
-            &mut self.lex,
-            &mut self.worker_edges,
-            a,
-            &self.entry,
-            &links[..used],
-        );
-        let zero = self.lex.max_flow_at_zero_cost(source, sink);
-        let flow = zero + self.lex.augment_cheapest(source, sink, k - zero);
+        let links = &links[..used];
+        // The components folded into one i128 where they fit (the same
+        // order, faster), else compared as a vector. With the straggler
+        // costs only, the weight is 1: the network and flow of before levels
+        // 3-4 existed.
+        let nodes = node_count(a, links.len());
+        let folded = folded_weights(links, k, p, nodes).filter(|_| !self.vector_costs);
+        let flow = match folded {
+            Some(weight) => {
+                let (source, sink) = build(
+                    &mut self.net,
+                    &mut self.worker_edges,
+                    a,
+                    &self.entry,
+                    links,
+                    |component, cost| cost * weight[component],
+                );
+                let zero = self.net.max_flow_at_zero_cost(source, sink);
+                let more = self.net.augment_cheapest(source, sink, k - zero);
+                read_members(&mut self.members, &self.worker_edges, &self.net, p);
+                zero + more
+            }
+            None => {
+                let (source, sink) = build(
+                    &mut self.lex,
+                    &mut self.worker_edges,
+                    a,
+                    &self.entry,
+                    links,
+                    Lex::component,
+                );
+                let zero = self.lex.max_flow_at_zero_cost(source, sink);
+                let more = self.lex.augment_cheapest(source, sink, k - zero);
+                read_members(&mut self.members, &self.worker_edges, &self.lex, p);
+                zero + more
+            }
+        };
         assert_eq!(
             flow, k,
             "a clustering with bottleneck {t} and at most {hi} stragglers per cluster exists"
         );
-        read_members(&mut self.members, &self.worker_edges, &self.lex, p);
     }
 
     /// With straggler flags: the least-cost flow, into `self.members`.
@@ -473,6 +513,7 @@ impl OptimalClustering {
             a,
             &self.entry,
             &links,
+            |_, cost| cost,
         );
         let zero = self.net.max_flow_at_zero_cost(source, sink);
         let flow = zero + self.net.augment_cheapest(source, sink, k - zero);
@@ -494,12 +535,13 @@ fn build<C: FlowCost>(
     a: &Assignment,
     entry: &[usize],
     links: &[Link],
+    cost_of: impl Fn(usize, i128) -> C,
 ) -> (usize, usize) {
     let (k, p, l) = (a.workers(), a.clusters(), a.size());
     let chain = links.len() + 1;
-    let (source, sink) = (0, 1 + k + chain * p);
+    let nodes = node_count(a, links.len());
+    let (source, sink) = (0, nodes - 1);
     let node = |c: usize, i: usize| 1 + k + chain * c + i;
-    let nodes = sink + 1;
     net.reset(nodes);
     worker_edges.clear();
     assert_eq!(entry.len(), k, "one entry node per worker");
@@ -526,7 +568,7 @@ fn build<C: FlowCost>(
                 }
                 Link::Levels { component, .. } => {
                     for &cost in &weights[i] {
-                        net.add(from, from + 1, 1, C::component(component, cost));
+                        net.add(from, from + 1, 1, cost_of(component, cost));
                     }
                 }
             }
@@ -534,6 +576,31 @@ fn build<C: FlowCost>(
         net.add(node(c, links.len()), sink, l, C::ZERO);
     }
     (source, sink)
+}
+
+/// Nodes of the chain network with `links` links per cluster: source,
+/// workers, P chains of `links + 1` nodes, sink.
+fn node_count(a: &Assignment, links: usize) -> usize {
+    2 + a.workers() + (links + 1) * a.clusters()
+}
+
+/// Weights that fold the cost components of `links` into one `i128`
+/// exactly (each component's total times its weight stays below the next
+/// component's weight, and every path cost fits), when they exist.
+///
+/// A component's total over a flow is below K·c_hi + 1, c_hi its top level
+/// cost (every worker crosses at most one level edge of a link).
+fn folded_weights(links: &[Link], k: usize, p: usize, nodes: usize) -> Option<[i128; 3]> {
+    let mut bound = [1i128; 3];
+    for link in links {
+        if let Link::Levels { hi, component } = *link {
+            let top = level_costs(p, nodes, hi).last().copied().unwrap_or(0);
+            bound[component] = top.checked_mul(k as i128)?.checked_add(1)?;
+        }
+    }
+    let room = i128::MAX / (nodes as i128 * nodes as i128).max(1);
+    let product = bound[0].checked_mul(bound[1])?.checked_mul(bound[2])?;
+    (product <= room).then_some([bound[1] * bound[2], bound[2], 1])
 }
 
 /// Read the clustering off the flow of `net` into `members`.
@@ -659,6 +726,62 @@ mod tests {
         assert!(c[1..].iter().all(|&x| x > 0));
         let c = level_costs(2, 210, 72);
         assert_eq!(c[1], 0, "P = 2: level 72 no longer fits");
+    }
+
+    #[test]
+    fn folded_and_vector_costs_reach_the_same_optimum() {
+        // The rates' three cost components folded into one i128 (where they
+        // fit, as in every brute-force test) or compared as a vector (beyond):
+        // the same objective on random states with few distinct rates.
+        use crate::rng::{Stream, stream};
+        use rand::RngExt;
+        let mut rng = stream(11, Stream::CheckSampling);
+        let (mut folded, mut vector) = (Clustering::default(), Clustering::default());
+        let mut tie_breaks = 0;
+        for (k, p, n) in [(12, 4, 2), (20, 5, 3), (40, 8, 3), (60, 4, 2)] {
+            let a = Assignment::circular_shifts(k, p, n, &mut stream(3, Stream::ClusterShifts))
+                .unwrap();
+            for load in 1..=a.size().min(4) {
+                let mut by_folding = OptimalClustering::new(load).unwrap();
+                let mut by_vector = OptimalClustering::new(load).unwrap();
+                by_vector.vector_costs = true;
+                for _ in 0..40 {
+                    let rates: Vec<f64> = (0..k)
+                        .map(|_| f64::from(rng.random_range(1..5u8)))
+                        .collect();
+                    let states = WorkerStates::rates(&rates, 0.5);
+                    by_folding.cluster(&a, &states, &mut folded);
+                    by_vector.cluster(&a, &states, &mut vector);
+                    assert_eq!(vector.validate(&a), Ok(()));
+                    let f = ClusteringScore::of(&folded.members, &states, load);
+                    let v = ClusteringScore::of(&vector.members, &states, load);
+                    assert_eq!(f.cmp_objective(&v), Ordering::Equal, "K={k} r={load}");
+                    tie_breaks += usize::from(
+                        f.below_bottleneck.as_ref().is_some_and(|b| b[0] > 0)
+                            || f.at_or_below_bottleneck.as_ref().is_some_and(|b| b[0] > 1),
+                    );
+                }
+            }
+        }
+        assert!(tie_breaks > 100, "{tie_breaks}");
+    }
+
+    #[test]
+    fn costs_fold_into_one_i128_only_where_they_fit() {
+        let levels = |hi, component| Link::Levels { hi, component };
+        // Straggler costs only: weight 1, the costs of before levels 3-4.
+        assert_eq!(
+            folded_weights(&[levels(3, 0), Link::Plain(2)], 12, 4, 30),
+            Some([1, 1, 1])
+        );
+        // K = 12, P = 4 (M = 5): component totals below 12·24 + 1, 12·4 + 1, 12·4 + 1.
+        let w = folded_weights(&[levels(3, 0), levels(2, 1), levels(2, 2)], 12, 4, 30);
+        assert_eq!(w, Some([49 * 49, 49, 1]));
+        // P = 2, 100 straggler levels: the top cost alone fills the room.
+        assert_eq!(
+            folded_weights(&[levels(100, 0), levels(2, 1)], 200, 2, 210),
+            None
+        );
     }
 
     #[test]
