@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_rejected, gradcode, json, stderr};
+use common::{assert_rejected, gradcode, json, stderr, stdout};
 
 fn example() -> String {
     format!(
@@ -485,4 +485,69 @@ fn assignment_draws_are_bounded() {
         ]);
         assert_rejected(bad, &out, "scheme.assignment_draws");
     }
+}
+
+/// A straggler model whose flags and `scheme.straggler_threshold` can name
+/// different stragglers (Gilbert-Elliott with mu_slow = 1 >= tau = 0.5: no
+/// slow worker is a straggler to the policy) is warned about once on stderr,
+/// in `check`'s plan and in its JSON warnings, and by `explain`; with the
+/// paper's mu_slow = 0.1 nothing is said.
+#[test]
+fn the_threshold_and_the_flags_disagreeing_is_warned_about() {
+    let ex = example();
+    let rule = "straggler.mu_slow = 1 >= scheme.straggler_threshold = 0.5: ";
+    let set = [
+        "--set",
+        "straggler.model=gilbert-elliott",
+        "--set",
+        "straggler.mu_slow=1",
+    ];
+    let out = gradcode(&[&["check", "--config", ex.as_str()][..], &set].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("  warning: {rule}")),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(stderr(&out).matches(rule).count(), 1, "{}", stderr(&out));
+    let v = json(&gradcode(
+        &[&["check", "--config", ex.as_str(), "--json"][..], &set].concat(),
+    ));
+    let warnings = v["warnings"].as_array().unwrap();
+    assert_eq!(
+        warnings
+            .iter()
+            .filter(|w| w.as_str().unwrap().starts_with(rule))
+            .count(),
+        1,
+        "{v}"
+    );
+    let out = gradcode(
+        &[
+            &[
+                "explain",
+                "--config",
+                ex.as_str(),
+                "--rates",
+                "1,1,1,1,1,10,10,10,10,10,10,10",
+            ][..],
+            &set,
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out).matches(rule).count(), 1, "{}", stderr(&out));
+    let out = gradcode(&[
+        "check",
+        "--config",
+        &ex,
+        "--set",
+        "straggler.model=gilbert-elliott",
+    ]);
+    assert!(out.status.success());
+    assert!(
+        !stderr(&out).contains("scheme.straggler_threshold") && !stdout(&out).contains("warning"),
+        "{}",
+        stderr(&out)
+    );
 }

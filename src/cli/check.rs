@@ -74,6 +74,10 @@ struct DynamicPlan {
     lemma1: Lemma1,
     clustering: &'static str,
     straggler_threshold: f64,
+    /// When the straggler model's flags and `straggler_threshold` can name
+    /// different stragglers: why (the JSON has them in `warnings`).
+    #[serde(skip)]
+    threshold_warnings: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -135,7 +139,7 @@ struct CheckReport {
     config: Config,
 }
 
-fn dynamic_plan(scheme: &dyn Scheme) -> Option<DynamicPlan> {
+fn dynamic_plan(scheme: &dyn Scheme, threshold_warnings: &[String]) -> Option<DynamicPlan> {
     let dc = scheme.dynamic_clustering()?;
     let a = dc.assignment();
     Some(DynamicPlan {
@@ -150,6 +154,7 @@ fn dynamic_plan(scheme: &dyn Scheme) -> Option<DynamicPlan> {
         },
         clustering: dc.policy_name(),
         straggler_threshold: dc.threshold(),
+        threshold_warnings: threshold_warnings.to_vec(),
     })
 }
 
@@ -283,10 +288,11 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             .max()
             .unwrap_or(0),
         workers,
-        dynamic_clustering: dynamic_plan(scheme.as_ref()),
+        dynamic_clustering: dynamic_plan(scheme.as_ref(), &loaded.threshold_warnings),
         warnings: loaded
             .unused_keys()
             .into_iter()
+            .chain(loaded.threshold_warnings.iter().cloned())
             .chain(straggler_trace.iter().flat_map(clock_warnings))
             .chain(straggler_long_run.warning())
             .collect(),
@@ -532,6 +538,9 @@ fn print_text(r: &CheckReport) {
             d.clustering,
             d.straggler_threshold
         );
+        for warning in &d.threshold_warnings {
+            crate::outln!("  warning: {warning}");
+        }
         crate::outln!(
             "\nassignment matrix A_cluster ({} x {}, column p = workers that may join cluster p): {}",
             d.assignment.len(),

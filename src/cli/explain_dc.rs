@@ -64,6 +64,14 @@ struct ObjectiveReport {
     /// largest rate (larger is better; null for a NaN rate).
     #[serde(skip_serializing_if = "Option::is_none")]
     bottleneck_rate: Option<Option<f64>>,
+    /// With rates: workers with a rate below the bottleneck rate per
+    /// cluster, largest first (at an equal bottleneck rate and straggler
+    /// profile, smaller lexicographically is better).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    below_bottleneck_profile: Option<Vec<usize>>,
+    /// With rates: the same for a rate at most the bottleneck rate (next).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    at_or_below_bottleneck_profile: Option<Vec<usize>>,
 }
 
 impl ObjectiveReport {
@@ -71,6 +79,8 @@ impl ObjectiveReport {
         Self {
             straggler_profile: score.profile.clone(),
             bottleneck_rate: score.bottleneck_rate.map(|r| r.is_finite().then_some(r)),
+            below_bottleneck_profile: score.below_bottleneck.clone(),
+            at_or_below_bottleneck_profile: score.at_or_below_bottleneck.clone(),
         }
     }
 }
@@ -296,10 +306,23 @@ fn objective_text(o: &ObjectiveReport) -> String {
         list(&o.straggler_profile)
     );
     match o.bottleneck_rate {
-        Some(rate) => format!(
-            "bottleneck rate (worst cluster's (l - r + 1)-th fastest) {}; {profile}",
-            rate.map_or("NaN".to_string(), |r| format!("{r}"))
-        ),
+        Some(rate) => {
+            let slow = match (
+                &o.below_bottleneck_profile,
+                &o.at_or_below_bottleneck_profile,
+            ) {
+                (Some(below), Some(at)) => format!(
+                    "; rate below it per cluster: {}, at most it: {}",
+                    list(below),
+                    list(at)
+                ),
+                _ => String::new(),
+            };
+            format!(
+                "bottleneck rate (worst cluster's (l - r + 1)-th fastest) {}; {profile}{slow}",
+                rate.map_or("NaN".to_string(), |r| format!("{r}"))
+            )
+        }
         None => profile,
     }
 }

@@ -276,9 +276,15 @@ pub(crate) fn load(args: &ConfigArgs) -> Result<Setup, InputError> {
     Ok(setup)
 }
 
-/// Print the keys that are set but unused, one `warning:` line each.
+/// Print the keys that are set but unused, and the loader's other warnings
+/// (gc-dc's straggler threshold against the model's flags), one `warning:`
+/// line each.
 pub(crate) fn print_warnings(loaded: &LoadedConfig) {
-    for warning in loaded.unused_keys() {
+    for warning in loaded
+        .unused_keys()
+        .iter()
+        .chain(&loaded.threshold_warnings)
+    {
         crate::errln!("warning: {warning}");
     }
 }

@@ -215,10 +215,16 @@ fn check_batch(config: &Config, scheme: &dyn Scheme) -> Result<(), InputError> {
     }
 }
 
-/// Print the keys that are set but unused, one `warning:` line each.
+/// Print the keys that are set but unused, and the loader's other warnings
+/// (gc-dc's straggler threshold against the model's flags), one `warning:`
+/// line each.
 #[cfg(feature = "mpi")]
 fn warn_unused(loaded: &crate::config::LoadedConfig) {
-    for warning in loaded.unused_keys() {
+    for warning in loaded
+        .unused_keys()
+        .iter()
+        .chain(&loaded.threshold_warnings)
+    {
         crate::errln!("warning: {warning}");
     }
 }

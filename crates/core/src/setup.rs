@@ -19,7 +19,10 @@
 //!    [`Config::to_toml`] (what traces store and MPI workers receive) holds
 //!    every key they read;
 //! 5. the scheme of every `simulate.compare` entry and that of `scheme.kind`
-//!    are built: their constructors check the limits of their own keys only.
+//!    are built: their constructors check the limits of their own keys only;
+//!    a gc-dc whose `scheme.straggler_threshold` and the straggler model's
+//!    flags can name different stragglers gets a warning
+//!    ([`LoadedConfig::threshold_warnings`]).
 
 use std::path::Path;
 
@@ -63,23 +66,48 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Setup, In
 /// Check a parsed config against `registry` ([`resolve`]), then build the
 /// scheme of every `simulate.compare` entry and that of `scheme.kind`.
 pub fn from_parsed(registry: &Registry, loaded: LoadedConfig) -> Result<Setup, InputError> {
-    let loaded = resolve(registry, loaded)?;
+    let mut loaded = resolve(registry, loaded)?;
     let config = &loaded.config;
     let main = CompareEntry::Kind(config.scheme.kind.clone());
+    let mut warnings = Vec::new();
     for entry in &config.simulate.compare {
         if *entry != main {
-            build_entry(registry, entry, config)?;
+            let built = build_entry(registry, entry, config)?;
+            let name = format!("simulate.compare.{}: ", entry.name());
+            threshold_warnings(config, built.as_ref(), &name, &mut warnings);
         }
     }
     let scheme = build_entry(registry, &main, config)?;
+    threshold_warnings(config, scheme.as_ref(), "", &mut warnings);
+    loaded.threshold_warnings = warnings;
     let entry = registry
-        .get(config.scheme.kind.as_str())
+        .get(loaded.config.scheme.kind.as_str())
         .expect("resolve checked scheme.kind");
     Ok(Setup {
         loaded,
         entry,
         scheme,
     })
+}
+
+/// A built scheme that clusters by a rate threshold (gc-dc) whose threshold
+/// and the straggler model's flags can disagree: one warning each, after
+/// `prefix`, unless the same one is already in `out`.
+fn threshold_warnings(config: &Config, scheme: &dyn Scheme, prefix: &str, out: &mut Vec<String>) {
+    let Some(dc) = scheme.dynamic_clustering() else {
+        return;
+    };
+    let found = crate::straggler::rate_threshold_disagreements(
+        &config.straggler,
+        config.workers,
+        dc.threshold(),
+    );
+    for warning in found {
+        let warning = format!("{prefix}{warning}");
+        if !out.contains(&warning) {
+            out.push(warning);
+        }
+    }
 }
 
 /// Steps 1-4 of the module docs: names, keys, types, warnings, defaults.
@@ -342,6 +370,46 @@ mod tests {
             &[],
         );
         assert_eq!(e.field, "scheme.clusters");
+    }
+
+    #[test]
+    fn a_gc_dc_threshold_the_flags_disagree_with_is_a_warning() {
+        let gc_dc = "workers = 12\n[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 4\n[straggler]\nmodel = \"gilbert-elliott\"\n";
+        // The defaults: mu_slow = 0.1 < tau = 0.5 <= mu_fast = 10.
+        assert!(parse_ok(gc_dc, &[]).loaded.threshold_warnings.is_empty());
+        let setup = parse_ok(gc_dc, &["straggler.mu_slow=1"]);
+        let w = &setup.loaded.threshold_warnings;
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("straggler.mu_slow = 1 >= scheme.straggler_threshold = 0.5: "),
+            "{}",
+            w[0]
+        );
+        // Not an unused key (sweep reads those as keys the scheme ignores).
+        assert!(setup.loaded.unused_keys().is_empty());
+        // Raising tau above mu_slow makes them agree again.
+        let setup = parse_ok(
+            gc_dc,
+            &["straggler.mu_slow=1", "scheme.straggler_threshold=2"],
+        );
+        assert!(setup.loaded.threshold_warnings.is_empty());
+        // A compared gc-dc variant is named; a scheme without a threshold is not.
+        let setup = parse_ok(
+            gc_dc,
+            &[
+                "straggler.mu_slow=1",
+                "scheme.kind=\"uncoded\"",
+                "simulate.compare=[\"uncoded\", { name = \"dc\", kind = \"gc-dc\", set = { straggler_threshold = 0.8 } }]",
+            ],
+        );
+        assert_eq!(setup.loaded.threshold_warnings.len(), 1);
+        assert!(
+            setup.loaded.threshold_warnings[0].starts_with(
+                "simulate.compare.dc: straggler.mu_slow = 1 >= scheme.straggler_threshold = 0.8: "
+            ),
+            "{:?}",
+            setup.loaded.threshold_warnings
+        );
     }
 
     #[test]

@@ -66,8 +66,9 @@ pub enum ClusteringKind {
     #[default]
     Greedy,
     /// Beyond 000: the exact optimum over every valid clustering of the
-    /// straggler profile, or with rates of the bottleneck rate then the
-    /// profile ([`crate::cluster::OptimalClustering`]).
+    /// straggler profile, or with rates of the bottleneck rate, then the
+    /// straggler profile, then the spread of the workers below and at most
+    /// at the bottleneck rate ([`crate::cluster::OptimalClustering`]).
     Optimal,
 }
 

@@ -38,6 +38,11 @@ pub struct LoadedConfig {
     /// (`setup`) fills them in, since only the registry knows which scheme
     /// reads which key; [`parse`] alone leaves them empty.
     pub unused_scheme_keys: Vec<String>,
+    /// gc-dc schemes in use whose `scheme.straggler_threshold` and the
+    /// straggler model's flags can name different stragglers
+    /// ([`crate::straggler::rate_threshold_disagreements`]), as one-line
+    /// warnings; filled in by the loader like [`Self::unused_scheme_keys`].
+    pub threshold_warnings: Vec<String>,
 }
 
 impl LoadedConfig {
@@ -201,6 +206,7 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedCon
         origin: origin.to_string(),
         explicit,
         unused_scheme_keys: Vec::new(),
+        threshold_warnings: Vec::new(),
     })
 }
 

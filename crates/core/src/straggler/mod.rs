@@ -32,12 +32,14 @@
 //! | `extra-delay` | alpha + Exp(mu), plus e ~ Exp(1/delay_mean) on delayed workers | delayed | 001 §5, 004 §VIII-B |
 //! | `trace` | the CSV value of the worker's column, row by row, wrapped | u > trace_threshold · median of the row | AWS Lambda traces |
 
+mod agreement;
 pub mod fit;
 pub mod fit_interval;
 mod long_run;
 mod models;
 mod replay;
 
+pub use agreement::rate_threshold_disagreements;
 pub use long_run::LongRun;
 pub use replay::{TraceSummary, TraceTable, looks_like_clock_readings};
 
