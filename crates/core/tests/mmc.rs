@@ -4,13 +4,13 @@
 //! exact to 1e-9 relative on random gradients exactly when the pattern holds
 //! enough distinct codewords, and is reported as not decodable otherwise.
 
-use gradcode::coding::MmcDesign;
-use gradcode::coding::{
+use gradcode_core::coding::MmcDesign;
+use gradcode_core::coding::{
     Arrival, CodeOptions, MultiMessageCode, PartialStragglerCode, RoundContext, RoundPlan, Scheme,
     UncorrelatedCode,
 };
-use gradcode::engine::decode_prefix;
-use gradcode::rng::{Stream, stream};
+use gradcode_core::engine::decode_prefix;
+use gradcode_core::rng::{Stream, stream};
 use rand::RngExt;
 
 fn options() -> CodeOptions {

@@ -3,11 +3,11 @@
 //! of Theorems 10-11, uniform recovery per partition (chi-square), the wait
 //! policies, and where the paper's pseudo-code, read literally, goes wrong.
 
-use gradcode::coding::{
+use gradcode_core::coding::{
     Arrival, Decoding, IgnoreStragglerCode, IsgcLayout, RoundContext, RoundPlan, Scheme, WaitPolicy,
 };
-use gradcode::engine::{Decision, Stop, StopCause, StopRule, decode_prefix};
-use gradcode::rng::{Stream, stream};
+use gradcode_core::engine::{Decision, Stop, StopCause, StopRule, decode_prefix};
+use gradcode_core::rng::{Stream, stream};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 

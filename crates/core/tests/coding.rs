@@ -2,9 +2,9 @@
 //! decodes exactly, every other set is reported as not decodable, and a decoded
 //! gradient equals the true sum of the partition gradients.
 
-use gradcode::coding::{Arrival, CodeOptions, RoundContext, RoundPlan, Scheme, StaticCode};
-use gradcode::engine::decode_prefix;
-use gradcode::rng::{Stream, stream};
+use gradcode_core::coding::{Arrival, CodeOptions, RoundContext, RoundPlan, Scheme, StaticCode};
+use gradcode_core::engine::decode_prefix;
+use gradcode_core::rng::{Stream, stream};
 use proptest::prelude::*;
 use rand::RngExt;
 
@@ -370,7 +370,7 @@ proptest! {
 #[test]
 fn partial_recovery_of_clustered_codes_is_exactly_the_completed_clusters() {
     for kind in ["gc-sc", "gc-dc"] {
-        let config = gradcode::config::parse(
+        let config = gradcode_core::config::parse(
             &format!(
                 "workers = 12\n[scheme]\nkind = \"{kind}\"\nload = 2\nclusters = 4\nclusters_per_worker = 2\ndeadline = 0.5\n"
             ),
@@ -379,7 +379,7 @@ fn partial_recovery_of_clustered_codes_is_exactly_the_completed_clusters() {
         )
         .unwrap()
         .config;
-        let mut scheme = gradcode::coding::build(&config).unwrap();
+        let mut scheme = gradcode_core::coding::build(&config).unwrap();
         assert!(scheme.partial_recovery() && scheme.deadline() == Some(0.5));
         let states: Vec<Vec<bool>> = (0..4u32)
             .map(|s| (0..12).map(|w| (w * 7 + s * 5) % 4 == 0).collect())

@@ -3,9 +3,9 @@
 //! information is what docs/design.md ("Straggler state information") says,
 //! and bad trace files are rejected with errors naming file:line.
 
-use gradcode::config::{self, Config, StateInfo};
-use gradcode::engine::state_context;
-use gradcode::straggler::{DelaySpec, RoundSample, TraceTable};
+use gradcode_core::config::{self, Config, StateInfo};
+use gradcode_core::engine::state_context;
+use gradcode_core::straggler::{DelaySpec, RoundSample, TraceTable};
 
 fn config(text: &str) -> Config {
     config::parse(text, "test.toml", &[])
@@ -298,7 +298,7 @@ fn a_trace_value_splits_into_computation_and_a_fixed_cost() {
 fn the_real_aws_traces_load_as_their_manifest_says() {
     // The traces shipped in data/traces/aws-lambda/ (see its README for the
     // source), each with the rounds and workers MANIFEST.tsv lists.
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces/aws-lambda");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/traces/aws-lambda");
     let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap();
     let mut n = 0;
     for line in manifest.lines().skip(1) {

@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
-use gradcode::coding::SCHEMES;
-use gradcode::config::{CompareEntry, LoadedConfig, StateInfo, StragglerModel};
+use gradcode_core::coding::SCHEMES;
+use gradcode_core::config::{CompareEntry, LoadedConfig, StateInfo, StragglerModel};
 
 fn paper_configs() -> Vec<(String, LoadedConfig)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs/paper");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/paper");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("configs/paper")
         .map(|e| e.unwrap().path())
@@ -20,7 +20,7 @@ fn paper_configs() -> Vec<(String, LoadedConfig)> {
         .iter()
         .map(|p| {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            let loaded = gradcode::setup::load(Some(p), &[])
+            let loaded = gradcode_core::setup::load(Some(p), &[])
                 .unwrap_or_else(|e| panic!("{name}: {e}"))
                 .loaded;
             (name, loaded)
@@ -35,7 +35,7 @@ fn every_paper_config_loads_without_warnings_and_builds_its_schemes() {
     for (name, loaded) in &configs {
         assert_eq!(loaded.unused_keys(), Vec::<String>::new(), "{name}");
         for entry in loaded.config.compared() {
-            gradcode::setup::build_entry(&SCHEMES, &entry, &loaded.config)
+            gradcode_core::setup::build_entry(&SCHEMES, &entry, &loaded.config)
                 .unwrap_or_else(|e| panic!("{name}: {entry}: {e}"));
         }
     }
