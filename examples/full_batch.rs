@@ -5,7 +5,9 @@
 //! test suite does not run.
 //!
 //! `target/release/examples/full_batch CONFIG.toml` prints
-//! `{"theta": [...], "final_train_loss": ..., "rows_materialised": ...}`.
+//! `{"theta": [...], "final_train_loss": ..., "rows_materialised": ...}`,
+//! and fails when the training loss did not fall (`scripts/test.sh` runs it
+//! on the demo config).
 
 use gradcode::config::load;
 use gradcode::learn::{DataPlan, Optimizer};
@@ -23,7 +25,8 @@ fn main() -> anyhow::Result<()> {
     let mut opt = Optimizer::new(&config.train, config.model.l2, d);
     let mut gradient = vec![0.0; d];
     let mut train_loss = f64::NAN;
-    for _ in 0..config.train.iterations {
+    let mut first_loss = f64::NAN;
+    for iteration in 0..config.train.iterations {
         gradient.iter_mut().for_each(|g| *g = 0.0);
         let mut loss = 0.0;
         for part in &parts {
@@ -35,8 +38,16 @@ fn main() -> anyhow::Result<()> {
             );
         }
         train_loss = opt.objective(loss, plan.train_samples());
+        if iteration == 0 {
+            first_loss = train_loss;
+        }
         opt.step(&gradient, plan.train_samples());
     }
+    // A reference that does not descend is no reference.
+    anyhow::ensure!(
+        config.train.iterations < 2 || train_loss < first_loss,
+        "the training loss rose from {first_loss:e} to {train_loss:e}: lower train.learning_rate"
+    );
     let out = serde_json::json!({
         "theta": opt.theta(),
         "final_train_loss": train_loss,

@@ -8,7 +8,8 @@
 //! `--accuracy`, a made-up test accuracy (a classifier's: rising, with a
 //! wiggle) is recorded with the test loss; without it the accuracy is NaN,
 //! as in a linear model's run. Written through `TraceWriter`, so the file has
-//! the layout of `gradcode train --out`.
+//! the layout of `gradcode train --out`, and read back (one record per
+//! iteration, or it fails; `scripts/test.sh` runs it).
 //!
 //!   cargo run --release --example synthetic_trace -- OUT.h5 [CONFIG] [--accuracy] [--set key=value]...
 
@@ -92,6 +93,14 @@ fn main() -> anyhow::Result<()> {
     let iterations = sink.writer.iterations();
     sink.writer.write_theta(iterations as u64, &[0.0; 10])?;
     sink.writer.close()?;
+    // What was written reads back: one record per simulated iteration.
+    let read = gradcode::trace::read_trace(&out, "/")?;
+    anyhow::ensure!(
+        read.records.len() == iterations,
+        "{} holds {} records, {iterations} were written",
+        out.display(),
+        read.records.len()
+    );
     println!(
         "{}: {iterations} iterations of {}",
         out.display(),

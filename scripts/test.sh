@@ -23,6 +23,16 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo clippy --locked --workspace --all-targets --no-default-features -- -D warnings
 echo "== cargo test (default features: mpi, hdf5)"
 cargo test --locked --release --workspace
+echo "== examples: each asserts what it shows"
+cargo build --locked --release --examples
+examples=target/release/examples
+"$examples/full_batch" configs/demo.toml >/dev/null
+mpirun --oversubscribe -n 13 "$examples/reduce_baseline" configs/demo.toml >/dev/null
+"$examples/greedy_spread" --sets 2000 >/dev/null
+"$examples/structured_decode" 40 10 300 --strict
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+"$examples/synthetic_trace" "$scratch/synthetic.h5" --accuracy
 echo "== cargo test (--no-default-features: the math core alone)"
 cargo test --locked --release --workspace --no-default-features
 echo "== Python plotting scripts (SKIPPED loudly when no Python environment)"
