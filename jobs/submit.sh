@@ -4,7 +4,12 @@
 #
 #   jobs/submit.sh jobs/train.sbatch CONFIG [--set key=value ...] [-- SBATCH_OPTIONS...]
 #   jobs/submit.sh jobs/train.sbatch --resume TRACE [--set train.iterations=N] [-- SBATCH_OPTIONS...]
-#   jobs/submit.sh jobs/sweep.sbatch RUNS [-- SBATCH_OPTIONS...]
+#   jobs/submit.sh jobs/sweep.sbatch RUNS [--throttle N] [-- SBATCH_OPTIONS...]
+#
+# A sweep is one job array per rank count its runs need (workers + 1), each
+# array's tasks the runs-file lines of that count (`--array=0,3,4`), at most
+# N of them running at once with --throttle N (`%N`). It prints one job id
+# per array (and, on stderr, the runs and ranks of each).
 #
 # Run it from any folder: CONFIG, RUNS, TRACE and the configs a runs file
 # names are relative to the folder you submit from (the job runs there too),
@@ -29,7 +34,6 @@ done
 bin=$(absolute "${GRADCODE:-$home/target/release/gradcode}")
 [ -x "$bin" ] || { echo "error: $bin is not built (cargo build --release, or set GRADCODE)" >&2; exit 2; }
 results=$(absolute "${GRADCODE_RESULTS:-results}")
-mkdir -p "$results"
 passed=(GRADCODE_HOME="$home" GRADCODE="$bin" GRADCODE_RESULTS="$results")
 [ -n "${GRADCODE_SITE_SETUP:-}" ] && passed+=(GRADCODE_SITE_SETUP="$(absolute "$GRADCODE_SITE_SETUP")")
 [ -n "${GRADCODE_LAUNCHER:-}" ] && passed+=(GRADCODE_LAUNCHER="$GRADCODE_LAUNCHER")
@@ -53,32 +57,42 @@ case "$(basename "$script")" in
     [ -f "$runs" ] || { echo "error: $runs: no such runs file" >&2; exit 2; }
     mapfile -t lines < <(grep -v -e '^[[:space:]]*$' -e '^[[:space:]]*#' "$runs" || true)
     ((${#lines[@]})) || { echo "error: $runs lists no runs" >&2; exit 2; }
-    ranks=""
+    throttle=""
+    if [ "${args[1]:-}" = "--throttle" ]; then
+      throttle=${args[2]:-}
+      [[ "$throttle" =~ ^[1-9][0-9]*$ ]] || { echo "error: --throttle: a whole number of runs at once >= 1, not '$throttle'" >&2; exit 2; }
+    elif [ -n "${args[1]:-}" ]; then
+      echo "error: unknown sweep option ${args[1]} (known: --throttle N)" >&2
+      exit 2
+    fi
+    # The runs-file lines (task ids) of each rank count, all checked first.
+    declare -A tasks_of=()
     for n in "${!lines[@]}"; do
       run_words "${lines[$n]}" || { echo "error: $runs: run $n: unbalanced quotes: ${lines[$n]}" >&2; exit 2; }
       run=("${words[@]}")
       r=$("$bin" check --config "${run[0]}" "${run[@]:1}" --ranks)
-      if [ -n "$ranks" ] && [ "$r" != "$ranks" ]; then
-        echo "error: the runs of $runs need different rank counts ($ranks and $r); split the sweep" >&2
-        exit 2
-      fi
-      ranks=$r
+      tasks_of[$r]="${tasks_of[$r]:+${tasks_of[$r]},}$n"
     done
     ((output_set)) || sbatch_opts+=("--output=$results/slurm-%x-%A_%a.out")
-    exec sbatch --parsable --array="0-$((${#lines[@]} - 1))" --ntasks="$ranks" "${sbatch_opts[@]}" \
-      "$script" "$(absolute "$runs")" "${args[@]:1}"
+    mkdir -p "$results" # only now: nothing is made before the checks pass
+    for r in $(printf '%s\n' "${!tasks_of[@]}" | sort -n); do
+      echo "submit: runs ${tasks_of[$r]} of $runs: $r ranks each" >&2
+      sbatch --parsable --array="${tasks_of[$r]}${throttle:+%$throttle}" --ntasks="$r" "${sbatch_opts[@]}" \
+        "$script" "$(absolute "$runs")"
+    done
     ;;
   *)
     if [ "${args[0]:-}" = "--resume" ]; then
       trace=${args[1]:?--resume needs a TRACE}
       [ -f "$trace" ] || { echo "error: $trace: no such trace" >&2; exit 2; }
-      workers=$("$bin" inspect "$trace" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
+      workers=$("$bin" inspect "$trace" --json | "$bin" job field - workers)
       ranks=$((workers + 1))
       args[1]=$(absolute "$trace")
     else
       ranks=$("$bin" check --config "${args[0]:?a run needs a CONFIG}" "${args[@]:1}" --ranks)
     fi
     ((output_set)) || sbatch_opts+=("--output=$results/slurm-%x-%j.out")
+    mkdir -p "$results"
     exec sbatch --parsable --ntasks="$ranks" "${sbatch_opts[@]}" "$script" "${args[@]}"
     ;;
 esac

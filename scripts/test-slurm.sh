@@ -130,14 +130,14 @@ fake=$(mktemp -d)
 made+=("$fake")
 printf '#!/bin/sh\necho "MPI plugin types are..."\necho "	none"\necho "	pmi2"\n' > "$fake/srun"
 chmod +x "$fake/srun"
-only_pmi2=$(PATH="$fake:$PATH" bash -c 'source jobs/launch.sh; choose_launcher')
+only_pmi2=$(PATH="$fake:$PATH" bash -c 'source jobs/launch.sh; choose_launcher target/release/gradcode')
 choice=$only_pmi2
 if ompi_info --parsable | grep -q '^mca:pmix:s2:'; then
   [ "${choice%% *}" = srun-pmi2 ] || fail "Slurm and OpenMPI both have PMI-2, yet: $choice"
 else
   [ "${choice%% *}" = mpirun ] || fail "PMI-2 chosen for an OpenMPI without a PMI-2 client: $choice"
 fi
-choice=$(bash -c 'source jobs/launch.sh; choose_launcher')
+choice=$(bash -c 'source jobs/launch.sh; choose_launcher target/release/gradcode')
 [ "${choice%% *}" != srun-pmi2 ] || ompi_info --parsable | grep -q '^mca:pmix:s2:' \
   || fail "srun-pmi2 chosen here: $choice"
 echo "slurm test: launcher choice ok (here: $choice; with only pmi2 in Slurm: $only_pmi2)"

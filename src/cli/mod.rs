@@ -12,6 +12,7 @@ mod decoding;
 mod explain;
 mod explain_dc;
 mod inspect;
+mod job;
 mod measured;
 mod simulate;
 mod sweep;
@@ -259,6 +260,12 @@ pub enum Command {
         #[arg(long, requires = "csv")]
         force: bool,
     },
+    /// For the batch scripts of jobs/: JSON fields and summaries without Python.
+    #[command(hide = true)]
+    Job {
+        #[command(subcommand)]
+        action: job::JobAction,
+    },
 }
 
 /// Load the config of `args` through the loader ([`crate::setup::load`]: the
@@ -434,6 +441,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             csv,
             force,
         }),
+        Command::Job { action } => job::run(&action),
     }
 }
 
