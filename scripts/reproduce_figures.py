@@ -804,8 +804,10 @@ def run_study(binary, configs, out):
     runs = [simulate(binary, deadline, STUDY_SETS + [f"{key}={fmt_value(v)}"]) for v in values]
     result = {"sweep": {"key": key, "values": values}, "runs": runs}
     (out / "clustering-deadline.json").write_text(json.dumps(result, indent=2) + "\n")
-    plot_sweep(result, "Deadline-aware GC-DC (Fig. 4(a)'s setting) with the greedy and the optimal clustering: "
-               "recovered share and per-iteration time against the deadline.", out / "clustering-deadline.png")
+    fig = plot_sweep(result, "Deadline-aware GC-DC (Fig. 4(a)'s setting) with the greedy and the optimal clustering: "
+                     "recovered share and per-iteration time against the deadline.")
+    fig.savefig(out / "clustering-deadline.png", dpi=110)
+    plt.close(fig)
 
 
 def plot_study(rows, png):
@@ -850,7 +852,8 @@ def study_section(out):
         "## Beyond 000: optimal clustering",
         "",
         "GC-DC with the greedy clustering of 000 §V and with `scheme.clustering = \"optimal\"` (the exact",
-        "optimum of the straggler profile, and with rates of the bottleneck rate first:",
+        "optimum of the straggler profile, and with rates of the bottleneck rate first, its ties broken by",
+        "the straggler profile, then the profiles of the slow workers:",
         "`crates/core/src/cluster/optimal.rs`) on every GC-DC figure, same seeds and settings as the",
         "figure. *gain*: reduction of the mean iteration time, optimal against greedy, with its paired",
         "95% interval; *gap closed*: (greedy − optimal) / (greedy − LB), its interval the gain's scaled",

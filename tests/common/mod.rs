@@ -17,16 +17,26 @@ pub fn one_at_a_time() -> MutexGuard<'static, ()> {
 }
 
 /// `mpirun --oversubscribe -n RANKS gradcode ARGS...`, allowed to run as
-/// root (OpenMPI refuses otherwise; CI runs as root).
+/// root (OpenMPI refuses otherwise; CI runs as root). With
+/// `GRADCODE_TEST_MPIEXEC` set (scripts/test.sh's MPICH run:
+/// `mpiexec.mpich`), that launcher with `-n RANKS` instead.
 pub fn mpirun_command(ranks: usize, args: &[&str]) -> Command {
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--oversubscribe",
-        "-n",
-        &ranks.to_string(),
-        env!("CARGO_BIN_EXE_gradcode"),
-    ])
-    .args(args);
+    let launcher = std::env::var("GRADCODE_TEST_MPIEXEC").unwrap_or_default();
+    let mut words = launcher.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(program) => {
+            let mut cmd = Command::new(program);
+            cmd.args(words);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new("mpirun");
+            cmd.arg("--oversubscribe");
+            cmd
+        }
+    };
+    cmd.args(["-n", &ranks.to_string(), env!("CARGO_BIN_EXE_gradcode")])
+        .args(args);
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     cmd
