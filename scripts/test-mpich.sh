@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The MPI tests under MPICH (issue 26, item 5): build gradcode against
+# Debian's MPICH (mpicc.mpich, in target/mpich so that the OpenMPI build
+# stays as it is) and run the MPI training tests and the job-script tests
+# with MPICH's own launcher (mpiexec.mpich, through GRADCODE_TEST_MPIEXEC).
+# CI runs it after scripts/test.sh (.ci/run); installs mpich and
+# libmpich-dev when missing (as root or through sudo).
+#
+# To build against MPICH yourself: MPICC=mpicc.mpich cargo build --release
+# (the build finds MPI through $MPICC -show), and run with mpiexec.mpich.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+
+missing=()
+for p in mpich libmpich-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  as_root=()
+  [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+  echo "test-mpich.sh: installing ${missing[*]}"
+  "${as_root[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+export MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich GRADCODE_TEST_MPIEXEC=mpiexec.mpich
+# The debug information of the release profile is not needed here: a faster build.
+export CARGO_PROFILE_RELEASE_DEBUG=false
+echo "== cargo test under MPICH (tests/mpi.rs, tests/job_scripts.rs)"
+cargo test --locked --release --test mpi --test job_scripts
+ldd target/mpich/release/gradcode | grep -q libmpich \
+  || { echo "test-mpich.sh: target/mpich/release/gradcode is not linked against MPICH" >&2; exit 1; }
+echo "== MPICH: all tests passed"
