@@ -15,6 +15,7 @@ mod inspect;
 mod measured;
 mod simulate;
 mod sweep;
+mod trace_file;
 mod units;
 
 use std::path::PathBuf;
