@@ -386,7 +386,9 @@ fn read(sources: &[Source]) -> Graph {
                             if module.file.is_empty() {
                                 module.file = s.shown.clone();
                             }
-                            module.defines.insert(name.clone());
+                            if kw != "mod" {
+                                module.defines.insert(name.clone());
+                            }
                             if kw == "macro_rules" {
                                 g.macros
                                     .entry(s.module[0].clone())
@@ -496,11 +498,14 @@ impl Graph {
         for (k, seg) in path.iter().enumerate().skip(1) {
             let mut next = at.clone();
             next.push(seg.clone());
-            if self.modules.contains_key(&next) && !self.modules[&at].bindings.contains_key(seg) {
+            let module = &self.modules[&at];
+            // A module and an item can share a name (a module `m` with a
+            // function `m`): followed by more segments it is the module.
+            let item = module.defines.contains(seg) || module.bindings.contains_key(seg);
+            if self.modules.contains_key(&next) && (k + 1 < path.len() || !item) {
                 at = next;
                 continue;
             }
-            let module = &self.modules[&at];
             if module.defines.contains(seg) {
                 return Some((module.file.clone(), false));
             }
@@ -817,6 +822,18 @@ fn re_exports_lead_to_the_defining_file_and_are_no_import() {
     assert_eq!(edges["x.rs"], BTreeSet::from(["m/leaf.rs".to_string()]));
     assert_eq!(edges["m/leaf.rs"], BTreeSet::from(["m/mod.rs".to_string()]));
     assert!(edges["m/mod.rs"].is_empty(), "{edges:?}");
+    // A module and the function it re-exports share a name: `s::S` is the
+    // module's S, so a circle through it is found.
+    let edges = synthetic(&[
+        ("lib.rs", "mod m;\n"),
+        ("m/mod.rs", "mod s;\nmod t;\npub use s::{S, s};\n"),
+        (
+            "m/s.rs",
+            "use super::t::T;\npub struct S(T);\npub fn s() {}\n",
+        ),
+        ("m/t.rs", "use super::s::S;\npub struct T;\nfn f(_: S) {}\n"),
+    ]);
+    assert_eq!(describe(&circles(&edges)[0]), "m/s.rs -> m/t.rs -> m/s.rs");
 }
 
 #[test]

@@ -27,8 +27,8 @@ pub mod speedup;
 pub mod variant;
 
 pub use grid::{Axis, MAX_GRID_VARIANTS, combinations, describe, label, parse_axis, parse_grid};
-pub use model::ModelSource;
+pub use model::{ModelSource, Sensitivity};
 pub use rank::{Candidate, Objective, Ran, rank};
-pub use sensitivity::{SENSITIVITY_CANDIDATES, Sensitivity, sensitivity};
+pub use sensitivity::{SENSITIVITY_CANDIDATES, sensitivity};
 pub use skipped::{Skipped, describe_skipped, merge_skipped};
 pub use variant::{Outcome, VariantRunner};

@@ -3,14 +3,15 @@
 //! pooled shifted-exponential fits and a two-state slow/fast fit, each with
 //! its Kolmogorov-Smirnov distance; the chosen fit replaces `[straggler]`),
 //! with 95% block-bootstrap intervals of the fitted parameters
-//! ([`crate::straggler::fit_interval`]).
+//! ([`crate::straggler::fit_interval`]), and the advice at each end of
+//! them ([`Sensitivity`], computed by
+//! [`super::sensitivity::sensitivity`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::sensitivity::Sensitivity;
 use crate::config::Setting;
 use crate::error::InputError;
 use crate::straggler::TraceTable;
@@ -81,6 +82,19 @@ impl ModelSource {
         }
         out
     }
+}
+
+/// The best candidate with one fitted parameter moved to an end of its
+/// interval.
+#[derive(Debug, Serialize)]
+pub struct Sensitivity {
+    /// The `[straggler]` key.
+    pub parameter: String,
+    pub value: f64,
+    /// "scheme settings" of the best of the leading candidates re-simulated.
+    pub best: String,
+    /// The best is the advice's.
+    pub same: bool,
 }
 
 /// `--replay`'s error: the flag, then the reader's message.

@@ -2,27 +2,12 @@
 //! candidates re-simulated with one fitted parameter moved to each end of
 //! its 95% interval, the others as fitted, on the same samples.
 
-use serde::Serialize;
-
 use super::grid::label;
-use super::model::{ModelSource, interval_of};
+use super::model::{ModelSource, Sensitivity, interval_of};
 use super::rank::{Candidate, Objective};
 use super::variant::{Outcome, VariantRunner};
 use crate::config::{LoadedConfig, Setting};
 use crate::engine::EngineError;
-
-/// The best candidate with one fitted parameter moved to an end of its
-/// interval.
-#[derive(Debug, Serialize)]
-pub struct Sensitivity {
-    /// The `[straggler]` key.
-    pub parameter: String,
-    pub value: f64,
-    /// "scheme settings" of the best of the leading candidates re-simulated.
-    pub best: String,
-    /// The best is the advice's.
-    pub same: bool,
-}
 
 /// Candidates re-simulated at each end of the fitted intervals.
 pub const SENSITIVITY_CANDIDATES: usize = 5;
