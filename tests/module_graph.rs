@@ -315,7 +315,8 @@ fn read(sources: &[Source]) -> Graph {
         macros: BTreeMap::new(),
     };
     // Per file: the paths in its code (module, path).
-    let mut raw: Vec<(String, Vec<(ModPath, Vec<String>)>)> = Vec::new();
+    type Paths = Vec<(ModPath, Vec<String>)>;
+    let mut raw: Vec<(String, Paths)> = Vec::new();
     // Every `use` leaf: (file, module, path, name (None: a glob), re-export).
     type Use = (String, ModPath, Vec<String>, Option<String>, bool);
     let mut uses: Vec<Use> = Vec::new();
