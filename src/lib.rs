@@ -9,7 +9,7 @@
 
 pub use gradcode_core::{
     cluster, coding, config, csvfile, engine, error, files, learn, record, rng, setup, sim, stats,
-    straggler, textfile,
+    straggler, study, textfile,
 };
 
 pub mod cli;

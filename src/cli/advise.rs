@@ -32,6 +32,10 @@
 //!    compared with the best through the per-trial differences (paired):
 //!    when the 95% confidence interval of the difference contains 0, the
 //!    two cannot be told apart, and it says so.
+//!
+//! The search, the variants, the ranking and the fits are [`crate::study`]'s
+//! (`search`, `variant`, `rank`, `model`, `sensitivity`); this file checks
+//! the flags, reads a training trace's times and prints.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,17 +43,17 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::ConfigArgs;
-use super::sweep::{self, Axis, Outcome, Skipped, VariantRunner};
 use crate::error::InputError;
-use crate::sim::to_loss::{self, LossRunError, TrialToLoss};
-use crate::stats::mean_ci95;
-use crate::straggler::TraceTable;
-use crate::straggler::fit::{self, Fits, FittedModel, Value};
-use crate::straggler::fit_interval::{self, FitIntervals, Interval};
+use crate::sim::to_loss::{self, LossRunError};
+use crate::straggler::fit;
+use crate::study::model::{ModelSource, fit_replay, fit_series, interval_of};
+use crate::study::search::{axes_for, beyond_clusters, experiment_memory, max_stored};
+use crate::study::{
+    self, Candidate, Outcome, Ran, SENSITIVITY_CANDIDATES, Skipped, VariantRunner, describe,
+};
 
-/// What `advise` ranks by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What `advise` ranks by (`--objective`; [`study::Objective`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Objective {
     /// Mean iteration time.
     #[default]
@@ -75,88 +79,15 @@ pub(crate) struct AdviseFlags {
     pub iterations: Option<u64>,
 }
 
-/// The scheme keys advise searches by default (`wait_for` only where
-/// partial-recovery candidates are admitted).
-const SEARCHED: [&str; 4] = ["load", "clusters", "clusters_per_worker", "wait_for"];
-
-/// Where the simulated straggler model comes from.
-#[derive(Debug, Serialize)]
-struct ModelSource {
-    /// `config`, `replay` or `trace`.
-    source: &'static str,
-    /// The replay CSV or the training trace.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    file: Option<String>,
-    /// The `straggler.model` simulated.
-    model: String,
-    /// The `[straggler]` keys the fit set (empty for the config's model).
-    set: BTreeMap<String, f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fits: Option<Fits>,
-    /// 95% block-bootstrap intervals of the fitted parameters.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    intervals: Option<FitIntervals>,
-    /// The best candidate with each simulated parameter at each end of its
-    /// interval (the other parameters as fitted); absent without a fit or
-    /// with `time-to-loss`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    sensitivity: Vec<Sensitivity>,
-    /// `trace` only: worker-iterations without a result in time, whose
-    /// value is the iteration's end (a lower bound).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    censored: Option<usize>,
+impl From<Objective> for study::Objective {
+    fn from(o: Objective) -> Self {
+        match o {
+            Objective::Mean => study::Objective::Mean,
+            Objective::P99 => study::Objective::P99,
+            Objective::TimeToLoss => study::Objective::TimeToLoss,
+        }
+    }
 }
-
-#[derive(Debug, Serialize)]
-struct Candidate {
-    /// 1 = the best by the objective.
-    rank: usize,
-    scheme: String,
-    settings: BTreeMap<String, String>,
-    /// The most partitions a worker stores.
-    stored_partitions: usize,
-    /// The objective: mean over trials.
-    objective: f64,
-    /// Half-width of its 95% confidence interval over trials.
-    ci95: f64,
-    /// Mean over trials of (this − the best), paired by trial.
-    difference: f64,
-    /// Half-width of the 95% confidence interval of `difference` (0 for the best).
-    difference_ci95: f64,
-    /// The interval of the difference contains 0 (true for the best).
-    indistinguishable_from_best: bool,
-    mean_iteration_time: f64,
-    p99: f64,
-    recovered_fraction: f64,
-    messages_per_iteration: f64,
-    /// time-to-loss: the trials in which it reached the target.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reached_trials: Option<usize>,
-    /// time-to-loss: iterations before the target, mean over the trials
-    /// that reached it (null: none did).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    iterations_to_target: Option<f64>,
-    /// Other variants with the same result in every trial ("scheme
-    /// settings"), merged into this row (it stores the least of them).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    aliases: Vec<String>,
-}
-
-/// The best candidate with one fitted parameter moved to an end of its
-/// interval.
-#[derive(Debug, Serialize)]
-struct Sensitivity {
-    /// The `[straggler]` key.
-    parameter: String,
-    value: f64,
-    /// "scheme settings" of the best of the leading candidates re-simulated.
-    best: String,
-    /// The best is the advice's.
-    same: bool,
-}
-
-/// Candidates re-simulated at each end of the fitted intervals.
-const SENSITIVITY_CANDIDATES: usize = 5;
 
 /// What `--objective time-to-loss` aims at.
 #[derive(Debug, Serialize)]
@@ -177,7 +108,7 @@ struct AdviseReport {
     seed: u64,
     trials: usize,
     iterations: usize,
-    objective: Objective,
+    objective: study::Objective,
     #[serde(skip_serializing_if = "Option::is_none")]
     target: Option<LossTarget>,
     memory_partitions: Option<usize>,
@@ -188,95 +119,6 @@ struct AdviseReport {
     straggler: ModelSource,
     ranking: Vec<Candidate>,
     skipped: Vec<Skipped>,
-}
-
-/// The divisors of `k`, ascending.
-fn divisors(k: usize) -> Vec<usize> {
-    (1..=k).filter(|d| k % d == 0).collect()
-}
-
-/// The axes of `scheme`: the user's `--grid` axes it reads (a `scheme.*`
-/// key it declares, or any other key), then the default ones of
-/// [`SEARCHED`] it declares and `--grid` does not give: `wait_for` (from
-/// ⌈K/2⌉ to K − 1) only when `partial` admits partial-recovery candidates
-/// and `--grid` sets neither it nor `scheme.deadline`.
-fn axes_for(
-    entry: &crate::coding::SchemeEntry,
-    grid: &[Axis],
-    workers: usize,
-    memory: Option<usize>,
-    partial: bool,
-) -> Vec<Axis> {
-    let reads = |key: &str| match key.strip_prefix("scheme.") {
-        Some(k) => entry.declares(k),
-        None => true,
-    };
-    let mut axes: Vec<Axis> = grid.iter().filter(|a| reads(&a.key)).cloned().collect();
-    for key in SEARCHED {
-        let full = format!("scheme.{key}");
-        if !entry.declares(key) || grid.iter().any(|a| a.key == full) {
-            continue;
-        }
-        let values: Vec<usize> = match key {
-            "load" => (1..=memory.unwrap_or(workers).min(workers)).collect(),
-            "clusters" => divisors(workers),
-            "wait_for" => {
-                if !partial || grid.iter().any(|a| a.key == "scheme.deadline") {
-                    continue;
-                }
-                (workers.div_ceil(2)..workers).collect()
-            }
-            _ => (1..=workers).collect(),
-        };
-        if values.is_empty() {
-            continue;
-        }
-        axes.push(Axis {
-            key: full,
-            values: values.iter().map(ToString::to_string).collect(),
-        });
-    }
-    axes
-}
-
-/// Whether `combo` has more clusters per worker than clusters, from the
-/// default search (`--grid` does not give `scheme.clusters_per_worker`):
-/// such a combination is no variant (a worker can join at most every
-/// cluster), so it is not run or listed.
-fn beyond_clusters(combo: &[(String, String)], grid: &[Axis]) -> bool {
-    if grid.iter().any(|a| a.key == "scheme.clusters_per_worker") {
-        return false;
-    }
-    let value = |key: &str| {
-        combo
-            .iter()
-            .find(|(k, _)| k == key)
-            .and_then(|(_, v)| v.parse::<usize>().ok())
-    };
-    matches!(
-        (value("scheme.clusters_per_worker"), value("scheme.clusters")),
-        (Some(n), Some(p)) if n > p
-    )
-}
-
-/// `--replay`'s error: the flag, then the reader's message.
-fn replay_error(e: impl std::fmt::Display) -> InputError {
-    InputError::new("--replay", e)
-}
-
-/// Fit the first `workers` columns of the replay CSV `path`.
-fn fit_replay(path: &std::path::Path, workers: usize) -> Result<ModelSource, InputError> {
-    let table = TraceTable::load(path).map_err(replay_error)?;
-    let columns = table.select_columns(None, workers).map_err(replay_error)?;
-    let series: Vec<Vec<Value>> = columns
-        .iter()
-        .map(|&c| {
-            (0..table.rows())
-                .map(|r| (table.value(r, c), false))
-                .collect()
-        })
-        .collect();
-    fit_series(&series, workers, "replay", "--replay", path)
 }
 
 /// Fit the times of the first `workers` workers of the training trace `path`.
@@ -303,170 +145,10 @@ fn fit_trace(path: &std::path::Path, workers: usize) -> Result<ModelSource, Inpu
     Ok(source)
 }
 
-/// Fit `series` (one vector per worker) and the `[straggler]` overrides of
-/// the chosen fit; errors name `flag`.
-fn fit_series(
-    series: &[Vec<Value>],
-    workers: usize,
-    source: &'static str,
-    flag: &str,
-    path: &std::path::Path,
-) -> Result<ModelSource, InputError> {
-    let fits = fit::fit_all(series)
-        .map_err(|e| InputError::new(flag, format!("{}: {e}", path.display())))?;
-    let intervals = fit_interval::fit_intervals(series, 0);
-    let (model, set) = match fits.chosen {
-        FittedModel::ShiftedExponential => (
-            "shifted-exponential",
-            BTreeMap::from([
-                ("alpha".to_string(), fits.pooled.alpha),
-                ("mu".to_string(), fits.pooled.mu),
-            ]),
-        ),
-        FittedModel::TwoState => {
-            let t = &fits.two_state;
-            (
-                "gilbert-elliott",
-                BTreeMap::from([
-                    ("alpha".to_string(), t.alpha),
-                    ("mu_fast".to_string(), t.mu_fast),
-                    ("mu_slow".to_string(), t.mu_slow),
-                    ("switch_probability".to_string(), t.switch_probability),
-                    (
-                        "initial_stragglers".to_string(),
-                        (t.slow_fraction * workers as f64).round(),
-                    ),
-                ]),
-            )
-        }
-    };
-    Ok(ModelSource {
-        source,
-        file: Some(path.display().to_string()),
-        model: model.to_string(),
-        set,
-        fits: Some(fits),
-        intervals,
-        sensitivity: Vec::new(),
-        censored: None,
-    })
-}
-
-/// The interval of the simulated `[straggler]` key `key`, if it has one.
-fn interval_of(intervals: &FitIntervals, model: &str, key: &str) -> Option<Interval> {
-    match (model, key) {
-        (_, "alpha") => Some(intervals.alpha),
-        ("shifted-exponential", "mu") => Some(intervals.mu),
-        (_, "mu_fast") => Some(intervals.mu_fast),
-        (_, "mu_slow") => Some(intervals.mu_slow),
-        (_, "switch_probability") => Some(intervals.switch_probability),
-        _ => None,
-    }
-}
-
-/// The best of the `leading` candidates when the fitted model's parameters
-/// move, one at a time, to each end of their intervals (kept valid: a time
-/// or rate above 0, a probability in [0, 1]), on the same samples.
-fn sensitivity(
-    plain: &ConfigArgs,
-    model: &ModelSource,
-    leading: &[Candidate],
-    objective: Objective,
-) -> anyhow::Result<Vec<Sensitivity>> {
-    let Some(intervals) = &model.intervals else {
-        return Ok(Vec::new());
-    };
-    let label = |scheme: &str, settings: &BTreeMap<String, String>| {
-        format!("{scheme} {}", sweep::describe(settings))
-            .trim()
-            .to_string()
-    };
-    let advice = label(&leading[0].scheme, &leading[0].settings);
-    let mut out = Vec::new();
-    for (key, fitted) in &model.set {
-        let Some(interval) = interval_of(intervals, &model.model, key) else {
-            continue;
-        };
-        for end in [interval.low, interval.high] {
-            let value = match key.as_str() {
-                "switch_probability" => end.clamp(0.0, 1.0),
-                "alpha" => end.max(0.0),
-                _ => end.max(fitted * 1e-3),
-            };
-            let mut moved = ModelSource {
-                set: model.set.clone(),
-                ..ModelSource::config_default(&model.model)
-            };
-            moved.source = model.source;
-            moved.set.insert(key.clone(), value);
-            let mut base = plain.clone();
-            base.overrides.extend(model_overrides(&moved));
-            let mut runner = VariantRunner::new(&base);
-            let mut best: Option<(f64, String)> = None;
-            for c in leading {
-                let combo: Vec<(String, String)> = c.settings.clone().into_iter().collect();
-                let Outcome::Ran { report, .. } = runner.run(&combo, &c.scheme, |_| Ok(()))? else {
-                    continue;
-                };
-                let s = &report.schemes[0];
-                let trials = match objective {
-                    Objective::P99 => &s.trial_p99,
-                    _ => &s.trial_means,
-                };
-                let score = trials.iter().sum::<f64>() / trials.len() as f64;
-                if best.as_ref().is_none_or(|b| score < b.0) {
-                    best = Some((score, label(&c.scheme, &c.settings)));
-                }
-            }
-            if let Some((_, best)) = best {
-                out.push(Sensitivity {
-                    parameter: key.clone(),
-                    value,
-                    same: best == advice,
-                    best,
-                });
-            }
-        }
-    }
-    Ok(out)
-}
-
-impl ModelSource {
-    /// The config's own model `model`, nothing fitted.
-    fn config_default(model: &str) -> Self {
-        Self {
-            source: "config",
-            file: None,
-            model: model.to_string(),
-            set: BTreeMap::new(),
-            fits: None,
-            intervals: None,
-            sensitivity: Vec::new(),
-            censored: None,
-        }
-    }
-}
-
-/// The `--set` lines of a fitted model.
-fn model_overrides(m: &ModelSource) -> Vec<String> {
-    if m.source == "config" {
-        return Vec::new();
-    }
-    let mut out = vec![format!("straggler.model=\"{}\"", m.model)];
-    for (k, v) in &m.set {
-        if k == "initial_stragglers" {
-            out.push(format!("straggler.{k}={}", *v as u64));
-        } else {
-            out.push(format!("straggler.{k}={v:?}"));
-        }
-    }
-    out
-}
-
 pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> {
     // Every input error before any work.
-    let grid = sweep::parse_grid(&flags.grid)?;
-    let mut base = sweep::with_run_length(args, flags.trials, flags.iterations);
+    let grid = study::parse_grid(&flags.grid)?;
+    let base = super::sweep::with_run_length(args, flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
     let config = &loaded.config;
     if config.simulate.trials < 2 {
@@ -556,11 +238,13 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         (None, Some(path)) => fit_trace(path, k)?,
         (None, None) => ModelSource::config_default(config.straggler.model.name()),
     };
-    let plain = base.clone();
-    base.overrides.extend(model_overrides(&straggler));
+    // The typed base of the candidates: the config as parsed (its `[scheme]`
+    // not resolved by the loader), with the fitted model's `[straggler]`.
+    let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
+    let fitted = plain.with_settings(&straggler.settings())?;
     // The fitted model must make a valid config (it does for every fit; an
     // error here names the key).
-    super::load(&base)?;
+    crate::setup::from_parsed(&crate::coding::SCHEMES, fitted.clone())?;
     let target = match flags.objective {
         Objective::TimeToLoss => Some(loss_target(config, flags.target_loss)?),
         Objective::Mean | Objective::P99 => None,
@@ -573,7 +257,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     let memory = match flags.memory_partitions {
         Some(m) => Some(m),
         None if grid.iter().any(|a| a.key == "scheme.load") => None,
-        None => Some(experiment_memory(&base, config)?),
+        None => Some(experiment_memory(&fitted)?),
     };
     let over_budget = |stored: usize| match (memory, flags.memory_partitions) {
         (Some(m), Some(_)) if stored > m => Some(format!(
@@ -585,7 +269,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         )),
         _ => None,
     };
-    let mut runner = VariantRunner::new(&base);
+    let mut runner = VariantRunner::new(fitted);
     let mut ran: Vec<Ran> = Vec::new();
     let mut skipped = Vec::new();
     for entry in entries {
@@ -603,7 +287,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
             }
         }
         let axes = axes_for(entry, &grid, k, memory, partial_admitted);
-        for combo in sweep::combinations(&axes) {
+        for combo in study::combinations(&axes) {
             if beyond_clusters(&combo, &grid) {
                 continue;
             }
@@ -674,7 +358,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     if ran.is_empty() {
         // The first reason, so that the one line says why.
         let example = skipped.first().map_or(String::new(), |s| {
-            let settings = sweep::describe(&s.settings);
+            let settings = describe(&s.settings);
             let space = if settings.is_empty() { "" } else { " " };
             format!("; {}{space}{settings}: {}", s.scheme, s.reason)
         });
@@ -694,12 +378,13 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         )
         .into());
     }
-    let ranking = rank(ran, flags.objective);
-    let skipped = sweep::merge_skipped(skipped);
+    let objective = study::Objective::from(flags.objective);
+    let ranking = study::rank(ran, objective);
+    let skipped = study::merge_skipped(skipped);
     let mut straggler = straggler;
     if flags.objective != Objective::TimeToLoss {
         let leading = &ranking[..ranking.len().min(SENSITIVITY_CANDIDATES)];
-        straggler.sensitivity = sensitivity(&plain, &straggler, leading, flags.objective)?;
+        straggler.sensitivity = study::sensitivity(&plain, &straggler, leading, objective)?;
     }
     let report = AdviseReport {
         origin: loaded.origin.clone(),
@@ -708,7 +393,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         seed: config.seed,
         trials: config.simulate.trials,
         iterations: config.simulate.iterations,
-        objective: flags.objective,
+        objective,
         target,
         memory_partitions: memory,
         min_recovered: flags.min_recovered,
@@ -722,35 +407,6 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         print_text(&report);
     }
     Ok(())
-}
-
-/// The most partitions a worker stores in the config's experiment: its
-/// scheme and each scheme `simulate.compare` compares (with a variant's keys).
-fn experiment_memory(
-    base: &ConfigArgs,
-    config: &crate::config::Config,
-) -> Result<usize, InputError> {
-    use crate::config::CompareEntry;
-    let mut most = max_stored(&super::load(base)?);
-    for entry in config.compared() {
-        let mut overrides = base.overrides.clone();
-        overrides.push(format!("scheme.kind=\"{}\"", entry.kind()));
-        if let CompareEntry::Variant(v) = &entry {
-            overrides.extend(v.set.iter().map(|(k, value)| format!("scheme.{k}={value}")));
-        }
-        let setup = crate::setup::load(base.config.as_deref(), &overrides)?;
-        most = most.max(max_stored(&setup));
-    }
-    Ok(most)
-}
-
-/// The most partitions a worker of the setup's scheme stores.
-fn max_stored(setup: &crate::setup::Setup) -> usize {
-    let s = &setup.scheme;
-    (0..s.workers())
-        .map(|w| s.stored(w).len())
-        .max()
-        .unwrap_or(0)
 }
 
 /// The target of `--objective time-to-loss`: `--target-loss`, or the
@@ -777,140 +433,6 @@ fn loss_target(config: &crate::config::Config, given: Option<f64>) -> anyhow::Re
         source: format!("full-batch descent at iteration {}", iterations / 2),
         iterations,
     })
-}
-
-/// A candidate that ran: its scheme and settings, the most partitions a
-/// worker stores, its simulation, and (time-to-loss) how each trial
-/// reached the target.
-struct Ran {
-    scheme: String,
-    settings: BTreeMap<String, String>,
-    stored: usize,
-    report: crate::sim::SimReport,
-    to_loss: Vec<TrialToLoss>,
-}
-
-impl Ran {
-    /// Per trial, the objective (infinite: the target loss not reached).
-    fn per_trial(&self, objective: Objective) -> Vec<f64> {
-        let s = &self.report.schemes[0];
-        match objective {
-            Objective::Mean => s.trial_means.clone(),
-            Objective::P99 => s.trial_p99.clone(),
-            Objective::TimeToLoss => self
-                .to_loss
-                .iter()
-                .map(|t| t.time.unwrap_or(f64::INFINITY))
-                .collect(),
-        }
-    }
-}
-
-/// Trials that missed the objective, and the mean over the others: the
-/// ranking key (fewest misses, then the smallest mean).
-fn ranking_key(per_trial: &[f64]) -> (usize, f64) {
-    let reached: Vec<f64> = per_trial
-        .iter()
-        .copied()
-        .filter(|x| x.is_finite())
-        .collect();
-    let mean = reached.iter().sum::<f64>() / reached.len() as f64;
-    (per_trial.len() - reached.len(), mean)
-}
-
-/// Rank the candidates by the mean over trials of the objective (those
-/// that missed a time-to-loss target in some trial after those that never
-/// did, fewest misses first), and compare each with the best on the paired
-/// per-trial differences (undefined, NaN, where either missed a trial).
-fn rank(ran: Vec<Ran>, objective: Objective) -> Vec<Candidate> {
-    let mut scored: Vec<((usize, f64), Vec<f64>, Ran)> = ran
-        .into_iter()
-        .map(|r| {
-            let values = r.per_trial(objective);
-            (ranking_key(&values), values, r)
-        })
-        .collect();
-    scored.sort_by(|(a, ..), (b, ..)| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    // Variants whose every trial gives the same numbers (load-1 variants of
-    // every scheme are uncoded) are one row: the one storing least, with
-    // the others as its aliases.
-    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    // (ranking key, per-trial values, the representative, its aliases)
-    type Merged = ((usize, f64), Vec<f64>, Ran, Vec<String>);
-    let mut merged: Vec<Merged> = Vec::new();
-    for (key, values, r) in scored {
-        let alias = |r: &Ran| {
-            format!("{} {}", r.scheme, sweep::describe(&r.settings))
-                .trim()
-                .to_string()
-        };
-        if let Some(m) = merged.iter_mut().find(|m| {
-            bits(&m.1) == bits(&values)
-                && m.2.report.schemes[0].recovered_fraction.to_bits()
-                    == r.report.schemes[0].recovered_fraction.to_bits()
-        }) {
-            if r.stored < m.2.stored {
-                let old = std::mem::replace(&mut m.2, r);
-                m.3.push(alias(&old));
-            } else {
-                m.3.push(alias(&r));
-            }
-            continue;
-        }
-        merged.push((key, values, r, Vec::new()));
-    }
-    let best = merged[0].1.clone();
-    let complete = |v: &[f64]| v.iter().all(|x| x.is_finite());
-    merged
-        .into_iter()
-        .enumerate()
-        .map(|(i, (_, values, r, aliases))| {
-            let (mean, ci) = if complete(&values) {
-                mean_ci95(&values)
-            } else {
-                (f64::NAN, f64::NAN)
-            };
-            let (difference, difference_ci95) = if i == 0 {
-                (0.0, 0.0)
-            } else if complete(&values) && complete(&best) {
-                let diffs: Vec<f64> = values.iter().zip(&best).map(|(x, b)| x - b).collect();
-                mean_ci95(&diffs)
-            } else {
-                (f64::NAN, f64::NAN)
-            };
-            let (reached_trials, iterations_to_target) = match objective {
-                Objective::TimeToLoss => {
-                    let its: Vec<f64> = r
-                        .to_loss
-                        .iter()
-                        .filter_map(|t| t.iterations.map(|n| n as f64))
-                        .collect();
-                    let mean = its.iter().sum::<f64>() / its.len() as f64;
-                    (Some(its.len()), Some(mean))
-                }
-                Objective::Mean | Objective::P99 => (None, None),
-            };
-            let s = &r.report.schemes[0];
-            Candidate {
-                rank: i + 1,
-                scheme: r.scheme,
-                settings: r.settings,
-                stored_partitions: r.stored,
-                objective: mean,
-                ci95: ci,
-                difference,
-                difference_ci95,
-                indistinguishable_from_best: difference - difference_ci95 <= 0.0,
-                mean_iteration_time: s.mean_iteration_time,
-                p99: s.p99,
-                recovered_fraction: s.recovered_fraction,
-                messages_per_iteration: s.messages_per_iteration,
-                reached_trials,
-                iterations_to_target,
-                aliases,
-            }
-        })
-        .collect()
 }
 
 fn print_text(r: &AdviseReport) {
@@ -997,15 +519,15 @@ fn print_text(r: &AdviseReport) {
         }
     }
     let what = match (r.objective, &r.target) {
-        (Objective::Mean, _) => "mean iteration time (model time units)".to_string(),
-        (Objective::P99, _) => {
+        (study::Objective::Mean, _) => "mean iteration time (model time units)".to_string(),
+        (study::Objective::P99, _) => {
             "p99 iteration time (model time units, mean over trials)".to_string()
         }
-        (Objective::TimeToLoss, Some(t)) => format!(
+        (study::Objective::TimeToLoss, Some(t)) => format!(
             "model time to training loss {:.6e} ({}), training {} iterations per trial",
             t.loss, t.source, t.iterations
         ),
-        (Objective::TimeToLoss, None) => "model time to the training loss".to_string(),
+        (study::Objective::TimeToLoss, None) => "model time to the training loss".to_string(),
     };
     let budget = match r.memory_partitions {
         Some(mp) => format!("memory budget: {mp} partitions per worker"),
@@ -1028,7 +550,7 @@ fn print_text(r: &AdviseReport) {
     let width = r
         .ranking
         .iter()
-        .map(|c| sweep::describe(&c.settings).len())
+        .map(|c| describe(&c.settings).len())
         .max()
         .unwrap_or(0)
         .max(8);
@@ -1070,7 +592,7 @@ fn print_text(r: &AdviseReport) {
             "{:>4}  {:<18}  {:<width$}  {:>6}  {:>9.4}  {:>8.2}  {objective}  {:>22}",
             c.rank,
             c.scheme,
-            sweep::describe(&c.settings),
+            describe(&c.settings),
             c.stored_partitions,
             c.recovered_fraction,
             c.messages_per_iteration,
@@ -1097,7 +619,7 @@ fn print_text(r: &AdviseReport) {
     crate::outln!(
         "\nadvice: {} {} ({} partitions per worker{seconds})",
         best.scheme,
-        sweep::describe(&best.settings),
+        describe(&best.settings),
         best.stored_partitions
     );
     let s = &r.straggler.sensitivity;
@@ -1122,7 +644,7 @@ fn print_text(r: &AdviseReport) {
     let ties: Vec<String> = r.ranking[1..]
         .iter()
         .filter(|c| c.indistinguishable_from_best)
-        .map(|c| format!("{} {}", c.scheme, sweep::describe(&c.settings)))
+        .map(|c| format!("{} {}", c.scheme, describe(&c.settings)))
         .collect();
     if ties.is_empty() {
         crate::outln!(
@@ -1140,92 +662,6 @@ fn print_text(r: &AdviseReport) {
             "skipped: {variants} variants for {} reasons (invalid, degenerate, over the memory budget, \
              partial recovery not admitted, or repeating another; --json lists each reason once)",
             r.skipped.len()
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn candidates_that_miss_a_trial_rank_after_those_that_never_do() {
-        let always = ranking_key(&[3.0, 5.0]);
-        let once_missed = ranking_key(&[0.5, f64::INFINITY]);
-        let never = ranking_key(&[f64::INFINITY, f64::INFINITY]);
-        assert_eq!(always, (0, 4.0));
-        assert_eq!(once_missed, (1, 0.5));
-        assert_eq!(never.0, 2);
-        assert!(always < once_missed && once_missed.0 < never.0);
-    }
-
-    #[test]
-    fn divisors_of_twenty() {
-        assert_eq!(divisors(20), [1, 2, 4, 5, 10, 20]);
-        assert_eq!(divisors(1), [1]);
-    }
-
-    #[test]
-    fn axes_search_only_the_keys_a_scheme_reads() {
-        let gc_sc = crate::coding::SCHEMES.get("gc-sc").unwrap();
-        let uncoded = crate::coding::SCHEMES.get("uncoded").unwrap();
-        let grid = [
-            sweep::parse_axis("scheme.clusters=2,4").unwrap(),
-            sweep::parse_axis("scheme.wait_for=3").unwrap(),
-        ];
-        let axes = axes_for(gc_sc, &grid, 12, Some(3), true);
-        let keys: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
-        // wait_for is not a gc-sc key; clusters comes from --grid; load
-        // from the default range capped by the budget.
-        assert_eq!(keys, ["scheme.clusters", "scheme.load"]);
-        assert_eq!(axes[0].values, ["2", "4"]);
-        assert_eq!(axes[1].values, ["1", "2", "3"]);
-        assert!(axes_for(uncoded, &[], 12, None, true).is_empty());
-    }
-
-    #[test]
-    fn wait_for_is_searched_only_where_partial_candidates_are_admitted() {
-        let is_gc = crate::coding::SCHEMES.get("is-gc").unwrap();
-        let keys = |axes: &[Axis]| axes.iter().map(|a| a.key.clone()).collect::<Vec<_>>();
-        let admitted = axes_for(is_gc, &[], 8, Some(2), true);
-        let wait_for = admitted
-            .iter()
-            .find(|a| a.key == "scheme.wait_for")
-            .unwrap();
-        assert_eq!(wait_for.values, ["4", "5", "6", "7"]);
-        assert!(
-            !keys(&axes_for(is_gc, &[], 8, Some(2), false)).contains(&"scheme.wait_for".into())
-        );
-        // A deadline on the grid is the wait policy the user chose.
-        let deadline = [sweep::parse_axis("scheme.deadline=1.5").unwrap()];
-        assert!(
-            !keys(&axes_for(is_gc, &deadline, 8, Some(2), true))
-                .contains(&"scheme.wait_for".into())
-        );
-    }
-
-    #[test]
-    fn fitted_models_become_straggler_overrides() {
-        let m = ModelSource {
-            source: "replay",
-            file: None,
-            model: "gilbert-elliott".into(),
-            set: BTreeMap::from([
-                ("alpha".to_string(), 0.01),
-                ("initial_stragglers".to_string(), 10.0),
-            ]),
-            fits: None,
-            intervals: None,
-            sensitivity: Vec::new(),
-            censored: None,
-        };
-        assert_eq!(
-            model_overrides(&m),
-            [
-                "straggler.model=\"gilbert-elliott\"",
-                "straggler.alpha=0.01",
-                "straggler.initial_stragglers=10"
-            ]
         );
     }
 }

@@ -42,7 +42,7 @@ pub(crate) fn read(_path: &Path, flag: &str) -> Result<Measured, InputError> {
 pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
     let name = path.display().to_string();
     let fail = |e: &dyn std::fmt::Display| InputError::new(flag, format!("{name}: {e}"));
-    super::inspect::check_file(path).map_err(|e| InputError::new(flag, e))?;
+    super::trace_file::check_file(path).map_err(|e| InputError::new(flag, e))?;
     let file = crate::trace::TraceFile::open(path).map_err(|e| InputError::new(flag, e))?;
     let root = file.root().map_err(|e| InputError::new(flag, e))?;
     // read_trace opens the file again: HDF5 refuses a second lock.

@@ -16,6 +16,7 @@ mod job;
 mod measured;
 mod simulate;
 mod sweep;
+mod trace_file;
 mod units;
 
 use std::path::PathBuf;

@@ -13,7 +13,8 @@
 //! simulate.compare=["S"]` runs (so its numbers are that command's), with
 //! its own lower bound (000 §VI) where the scheme defines one. A grid key
 //! that the scheme does not read would repeat a variant: it is listed as a
-//! duplicate of the first, not run again.
+//! duplicate of the first, not run again. The grid and the variants are
+//! [`crate::study`]'s; this file checks the flags and prints the table.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use serde::Serialize;
 
 use super::ConfigArgs;
 use crate::error::InputError;
-use crate::sim::Simulation;
+use crate::study::{self, Outcome, Skipped, VariantRunner, describe, describe_skipped};
 use crate::trace::place::{self, Input};
 
 /// The flags of `sweep` besides the config.
@@ -35,102 +36,6 @@ pub(crate) struct SweepFlags {
     pub out: Option<PathBuf>,
     pub force: bool,
 }
-
-/// One grid key and its values, as TOML text.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Axis {
-    pub key: String,
-    pub values: Vec<String>,
-}
-
-/// Split `text` at the commas outside brackets and quotes.
-fn split_values(text: &str) -> Result<Vec<String>, &'static str> {
-    let (mut parts, mut current) = (Vec::new(), String::new());
-    let (mut depth, mut quote) = (0i32, None::<char>);
-    for c in text.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '[' | '{') => depth += 1,
-            (None, ']' | '}') => {
-                depth -= 1;
-                if depth < 0 {
-                    return Err("closes a bracket it did not open");
-                }
-            }
-            (None, ',') if depth == 0 => {
-                parts.push(current.trim().to_string());
-                current.clear();
-                continue;
-            }
-            _ => {}
-        }
-        current.push(c);
-    }
-    if quote.is_some() {
-        return Err("has an unclosed quote");
-    }
-    if depth > 0 {
-        return Err("has an unclosed `[` or `{`");
-    }
-    parts.push(current.trim().to_string());
-    Ok(parts)
-}
-
-/// `KEY=V1,V2,...` → an axis; errors name `--grid`.
-pub(super) fn parse_axis(text: &str) -> Result<Axis, InputError> {
-    let (key, values) = text.split_once('=').ok_or_else(|| {
-        InputError::value(
-            "--grid",
-            text,
-            "is not KEY=V1,V2,... (e.g. scheme.load=2,3,4)",
-        )
-    })?;
-    let key = key.trim();
-    if key.is_empty() {
-        return Err(InputError::value("--grid", text, "has no key before `=`"));
-    }
-    let values = split_values(values).map_err(|rule| InputError::value("--grid", text, rule))?;
-    if values.iter().any(String::is_empty) {
-        return Err(InputError::value("--grid", text, "has an empty value"));
-    }
-    Ok(Axis {
-        key: key.to_string(),
-        values,
-    })
-}
-
-/// Every `--grid` axis, each key at most once.
-pub(super) fn parse_grid(grid: &[String]) -> Result<Vec<Axis>, InputError> {
-    let axes = grid
-        .iter()
-        .map(|g| parse_axis(g))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (i, a) in axes.iter().enumerate() {
-        if axes[..i].iter().any(|b| b.key == a.key) {
-            return Err(InputError::value("--grid", &a.key, "is given twice"));
-        }
-    }
-    let variants = axes
-        .iter()
-        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
-        .unwrap_or(usize::MAX);
-    if variants > MAX_GRID_VARIANTS {
-        let sizes: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
-        return Err(InputError::new(
-            "--grid",
-            format!(
-                "{} = {variants} variants, more than the {MAX_GRID_VARIANTS} a sweep runs (each is a whole simulation)",
-                sizes.join(" x ")
-            ),
-        ));
-    }
-    Ok(axes)
-}
-
-/// The most variants (the product of the grid's axes) a sweep runs.
-pub const MAX_GRID_VARIANTS: usize = 10_000;
 
 /// `args` with `--trials` and `--iterations` appended as overrides (flags win).
 pub(super) fn with_run_length(
@@ -166,46 +71,6 @@ struct Row {
     lower_bound: Option<f64>,
 }
 
-/// A variant that did not run, and why; after [`merge_skipped`], the first
-/// of the `variants` of its scheme skipped for the same reason (the reason
-/// names the keys that make it, so a value the reason does not depend on is
-/// not reported once per value).
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct Skipped {
-    pub scheme: String,
-    pub settings: BTreeMap<String, String>,
-    pub reason: String,
-    /// Variants of the scheme skipped for this reason (1 before merging).
-    pub variants: usize,
-}
-
-/// One entry per scheme and reason, in the order they first occur, with the
-/// number of variants it stands for.
-pub(super) fn merge_skipped(skipped: Vec<Skipped>) -> Vec<Skipped> {
-    let mut merged: Vec<Skipped> = Vec::new();
-    for s in skipped {
-        match merged
-            .iter_mut()
-            .find(|m| m.scheme == s.scheme && m.reason == s.reason)
-        {
-            Some(m) => m.variants += s.variants,
-            None => merged.push(s),
-        }
-    }
-    merged
-}
-
-/// How a merged skip is printed: the scheme, the first variant's settings,
-/// the reason and how many more variants share it.
-pub(super) fn describe_skipped(s: &Skipped) -> String {
-    let more = match s.variants {
-        0 | 1 => String::new(),
-        2 => " (and 1 more variant)".to_string(),
-        n => format!(" (and {} more variants)", n - 1),
-    };
-    format!("{} {}: {}{more}", s.scheme, describe(&s.settings), s.reason)
-}
-
 #[derive(Debug, Serialize)]
 struct SweepReport {
     origin: String,
@@ -219,117 +84,6 @@ struct SweepReport {
     skipped: Vec<Skipped>,
 }
 
-/// Every combination of the axes' values, in order (the last axis fastest).
-pub(super) fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
-    let mut all = vec![Vec::new()];
-    for axis in axes {
-        all = all
-            .into_iter()
-            .flat_map(|prefix: Vec<(String, String)>| {
-                axis.values.iter().map(move |v| {
-                    let mut next = prefix.clone();
-                    next.push((axis.key.clone(), v.clone()));
-                    next
-                })
-            })
-            .collect();
-    }
-    all
-}
-
-/// What became of one variant.
-pub(super) enum Outcome {
-    /// It ran: its resolved setup and the simulation's report (one scheme).
-    Ran {
-        settings: BTreeMap<String, String>,
-        /// The settings its scheme reads (the others are listed as unused).
-        read: BTreeMap<String, String>,
-        setup: Box<crate::setup::Setup>,
-        report: crate::sim::SimReport,
-    },
-    /// Invalid, refused by the caller, or a duplicate, with the reason.
-    Skipped(Skipped),
-}
-
-/// Runs variants of one base config (its file and `--set`s), each exactly
-/// what `simulate` runs with the variant's values and `scheme.kind`,
-/// `simulate.compare` and `simulate.baseline` set to its scheme, and
-/// recognises the variants that repeat an earlier one.
-pub(super) struct VariantRunner {
-    config: Option<PathBuf>,
-    overrides: Vec<String>,
-    /// A variant's signature (the scheme and the grid values it reads) → its settings.
-    seen: BTreeMap<String, BTreeMap<String, String>>,
-}
-
-impl VariantRunner {
-    pub(super) fn new(base: &ConfigArgs) -> Self {
-        Self {
-            config: base.config.clone(),
-            overrides: base.overrides.clone(),
-            seen: BTreeMap::new(),
-        }
-    }
-
-    /// Run `scheme` with the values of `combo`, unless the config they make
-    /// is invalid, `admit` refuses its setup (its reason), or it repeats an
-    /// earlier variant (a key the scheme does not read).
-    pub(super) fn run(
-        &mut self,
-        combo: &[(String, String)],
-        scheme: &str,
-        admit: impl FnOnce(&crate::setup::Setup) -> Result<(), String>,
-    ) -> anyhow::Result<Outcome> {
-        let settings: BTreeMap<String, String> = combo.iter().cloned().collect();
-        let skip = |settings, reason| {
-            Ok(Outcome::Skipped(Skipped {
-                scheme: scheme.to_string(),
-                settings,
-                reason,
-                variants: 1,
-            }))
-        };
-        let mut overrides = self.overrides.clone();
-        overrides.extend(combo.iter().map(|(k, v)| format!("{k}={v}")));
-        overrides.push(format!("scheme.kind=\"{scheme}\""));
-        overrides.push(format!("simulate.compare=[\"{scheme}\"]"));
-        overrides.push(format!("simulate.baseline=\"{scheme}\""));
-        let setup = match crate::setup::load(self.config.as_deref(), &overrides) {
-            Ok(setup) => setup,
-            Err(e) => return skip(settings, e.to_string()),
-        };
-        let unused = setup.loaded.unused_keys();
-        let read: BTreeMap<String, String> = settings
-            .iter()
-            .filter(|(k, _)| !unused.iter().any(|w| w.starts_with(&format!("{k} "))))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let signature = format!("{scheme} {read:?}");
-        if let Some(first) = self.seen.get(&signature) {
-            let reason = format!(
-                "the same variant as {}: {scheme} does not read {}",
-                describe(first),
-                settings_not_read(combo, &read)
-            );
-            return skip(settings, reason);
-        }
-        self.seen.insert(signature, settings.clone());
-        if let Err(reason) = admit(&setup) {
-            return skip(settings, reason);
-        }
-        let report = match Simulation::from_config(&setup.loaded.config) {
-            Ok(mut sim) => sim.run(&mut [])?,
-            Err(e) => return skip(settings, e.to_string()),
-        };
-        Ok(Outcome::Ran {
-            settings,
-            read,
-            setup: Box::new(setup),
-            report,
-        })
-    }
-}
-
 pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
     // Every input error before any work: the grid, the schemes, the base config, the output path.
     if flags.grid.is_empty() {
@@ -337,7 +91,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
             InputError::new("--grid", "is required (e.g. --grid scheme.load=2,3,4)").into(),
         );
     }
-    let mut axes = parse_grid(&flags.grid)?;
+    let mut axes = study::parse_grid(&flags.grid)?;
     // The sweep sets these for each variant: an axis of them would be overridden.
     for key in ["simulate.compare", "simulate.baseline"] {
         if axes.iter().any(|a| a.key == key) {
@@ -358,6 +112,9 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
         .map(|i| axes.remove(i));
     let base = with_run_length(args, flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
+    // The variants' typed base: the config as parsed, before the loader
+    // resolves its `[scheme]` (read again: the loader consumes it).
+    let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
     let (schemes, field): (Vec<String>, &str) = match (&flags.schemes, kind_axis) {
         (Some(_), Some(_)) => {
             return Err(InputError::new(
@@ -407,8 +164,8 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
 
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
-    let mut runner = VariantRunner::new(&base);
-    for combo in combinations(&axes) {
+    let mut runner = VariantRunner::new(plain);
+    for combo in study::combinations(&axes) {
         for scheme in &schemes {
             let (settings, report) = match runner.run(&combo, scheme, |_| Ok(()))? {
                 // Only the keys the scheme reads: a table shows no value
@@ -454,7 +211,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
         )
         .into());
     }
-    let skipped = merge_skipped(skipped);
+    let skipped = study::merge_skipped(skipped);
     rows.sort_by(|a, b| a.mean_iteration_time.total_cmp(&b.mean_iteration_time));
     for (i, r) in rows.iter_mut().enumerate() {
         r.rank = i + 1;
@@ -484,23 +241,6 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-pub(super) fn describe(settings: &BTreeMap<String, String>) -> String {
-    settings
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn settings_not_read(combo: &[(String, String)], read: &BTreeMap<String, String>) -> String {
-    combo
-        .iter()
-        .filter(|(k, _)| !read.contains_key(k))
-        .map(|(k, _)| k.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The output file: `.json` or `.csv`, not present unless `force`.
@@ -639,50 +379,5 @@ fn print_text(r: &SweepReport) {
         for s in &r.skipped {
             crate::outln!("  {}", describe_skipped(s));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn values_split_outside_brackets_and_quotes() {
-        assert_eq!(split_values("2, 3,4").unwrap(), ["2", "3", "4"]);
-        assert_eq!(
-            split_values("[1, 2],[3], \"a,b\"").unwrap(),
-            ["[1, 2]", "[3]", "\"a,b\""]
-        );
-        assert_eq!(
-            split_values("[1,2").unwrap_err(),
-            "has an unclosed `[` or `{`"
-        );
-        assert_eq!(
-            split_values("1]").unwrap_err(),
-            "closes a bracket it did not open"
-        );
-        assert_eq!(split_values("\"a,b").unwrap_err(), "has an unclosed quote");
-    }
-
-    #[test]
-    fn a_grid_needs_a_key_and_values() {
-        assert_eq!(
-            parse_axis("scheme.load=2,3").unwrap(),
-            Axis {
-                key: "scheme.load".into(),
-                values: vec!["2".into(), "3".into()]
-            }
-        );
-        for bad in ["scheme.load", "=2,3", "scheme.load=2,,3"] {
-            assert_eq!(parse_axis(bad).unwrap_err().field, "--grid", "{bad}");
-        }
-    }
-
-    #[test]
-    fn combinations_cover_the_product_in_order() {
-        let axes = [parse_axis("a=1,2").unwrap(), parse_axis("b=x,y,z").unwrap()];
-        let all = combinations(&axes);
-        assert_eq!(all.len(), 6);
-        assert_eq!(all[1], [("a".into(), "1".into()), ("b".into(), "y".into())]);
     }
 }

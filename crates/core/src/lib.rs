@@ -30,4 +30,5 @@ pub mod setup;
 pub mod sim;
 pub mod stats;
 pub mod straggler;
+pub mod study;
 pub mod textfile;

@@ -10,12 +10,14 @@
 //! rank 0 broadcasts).
 
 mod schema;
+mod set;
 mod validate;
 
 pub use schema::*;
+pub use set::Setting;
 pub use validate::{
     MAX_MATRIX_MIB_LIMIT, MAX_WORKERS, check_dense_matrix, check_sparse_matrix, check_sparse_width,
-    validate,
+    csr_bytes, validate,
 };
 
 use crate::error::InputError;
@@ -191,7 +193,7 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedCon
         InputError::new(at, e.message())
     })?;
     for item in overrides {
-        apply_override(&mut table, item)?;
+        Setting::parse(item)?.apply(&mut table)?;
     }
     let mut explicit = BTreeSet::new();
     collect_keys(&table, "", &mut explicit);
@@ -252,47 +254,6 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
-}
-
-/// Apply one `section.key=value` override. The value is read as a TOML value
-/// (`4`, `1e-9`, `true`, `[1, 2]`, `"x"`), and as a bare string when it is not one.
-fn apply_override(table: &mut toml::Table, item: &str) -> Result<(), InputError> {
-    let (key, raw) = item
-        .split_once('=')
-        .ok_or_else(|| InputError::value("--set", item, "is not of the form section.key=value"))?;
-    let key = key.trim();
-    let parts: Vec<&str> = key.split('.').collect();
-    if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
-        return Err(InputError::value("--set", item, "has an empty key"));
-    }
-    let value = parse_value(raw.trim());
-    let (last, sections) = parts.split_last().expect("split yields at least one part");
-    let mut current = table;
-    for (depth, section) in sections.iter().enumerate() {
-        let entry = current
-            .entry(section.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        current = match entry {
-            toml::Value::Table(t) => t,
-            _ => {
-                let path = parts[..=depth].join(".");
-                return Err(InputError::new(
-                    format!("--set {key}"),
-                    format!("{path} is not a section"),
-                ));
-            }
-        };
-    }
-    current.insert(last.to_string(), value);
-    Ok(())
-}
-
-fn parse_value(raw: &str) -> toml::Value {
-    let doc = format!("value = {raw}");
-    match toml::from_str::<toml::Table>(&doc) {
-        Ok(mut t) => t.remove("value").expect("parsed table has the key"),
-        Err(_) => toml::Value::String(raw.to_string()),
-    }
 }
 
 pub(crate) fn collect_keys(table: &toml::Table, prefix: &str, out: &mut BTreeSet<String>) {

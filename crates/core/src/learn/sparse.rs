@@ -136,17 +136,13 @@ impl CsrMatrix {
         }
     }
 
-    /// Bytes of the three arrays.
+    /// Bytes of the three arrays (what `config::csr_bytes` counts before
+    /// a matrix is built, for the `data.max_matrix_mib` check).
     pub fn bytes(&self) -> usize {
         self.starts.len() * std::mem::size_of::<usize>()
             + self.indices.len() * std::mem::size_of::<u32>()
             + self.values.len() * std::mem::size_of::<f64>()
     }
-}
-
-/// Bytes a CSR matrix of `rows` rows and `stored` entries takes.
-pub fn csr_bytes(rows: usize, stored: usize) -> u128 {
-    (rows as u128 + 1) * 8 + stored as u128 * 12
 }
 
 /// The samples of a partition: dense or sparse.
@@ -211,7 +207,7 @@ mod tests {
         assert_eq!(m.row(0), (&[1u32, 3][..], &[1.5, -2.0][..]));
         assert_eq!(m.row(1), (&[][..], &[][..]));
         assert_eq!(m.to_dense(), x);
-        assert_eq!(m.bytes() as u128, csr_bytes(3, 4));
+        assert_eq!(m.bytes() as u128, crate::config::csr_bytes(3, 4));
     }
 
     #[test]
