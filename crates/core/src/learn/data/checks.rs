@@ -46,7 +46,7 @@ pub struct FormatChoice {
 /// `data.test_path`), made before anything is written: each exists, is a
 /// file that can be read, and its first [`CHECK_ROWS`] data rows parse
 /// (labels, features, the CSV header and width; a shorter file: that it has
-/// rows and features). [`DataPlan::new`] reads the whole files later.
+/// rows and features). [`DataPlan::new`](super::DataPlan::new) reads the whole files later.
 /// Synthetic data has nothing to check. Returns the storage `data.format`
 /// gives; with `auto` and a LIBSVM file, as the density of the rows read
 /// suggests (train decides on the whole file).
