@@ -38,8 +38,8 @@ use rand::Rng;
 
 use super::group::{GroupCounter, GroupDecoder, GroupLayout};
 use super::{
-    Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
-    LowerBound, Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
+    Arrival, ArrivalTracker, CodeOptions, CodeParams, Codeword, CodewordId, CodingError, CyclicMds,
+    Decoding, LowerBound, Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
 };
 use crate::cluster::{
     Assignment, AssignmentSource, ClusterError, Clustering, ClusteringPolicy, GreedyClustering,
@@ -98,12 +98,9 @@ pub struct GcDcParams {
     /// The per-iteration clustering: `greedy` (000 §V, the default) or
     /// `optimal` (the exact optimum of its objective, beyond 000).
     pub clustering: ClusteringKind,
-    /// Random MDS matrices drawn, the best conditioned kept.
-    pub code_draws: usize,
-    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
-    pub decode_tolerance: f64,
-    /// Arrival sets whose coefficients are cached.
-    pub decode_cache_entries: usize,
+    /// The shared code options (`code_draws`, `decode_tolerance`,
+    /// `decode_cache_entries`: [`CodeParams`]).
+    pub code: CodeParams,
     /// Model time after which the master decodes the clusters that have
     /// l − r + 1 codewords and updates with the mean over their partitions
     /// (partial recovery); none: wait for every cluster.
@@ -113,7 +110,6 @@ pub struct GcDcParams {
 
 impl Default for GcDcParams {
     fn default() -> Self {
-        let code = CodeOptions::default();
         Self {
             load: DEFAULT_LOAD,
             clusters: DEFAULT_CLUSTERS,
@@ -122,9 +118,7 @@ impl Default for GcDcParams {
             assignment_draws: 8,
             straggler_threshold: 0.5,
             clustering: ClusteringKind::Greedy,
-            code_draws: code.draws(),
-            decode_tolerance: code.tolerance(),
-            decode_cache_entries: code.cache_entries(),
+            code: CodeParams::default(),
             deadline: None,
         }
     }
@@ -132,7 +126,7 @@ impl Default for GcDcParams {
 
 fn build_gc_dc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     let p: GcDcParams = args.params()?;
-    let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
+    let options = p.code.options()?;
     Ok(Box::new(
         DynamicClustering::new(
             args.workers,

@@ -81,10 +81,11 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::fixed_plan::{FixedPlan, fixed_plan_methods};
 use super::registry::{BuildArgs, SchemeEntry};
 use super::{
     Arrival, ArrivalTracker, Codeword, CodewordId, CodingError, DEFAULT_LOAD, Decoding, Message,
-    RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
+    RoundPlan, Scheme, Tolerance, WorkerTask,
 };
 use crate::rng::Stream;
 
@@ -280,11 +281,10 @@ const UNSET: u32 = u32::MAX;
 /// those of [`WaitPolicy::new`].
 #[derive(Debug, Clone)]
 pub struct IgnoreStragglerCode {
-    workers: usize,
+    /// Entry, K = n partitions, what every worker stores, the plan.
+    fixed: FixedPlan,
     load: usize,
     layout: Layout,
-    stored: Vec<Vec<usize>>,
-    plan: RoundPlan,
     conflicts: Conflicts,
     policy: WaitPolicy,
     rng: ChaCha8Rng,
@@ -433,11 +433,9 @@ impl IgnoreStragglerCode {
             }
         }
         Ok(Self {
-            workers: n,
+            fixed: FixedPlan::new(&IS_GC, n, stored, RoundPlan { tasks, clusters }),
             load: c,
             layout,
-            stored,
-            plan: RoundPlan { tasks, clusters },
             conflicts,
             policy,
             rng: tie_break,
@@ -468,7 +466,7 @@ impl IgnoreStragglerCode {
     ///
     /// Panics if a worker id is out of range.
     pub fn max_independent_set(&mut self, received: &[usize]) -> &[usize] {
-        let n = self.workers;
+        let n = self.fixed.workers();
         let s = &mut self.scratch;
         s.stamp = s.stamp.wrapping_add(1);
         if s.stamp == 0 {
@@ -700,30 +698,12 @@ impl ArrivalTracker for IsgcTracker {
 }
 
 impl Scheme for IgnoreStragglerCode {
-    fn kind(&self) -> &'static SchemeEntry {
-        &IS_GC
-    }
-
-    fn workers(&self) -> usize {
-        self.workers
-    }
-
-    fn partitions(&self) -> usize {
-        self.workers
-    }
-
-    fn stored(&self, worker: usize) -> &[usize] {
-        &self.stored[worker]
-    }
-
-    fn plan_round(&mut self, _ctx: &RoundContext<'_>) -> RoundPlan {
-        self.plan.clone()
-    }
+    fixed_plan_methods!(fixed);
 
     /// Sufficient at `wait_for` distinct workers, or when all have arrived.
     fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
         Box::new(IsgcTracker {
-            seen: vec![false; self.workers],
+            seen: vec![false; self.fixed.workers()],
             distinct: 0,
             wait_for: self.policy.wait_for,
         })
@@ -734,29 +714,29 @@ impl Scheme for IgnoreStragglerCode {
             .iter()
             .map(|a| {
                 assert!(
-                    a.worker < self.workers && a.message == 0,
+                    a.worker < self.fixed.workers() && a.message == 0,
                     "arrival {a:?} is not a message of this is-gc code"
                 );
                 a.worker
             })
             .collect();
-        let mut chosen = vec![false; self.workers];
+        let mut chosen = vec![false; self.fixed.workers()];
         for &w in self.max_independent_set(&workers) {
             chosen[w] = true;
         }
         let mut weights = vec![0.0; received.len()];
-        let mut held = vec![false; self.workers];
+        let mut held = vec![false; self.fixed.workers()];
         for (idx, &w) in workers.iter().enumerate() {
             // The first arrival of a chosen worker enters the sum; a repeat gets 0.
             if std::mem::replace(&mut chosen[w], false) {
                 weights[idx] = 1.0;
-                for &p in &self.stored[w] {
+                for &p in self.fixed.stored(w) {
                     debug_assert!(!held[p], "chosen workers are pairwise non-conflicting");
                     held[p] = true;
                 }
             }
         }
-        let recovered: Vec<usize> = (0..self.workers).filter(|&p| held[p]).collect();
+        let recovered: Vec<usize> = (0..self.fixed.workers()).filter(|&p| held[p]).collect();
         let decodable = !recovered.is_empty();
         Decoding {
             decodable,
@@ -771,7 +751,7 @@ impl Scheme for IgnoreStragglerCode {
     /// Stragglers the master may ignore and still update: n − w under
     /// `wait_for`, n − 1 under a deadline alone.
     fn tolerance(&self) -> Tolerance {
-        let t = self.workers - self.policy.wait_for.unwrap_or(1);
+        let t = self.fixed.workers() - self.policy.wait_for.unwrap_or(1);
         Tolerance { worst: t, best: t }
     }
 

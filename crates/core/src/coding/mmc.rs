@@ -44,11 +44,12 @@ use rand::Rng;
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
+use super::fixed_plan::{FixedPlan, fixed_plan_methods};
 use super::registry::{BuildArgs, SchemeEntry};
 use super::static_code::{default_assignment, parse_assignment};
 use super::{
-    Accuracy, Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds,
-    Decoding, GroupDecoder, GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Tolerance,
+    Accuracy, Arrival, ArrivalTracker, CodeOptions, CodeParams, Codeword, CodewordId, CodingError,
+    CyclicMds, Decoding, GroupDecoder, GroupDecoding, Message, RoundPlan, Scheme, Tolerance,
     WorkerTask,
 };
 use super::{DEFAULT_CLUSTERS, DEFAULT_LOAD};
@@ -98,17 +99,13 @@ pub struct GcMmcParams {
     pub order: usize,
     /// The order vector of the uncorrelated and hybrid designs (one order per message).
     pub orders: Vec<usize>,
-    /// Random MDS matrices drawn, the best conditioned kept.
-    pub code_draws: usize,
-    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
-    pub decode_tolerance: f64,
-    /// Arrival sets whose coefficients are cached.
-    pub decode_cache_entries: usize,
+    /// The shared code options (`code_draws`, `decode_tolerance`,
+    /// `decode_cache_entries`: [`CodeParams`]).
+    pub code: CodeParams,
 }
 
 impl Default for GcMmcParams {
     fn default() -> Self {
-        let code = CodeOptions::default();
         Self {
             load: DEFAULT_LOAD,
             clusters: DEFAULT_CLUSTERS,
@@ -116,9 +113,7 @@ impl Default for GcMmcParams {
             design: MmcDesign::Correlated,
             order: 2,
             orders: Vec::new(),
-            code_draws: code.draws(),
-            decode_tolerance: code.tolerance(),
-            decode_cache_entries: code.cache_entries(),
+            code: CodeParams::default(),
         }
     }
 }
@@ -354,14 +349,11 @@ struct Cluster {
 /// A multi-message code: gc-mmc (correlated, uncorrelated, hybrid) or uc-mmc.
 #[derive(Debug, Clone)]
 pub struct MultiMessageCode {
-    kind: &'static SchemeEntry,
+    /// Entry, K, partitions, what every worker stores, the plan.
+    fixed: FixedPlan,
     design: MmcDesign,
-    workers: usize,
-    partitions: usize,
     load: usize,
     clusters: Vec<Cluster>,
-    stored: Vec<Vec<usize>>,
-    plan: RoundPlan,
     /// The code every cluster uses.
     decoder: GroupDecoder,
     /// Coded rows of a cluster's code (the hybrid's plain sum is row `coded_rows`).
@@ -376,7 +368,7 @@ pub struct MultiMessageCode {
 /// Build gc-mmc: the design picks the constructor.
 fn build_gc_mmc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     let s: GcMmcParams = args.params()?;
-    let options = CodeOptions::new(s.code_draws, s.decode_tolerance, s.decode_cache_entries)?;
+    let options = s.code.options()?;
     let k = args.workers;
     let assignment = s.assignment.as_deref();
     let code = match s.design {
@@ -671,18 +663,15 @@ impl MultiMessageCode {
         } else {
             Vec::new()
         };
+        let plan = RoundPlan {
+            tasks,
+            clusters: plan_clusters,
+        };
         Self {
-            kind,
+            fixed: FixedPlan::new(kind, partitions, stored, plan),
             design,
-            workers,
-            partitions,
             load,
             clusters,
-            stored,
-            plan: RoundPlan {
-                tasks,
-                clusters: plan_clusters,
-            },
             decoder,
             coded_rows,
             coded_needed,
@@ -704,7 +693,11 @@ impl MultiMessageCode {
 
     /// Messages a worker sends per iteration at most.
     pub fn messages_per_worker(&self) -> usize {
-        self.plan.tasks.first().map_or(0, |t| t.messages.len())
+        self.fixed
+            .plan()
+            .tasks
+            .first()
+            .map_or(0, |t| t.messages.len())
     }
 
     fn codeword(&self, plan: &RoundPlan, a: Arrival) -> CodewordId {
@@ -754,25 +747,7 @@ impl Scheme for MultiMessageCode {
         Some(self.decoder.tolerance())
     }
 
-    fn kind(&self) -> &'static SchemeEntry {
-        self.kind
-    }
-
-    fn workers(&self) -> usize {
-        self.workers
-    }
-
-    fn partitions(&self) -> usize {
-        self.partitions
-    }
-
-    fn stored(&self, worker: usize) -> &[usize] {
-        &self.stored[worker]
-    }
-
-    fn plan_round(&mut self, _ctx: &RoundContext<'_>) -> RoundPlan {
-        self.plan.clone()
-    }
+    fixed_plan_methods!(fixed);
 
     fn tracker<'a>(&'a self, plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
         let rows = self.decoder.rows();
@@ -794,7 +769,10 @@ impl Scheme for MultiMessageCode {
         let mut per_cluster: Vec<Vec<(usize, usize)>> = vec![Vec::new(); self.clusters.len()];
         let mut seen = vec![false; self.clusters.len() * rows];
         for (idx, &a) in received.iter().enumerate() {
-            assert!(a.worker < self.workers, "arrival {a:?}: no such worker");
+            assert!(
+                a.worker < self.fixed.workers(),
+                "arrival {a:?}: no such worker"
+            );
             let id = self.codeword(plan, a);
             if !std::mem::replace(&mut seen[id.group * rows + id.index], true) {
                 per_cluster[id.group].push((id.index, idx));

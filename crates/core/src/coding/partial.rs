@@ -19,10 +19,11 @@
 use rand::Rng;
 
 use super::DEFAULT_LOAD;
+use super::fixed_plan::{FixedPlan, fixed_plan_methods};
 use super::registry::{BuildArgs, SchemeEntry};
 use super::{
-    Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds, Decoding,
-    GroupDecoder, GroupDecoding, Message, RoundContext, RoundPlan, Scheme, Tolerance, WorkerTask,
+    Arrival, ArrivalTracker, CodeOptions, CodeParams, Codeword, CodewordId, CodingError, CyclicMds,
+    Decoding, GroupDecoder, GroupDecoding, Message, RoundPlan, Scheme, Tolerance, WorkerTask,
 };
 use crate::rng::Stream;
 use serde::{Deserialize, Serialize};
@@ -42,30 +43,24 @@ pub struct GcPartialParams {
     pub load: usize,
     /// α: a partial straggler is at most this many times slower (> 1).
     pub slowdown: f64,
-    /// Random MDS matrices drawn, the best conditioned kept.
-    pub code_draws: usize,
-    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
-    pub decode_tolerance: f64,
-    /// Arrival sets whose coefficients are cached.
-    pub decode_cache_entries: usize,
+    /// The shared code options (`code_draws`, `decode_tolerance`,
+    /// `decode_cache_entries`: [`CodeParams`]).
+    pub code: CodeParams,
 }
 
 impl Default for GcPartialParams {
     fn default() -> Self {
-        let code = CodeOptions::default();
         Self {
             load: DEFAULT_LOAD,
             slowdown: 2.0,
-            code_draws: code.draws(),
-            decode_tolerance: code.tolerance(),
-            decode_cache_entries: code.cache_entries(),
+            code: CodeParams::default(),
         }
     }
 }
 
 fn build_gc_partial(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     let p: GcPartialParams = args.params()?;
-    let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
+    let options = p.code.options()?;
     Ok(Box::new(PartialStragglerCode::new(
         args.workers,
         p.load,
@@ -83,12 +78,11 @@ pub const CODED: usize = 1;
 /// The two-stage partial-straggler code (see the module docs).
 #[derive(Debug, Clone)]
 pub struct PartialStragglerCode {
-    workers: usize,
+    /// Entry, K, the naive and coded partitions, what every worker stores, the plan.
+    fixed: FixedPlan,
     load: usize,
     naive_per_worker: usize,
     decoder: GroupDecoder,
-    stored: Vec<Vec<usize>>,
-    plan: RoundPlan,
 }
 
 impl PartialStragglerCode {
@@ -167,16 +161,15 @@ impl PartialStragglerCode {
                 ],
             });
         }
+        let plan = RoundPlan {
+            tasks,
+            clusters: Vec::new(),
+        };
         Ok(Self {
-            workers: n,
+            fixed: FixedPlan::new(&GC_PARTIAL, n * (1 + q), stored, plan),
             load,
             naive_per_worker: q,
             decoder: GroupDecoder::cyclic(code, options),
-            stored,
-            plan: RoundPlan {
-                tasks,
-                clusters: Vec::new(),
-            },
         })
     }
 
@@ -216,29 +209,11 @@ impl Scheme for PartialStragglerCode {
         Some(self.decoder.tolerance())
     }
 
-    fn kind(&self) -> &'static SchemeEntry {
-        &GC_PARTIAL
-    }
-
-    fn workers(&self) -> usize {
-        self.workers
-    }
-
-    fn partitions(&self) -> usize {
-        self.workers * (1 + self.naive_per_worker)
-    }
-
-    fn stored(&self, worker: usize) -> &[usize] {
-        &self.stored[worker]
-    }
-
-    fn plan_round(&mut self, _ctx: &RoundContext<'_>) -> RoundPlan {
-        self.plan.clone()
-    }
+    fixed_plan_methods!(fixed);
 
     fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
         Box::new(PartialTracker {
-            seen: vec![false; 2 * self.workers],
+            seen: vec![false; 2 * self.fixed.workers()],
             naive: 0,
             coded: 0,
             needed: self.decoder.needed(),
@@ -246,7 +221,7 @@ impl Scheme for PartialStragglerCode {
     }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
-        let n = self.workers;
+        let n = self.fixed.workers();
         let q = self.naive_per_worker;
         let mut first: Vec<Option<usize>> = vec![None; 2 * n];
         for (idx, a) in received.iter().enumerate() {

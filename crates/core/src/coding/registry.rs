@@ -8,6 +8,10 @@
 //! - the parameters are a serde struct with one field per `[scheme]` key it
 //!   reads (`#[serde(default)]`; its `Default` gives the keys' defaults; an
 //!   `Option` field is a key without a default; no `#[serde(flatten)]`);
+//!   the shared options of a real-valued code ([`CodeParams`]:
+//!   `code_draws`, `decode_tolerance`, `decode_cache_entries`) are one field
+//!   named [`CODE_FIELD`] (`code`) of that type, whose keys the registry
+//!   reads at the top level of `[scheme]`, in that field's place;
 //! - the entry is a `static` [`SchemeEntry`]: its name (`scheme.kind`), a
 //!   one-line description citing the paper section, and its constructor,
 //!   which reads the parameters through [`BuildArgs::params`] and checks
@@ -24,7 +28,9 @@
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::{CodingError, Scheme};
+use std::sync::OnceLock;
+
+use super::{CodeParams, CodingError, Scheme};
 use crate::config::Config;
 use crate::error::InputError;
 
@@ -111,11 +117,71 @@ impl ParamError {
     }
 }
 
+/// The field of a parameter struct that holds the shared code options
+/// ([`CodeParams`]): its keys are `[scheme]` keys of their own
+/// (`scheme.code_draws`), not a table `scheme.code`.
+pub const CODE_FIELD: &str = "code";
+
+/// Whether the parameters `P` embed the shared code options.
+fn has_code<P: DeserializeOwned>() -> bool {
+    field_names::<P>().contains(&CODE_FIELD)
+}
+
+/// The keys of a parameter struct with `fields`, its [`CODE_FIELD`]
+/// replaced by the keys of [`CodeParams`].
+fn expand(fields: &'static [&'static str]) -> Vec<&'static str> {
+    fields
+        .iter()
+        .flat_map(|field| {
+            if *field == CODE_FIELD {
+                field_names::<CodeParams>()
+            } else {
+                std::slice::from_ref(field)
+            }
+        })
+        .copied()
+        .collect()
+}
+
 fn deserialize_params<P: DeserializeOwned>(params: &toml::Table) -> Result<P, ParamError> {
-    serde_path_to_error::deserialize(params.clone()).map_err(|e| ParamError {
-        path: e.path().to_string(),
-        message: e.into_inner().to_string(),
+    let mut table = params.clone();
+    let code = has_code::<P>();
+    if code {
+        // The code keys move into the table the embedded struct reads.
+        let keys = field_names::<CodeParams>();
+        let block: toml::Table = keys
+            .iter()
+            .filter_map(|key| Some((key.to_string(), table.remove(*key)?)))
+            .collect();
+        table.insert(CODE_FIELD.to_string(), toml::Value::Table(block));
+    }
+    serde_path_to_error::deserialize(table).map_err(|e| {
+        let path = e.path().to_string();
+        // A code key is named as it is written: `decode_tolerance`, not `code.decode_tolerance`.
+        let path = match path
+            .strip_prefix(CODE_FIELD)
+            .and_then(|p| p.strip_prefix('.'))
+        {
+            Some(inner) if code => inner.to_string(),
+            _ => path,
+        };
+        ParamError {
+            path,
+            message: e.into_inner().to_string(),
+        }
     })
+}
+
+/// The parameters as a `[scheme]` table: the code keys at the top level.
+fn to_table<P: SchemeParams>(params: &P) -> toml::Table {
+    let mut table =
+        toml::Table::try_from(params).expect("scheme parameters serialise to a TOML table");
+    if has_code::<P>()
+        && let Some(toml::Value::Table(block)) = table.remove(CODE_FIELD)
+    {
+        table.extend(block);
+    }
+    table
 }
 
 /// One registered scheme: its name, description, parameters and constructor.
@@ -123,7 +189,9 @@ fn deserialize_params<P: DeserializeOwned>(params: &toml::Table) -> Result<P, Pa
 pub struct SchemeEntry {
     name: &'static str,
     description: &'static str,
-    keys: fn() -> &'static [&'static str],
+    fields: fn() -> &'static [&'static str],
+    /// `fields` with [`CODE_FIELD`] expanded, made on first use.
+    keys: OnceLock<Vec<&'static str>>,
     defaults: fn() -> toml::Table,
     resolve: fn(&toml::Table) -> Result<toml::Table, ParamError>,
     build: Constructor,
@@ -140,7 +208,8 @@ impl SchemeEntry {
         Self {
             name,
             description,
-            keys: field_names::<P>,
+            fields: field_names::<P>,
+            keys: OnceLock::new(),
             defaults: defaults_of::<P>,
             resolve: resolve_params::<P>,
             build,
@@ -157,9 +226,10 @@ impl SchemeEntry {
         self.description
     }
 
-    /// The `[scheme]` keys it reads (besides `kind`), in declaration order.
-    pub fn keys(&self) -> &'static [&'static str] {
-        (self.keys)()
+    /// The `[scheme]` keys it reads (besides `kind`), in declaration order
+    /// (the shared code options in the place of their field).
+    pub fn keys(&self) -> &[&'static str] {
+        self.keys.get_or_init(|| expand((self.fields)()))
     }
 
     /// Whether it reads the `[scheme]` key `key`.
@@ -315,12 +385,12 @@ pub(crate) fn quoted(names: &[&str]) -> String {
 }
 
 fn defaults_of<P: SchemeParams>() -> toml::Table {
-    toml::Table::try_from(P::default()).expect("scheme parameters serialise to a TOML table")
+    to_table(&P::default())
 }
 
 fn resolve_params<P: SchemeParams>(params: &toml::Table) -> Result<toml::Table, ParamError> {
     let typed: P = deserialize_params(params)?;
-    Ok(toml::Table::try_from(typed).expect("scheme parameters serialise to a TOML table"))
+    Ok(to_table(&typed))
 }
 
 /// The field names of the struct `P`, as serde knows them: `P::deserialize`
@@ -417,6 +487,52 @@ mod tests {
         assert_eq!(e.path, "renamed_key[1]");
         assert_eq!(e.key(), "renamed_key");
         assert_eq!(e.at("scheme").field, "scheme.renamed_key[1]");
+    }
+
+    /// Parameters with the shared code options between two keys of their own.
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default)]
+    struct Coded {
+        load: usize,
+        code: CodeParams,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        deadline: Option<f64>,
+    }
+
+    #[test]
+    fn the_code_options_are_keys_of_their_own_in_their_fields_place() {
+        assert_eq!(
+            expand(field_names::<Coded>()),
+            [
+                "load",
+                "code_draws",
+                "decode_tolerance",
+                "decode_cache_entries",
+                "deadline"
+            ]
+        );
+        let defaults = defaults_of::<Coded>();
+        let expected: toml::Table = toml::from_str(
+            "load = 0\ncode_draws = 8\ndecode_tolerance = 1e-8\ndecode_cache_entries = 4096\n",
+        )
+        .unwrap();
+        assert_eq!(defaults, expected);
+        let given: toml::Table =
+            toml::from_str("code_draws = 3\ndeadline = 2.5\ncode = 1\n").unwrap();
+        let typed: Coded = deserialize_params(&given).unwrap();
+        assert_eq!(typed.code.code_draws, 3);
+        assert_eq!(typed.code.decode_cache_entries, 4096);
+        assert_eq!(typed.deadline, Some(2.5));
+        let resolved = resolve_params::<Coded>(&given).unwrap();
+        assert_eq!(resolved["code_draws"], toml::Value::Integer(3));
+        assert!(!resolved.contains_key(CODE_FIELD), "{resolved:?}");
+        let bad: toml::Table = toml::from_str("decode_tolerance = \"x\"\n").unwrap();
+        let e = BuildArgs::new(4, 1, &bad).params::<Coded>().unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("scheme.decode_tolerance = \"x\" has the wrong type"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -20,12 +20,13 @@ use std::sync::Arc;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use super::fixed_plan::{FixedPlan, fixed_plan_methods};
 use super::group::{GroupCounter, GroupDecoder, GroupLayout};
 use super::registry::{BuildArgs, NoParams, SchemeEntry};
 use super::{
-    Arrival, ArrivalTracker, CodeOptions, Codeword, CodewordId, CodingError, CyclicMds,
-    DEFAULT_CLUSTERS, DEFAULT_LOAD, Decoding, LowerBound, Message, RoundContext, RoundPlan, Scheme,
-    Solution, Tolerance, WaitPolicy, WorkerTask,
+    Arrival, ArrivalTracker, CodeOptions, CodeParams, Codeword, CodewordId, CodingError, CyclicMds,
+    DEFAULT_CLUSTERS, DEFAULT_LOAD, Decoding, LowerBound, Message, RoundPlan, Scheme, Solution,
+    Tolerance, WaitPolicy, WorkerTask,
 };
 use crate::rng::Stream;
 
@@ -96,22 +97,16 @@ impl Default for GcFracParams {
 pub struct GcCyclicParams {
     /// r: partitions per worker; tolerates r − 1 stragglers.
     pub load: usize,
-    /// Random MDS matrices drawn, the best conditioned kept.
-    pub code_draws: usize,
-    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
-    pub decode_tolerance: f64,
-    /// Arrival sets whose coefficients are cached.
-    pub decode_cache_entries: usize,
+    /// The shared code options (`code_draws`, `decode_tolerance`,
+    /// `decode_cache_entries`: [`CodeParams`]).
+    pub code: CodeParams,
 }
 
 impl Default for GcCyclicParams {
     fn default() -> Self {
-        let code = CodeOptions::default();
         Self {
             load: DEFAULT_LOAD,
-            code_draws: code.draws(),
-            decode_tolerance: code.tolerance(),
-            decode_cache_entries: code.cache_entries(),
+            code: CodeParams::default(),
         }
     }
 }
@@ -128,12 +123,9 @@ pub struct GcScParams {
     /// default: `default_assignment` (000 eq. (5) generalised).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignment: Option<Vec<Vec<usize>>>,
-    /// Random MDS matrices drawn, the best conditioned kept.
-    pub code_draws: usize,
-    /// An arrival set decodes only if |a·B_W − 1|_inf is at most this.
-    pub decode_tolerance: f64,
-    /// Arrival sets whose coefficients are cached.
-    pub decode_cache_entries: usize,
+    /// The shared code options (`code_draws`, `decode_tolerance`,
+    /// `decode_cache_entries`: [`CodeParams`]).
+    pub code: CodeParams,
     /// Model time after which the master decodes the clusters that have
     /// l − r + 1 codewords and updates with the mean over their partitions
     /// (partial recovery); none: wait for every cluster.
@@ -143,14 +135,11 @@ pub struct GcScParams {
 
 impl Default for GcScParams {
     fn default() -> Self {
-        let code = CodeOptions::default();
         Self {
             load: DEFAULT_LOAD,
             clusters: DEFAULT_CLUSTERS,
             assignment: None,
-            code_draws: code.draws(),
-            decode_tolerance: code.tolerance(),
-            decode_cache_entries: code.cache_entries(),
+            code: CodeParams::default(),
             deadline: None,
         }
     }
@@ -179,7 +168,7 @@ fn build_gc_frac(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
 
 fn build_gc_cyclic(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     let p: GcCyclicParams = args.params()?;
-    let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
+    let options = p.code.options()?;
     let mut rng = args.rng(Stream::Code);
     Ok(Box::new(StaticCode::cyclic_repetition(
         args.workers,
@@ -191,7 +180,7 @@ fn build_gc_cyclic(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError>
 
 fn build_gc_sc(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     let p: GcScParams = args.params()?;
-    let options = CodeOptions::new(p.code_draws, p.decode_tolerance, p.decode_cache_entries)?;
+    let options = p.code.options()?;
     let mut rng = args.rng(Stream::Code);
     Ok(Box::new(
         StaticCode::static_clustering(
@@ -217,14 +206,11 @@ struct Group {
 /// A static clustered linear gradient code (see the module docs for the kinds).
 #[derive(Debug)]
 pub struct StaticCode {
-    kind: &'static SchemeEntry,
-    workers: usize,
-    partitions: usize,
+    /// Entry, K, partitions, what every worker stores, the plan.
+    fixed: FixedPlan,
     /// The code of every group, with the coefficient cache.
     decoder: GroupDecoder,
     layout: StaticLayout,
-    stored: Vec<Vec<usize>>,
-    plan: RoundPlan,
     /// Partial recovery: the master stops after this many workers.
     wait_for: Option<usize>,
     /// Partial recovery: model time after which the master decodes what arrived.
@@ -484,13 +470,9 @@ impl StaticCode {
             Vec::new()
         };
         Self {
-            kind,
-            workers,
-            partitions,
+            fixed: FixedPlan::new(kind, partitions, stored, RoundPlan { tasks, clusters }),
             decoder: GroupDecoder::cyclic(code, options),
             layout: StaticLayout { groups, slot },
-            stored,
-            plan: RoundPlan { tasks, clusters },
             wait_for,
             deadline: None,
         }
@@ -590,31 +572,13 @@ impl Scheme for StaticCode {
         Some(self.decoder.tolerance())
     }
 
-    fn kind(&self) -> &'static SchemeEntry {
-        self.kind
-    }
-
-    fn workers(&self) -> usize {
-        self.workers
-    }
-
-    fn partitions(&self) -> usize {
-        self.partitions
-    }
-
-    fn stored(&self, worker: usize) -> &[usize] {
-        &self.stored[worker]
-    }
-
-    fn plan_round(&mut self, _ctx: &RoundContext<'_>) -> RoundPlan {
-        self.plan.clone()
-    }
+    fixed_plan_methods!(fixed);
 
     fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
         Box::new(StaticTracker {
             code: self,
             counter: GroupCounter::new(
-                self.workers,
+                self.fixed.workers(),
                 self.layout.groups.len(),
                 self.code().needed(),
             ),
@@ -624,7 +588,7 @@ impl Scheme for StaticCode {
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
         let mut decoding = self
             .decoder
-            .decode_groups(&self.layout, self.workers, received);
+            .decode_groups(&self.layout, self.fixed.workers(), received);
         if self.partial_recovery() {
             // The master may update with whatever arrived.
             decoding.decodable = !decoding.recovered.is_empty();
@@ -637,7 +601,7 @@ impl Scheme for StaticCode {
     }
 
     fn partial_recovery(&self) -> bool {
-        *self.kind == IGNORE_STRAGGLERS || self.deadline.is_some()
+        *self.fixed.kind() == IGNORE_STRAGGLERS || self.deadline.is_some()
     }
 
     fn static_plan(&self) -> bool {
@@ -647,7 +611,9 @@ impl Scheme for StaticCode {
     /// gc-cyclic (P = 1) and gc-sc: P(l − r + 1) workers of load r (000 §VI).
     fn lower_bound(&self) -> Option<LowerBound> {
         // A deadline ends iterations with partial recovery: no full-recovery bound.
-        ((*self.kind == GC_CYCLIC || *self.kind == GC_SC) && self.deadline.is_none()).then(|| {
+        ((*self.fixed.kind() == GC_CYCLIC || *self.fixed.kind() == GC_SC)
+            && self.deadline.is_none())
+        .then(|| {
             let code = self.code();
             LowerBound {
                 load: code.load(),
@@ -658,12 +624,12 @@ impl Scheme for StaticCode {
 
     fn tolerance(&self) -> Tolerance {
         if let Some(w) = self.wait_for {
-            let t = self.workers - w;
+            let t = self.fixed.workers() - w;
             return Tolerance { worst: t, best: t };
         }
         if self.partial_recovery() {
             // Deadline only: the master updates with whatever arrived.
-            let t = self.workers - 1;
+            let t = self.fixed.workers() - 1;
             return Tolerance { worst: t, best: t };
         }
         let code = self.code();

@@ -1,0 +1,132 @@
+//! The scheme interface: the [`Scheme`] trait the engine calls, the
+//! arrival tracker it hands out, and building a scheme by name.
+
+use serde::Serialize;
+
+use super::{
+    Accuracy, Arrival, CodingError, Decoding, DynamicClustering, RoundContext, RoundPlan, SCHEMES,
+    SchemeEntry,
+};
+use crate::config::Config;
+
+/// Incremental check of whether the arrivals so far suffice to decode.
+pub trait ArrivalTracker {
+    /// Record an arrival; returns whether the arrivals so far suffice.
+    fn arrive(&mut self, arrival: Arrival) -> bool;
+    /// Whether the arrivals so far recover at least one partition: what a
+    /// partial-recovery scheme needs to decode at its deadline. True for
+    /// schemes where every message recovers its own partitions (the
+    /// default); a clustered code recovers a cluster only with l − r + 1 of
+    /// its codewords.
+    fn recoverable(&self) -> bool {
+        true
+    }
+}
+
+/// The parameters of the lower bound of 000 §VI: the iteration cannot end
+/// before the `workers`-th fastest of all K workers completes `load`
+/// computations (for P clusters of l workers and load r: P(l − r + 1)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct LowerBound {
+    pub load: usize,
+    pub workers: usize,
+}
+
+/// How many stragglers a scheme tolerates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tolerance {
+    /// Stragglers tolerated whatever workers they are.
+    pub worst: usize,
+    /// Stragglers tolerated when they fall where they hurt least.
+    pub best: usize,
+}
+
+/// A gradient coding scheme.
+pub trait Scheme: Send {
+    /// The registry entry of the scheme (`kind().name()` is its `scheme.kind`).
+    fn kind(&self) -> &'static SchemeEntry;
+    /// K.
+    fn workers(&self) -> usize;
+    /// Number of data partitions.
+    fn partitions(&self) -> usize;
+    /// Partitions worker `worker` stores, ascending (its memory).
+    fn stored(&self, worker: usize) -> &[usize];
+    /// Plan an iteration.
+    fn plan_round(&mut self, ctx: &RoundContext<'_>) -> RoundPlan;
+    /// Plan an iteration into `plan`, reusing its buffers (the engine's
+    /// driver plans every iteration this way). The default replaces `plan`
+    /// with [`plan_round`](Scheme::plan_round)'s.
+    fn plan_round_into(&mut self, ctx: &RoundContext<'_>, plan: &mut RoundPlan) {
+        *plan = self.plan_round(ctx);
+    }
+    /// A fresh tracker for an iteration planned as `plan`.
+    fn tracker<'a>(&'a self, plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a>;
+    /// Decode exactly the given arrivals of an iteration planned as `plan`.
+    fn decode(&mut self, plan: &RoundPlan, received: &[Arrival]) -> Decoding;
+    /// Stragglers tolerated.
+    fn tolerance(&self) -> Tolerance;
+    /// `scheme.decode_tolerance` of a real-valued code (the residual a
+    /// decode may have); `None` for schemes that decode exactly.
+    fn decode_tolerance(&self) -> Option<f64> {
+        None
+    }
+    /// GC-DC's clustering state (assignment matrix, last clustering) for
+    /// `check` and `explain`; `None` for every other scheme.
+    fn dynamic_clustering(&self) -> Option<&DynamicClustering> {
+        None
+    }
+    /// Model time after which the master stops waiting and decodes what has
+    /// arrived (the engine's stop rule, `engine::StopRule`); `None`: wait for
+    /// the tracker.
+    fn deadline(&self) -> Option<f64> {
+        None
+    }
+    /// Whether the master may update with a decoding that recovered only some
+    /// partitions (ignore-stragglers, is-gc). For such schemes
+    /// `Decoding.decodable` means "at least one partition recovered".
+    fn partial_recovery(&self) -> bool {
+        false
+    }
+    /// Measured f64 decoding accuracy; `None` when the code is exact by
+    /// construction or well conditioned by design (every code but gc-mmc's
+    /// uncorrelated and hybrid designs).
+    fn accuracy(&self) -> Option<&Accuracy> {
+        None
+    }
+    /// Whether f64 decoding is exact to [`EXACT_RELATIVE_ERROR`](super::EXACT_RELATIVE_ERROR): `train` refuses
+    /// a scheme for which this is false; `simulate` needs only which sets decode.
+    fn exact_decoding(&self) -> bool {
+        self.accuracy().is_none_or(Accuracy::exact)
+    }
+    /// The lower bound LB of 000 §VI, when the scheme defines one: no code
+    /// with this load and clustering can end an iteration before the
+    /// `workers`-th fastest of all K workers has finished its whole task of
+    /// `load` computations. `None` for schemes without such a bound.
+    fn lower_bound(&self) -> Option<LowerBound> {
+        None
+    }
+    /// True when `plan_round` returns the same plan in every iteration,
+    /// whatever the context, so an engine may plan once and reuse the plan
+    /// (the simulator does). Default `false`: plan every iteration.
+    fn static_plan(&self) -> bool {
+        false
+    }
+    /// Why this configuration of the scheme is a degenerate case of another
+    /// (a gc-dc whose every worker can join one cluster only re-forms no
+    /// cluster); `None` when it is not. `advise` drops degenerate variants.
+    fn degenerate(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Build the scheme `kind` (a registered name) with the `[scheme]` keys of
+/// `config`; its constructor checks its parameters' limits. Configs from the
+/// loader (`setup`) have had their keys and types checked already.
+pub fn build_kind(kind: &str, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
+    SCHEMES.build_kind(kind, config)
+}
+
+/// Build the scheme of `scheme.kind`.
+pub fn build(config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
+    build_kind(config.scheme.kind.as_str(), config)
+}

@@ -1,0 +1,245 @@
+//! The cheap checks made before anything is written: the mini-batch
+//! against the partitions, and the data files' first rows.
+
+use super::read::{Scan, scan};
+use super::storage::{Storage, choose_storage};
+use crate::config::{Config, DataFormat, DataKind, SPARSE_DENSITY_THRESHOLD};
+use crate::error::InputError;
+use crate::learn::images::ImageSource;
+use crate::learn::model::{Input, Model};
+
+/// `train.batch_size` against the smallest of `partitions` partitions of
+/// `train_samples` samples (⌊N / P⌋): a mini-batch is drawn without
+/// replacement from one partition, so it cannot be larger.
+pub fn check_batch(
+    batch_size: Option<usize>,
+    train_samples: usize,
+    partitions: usize,
+) -> Result<(), InputError> {
+    let smallest = train_samples / partitions.max(1);
+    match batch_size {
+        Some(b) if b > smallest => Err(InputError::value(
+            "train.batch_size",
+            b,
+            format!(
+                "is larger than the smallest partition ({smallest} samples: data.train_samples = {train_samples} over {partitions} partitions); a batch is drawn from one partition"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Rows of each data file that [`check_data_files`] reads.
+pub const CHECK_ROWS: usize = 1000;
+
+/// The storage `data.format` resolves to, and why, as `check` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormatChoice {
+    pub storage: Storage,
+    pub reason: String,
+    /// The model's one-line description (`Model::describe`), when its input
+    /// is known without reading a text file (synthetic and image data).
+    pub model: Option<String>,
+}
+
+/// The cheap checks of the data files of `config` (`data.path`,
+/// `data.test_path`), made before anything is written: each exists, is a
+/// file that can be read, and its first [`CHECK_ROWS`] data rows parse
+/// (labels, features, the CSV header and width; a shorter file: that it has
+/// rows and features). [`DataPlan::new`](super::DataPlan::new) reads the whole files later.
+/// Synthetic data has nothing to check. Returns the storage `data.format`
+/// gives; with `auto` and a LIBSVM file, as the density of the rows read
+/// suggests (train decides on the whole file).
+pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
+    let d = &config.data;
+    // The model must fit the data: checked here, before anything is written.
+    let input = match d.kind {
+        DataKind::Idx => {
+            let images = ImageSource::new(d, config.seed, config.model.classes)?;
+            images.check_files()?;
+            Some(Input {
+                features: images.features(),
+                image: Some(images.shape),
+            })
+        }
+        DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot => {
+            Some(Input {
+                features: d.features,
+                image: None,
+            })
+        }
+        DataKind::Libsvm | DataKind::Csv => None,
+    };
+    let model = match input {
+        Some(input) => Some(Model::new(config, input)?.describe()),
+        None => None,
+    };
+    let (storage, reason) = match d.kind {
+        DataKind::Idx => (Storage::Dense, "images are dense".to_string()),
+        _ => check_storage(config)?,
+    };
+    Ok(FormatChoice {
+        storage,
+        reason,
+        model,
+    })
+}
+
+fn check_storage(config: &Config) -> Result<(Storage, String), InputError> {
+    let d = &config.data;
+    let explicit = |storage: Storage| (storage, format!("data.format = \"{}\"", storage.name()));
+    if !matches!(d.kind, DataKind::Libsvm | DataKind::Csv) {
+        return Ok(match d.format {
+            DataFormat::Auto => {
+                let storage = choose_storage(d.format, d.kind, None);
+                let reason = match storage {
+                    Storage::Sparse => "auto: one-hot data is sparse",
+                    Storage::Dense => "auto: Gaussian samples are dense",
+                };
+                (storage, reason.to_string())
+            }
+            DataFormat::Dense => explicit(Storage::Dense),
+            DataFormat::Sparse => explicit(Storage::Sparse),
+        });
+    }
+    let path = d
+        .path
+        .as_deref()
+        .ok_or_else(|| InputError::new("data.path", "is required"))?;
+    let mut head: Option<Scan> = None;
+    for (field, file) in [
+        ("data.path", Some(path)),
+        ("data.test_path", d.test_path.as_deref()),
+    ] {
+        let Some(file) = file else {
+            continue;
+        };
+        let quoted = format!("\"{file}\"");
+        match std::fs::metadata(file) {
+            Err(e) => {
+                return Err(InputError::value(
+                    field,
+                    quoted,
+                    format!("cannot be read: {e}"),
+                ));
+            }
+            Ok(m) if m.is_dir() => {
+                return Err(InputError::value(
+                    field,
+                    quoted,
+                    "is a folder, not a data file",
+                ));
+            }
+            Ok(m) if !m.is_file() => {
+                return Err(InputError::value(
+                    field,
+                    quoted,
+                    format!("is {}, not a regular file", crate::files::kind_of(&m)),
+                ));
+            }
+            Ok(_) => {}
+        }
+        let s = scan(d.kind, file, config.model.loss, Some(CHECK_ROWS))?;
+        if field == "data.path" {
+            head = Some(s);
+        }
+    }
+    let head = head.expect("data.path is scanned");
+    Ok(match d.format {
+        DataFormat::Auto if d.kind == DataKind::Csv => {
+            (Storage::Dense, "auto: CSV data is dense".to_string())
+        }
+        DataFormat::Auto => {
+            let density = head.stored as f64 / (head.rows as f64 * head.features.max(1) as f64);
+            let storage = choose_storage(d.format, d.kind, Some(density));
+            let (relation, whole) = match storage {
+                Storage::Sparse => ("below", head.rows < CHECK_ROWS),
+                Storage::Dense => ("not below", head.rows < CHECK_ROWS),
+            };
+            let rows = if whole {
+                "the whole file".to_string()
+            } else {
+                format!("the first {CHECK_ROWS} rows; train decides on the whole file")
+            };
+            (
+                storage,
+                format!(
+                    "auto: LIBSVM density {density:.3e} {relation} {SPARSE_DENSITY_THRESHOLD} over {rows}"
+                ),
+            )
+        }
+        DataFormat::Dense => explicit(Storage::Dense),
+        DataFormat::Sparse => explicit(Storage::Sparse),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::testing::{config, scratch};
+    use super::*;
+    use crate::learn::data::DataPlan;
+
+    #[test]
+    fn the_cheap_data_check_reads_the_first_rows_and_the_plan_the_rest() {
+        let scratch = scratch();
+        let dir = scratch.path();
+        let cfg = |path: &Path| {
+            config(&format!(
+                "workers = 2\n[data]\nkind = \"libsvm\"\npath = \"{}\"\n",
+                path.display()
+            ))
+        };
+        let missing = dir.join("missing.libsvm");
+        let e = check_data_files(&cfg(&missing)).unwrap_err().to_string();
+        assert!(
+            e.starts_with("data.path = ") && e.contains("missing.libsvm"),
+            "{e}"
+        );
+        let e = check_data_files(&cfg(dir)).unwrap_err().to_string();
+        assert!(e.contains("is a folder"), "{e}");
+        let rows: Vec<String> = (0..2 * CHECK_ROWS)
+            .map(|i| format!("{} 1:{i}", i % 3))
+            .collect();
+        let write = |name: &str, bad_line: usize, bad: &str| {
+            let mut lines = rows.clone();
+            lines[bad_line - 1] = bad.to_string();
+            let p = dir.join(name);
+            std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+            p
+        };
+        let early = write("early.libsvm", 2, "yes 1:1");
+        let e = check_data_files(&cfg(&early)).unwrap_err().to_string();
+        assert!(
+            e.contains("early.libsvm:2: label `yes` is not a number"),
+            "{e}"
+        );
+        let late = write("late.libsvm", CHECK_ROWS + 500, "1 1:zero");
+        check_data_files(&cfg(&late)).unwrap();
+        let e = DataPlan::new(&cfg(&late), 2).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("late.libsvm:{}", CHECK_ROWS + 500)),
+            "{e}"
+        );
+        // Sparse rows without features at the head are not refused for it.
+        let mut sparse: Vec<String> = (0..CHECK_ROWS).map(|_| "1".to_string()).collect();
+        sparse.push("1 3:1".to_string());
+        let p = dir.join("sparse.libsvm");
+        std::fs::write(&p, sparse.join("\n") + "\n").unwrap();
+        check_data_files(&cfg(&p)).unwrap();
+        // Synthetic data has nothing to check.
+        let choice = check_data_files(&config("workers = 2\n")).unwrap();
+        assert_eq!(choice.storage, Storage::Dense);
+        // The format the rows read suggest: 1 entry per row of 3 features.
+        let choice = check_data_files(&cfg(&p)).unwrap();
+        assert_eq!(choice.storage, Storage::Sparse, "{}", choice.reason);
+        assert!(
+            choice.reason.contains("over the first 1000 rows"),
+            "{}",
+            choice.reason
+        );
+        let onehot = config("workers = 2\n[data]\nkind = \"synthetic-onehot\"\n");
+        assert_eq!(check_data_files(&onehot).unwrap().storage, Storage::Sparse);
+    }
+}

@@ -1,0 +1,857 @@
+//! The data plan: where the data comes from, which rows each partition
+//! holds, and loading them (generated, read from files or images),
+//! standardised with statistics of the training rows.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use rand::seq::SliceRandom;
+
+use super::checks::check_batch;
+use super::partition::Partition;
+use super::read::{beyond_features, for_each_row, read_rows, scan_file};
+use super::storage::{Storage, choose_storage};
+use super::streams::{SPLIT, TEST_BASE};
+use super::synthetic::{LogisticModel, OnehotModel, linear_samples, true_model};
+use crate::config::{Config, DataKind, Loss, check_dense_matrix, check_sparse_matrix};
+use crate::error::InputError;
+use crate::learn::images::ImageSource;
+use crate::learn::model::Input;
+use crate::learn::sparse::{CsrMatrix, Features};
+use crate::learn::standardize::{FeatureMoments, Standardization};
+use crate::rng::{Stream, substream};
+
+/// Where the data comes from, with everything needed to produce any partition.
+#[derive(Debug, Clone)]
+pub struct DataPlan {
+    source: Source,
+    loss: Loss,
+    features: usize,
+    train_samples: usize,
+    test_samples: usize,
+    partitions: usize,
+    storage: Storage,
+    /// Stored entries over samples × features (files: of the whole file(s)).
+    density: f64,
+    /// Standardisation of file data, computed or handed over once.
+    standardization: OnceLock<Standardization>,
+    /// Sample rows put into matrices so far (training and test).
+    materialised: Arc<AtomicUsize>,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    SyntheticLinear { seed: u64, noise_std: f64 },
+    SyntheticLogistic { seed: u64 },
+    SyntheticOnehot(OnehotModel),
+    File(FileSource),
+    Images(ImageSource),
+}
+
+#[derive(Debug, Clone)]
+struct FileSource {
+    kind: DataKind,
+    path: String,
+    test_path: Option<String>,
+    standardize: bool,
+    /// Data rows of the training file.
+    file_rows: usize,
+    /// Training row j (in partition order) is line-row `train_rows[j]` of `path`.
+    train_rows: Vec<usize>,
+    /// Test rows of `path` when there is no `test_path`.
+    test_rows: Vec<usize>,
+}
+
+impl DataPlan {
+    /// Plan the data of `config` split into `partitions` partitions. For files
+    /// this reads the file(s) once to count and check rows (no matrix).
+    pub fn new(config: &Config, partitions: usize) -> Result<Self, InputError> {
+        let d = &config.data;
+        let loss = config.model.loss;
+        let synthetic_density = |features: usize| match d.kind {
+            DataKind::SyntheticOnehot => d.nonzeros_per_row as f64 / features as f64,
+            _ => 1.0,
+        };
+        let (source, features, train_samples, test_samples, density) = match d.kind {
+            DataKind::SyntheticLinear => (
+                Source::SyntheticLinear {
+                    seed: config.seed,
+                    noise_std: d.noise_std,
+                },
+                d.features,
+                d.train_samples,
+                d.test_samples,
+                1.0,
+            ),
+            DataKind::SyntheticLogistic => (
+                Source::SyntheticLogistic { seed: config.seed },
+                d.features,
+                d.train_samples,
+                d.test_samples,
+                1.0,
+            ),
+            DataKind::SyntheticOnehot => (
+                Source::SyntheticOnehot(OnehotModel::new(
+                    config.seed,
+                    d.features,
+                    d.nonzeros_per_row,
+                )?),
+                d.features,
+                d.train_samples,
+                d.test_samples,
+                synthetic_density(d.features),
+            ),
+            DataKind::Idx => {
+                let images = ImageSource::new(d, config.seed, config.model.classes)?;
+                let features = images.features();
+                check_dense_matrix(
+                    "data.train_samples",
+                    "training",
+                    d.train_samples,
+                    features,
+                    d.max_matrix_mib,
+                )?;
+                check_dense_matrix(
+                    "data.test_samples",
+                    "test",
+                    d.test_samples,
+                    features,
+                    d.max_matrix_mib,
+                )?;
+                (
+                    Source::Images(images),
+                    features,
+                    d.train_samples,
+                    d.test_samples,
+                    1.0,
+                )
+            }
+            DataKind::Libsvm | DataKind::Csv => {
+                let path = d
+                    .path
+                    .clone()
+                    .ok_or_else(|| InputError::new("data.path", "is required"))?;
+                let scan = scan_file(d.kind, &path, loss)?;
+                let mut features = scan.features;
+                let mut stored = scan.stored as f64;
+                let mut all_rows = scan.rows as f64;
+                let mut test_stored = scan.stored;
+                let (train_rows, test_rows) = match &d.test_path {
+                    Some(test_path) => {
+                        let test_scan = scan_file(d.kind, test_path, loss)?;
+                        if d.kind == DataKind::Csv && test_scan.features != scan.features {
+                            return Err(InputError::new(
+                                test_path.clone(),
+                                format!(
+                                    "has {} features, the training file {}",
+                                    test_scan.features, scan.features
+                                ),
+                            ));
+                        }
+                        features = features.max(test_scan.features);
+                        stored += test_scan.stored as f64;
+                        all_rows += test_scan.rows as f64;
+                        test_stored = test_scan.stored;
+                        ((0..scan.rows).collect(), (0..test_scan.rows).collect())
+                    }
+                    None => {
+                        let mut order: Vec<usize> = (0..scan.rows).collect();
+                        order.shuffle(&mut substream(config.seed, Stream::Data, SPLIT));
+                        let test = (d.test_fraction * scan.rows as f64).round() as usize;
+                        let (test_rows, train_rows) = order.split_at(test);
+                        (train_rows.to_vec(), test_rows.to_vec())
+                    }
+                };
+                let (train, test) = (train_rows.len(), test_rows.len());
+                let density = stored / (all_rows * features.max(1) as f64);
+                // The largest feature index makes the width: refuse before allocating.
+                let test_origin = d.test_path.as_deref().unwrap_or(&path);
+                match choose_storage(d.format, d.kind, Some(density)) {
+                    Storage::Dense => {
+                        check_dense_matrix(&path, "training", train, features, d.max_matrix_mib)?;
+                        check_dense_matrix(test_origin, "test", test, features, d.max_matrix_mib)?;
+                    }
+                    Storage::Sparse => {
+                        // The entries of the whole file bound those of its training rows.
+                        let limit = d.max_matrix_mib;
+                        check_sparse_matrix(
+                            &path,
+                            "training",
+                            train,
+                            scan.stored,
+                            features,
+                            limit,
+                        )?;
+                        check_sparse_matrix(
+                            test_origin,
+                            "test",
+                            test,
+                            test_stored,
+                            features,
+                            limit,
+                        )?;
+                    }
+                }
+                let source = Source::File(FileSource {
+                    kind: d.kind,
+                    path,
+                    test_path: d.test_path.clone(),
+                    standardize: d.standardize,
+                    file_rows: scan.rows,
+                    train_rows,
+                    test_rows,
+                });
+                (source, features, train, test, density)
+            }
+        };
+        let storage = choose_storage(d.format, d.kind, Some(density));
+        if !matches!(source, Source::File(_) | Source::Images(_)) {
+            if storage == Storage::Sparse {
+                let nnz = d.nonzeros_per_row;
+                let limit = d.max_matrix_mib;
+                let stored = |rows: usize| rows.saturating_mul(nnz);
+                check_sparse_matrix(
+                    "data.train_samples",
+                    "training",
+                    train_samples,
+                    stored(train_samples),
+                    features,
+                    limit,
+                )?;
+                check_sparse_matrix(
+                    "data.test_samples",
+                    "test",
+                    test_samples,
+                    stored(test_samples),
+                    features,
+                    limit,
+                )?;
+            } else {
+                check_dense_matrix(
+                    "data.train_samples",
+                    "training",
+                    train_samples,
+                    features,
+                    d.max_matrix_mib,
+                )?;
+                check_dense_matrix(
+                    "data.test_samples",
+                    "test",
+                    test_samples,
+                    features,
+                    d.max_matrix_mib,
+                )?;
+            }
+        }
+        if train_samples < partitions {
+            return Err(InputError::value(
+                "data.train_samples",
+                train_samples,
+                format!(
+                    "is fewer than the {partitions} partitions (every partition needs a sample)"
+                ),
+            ));
+        }
+        check_batch(config.train.batch_size, train_samples, partitions)?;
+        Ok(Self {
+            source,
+            loss,
+            features,
+            train_samples,
+            test_samples,
+            partitions,
+            storage,
+            density,
+            standardization: OnceLock::new(),
+            materialised: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// d: features per sample.
+    pub fn features(&self) -> usize {
+        self.features
+    }
+
+    /// What a model reads from this data: the features, as images for IDX data.
+    pub fn input(&self) -> Input {
+        Input {
+            features: self.features,
+            image: match &self.source {
+                Source::Images(images) => Some(images.shape),
+                _ => None,
+            },
+        }
+    }
+
+    /// N: training samples over all partitions.
+    pub fn train_samples(&self) -> usize {
+        self.train_samples
+    }
+
+    /// Test samples.
+    pub fn test_samples(&self) -> usize {
+        self.test_samples
+    }
+
+    /// Number of partitions.
+    pub fn partitions(&self) -> usize {
+        self.partitions
+    }
+
+    /// How partitions store their samples.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// Stored entries over samples × features (1 for dense synthetic data).
+    pub fn density(&self) -> f64 {
+        self.density
+    }
+
+    /// Sample rows this plan has put into matrices (training partitions and
+    /// test set) so far: what a process holds, not what it read.
+    pub fn rows_materialised(&self) -> usize {
+        self.materialised.load(Ordering::Relaxed)
+    }
+
+    /// Training sample indices of partition `p`.
+    pub fn rows(&self, p: usize) -> Range<usize> {
+        let (n, k) = (self.train_samples as u128, self.partitions as u128);
+        let at = |p: u128| (p * n / k) as usize;
+        at(p as u128)..at(p as u128 + 1)
+    }
+
+    /// Whether the data is standardised (files with `data.standardize`).
+    pub fn standardizes(&self) -> bool {
+        matches!(&self.source, Source::File(f) if f.standardize)
+    }
+
+    /// The standardisation the data gets (None: synthetic data or
+    /// `data.standardize = false`). The first call on a plan that was not
+    /// handed one ([`Self::set_standardization`]) computes it in one streaming
+    /// pass over the training rows: O(features) memory, no matrix.
+    pub fn standardization(&self) -> Result<Option<&Standardization>, InputError> {
+        let Source::File(f) = &self.source else {
+            return Ok(None);
+        };
+        if !f.standardize {
+            return Ok(None);
+        }
+        if let Some(s) = self.standardization.get() {
+            return Ok(Some(s));
+        }
+        let moments = self.train_moments(f)?;
+        let computed = moments
+            .standardization(self.storage == Storage::Dense)
+            .map_err(|o| {
+                let column = match f.kind {
+                    DataKind::Csv => format!("column {} (feature {})", o.feature + 2, o.feature + 1),
+                    _ => format!("feature {}", o.feature + 1),
+                };
+                InputError::new(
+                    &f.path,
+                    format!(
+                        "{column} cannot be standardised: its {} over the training rows overflows \
+                         (values up to {:.3e}); rescale that column, or set data.standardize = false",
+                        o.statistic, o.largest
+                    ),
+                )
+            })?;
+        Ok(Some(self.standardization.get_or_init(|| computed)))
+    }
+
+    /// Use `s`, computed by another process from the same config, instead of
+    /// computing it here. Refused when this plan standardises nothing, when
+    /// it has a standardisation already, or when `s` does not fit the data
+    /// (width, or centering sparse data).
+    pub fn set_standardization(&self, s: Standardization) -> Result<(), InputError> {
+        let field = "standardization";
+        if !matches!(&self.source, Source::File(f) if f.standardize) {
+            return Err(InputError::new(
+                field,
+                "given for data that is not standardised",
+            ));
+        }
+        if s.features() != self.features || s.center.len() != self.features {
+            return Err(InputError::new(
+                field,
+                format!("has {} features, the data {}", s.features(), self.features),
+            ));
+        }
+        if self.storage == Storage::Sparse && s.centers() {
+            return Err(InputError::new(field, "centres sparse data"));
+        }
+        self.standardization
+            .set(s)
+            .map_err(|_| InputError::new(field, "is set already"))
+    }
+
+    /// Generate or load the partitions `ids`.
+    pub fn load(&self, ids: &[usize]) -> Result<Vec<Partition>, InputError> {
+        let parts = match &self.source {
+            Source::SyntheticLinear { seed, noise_std } => {
+                let theta = true_model(*seed, self.features);
+                ids.iter()
+                    .map(|&p| {
+                        let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
+                        let (x, y) = linear_samples(*seed, &rows, &theta, *noise_std);
+                        Partition {
+                            id: p,
+                            x: Features::Dense(x),
+                            y,
+                        }
+                    })
+                    .collect()
+            }
+            Source::SyntheticLogistic { seed } => {
+                let model = LogisticModel::new(*seed, self.features);
+                ids.iter()
+                    .map(|&p| {
+                        let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
+                        let (x, y) = model.samples(*seed, &rows);
+                        Partition {
+                            id: p,
+                            x: Features::Dense(x),
+                            y,
+                        }
+                    })
+                    .collect()
+            }
+            Source::SyntheticOnehot(model) => ids
+                .iter()
+                .map(|&p| {
+                    let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
+                    let (x, y) = model.samples(&rows);
+                    Partition {
+                        id: p,
+                        x: self.stored_as(x),
+                        y,
+                    }
+                })
+                .collect(),
+            Source::File(f) => {
+                let wanted: Vec<Vec<usize>> = ids
+                    .iter()
+                    .map(|&p| self.rows(p).map(|j| f.train_rows[j]).collect())
+                    .collect();
+                let standardization = self.standardization()?;
+                let parts = read_rows(
+                    f.kind,
+                    &f.path,
+                    self.features,
+                    self.loss,
+                    &wanted,
+                    self.storage,
+                )?;
+                ids.iter()
+                    .zip(parts)
+                    .map(|(&id, (mut x, y))| {
+                        if let Some(s) = standardization {
+                            apply(s, &mut x);
+                        }
+                        Partition { id, x, y }
+                    })
+                    .collect::<Vec<_>>()
+            }
+            Source::Images(images) => {
+                let ranges: Vec<Range<usize>> = ids.iter().map(|&p| self.rows(p)).collect();
+                ids.iter()
+                    .zip(images.load_train(&ranges)?)
+                    .map(|(&id, (x, y))| Partition {
+                        id,
+                        x: Features::Dense(x),
+                        y,
+                    })
+                    .collect()
+            }
+        };
+        let rows: usize = parts.iter().map(Partition::len).sum();
+        self.materialised.fetch_add(rows, Ordering::Relaxed);
+        Ok(parts)
+    }
+
+    /// Generate or load the test set.
+    pub fn load_test(&self) -> Result<Partition, InputError> {
+        let test_rows = || -> Vec<u64> {
+            (0..self.test_samples as u64)
+                .map(|j| TEST_BASE + j)
+                .collect()
+        };
+        let (x, y) = match &self.source {
+            Source::SyntheticLinear { seed, noise_std } => {
+                let theta = true_model(*seed, self.features);
+                let (x, y) = linear_samples(*seed, &test_rows(), &theta, *noise_std);
+                (Features::Dense(x), y)
+            }
+            Source::SyntheticLogistic { seed } => {
+                let (x, y) = LogisticModel::new(*seed, self.features).samples(*seed, &test_rows());
+                (Features::Dense(x), y)
+            }
+            Source::SyntheticOnehot(model) => {
+                let (x, y) = model.samples(&test_rows());
+                (self.stored_as(x), y)
+            }
+            Source::File(f) => {
+                let path = f.test_path.as_deref().unwrap_or(&f.path);
+                let standardization = self.standardization()?;
+                let (mut x, y) = read_rows(
+                    f.kind,
+                    path,
+                    self.features,
+                    self.loss,
+                    std::slice::from_ref(&f.test_rows),
+                    self.storage,
+                )?
+                .remove(0);
+                if let Some(s) = standardization {
+                    apply(s, &mut x);
+                }
+                (x, y)
+            }
+            Source::Images(images) => {
+                let (x, y) = images.load_test()?;
+                (Features::Dense(x), y)
+            }
+        };
+        self.materialised.fetch_add(y.len(), Ordering::Relaxed);
+        Ok(Partition {
+            id: usize::MAX,
+            x,
+            y,
+        })
+    }
+
+    /// The true model of synthetic data (None for files).
+    pub fn true_model(&self) -> Option<Vec<f64>> {
+        match &self.source {
+            Source::SyntheticLinear { seed, .. } => Some(true_model(*seed, self.features)),
+            Source::SyntheticLogistic { seed } => {
+                Some(LogisticModel::new(*seed, self.features).beta)
+            }
+            Source::SyntheticOnehot(model) => Some(model.beta.clone()),
+            Source::File(_) | Source::Images(_) => None,
+        }
+    }
+
+    /// Sparse samples as this plan stores them.
+    fn stored_as(&self, x: CsrMatrix) -> Features {
+        match self.storage {
+            Storage::Sparse => Features::Sparse(x),
+            Storage::Dense => Features::Dense(x.to_dense()),
+        }
+    }
+
+    /// Moments of the training rows, streamed: one row in memory at a time.
+    fn train_moments(&self, f: &FileSource) -> Result<FeatureMoments, InputError> {
+        let mut training = vec![false; f.file_rows];
+        for &r in &f.train_rows {
+            training[r] = true;
+        }
+        let mut moments = FeatureMoments::new(self.features);
+        let features = self.features;
+        for_each_row(f.kind, &f.path, self.loss, None, |row, _, (_, entries)| {
+            if training.get(row).copied().unwrap_or(false) {
+                if let Some(&(j, _)) = entries.iter().find(|&&(j, _)| j >= features) {
+                    return Err(beyond_features(j, features));
+                }
+                moments.add_row(entries);
+            }
+            Ok(())
+        })?;
+        Ok(moments)
+    }
+}
+
+/// Standardise `x` in place: sparse data is only scaled (its standardisation
+/// has no centre, see [`DataPlan::set_standardization`]).
+fn apply(s: &Standardization, x: &mut Features) {
+    match x {
+        Features::Dense(x) => {
+            for mut row in x.rows_mut() {
+                for ((v, m), sd) in row.iter_mut().zip(&s.center).zip(&s.scale) {
+                    *v = (*v - m) / sd;
+                }
+            }
+        }
+        Features::Sparse(x) => x.scale_columns(&s.scale),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+
+    use super::super::testing::{bad_file, breast_cancer, config, scratch, write};
+    use super::*;
+
+    #[test]
+    fn partitions_cover_every_sample_once() {
+        let c = config("workers = 7\n[data]\ntrain_samples = 100\nfeatures = 2\n");
+        let plan = DataPlan::new(&c, 7).unwrap();
+        let mut next = 0;
+        for p in 0..7 {
+            let r = plan.rows(p);
+            assert_eq!(r.start, next);
+            next = r.end;
+            assert!(r.len() == 14 || r.len() == 15);
+        }
+        assert_eq!(next, 100);
+    }
+
+    #[test]
+    fn partition_bounds_do_not_overflow() {
+        // rows(p) multiplies p · N before dividing by the partitions: in u128.
+        let mut c = config("workers = 4\n[data]\ntrain_samples = 8\nfeatures = 1\n");
+        c.data.train_samples = usize::MAX / 2;
+        c.data.max_matrix_mib = crate::config::MAX_MATRIX_MIB_LIMIT;
+        let plan = DataPlan {
+            source: Source::SyntheticLinear {
+                seed: 1,
+                noise_std: 0.0,
+            },
+            loss: Loss::LeastSquares,
+            features: 1,
+            train_samples: c.data.train_samples,
+            test_samples: 1,
+            partitions: 4,
+            storage: Storage::Dense,
+            density: 1.0,
+            standardization: OnceLock::new(),
+            materialised: Arc::default(),
+        };
+        assert_eq!(plan.rows(3).end, usize::MAX / 2);
+        assert_eq!(plan.rows(1).start, plan.rows(0).end);
+    }
+
+    #[test]
+    fn libsvm_file_loads_split_and_standardised() {
+        let c = breast_cancer(4, "test_fraction = 0.25\n");
+        let plan = DataPlan::new(&c, 4).unwrap();
+        assert_eq!(plan.features(), 30);
+        assert_eq!(plan.train_samples() + plan.test_samples(), 569);
+        assert_eq!(plan.test_samples(), 142);
+        let parts = plan.load(&[0, 1, 2, 3]).unwrap();
+        assert_eq!(
+            parts.iter().map(Partition::len).sum::<usize>(),
+            plan.train_samples()
+        );
+        // Standardised over the training rows: every feature has mean 0, std 1.
+        for j in 0..30 {
+            let values: Vec<f64> = parts
+                .iter()
+                .flat_map(|p| p.x.to_dense().column(j).to_vec())
+                .collect();
+            let n = values.len() as f64;
+            let mean = values.iter().sum::<f64>() / n;
+            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+            assert!(
+                mean.abs() < 1e-9 && (var - 1.0).abs() < 1e-9,
+                "feature {j}: {mean} {var}"
+            );
+        }
+        let test = plan.load_test().unwrap();
+        assert_eq!(test.len(), 142);
+    }
+
+    #[test]
+    fn a_column_whose_statistics_overflow_is_named_as_the_cause() {
+        let rows = |f: &dyn Fn(usize) -> String| (0..40).map(f).collect::<String>();
+        // CSV: the variance of column 3 overflows (its mean is 0).
+        let spread = rows(&|i| format!("{i},0.5,{}1e200\n", if i % 2 == 0 { "-" } else { "" }));
+        let e = bad_file("spread.csv", "csv", &spread, "least-squares");
+        assert!(e.field.ends_with("spread.csv"), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("column 3 (feature 2) cannot be standardised: its variance"),
+            "{e}"
+        );
+        assert!(text.contains("values up to 1.000e200"), "{e}");
+        assert!(text.contains("data.standardize = false"), "{e}");
+        assert!(!text.contains("diverged"), "{e}");
+        // LIBSVM: feature 4 swings between ±1.7e308 (a constant 1.7e308 is
+        // fine: the streaming mean stays finite and the spread is 0).
+        let large =
+            rows(&|i| format!("{i} 1:0.5 4:{}1.7e308\n", if i % 2 == 0 { "-" } else { "" }));
+        let e = bad_file("large.libsvm", "libsvm", &large, "least-squares");
+        assert!(
+            e.to_string()
+                .contains("feature 4 cannot be standardised: its "),
+            "{e}"
+        );
+        // The same file unstandardised loads (the values are finite).
+        let dir = scratch();
+        let path = write(&dir, "spread.csv", &spread);
+        let c = config(&format!(
+            "workers = 1\n[data]\nkind = \"csv\"\npath = \"{}\"\nstandardize = false\n",
+            path.display()
+        ));
+        assert!(DataPlan::new(&c, 1).unwrap().load(&[0]).is_ok());
+    }
+
+    #[test]
+    fn a_huge_feature_index_is_refused_before_the_matrix_is_allocated() {
+        // Two tiny lines ask for a dense 2 × 10^12 matrix (16 TB): refused, naming the file.
+        let e = bad_file(
+            "wide.libsvm",
+            "libsvm",
+            "1 1:1\n-1 1000000000000:1\n",
+            "least-squares",
+        );
+        assert!(e.field.ends_with("wide.libsvm"), "{e}");
+        assert!(e.to_string().contains("1000000000000 features"), "{e}");
+        assert!(e.to_string().contains("data.max_matrix_mib = 4096"), "{e}");
+        // The largest index usize holds: the size computation does not overflow.
+        let e = bad_file(
+            "widest.libsvm",
+            "libsvm",
+            &format!("1 {}:1\n", usize::MAX),
+            "least-squares",
+        );
+        assert!(
+            e.to_string().contains("more than data.max_matrix_mib"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_matrix_limit_counts_samples_times_features() {
+        // 3 training rows × 2^20 features × 8 bytes = 24 MiB: over a 16 MiB limit, under 32.
+        let dir = scratch();
+        let path = write(&dir, "limit.libsvm", "1 1048576:1\n2 1:1\n3 2:1\n");
+        let text = |mib: usize| {
+            format!(
+                "workers = 1\n[data]\nkind = \"libsvm\"\nformat = \"dense\"\npath = \"{}\"\ntest_fraction = 0.0\nmax_matrix_mib = {mib}\n",
+                path.display()
+            )
+        };
+        // Stored sparse (the automatic choice at this density) it takes bytes, not MiB.
+        let sparse = DataPlan::new(&config(&text(16).replace("\"dense\"", "\"auto\"")), 1).unwrap();
+        assert_eq!(sparse.storage(), Storage::Sparse);
+        assert_eq!(sparse.load(&[0]).unwrap()[0].x.values(), 3);
+        let e = DataPlan::new(&config(&text(16)), 1).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("training matrix of 3 samples × 1048576 features"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("takes 24 MiB"), "{e}");
+        let plan = DataPlan::new(&config(&text(32)), 1).unwrap();
+        assert_eq!(plan.features(), 1 << 20);
+    }
+
+    #[test]
+    fn a_process_materialises_only_the_partitions_it_loads() {
+        // Standardised data: the statistics come from a streaming pass, not from
+        // a matrix of the whole training set.
+        for format in ["dense", "sparse"] {
+            let c = breast_cancer(4, &format!("format = \"{format}\"\n"));
+            let plan = DataPlan::new(&c, 4).unwrap();
+            assert_eq!(plan.rows_materialised(), 0, "planning reads, holds nothing");
+            let parts = plan.load(&[1]).unwrap();
+            assert_eq!(parts[0].len(), plan.rows(1).len());
+            assert_eq!(plan.rows_materialised(), plan.rows(1).len(), "{format}");
+            plan.load_test().unwrap();
+            assert_eq!(
+                plan.rows_materialised(),
+                plan.rows(1).len() + plan.test_samples(),
+                "{format}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_handed_over_standardization_gives_the_same_partitions() {
+        let c = breast_cancer(3, "");
+        let master = DataPlan::new(&c, 3).unwrap();
+        let stats = master.standardization().unwrap().unwrap().clone();
+        assert!(stats.centers(), "dense data is centred");
+        let worker = DataPlan::new(&c, 3).unwrap();
+        worker.set_standardization(stats.clone()).unwrap();
+        assert_eq!(worker.load(&[2]).unwrap(), master.load(&[2]).unwrap());
+        let e = worker.set_standardization(stats.clone()).unwrap_err();
+        assert!(e.to_string().contains("is set already"), "{e}");
+        let fresh = DataPlan::new(&c, 3).unwrap();
+        let narrow = Standardization {
+            center: vec![0.0; 2],
+            scale: vec![1.0; 2],
+        };
+        let e = fresh.set_standardization(narrow).unwrap_err();
+        assert!(e.to_string().contains("has 2 features, the data 30"), "{e}");
+        let sparse = breast_cancer(3, "format = \"sparse\"\n");
+        let e = DataPlan::new(&sparse, 3)
+            .unwrap()
+            .set_standardization(stats)
+            .unwrap_err();
+        assert!(e.to_string().contains("centres sparse data"), "{e}");
+    }
+
+    #[test]
+    fn sparse_and_dense_loads_of_a_file_agree() {
+        // Unstandardised: the same numbers; standardised: sparse is the dense
+        // standardisation without the centre, x / std.
+        let load = |format: &str, standardize: bool| {
+            let c = breast_cancer(
+                2,
+                &format!("format = \"{format}\"\nstandardize = {standardize}\n"),
+            );
+            let plan = DataPlan::new(&c, 2).unwrap();
+            (plan.load(&[0, 1]).unwrap(), plan.load_test().unwrap(), plan)
+        };
+        let (dense, dense_test, _) = load("dense", false);
+        let (sparse, sparse_test, plan) = load("sparse", false);
+        assert_eq!(plan.storage(), Storage::Sparse);
+        for (d, s) in dense.iter().zip(&sparse) {
+            assert!(matches!(s.x, Features::Sparse(_)));
+            assert_eq!(d.x.to_dense(), s.x.to_dense());
+            assert_eq!(d.y, s.y);
+        }
+        assert_eq!(dense_test.x.to_dense(), sparse_test.x.to_dense());
+        let (scaled, _, plan) = load("sparse", true);
+        let s = plan.standardization().unwrap().unwrap();
+        assert!(!s.centers(), "sparse data is not centred");
+        for (d, p) in dense.iter().zip(&scaled) {
+            let expected = d.x.to_dense() / ndarray::ArrayView1::from(&s.scale);
+            let got = p.x.to_dense();
+            assert!((&got - &expected).iter().all(|v| v.abs() <= 1e-12));
+        }
+    }
+
+    #[test]
+    fn a_large_mean_offset_is_standardised_accurately() {
+        // Feature 1 = 1e8 + noise in [-1, 1): the old naive pass would lose it.
+        let rows: Vec<String> = (0..2000)
+            .map(|i| {
+                let noise = ((i * 7919 + 13) % 2000) as f64 / 1000.0 - 1.0;
+                format!("{} 1:{} 2:{}", i % 2, 1e8 + noise, noise)
+            })
+            .collect();
+        let dir = scratch();
+        let path = write(&dir, "offset.libsvm", &(rows.join("\n") + "\n"));
+        let c = config(&format!(
+            "workers = 2\n[data]\nkind = \"libsvm\"\nformat = \"dense\"\npath = \"{}\"\ntest_fraction = 0.0\n",
+            path.display()
+        ));
+        let plan = DataPlan::new(&c, 2).unwrap();
+        let parts = plan.load(&[0, 1]).unwrap();
+        for j in 0..2 {
+            let values: Vec<f64> = parts
+                .iter()
+                .flat_map(|p| p.x.to_dense().column(j).to_vec())
+                .collect();
+            let n = values.len() as f64;
+            let mean = values.iter().sum::<f64>() / n;
+            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+            assert!(
+                mean.abs() < 1e-6 && (var - 1.0).abs() < 1e-6,
+                "{j}: {mean} {var}"
+            );
+        }
+        // Both features are the same noise: standardised, they coincide.
+        for p in &parts {
+            let x = p.x.to_dense();
+            for r in x.rows() {
+                assert!((r[0] - r[1]).abs() < 1e-6, "{r}");
+            }
+        }
+    }
+}
