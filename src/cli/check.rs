@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::{ConfigArgs, load, one_based, print_warnings};
 use crate::coding::{
     Accuracy, Arrival, EXACT_RELATIVE_ERROR, RoundContext, RoundPlan, Scheme, Tolerance,
+    dynamic_clustering,
 };
 use crate::config::Config;
 use crate::config::StragglerModel;
@@ -140,7 +141,7 @@ struct CheckReport {
 }
 
 fn dynamic_plan(scheme: &dyn Scheme, threshold_warnings: &[String]) -> Option<DynamicPlan> {
-    let dc = scheme.dynamic_clustering()?;
+    let dc = dynamic_clustering(&*scheme)?;
     let a = dc.assignment();
     Some(DynamicPlan {
         clusters_per_worker: a.per_worker(),

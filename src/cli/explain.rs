@@ -3,14 +3,14 @@
 
 use super::decoding::{decode_report, print_text};
 use super::{ConfigArgs, ExplainFlags, load, parse_messages, parse_workers, print_warnings};
-use crate::coding::{Arrival, RoundContext};
+use crate::coding::{Arrival, RoundContext, dynamic_clustering};
 use crate::error::InputError;
 
 pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<()> {
     let setup = load(args)?;
     print_warnings(&setup.loaded);
     let mut scheme = setup.scheme;
-    if scheme.dynamic_clustering().is_some() {
+    if dynamic_clustering(&*scheme).is_some() {
         return super::explain_dc::run(args, scheme.as_mut(), flags);
     }
     let kind = scheme.kind().name();

@@ -10,7 +10,7 @@ use crate::cluster::spread::min_max_stragglers;
 use crate::cluster::{
     Clustering, ClusteringPolicy, ClusteringScore, GreedyClustering, How, Resolution, WorkerStates,
 };
-use crate::coding::{RoundContext, Scheme};
+use crate::coding::{RoundContext, Scheme, dynamic_clustering};
 use crate::error::InputError;
 
 #[derive(Debug, Serialize)]
@@ -135,9 +135,7 @@ fn report(
     info: &'static str,
     rates: Option<Vec<f64>>,
 ) -> DynamicReport {
-    let dc = scheme
-        .dynamic_clustering()
-        .expect("explain_dc runs on gc-dc");
+    let dc = dynamic_clustering(&*scheme).expect("explain_dc runs on gc-dc");
     let flags: Vec<bool> = c.placements.iter().map(|p| p.straggler).collect();
     let stragglers: Vec<usize> = (0..flags.len()).filter(|&w| flags[w]).collect();
     DynamicReport {
@@ -249,16 +247,13 @@ pub(super) fn run(
         straggling: straggling.as_deref(),
         rates: rates.as_deref(),
     });
-    let clustering = scheme
-        .dynamic_clustering()
+    let clustering = dynamic_clustering(&*scheme)
         .expect("explain_dc runs on gc-dc")
         .last_clustering()
         .clone();
     let mut out = report(scheme, &clustering, info, rates.clone());
     if info != "none" {
-        let dc = scheme
-            .dynamic_clustering()
-            .expect("explain_dc runs on gc-dc");
+        let dc = dynamic_clustering(&*scheme).expect("explain_dc runs on gc-dc");
         let states = WorkerStates {
             straggling: straggling.as_deref(),
             rates: rates.as_deref(),

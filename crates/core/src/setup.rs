@@ -28,7 +28,7 @@ use std::path::Path;
 
 use crate::coding::SCHEMES;
 use crate::coding::registry::{Registry, SchemeEntry, quoted};
-use crate::coding::{CodingError, Scheme};
+use crate::coding::{CodingError, Scheme, dynamic_clustering};
 use crate::config::{self, CompareEntry, Config, GC_SCHEME, LoadedConfig};
 use crate::error::InputError;
 
@@ -94,7 +94,7 @@ pub fn from_parsed(registry: &Registry, loaded: LoadedConfig) -> Result<Setup, I
 /// and the straggler model's flags can disagree: one warning each, after
 /// `prefix`, unless the same one is already in `out`.
 fn threshold_warnings(config: &Config, scheme: &dyn Scheme, prefix: &str, out: &mut Vec<String>) {
-    let Some(dc) = scheme.dynamic_clustering() else {
+    let Some(dc) = dynamic_clustering(&*scheme) else {
         return;
     };
     let found = crate::straggler::rate_threshold_disagreements(

@@ -534,10 +534,6 @@ impl Scheme for DynamicClustering {
         }
     }
 
-    fn dynamic_clustering(&self) -> Option<&DynamicClustering> {
-        Some(self)
-    }
-
     /// P(l − r + 1) workers of load r (000 §VI), as for GC-SC; none with a
     /// deadline (partial recovery can end an iteration earlier).
     fn lower_bound(&self) -> Option<LowerBound> {
@@ -553,4 +549,10 @@ impl Scheme for DynamicClustering {
             workers: self.assignment.clusters() * code.needed(),
         })
     }
+}
+
+/// GC-DC's clustering state (assignment matrix, last clustering) for
+/// `check` and `explain`; `None` for every other scheme.
+pub fn dynamic_clustering(scheme: &dyn Scheme) -> Option<&DynamicClustering> {
+    scheme.as_any().downcast_ref::<DynamicClustering>()
 }

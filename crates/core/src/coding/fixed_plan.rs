@@ -98,34 +98,3 @@ macro_rules! fixed_plan_methods {
     };
 }
 pub(crate) use fixed_plan_methods;
-
-#[cfg(test)]
-mod tests {
-    use crate::coding::{BuildArgs, RoundContext, SCHEMES};
-
-    /// Every fixed-plan scheme answers through its `FixedPlan` what its
-    /// plan says: K tasks, computed partitions stored, the same plan twice.
-    #[test]
-    fn fixed_plans_are_consistent_and_repeat() {
-        // Every scheme's defaults at K = 12; ignore-stragglers needs a wait.
-        let params: toml::Table = toml::from_str("wait_for = 6\n").unwrap();
-        for entry in SCHEMES.entries() {
-            let mut scheme = entry
-                .build(&BuildArgs::new(12, 1, &params))
-                .unwrap_or_else(|e| panic!("{entry}: {e}"));
-            assert_eq!(scheme.kind(), *entry);
-            let ctx = RoundContext::default();
-            let plan = scheme.plan_round(&ctx);
-            assert_eq!(plan.tasks.len(), scheme.workers(), "{entry}");
-            for (w, task) in plan.tasks.iter().enumerate() {
-                for p in &task.compute {
-                    assert!(*p < scheme.partitions(), "{entry}");
-                    assert!(scheme.stored(w).contains(p), "{entry}: worker {w}");
-                }
-            }
-            if **entry != crate::coding::GC_DC {
-                assert_eq!(scheme.plan_round(&ctx), plan, "{entry}: a fixed plan");
-            }
-        }
-    }
-}

@@ -32,6 +32,7 @@ mod static_code;
 pub use decoding::{Accuracy, Arrival, Decoding, EXACT_RELATIVE_ERROR, GroupDecoding};
 pub use dynamic::{
     ClusteringKind, ClusteringTotals, DynamicClustering, GC_DC, GcDcParams, clustering_policy,
+    dynamic_clustering,
 };
 pub use error::CodingError;
 pub use group::{GroupDecoder, MAX_CACHE_BYTES};
@@ -51,8 +52,8 @@ pub(crate) use options::{DEFAULT_CLUSTERS, DEFAULT_LOAD, check_deadline};
 pub use partial::{GC_PARTIAL, GcPartialParams, PartialStragglerCode};
 pub use plan::{Codeword, CodewordId, Message, RoundContext, RoundPlan, WorkerTask};
 pub use registry::{BuildArgs, Registry, SchemeEntry, SchemeParams};
-pub use scheme::{ArrivalTracker, LowerBound, Scheme, Tolerance, build, build_kind};
-pub use schemes::SCHEMES;
+pub use scheme::{ArrivalTracker, LowerBound, Scheme, Tolerance};
+pub use schemes::{SCHEMES, build, build_kind};
 pub use static_code::{
     GC_CYCLIC, GC_FRAC, GC_SC, GcCyclicParams, GcFracParams, GcScParams, IGNORE_STRAGGLERS,
     IgnoreStragglersParams, StaticCode, UNCODED,

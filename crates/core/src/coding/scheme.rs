@@ -3,11 +3,7 @@
 
 use serde::Serialize;
 
-use super::{
-    Accuracy, Arrival, CodingError, Decoding, DynamicClustering, RoundContext, RoundPlan, SCHEMES,
-    SchemeEntry,
-};
-use crate::config::Config;
+use super::{Accuracy, Arrival, Decoding, RoundContext, RoundPlan, SchemeEntry};
 
 /// Incremental check of whether the arrivals so far suffice to decode.
 pub trait ArrivalTracker {
@@ -41,8 +37,21 @@ pub struct Tolerance {
     pub best: usize,
 }
 
+/// A scheme as [`std::any::Any`], so that a caller that needs one scheme's
+/// own state reaches it by its type (`coding::dynamic_clustering` for
+/// gc-dc's) without the trait naming every scheme type.
+pub trait AsAny {
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: std::any::Any> AsAny for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// A gradient coding scheme.
-pub trait Scheme: Send {
+pub trait Scheme: AsAny + Send {
     /// The registry entry of the scheme (`kind().name()` is its `scheme.kind`).
     fn kind(&self) -> &'static SchemeEntry;
     /// K.
@@ -68,11 +77,6 @@ pub trait Scheme: Send {
     /// `scheme.decode_tolerance` of a real-valued code (the residual a
     /// decode may have); `None` for schemes that decode exactly.
     fn decode_tolerance(&self) -> Option<f64> {
-        None
-    }
-    /// GC-DC's clustering state (assignment matrix, last clustering) for
-    /// `check` and `explain`; `None` for every other scheme.
-    fn dynamic_clustering(&self) -> Option<&DynamicClustering> {
         None
     }
     /// Model time after which the master stops waiting and decodes what has
@@ -117,16 +121,4 @@ pub trait Scheme: Send {
     fn degenerate(&self) -> Option<String> {
         None
     }
-}
-
-/// Build the scheme `kind` (a registered name) with the `[scheme]` keys of
-/// `config`; its constructor checks its parameters' limits. Configs from the
-/// loader (`setup`) have had their keys and types checked already.
-pub fn build_kind(kind: &str, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
-    SCHEMES.build_kind(kind, config)
-}
-
-/// Build the scheme of `scheme.kind`.
-pub fn build(config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
-    build_kind(config.scheme.kind.as_str(), config)
 }

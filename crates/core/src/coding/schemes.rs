@@ -2,6 +2,8 @@
 //! (its parameters and `static` entry, see `registry`) and one line here.
 
 use super::registry::Registry;
+use super::{CodingError, Scheme};
+use crate::config::Config;
 
 /// Every scheme this build knows, in the order errors and the reference
 /// config list them. Adding a scheme is one line here.
@@ -18,9 +20,22 @@ pub static SCHEMES: Registry = Registry::new(&[
     &super::partial::GC_PARTIAL,
 ]);
 
+/// Build the scheme `kind` (a registered name) with the `[scheme]` keys of
+/// `config`; its constructor checks its parameters' limits. Configs from the
+/// loader (`setup`) have had their keys and types checked already.
+pub fn build_kind(kind: &str, config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
+    SCHEMES.build_kind(kind, config)
+}
+
+/// Build the scheme of `scheme.kind`.
+pub fn build(config: &Config) -> Result<Box<dyn Scheme>, CodingError> {
+    build_kind(config.scheme.kind.as_str(), config)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coding::{BuildArgs, RoundContext};
     use crate::config::Config;
 
     #[test]
@@ -66,6 +81,32 @@ mod tests {
         assert!(message.starts_with("scheme.kind = \"gc-magic\" is not known"));
         for name in SCHEMES.names() {
             assert!(message.contains(&format!("`{name}`")), "{message}");
+        }
+    }
+
+    /// Every fixed-plan scheme answers through its `FixedPlan` what its
+    /// plan says: K tasks, computed partitions stored, the same plan twice.
+    #[test]
+    fn fixed_plans_are_consistent_and_repeat() {
+        // Every scheme's defaults at K = 12; ignore-stragglers needs a wait.
+        let params: toml::Table = toml::from_str("wait_for = 6\n").unwrap();
+        for entry in SCHEMES.entries() {
+            let mut scheme = entry
+                .build(&BuildArgs::new(12, 1, &params))
+                .unwrap_or_else(|e| panic!("{entry}: {e}"));
+            assert_eq!(scheme.kind(), *entry);
+            let ctx = RoundContext::default();
+            let plan = scheme.plan_round(&ctx);
+            assert_eq!(plan.tasks.len(), scheme.workers(), "{entry}");
+            for (w, task) in plan.tasks.iter().enumerate() {
+                for p in &task.compute {
+                    assert!(*p < scheme.partitions(), "{entry}");
+                    assert!(scheme.stored(w).contains(p), "{entry}: worker {w}");
+                }
+            }
+            if **entry != crate::coding::GC_DC {
+                assert_eq!(scheme.plan_round(&ctx), plan, "{entry}: a fixed plan");
+            }
         }
     }
 }

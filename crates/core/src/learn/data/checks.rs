@@ -46,7 +46,7 @@ pub struct FormatChoice {
 /// `data.test_path`), made before anything is written: each exists, is a
 /// file that can be read, and its first [`CHECK_ROWS`] data rows parse
 /// (labels, features, the CSV header and width; a shorter file: that it has
-/// rows and features). [`DataPlan::new`](super::DataPlan::new) reads the whole files later.
+/// rows and features). `DataPlan::new` reads the whole files later.
 /// Synthetic data has nothing to check. Returns the storage `data.format`
 /// gives; with `auto` and a LIBSVM file, as the density of the rows read
 /// suggests (train decides on the whole file).
@@ -171,75 +171,4 @@ fn check_storage(config: &Config) -> Result<(Storage, String), InputError> {
         DataFormat::Dense => explicit(Storage::Dense),
         DataFormat::Sparse => explicit(Storage::Sparse),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::super::testing::{config, scratch};
-    use super::*;
-    use crate::learn::data::DataPlan;
-
-    #[test]
-    fn the_cheap_data_check_reads_the_first_rows_and_the_plan_the_rest() {
-        let scratch = scratch();
-        let dir = scratch.path();
-        let cfg = |path: &Path| {
-            config(&format!(
-                "workers = 2\n[data]\nkind = \"libsvm\"\npath = \"{}\"\n",
-                path.display()
-            ))
-        };
-        let missing = dir.join("missing.libsvm");
-        let e = check_data_files(&cfg(&missing)).unwrap_err().to_string();
-        assert!(
-            e.starts_with("data.path = ") && e.contains("missing.libsvm"),
-            "{e}"
-        );
-        let e = check_data_files(&cfg(dir)).unwrap_err().to_string();
-        assert!(e.contains("is a folder"), "{e}");
-        let rows: Vec<String> = (0..2 * CHECK_ROWS)
-            .map(|i| format!("{} 1:{i}", i % 3))
-            .collect();
-        let write = |name: &str, bad_line: usize, bad: &str| {
-            let mut lines = rows.clone();
-            lines[bad_line - 1] = bad.to_string();
-            let p = dir.join(name);
-            std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-            p
-        };
-        let early = write("early.libsvm", 2, "yes 1:1");
-        let e = check_data_files(&cfg(&early)).unwrap_err().to_string();
-        assert!(
-            e.contains("early.libsvm:2: label `yes` is not a number"),
-            "{e}"
-        );
-        let late = write("late.libsvm", CHECK_ROWS + 500, "1 1:zero");
-        check_data_files(&cfg(&late)).unwrap();
-        let e = DataPlan::new(&cfg(&late), 2).unwrap_err().to_string();
-        assert!(
-            e.contains(&format!("late.libsvm:{}", CHECK_ROWS + 500)),
-            "{e}"
-        );
-        // Sparse rows without features at the head are not refused for it.
-        let mut sparse: Vec<String> = (0..CHECK_ROWS).map(|_| "1".to_string()).collect();
-        sparse.push("1 3:1".to_string());
-        let p = dir.join("sparse.libsvm");
-        std::fs::write(&p, sparse.join("\n") + "\n").unwrap();
-        check_data_files(&cfg(&p)).unwrap();
-        // Synthetic data has nothing to check.
-        let choice = check_data_files(&config("workers = 2\n")).unwrap();
-        assert_eq!(choice.storage, Storage::Dense);
-        // The format the rows read suggest: 1 entry per row of 3 features.
-        let choice = check_data_files(&cfg(&p)).unwrap();
-        assert_eq!(choice.storage, Storage::Sparse, "{}", choice.reason);
-        assert!(
-            choice.reason.contains("over the first 1000 rows"),
-            "{}",
-            choice.reason
-        );
-        let onehot = config("workers = 2\n[data]\nkind = \"synthetic-onehot\"\n");
-        assert_eq!(check_data_files(&onehot).unwrap().storage, Storage::Sparse);
-    }
 }

@@ -30,8 +30,6 @@ mod row;
 mod storage;
 mod streams;
 mod synthetic;
-#[cfg(test)]
-mod testing;
 
 pub use checks::{CHECK_ROWS, FormatChoice, check_batch, check_data_files};
 pub use partition::Partition;

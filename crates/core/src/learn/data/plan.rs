@@ -579,10 +579,84 @@ fn apply(s: &Standardization, x: &mut Features) {
 }
 
 #[cfg(test)]
+/// Helpers the data tests share: configs, the bundled files, scratch files.
+mod testing {
+    use super::DataPlan;
+    use crate::config::{Config, parse};
+    use crate::error::InputError;
+
+    pub(super) fn config(extra: &str) -> Config {
+        parse(extra, "test", &[]).unwrap().config
+    }
+
+    pub(super) fn shared(name: &str) -> String {
+        format!("{}/../../data/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// Logistic regression on the bundled breast cancer LIBSVM file with
+    /// `workers`, and `data_keys` (lines of `[data]`) besides kind and path.
+    pub(super) fn breast_cancer(workers: usize, data_keys: &str) -> Config {
+        let path = shared("breast_cancer.libsvm");
+        config(&format!(
+            "workers = {workers}\n[data]\nkind = \"libsvm\"\npath = \"{path}\"\n{data_keys}[model]\nloss = \"logistic\"\n"
+        ))
+    }
+
+    pub(super) fn bad_file(name: &str, kind: &str, text: &str, loss: &str) -> InputError {
+        let dir = scratch();
+        let path = write(&dir, name, text);
+        let c = config(&format!(
+            "workers = 1\n[data]\nkind = \"{kind}\"\npath = \"{}\"\n[model]\nloss = \"{loss}\"\n",
+            path.display()
+        ));
+        DataPlan::new(&c, 1)
+            .and_then(|p| p.load(&[0]).map(|_| ()))
+            .unwrap_err()
+    }
+
+    /// A scratch folder, removed when the test ends (passed or failed).
+    pub(super) fn scratch() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("gradcode-data-")
+            .tempdir()
+            .unwrap()
+    }
+
+    /// `text` written to `name` in `dir`.
+    pub(super) fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    pub(super) fn onehot(extra: &str) -> Config {
+        config(&format!(
+            "workers = 4\n[data]\nkind = \"synthetic-onehot\"\ntrain_samples = 400\ntest_samples = 50\nfeatures = 5000\nnonzeros_per_row = 10\n{extra}[model]\nloss = \"logistic\"\n"
+        ))
+    }
+
+    pub(super) trait WithSeed {
+        fn clone_with_seed(&self, seed: u64) -> Config;
+    }
+
+    impl WithSeed for Config {
+        fn clone_with_seed(&self, seed: u64) -> Config {
+            let mut c = self.clone();
+            c.seed = seed;
+            c
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
 
-    use super::super::testing::{bad_file, breast_cancer, config, scratch, write};
+    use std::path::Path;
+
+    use super::super::checks::{CHECK_ROWS, check_data_files};
+    use super::testing::{bad_file, breast_cancer, config, scratch, shared, write};
     use super::*;
+    use crate::config::DataFormat;
 
     #[test]
     fn partitions_cover_every_sample_once() {
@@ -853,5 +927,493 @@ mod tests {
                 assert!((r[0] - r[1]).abs() < 1e-6, "{r}");
             }
         }
+    }
+
+    #[test]
+    fn the_cheap_data_check_reads_the_first_rows_and_the_plan_the_rest() {
+        let scratch = scratch();
+        let dir = scratch.path();
+        let cfg = |path: &Path| {
+            config(&format!(
+                "workers = 2\n[data]\nkind = \"libsvm\"\npath = \"{}\"\n",
+                path.display()
+            ))
+        };
+        let missing = dir.join("missing.libsvm");
+        let e = check_data_files(&cfg(&missing)).unwrap_err().to_string();
+        assert!(
+            e.starts_with("data.path = ") && e.contains("missing.libsvm"),
+            "{e}"
+        );
+        let e = check_data_files(&cfg(dir)).unwrap_err().to_string();
+        assert!(e.contains("is a folder"), "{e}");
+        let rows: Vec<String> = (0..2 * CHECK_ROWS)
+            .map(|i| format!("{} 1:{i}", i % 3))
+            .collect();
+        let write = |name: &str, bad_line: usize, bad: &str| {
+            let mut lines = rows.clone();
+            lines[bad_line - 1] = bad.to_string();
+            let p = dir.join(name);
+            std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+            p
+        };
+        let early = write("early.libsvm", 2, "yes 1:1");
+        let e = check_data_files(&cfg(&early)).unwrap_err().to_string();
+        assert!(
+            e.contains("early.libsvm:2: label `yes` is not a number"),
+            "{e}"
+        );
+        let late = write("late.libsvm", CHECK_ROWS + 500, "1 1:zero");
+        check_data_files(&cfg(&late)).unwrap();
+        let e = DataPlan::new(&cfg(&late), 2).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("late.libsvm:{}", CHECK_ROWS + 500)),
+            "{e}"
+        );
+        // Sparse rows without features at the head are not refused for it.
+        let mut sparse: Vec<String> = (0..CHECK_ROWS).map(|_| "1".to_string()).collect();
+        sparse.push("1 3:1".to_string());
+        let p = dir.join("sparse.libsvm");
+        std::fs::write(&p, sparse.join("\n") + "\n").unwrap();
+        check_data_files(&cfg(&p)).unwrap();
+        // Synthetic data has nothing to check.
+        let choice = check_data_files(&config("workers = 2\n")).unwrap();
+        assert_eq!(choice.storage, Storage::Dense);
+        // The format the rows read suggest: 1 entry per row of 3 features.
+        let choice = check_data_files(&cfg(&p)).unwrap();
+        assert_eq!(choice.storage, Storage::Sparse, "{}", choice.reason);
+        assert!(
+            choice.reason.contains("over the first 1000 rows"),
+            "{}",
+            choice.reason
+        );
+        let onehot = config("workers = 2\n[data]\nkind = \"synthetic-onehot\"\n");
+        assert_eq!(check_data_files(&onehot).unwrap().storage, Storage::Sparse);
+    }
+
+    #[test]
+    fn csv_and_libsvm_of_the_same_data_agree() {
+        let (csv, svm) = (shared("diabetes.csv"), shared("diabetes.libsvm"));
+        let load = |kind: &str, path: &str| {
+            let c = config(&format!(
+                "workers = 2\n[data]\nkind = \"{kind}\"\npath = \"{path}\"\nstandardize = false\n"
+            ));
+            let plan = DataPlan::new(&c, 2).unwrap();
+            (
+                plan.features(),
+                plan.load(&[0, 1]).unwrap(),
+                plan.load_test().unwrap(),
+            )
+        };
+        let (fa, a, ta) = load("csv", &csv);
+        let (fb, b, tb) = load("libsvm", &svm);
+        assert_eq!(fa, 10);
+        assert_eq!(fa, fb);
+        for (p, q) in a.iter().zip(&b) {
+            assert!(
+                (&p.x.to_dense() - &q.x.to_dense())
+                    .iter()
+                    .all(|v| v.abs() < 1e-9)
+            );
+            assert_eq!(p.y, q.y);
+        }
+        assert_eq!(ta.y, tb.y);
+    }
+
+    #[test]
+    fn files_that_end_mid_line_are_read_or_refused_at_that_line() {
+        // A last line without a newline is a line; one cut inside a pair or a number is refused.
+        let e = bad_file("t1.libsvm", "libsvm", "1 1:0.5\n-1 2:", "least-squares");
+        assert!(
+            e.to_string()
+                .contains("t1.libsvm:2: value `` of feature 2 is not a number"),
+            "{e}"
+        );
+        let e = bad_file("t2.libsvm", "libsvm", "1 1:0.5\n-1 2", "least-squares");
+        assert!(
+            e.to_string()
+                .contains("t2.libsvm:2: `2` is not of the form"),
+            "{e}"
+        );
+        let e = bad_file("t3.csv", "csv", "y,a\n1,2\n1,2e", "least-squares");
+        assert!(e.to_string().contains("t3.csv:3: cell 2 `2e`"), "{e}");
+        let e = bad_file("t4.csv", "csv", "y,a\n1,2\n1", "least-squares");
+        assert!(
+            e.to_string().contains("t4.csv:3: has 0 feature cells"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn auto_format_follows_the_density() {
+        let dir = scratch();
+        let sparse = write(&dir, "auto-sparse.libsvm", "1 1:1\n-1 9:2\n1 3:1\n1 5:1\n");
+        let dense = write(
+            &dir,
+            "auto-dense.libsvm",
+            "1 1:1 2:2\n-1 1:2 2:1\n1 2:1\n1 1:3\n",
+        );
+        let plan = |path: &Path, format: &str| {
+            let c = config(&format!(
+                "workers = 1\n[data]\nkind = \"libsvm\"\nformat = \"{format}\"\npath = \"{}\"\n",
+                path.display()
+            ));
+            DataPlan::new(&c, 1).unwrap()
+        };
+        let p = plan(&sparse, "auto");
+        assert!((p.density() - 4.0 / 36.0).abs() < 1e-15);
+        assert_eq!(p.storage(), Storage::Sparse);
+        let p = plan(&dense, "auto");
+        assert!((p.density() - 6.0 / 8.0).abs() < 1e-15);
+        assert_eq!(p.storage(), Storage::Dense);
+        assert_eq!(plan(&dense, "sparse").storage(), Storage::Sparse);
+        assert_eq!(plan(&sparse, "dense").storage(), Storage::Dense);
+        assert_eq!(
+            choose_storage(DataFormat::Auto, DataKind::Csv, Some(0.01)),
+            Storage::Dense,
+            "CSV is dense text: dense unless asked"
+        );
+    }
+}
+
+#[cfg(test)]
+/// The tests of `csv.rs` that go through a `DataPlan` (here, so that
+/// `csv.rs` does not import the plan that imports it).
+mod csv_files {
+    use std::path::Path;
+
+    use super::testing::{bad_file, config, scratch, write};
+    use crate::learn::data::DataPlan;
+
+    #[test]
+    fn malformed_rows_are_reported_as_file_and_line() {
+        let e = bad_file("d.csv", "csv", "y,a,b\n1,2,3\n1,2\n", "least-squares");
+        assert!(
+            e.to_string().contains("d.csv:3: has 1 feature cells"),
+            "{e}"
+        );
+        let e = bad_file("e.csv", "csv", "y,a\n1,nan\n", "least-squares");
+        assert!(
+            e.to_string()
+                .contains("e.csv:2: cell 2 `nan` is not a number"),
+            "{e}"
+        );
+        let e = bad_file("g.csv", "csv", "y,a\n", "least-squares");
+        assert!(e.to_string().contains("has no data rows"), "{e}");
+    }
+
+    #[test]
+    fn quoted_cells_and_crlf_lines_load_like_plain_csv() {
+        let dir = scratch();
+        let plain = write(
+            &dir,
+            "plain.csv",
+            "y,a,b\n1,0.5,2\n-1,1.5,3\n1,2,-4\n-1,0,1\n2,3,5\n",
+        );
+        // The same rows: quoted cells (a header name with a comma), CRLF
+        // line ends, a comment with a quote, a blank line, spaces, no last line end.
+        let quoted = write(
+            &dir,
+            "quoted.csv",
+            "\"y\",\"a, first\",\"b\"\r\n# a \"comment\", here\r\n\"1\",0.5,\"2\"\r\n\r\n-1, 1.5 ,3\r\n\"1\",\"2\",\"-4\"\r\n-1,0,1\r\n2,3,5",
+        );
+        let load = |path: &Path| {
+            let c = config(&format!(
+                "workers = 2\n[data]\nkind = \"csv\"\npath = \"{}\"\nstandardize = false\n",
+                path.display()
+            ));
+            let plan = DataPlan::new(&c, 2).unwrap();
+            (
+                plan.features(),
+                plan.load(&[0, 1]).unwrap(),
+                plan.load_test().unwrap(),
+            )
+        };
+        let (fa, a, ta) = load(&plain);
+        let (fb, b, tb) = load(&quoted);
+        assert_eq!(fa, 2);
+        assert_eq!(fa, fb);
+        assert_eq!(a, b);
+        assert_eq!(ta, tb);
+    }
+
+    #[test]
+    fn a_malformed_csv_row_is_named_by_its_line() {
+        // The quoted header name spans lines 1 and 2; line 4 is blank.
+        let e = bad_file(
+            "q.csv",
+            "csv",
+            "\"y\",\"a\nb\"\r\n1,2\r\n\r\n1,\"x\"\r\n",
+            "least-squares",
+        );
+        assert!(
+            e.to_string()
+                .contains("q.csv:5: cell 2 `x` is not a number"),
+            "{e}"
+        );
+        let e = bad_file("w.csv", "csv", "y,a\r\n1,2\r\n1,2,3\r\n", "least-squares");
+        assert!(
+            e.to_string().contains("w.csv:3: has 2 feature cells"),
+            "{e}"
+        );
+    }
+}
+
+#[cfg(test)]
+/// The tests of `synthetic.rs` that go through a `DataPlan` (here, so that
+/// `synthetic.rs` does not import the plan that imports it).
+mod synthetic_data {
+    use super::testing::{WithSeed, config, onehot};
+    use crate::config::parse;
+    use crate::learn::data::{DataPlan, Partition, Storage};
+    use crate::learn::sparse::Features;
+
+    #[test]
+    fn synthetic_data_does_not_depend_on_the_partitioning() {
+        let c = config("workers = 4\n[data]\ntrain_samples = 12\nfeatures = 5\n");
+        let by4 = DataPlan::new(&c, 4).unwrap();
+        let by3 = DataPlan::new(&c, 3).unwrap();
+        let a = by4.load(&[1]).unwrap().remove(0); // samples 3..6
+        let b = by3.load(&[0]).unwrap().remove(0); // samples 0..4
+        assert_eq!(a.x.to_dense().row(0), b.x.to_dense().row(3));
+        assert_eq!(a.y[0], b.y[3]);
+        assert_eq!(
+            by4.load(&[2, 1]).unwrap()[1],
+            a,
+            "same partition, same data, in any request order"
+        );
+    }
+
+    #[test]
+    fn test_samples_differ_from_training_samples() {
+        let c =
+            config("workers = 2\n[data]\ntrain_samples = 10\ntest_samples = 10\nfeatures = 3\n");
+        let plan = DataPlan::new(&c, 2).unwrap();
+        let train = plan.load(&[0]).unwrap().remove(0);
+        let test = plan.load_test().unwrap();
+        for i in 0..5 {
+            assert_ne!(train.x.to_dense().row(i), test.x.to_dense().row(i));
+        }
+    }
+
+    #[test]
+    fn synthetic_linear_labels_follow_the_true_model() {
+        let c = config("workers = 2\n[data]\ntrain_samples = 50\nfeatures = 8\nnoise_std = 0.0\n");
+        let plan = DataPlan::new(&c, 2).unwrap();
+        let theta = plan.true_model().unwrap();
+        for part in plan.load(&[0, 1]).unwrap() {
+            let x = part.x.to_dense();
+            for (row, y) in x.rows().into_iter().zip(&part.y) {
+                let dot: f64 = row.iter().zip(&theta).map(|(a, b)| a * b).sum();
+                assert!((dot - y).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn synthetic_logistic_labels_are_signs() {
+        let c = config(
+            "workers = 2\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 200\nfeatures = 4\n[model]\nloss = \"logistic\"\n",
+        );
+        let plan = DataPlan::new(&c, 2).unwrap();
+        let parts = plan.load(&[0, 1]).unwrap();
+        let positives = parts
+            .iter()
+            .flat_map(|p| &p.y)
+            .filter(|&&y| y == 1.0)
+            .count();
+        assert!(
+            parts
+                .iter()
+                .flat_map(|p| &p.y)
+                .all(|&y| y == 1.0 || y == -1.0)
+        );
+        assert!(
+            positives > 20 && positives < 180,
+            "both classes occur: {positives}"
+        );
+    }
+
+    #[test]
+    fn synthetic_data_larger_than_the_limit_is_refused_by_validation() {
+        let e = parse(
+            "workers = 2\n[data]\ntrain_samples = 1000000\nfeatures = 1000000\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "data.train_samples");
+        assert!(
+            e.to_string()
+                .contains("7629395 MiB, more than data.max_matrix_mib = 4096"),
+            "{e}"
+        );
+        let e = parse(
+            &format!(
+                "workers = 2\n[data]\ntest_samples = {}\nfeatures = 3\n",
+                i64::MAX
+            ),
+            "t.toml",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "data.test_samples");
+        let e = parse("[data]\nmax_matrix_mib = 0\n", "t.toml", &[]).unwrap_err();
+        assert_eq!(e.field, "data.max_matrix_mib");
+    }
+
+    #[test]
+    fn onehot_rows_have_one_level_per_column() {
+        let plan = DataPlan::new(&onehot(""), 4).unwrap();
+        assert_eq!(plan.storage(), Storage::Sparse);
+        let parts = plan.load(&[0, 1, 2, 3]).unwrap();
+        let mut levels_seen = std::collections::HashSet::new();
+        for p in &parts {
+            let Features::Sparse(x) = &p.x else {
+                panic!("sparse")
+            };
+            for i in 0..x.rows() {
+                let (indices, values) = x.row(i);
+                assert_eq!(indices.len(), 10);
+                assert!(values.iter().all(|&v| v == 1.0));
+                for (c, &j) in indices.iter().enumerate() {
+                    // Column c owns features 500c .. 500(c + 1).
+                    assert_eq!(j as usize / 500, c, "row {i}: {indices:?}");
+                    levels_seen.insert(j);
+                }
+            }
+            assert!(p.y.iter().all(|&y| y == 1.0 || y == -1.0));
+        }
+        assert!(
+            levels_seen.len() > 400,
+            "many levels occur: {}",
+            levels_seen.len()
+        );
+        let positives = parts
+            .iter()
+            .flat_map(|p| &p.y)
+            .filter(|&&y| y == 1.0)
+            .count();
+        assert!(
+            positives > 40 && positives < 360,
+            "both classes: {positives}"
+        );
+        assert_eq!(plan.rows_materialised(), 400);
+    }
+
+    #[test]
+    fn onehot_data_is_reproducible_and_independent_of_the_partitioning() {
+        let by4 = DataPlan::new(&onehot(""), 4).unwrap();
+        let by5 = DataPlan::new(&onehot(""), 5).unwrap();
+        let whole4: Vec<Partition> = by4.load(&[0, 1, 2, 3]).unwrap();
+        let whole5: Vec<Partition> = by5.load(&[4, 3, 2, 1, 0]).unwrap();
+        let stack = |parts: &[Partition]| {
+            let mut rows: Vec<(Vec<f64>, f64)> = Vec::new();
+            for p in parts {
+                let x = p.x.to_dense();
+                rows.extend(
+                    x.rows()
+                        .into_iter()
+                        .map(|r| r.to_vec())
+                        .zip(p.y.iter().copied()),
+                );
+            }
+            rows
+        };
+        let mut five = whole5.clone();
+        five.sort_by_key(|p| p.id);
+        assert_eq!(stack(&whole4), stack(&five));
+        assert_eq!(
+            by4.load(&[2]).unwrap(),
+            DataPlan::new(&onehot(""), 4).unwrap().load(&[2]).unwrap()
+        );
+        let other = DataPlan::new(&onehot("").clone_with_seed(2), 4).unwrap();
+        assert_ne!(
+            other.load(&[0]).unwrap(),
+            by4.load(&[0]).unwrap(),
+            "the seed matters"
+        );
+        // Dense storage of the same data: the same numbers.
+        let dense = DataPlan::new(&onehot("format = \"dense\"\n"), 4).unwrap();
+        assert_eq!(dense.storage(), Storage::Dense);
+        let d = dense.load(&[1]).unwrap().remove(0);
+        assert!(matches!(d.x, Features::Dense(_)));
+        assert_eq!(d.x.to_dense(), whole4[1].x.to_dense());
+        assert_eq!(dense.load_test().unwrap().y, by4.load_test().unwrap().y);
+    }
+
+    #[test]
+    fn onehot_parameters_are_validated_naming_the_field() {
+        let bad = |text: &str| parse(text, "t.toml", &[]).unwrap_err();
+        let base = "workers = 2\n[data]\nkind = \"synthetic-onehot\"\n";
+        let e = bad(&format!("{base}nonzeros_per_row = 0\n"));
+        assert_eq!(e.field, "data.nonzeros_per_row", "{e}");
+        let e = bad(&format!("{base}features = 5\nnonzeros_per_row = 6\n"));
+        assert_eq!(e.field, "data.nonzeros_per_row", "{e}");
+        assert!(e.to_string().contains("exceeds data.features = 5"), "{e}");
+        let e = bad(&format!("{base}train_samples = 1\n"));
+        assert_eq!(e.field, "data.train_samples", "{e}");
+        let e = bad(&format!("{base}features = 0\n"));
+        assert_eq!(e.field, "data.features", "{e}");
+        let e = bad(&format!(
+            "{base}features = 5000000000\nnonzeros_per_row = 1\nmax_matrix_mib = 65536\n"
+        ));
+        assert_eq!(e.field, "data.features", "{e}");
+        assert!(e.to_string().contains("2^32"), "{e}");
+        let e = bad(&format!("{base}features = 1000000000\n"));
+        assert_eq!(e.field, "data.features", "{e}");
+        assert!(
+            e.to_string().contains("the model of 1000000000 features"),
+            "{e}"
+        );
+        let e = bad(&format!(
+            "{base}train_samples = 100000000\nnonzeros_per_row = 10\nmax_matrix_mib = 100\n"
+        ));
+        assert_eq!(e.field, "data.train_samples", "{e}");
+        assert!(e.to_string().contains("sparse training matrix"), "{e}");
+        // Dense storage of one-hot data is checked as dense.
+        let e = bad(&format!(
+            "{base}format = \"dense\"\ntrain_samples = 26210\nfeatures = 241915\n"
+        ));
+        assert_eq!(e.field, "data.train_samples", "{e}");
+        assert!(e.to_string().contains("dense training matrix"), "{e}");
+        let e = bad("workers = 2\n[data]\nformat = \"sparse\"\n");
+        assert_eq!(e.field, "data.format", "{e}");
+        let e = bad("workers = 2\n[data]\nformat = \"thin\"\n");
+        assert!(e.to_string().contains("data.format"), "{e}");
+    }
+}
+
+#[cfg(test)]
+/// The tests of `libsvm.rs` that go through a `DataPlan` (here, so that
+/// `libsvm.rs` does not import the plan that imports it).
+mod libsvm_files {
+    use super::testing::bad_file;
+
+    #[test]
+    fn malformed_lines_are_reported_as_file_and_line() {
+        let e = bad_file(
+            "a.libsvm",
+            "libsvm",
+            "1 1:0.5 2:1\n-1 1:x\n",
+            "least-squares",
+        );
+        assert!(e.field.ends_with("a.libsvm:2"), "{e}");
+        assert!(e.to_string().contains("value `x`"), "{e}");
+        let e = bad_file(
+            "b.libsvm",
+            "libsvm",
+            "1 1:0.5\n1 3:1 2:4\n",
+            "least-squares",
+        );
+        assert!(
+            e.to_string()
+                .contains(":2: feature index 2 does not increase"),
+            "{e}"
+        );
+        let e = bad_file("c.libsvm", "libsvm", "# c\n2 1:1\n", "logistic");
+        assert!(e.to_string().contains(":2: label 2 is not binary"), "{e}");
+        let e = bad_file("f.libsvm", "libsvm", "1 0:3\n", "least-squares");
+        assert!(e.to_string().contains("1-based"), "{e}");
     }
 }
