@@ -141,7 +141,7 @@ struct CheckReport {
 }
 
 fn dynamic_plan(scheme: &dyn Scheme, threshold_warnings: &[String]) -> Option<DynamicPlan> {
-    let dc = dynamic_clustering(&*scheme)?;
+    let dc = dynamic_clustering(scheme)?;
     let a = dc.assignment();
     Some(DynamicPlan {
         clusters_per_worker: a.per_worker(),

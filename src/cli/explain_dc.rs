@@ -135,7 +135,7 @@ fn report(
     info: &'static str,
     rates: Option<Vec<f64>>,
 ) -> DynamicReport {
-    let dc = dynamic_clustering(&*scheme).expect("explain_dc runs on gc-dc");
+    let dc = dynamic_clustering(scheme).expect("explain_dc runs on gc-dc");
     let flags: Vec<bool> = c.placements.iter().map(|p| p.straggler).collect();
     let stragglers: Vec<usize> = (0..flags.len()).filter(|&w| flags[w]).collect();
     DynamicReport {

@@ -94,7 +94,7 @@ pub fn from_parsed(registry: &Registry, loaded: LoadedConfig) -> Result<Setup, I
 /// and the straggler model's flags can disagree: one warning each, after
 /// `prefix`, unless the same one is already in `out`.
 fn threshold_warnings(config: &Config, scheme: &dyn Scheme, prefix: &str, out: &mut Vec<String>) {
-    let Some(dc) = dynamic_clustering(&*scheme) else {
+    let Some(dc) = dynamic_clustering(scheme) else {
         return;
     };
     let found = crate::straggler::rate_threshold_disagreements(
