@@ -197,6 +197,17 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedCon
     }
     let mut explicit = BTreeSet::new();
     collect_keys(&table, "", &mut explicit);
+    checked(table, origin.to_string(), explicit)
+}
+
+/// The config of a whole TOML `table` (file and settings applied), its
+/// keys' errors naming the full key, checked whole ([`validate`]); the
+/// loader's warnings are left empty.
+fn checked(
+    table: toml::Table,
+    origin: String,
+    explicit: BTreeSet<String>,
+) -> Result<LoadedConfig, InputError> {
     let config: Config = serde_path_to_error::deserialize(table).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
@@ -205,7 +216,7 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedCon
     validate(&config)?;
     Ok(LoadedConfig {
         config,
-        origin: origin.to_string(),
+        origin,
         explicit,
         unused_scheme_keys: Vec::new(),
         threshold_warnings: Vec::new(),

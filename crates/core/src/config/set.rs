@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Config, LoadedConfig, collect_keys, serde_error, validate};
+use super::{LoadedConfig, checked, collect_keys};
 use crate::error::InputError;
 
 /// A dotted key and its value.
@@ -129,19 +129,7 @@ impl LoadedConfig {
             setting.apply(&mut table)?;
             setting.mark_explicit(&mut explicit);
         }
-        let config: Config = serde_path_to_error::deserialize(table).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner().to_string();
-            serde_error(&path, &inner)
-        })?;
-        validate(&config)?;
-        Ok(LoadedConfig {
-            config,
-            origin: self.origin.clone(),
-            explicit,
-            unused_scheme_keys: Vec::new(),
-            threshold_warnings: Vec::new(),
-        })
+        checked(table, self.origin.clone(), explicit)
     }
 }
 
