@@ -80,7 +80,10 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
         Some(crate::signals::received),
     );
     drop(trace);
-    if let (Err(e), Some(p)) = (&result, &out_path) {
+    // A trace whose own write failed says nothing more than the error.
+    if let (Err(e), Some(p)) = (&result, &out_path)
+        && !matches!(e, EngineError::Observer(_) | EngineError::Finish(_))
+    {
         crate::errln!(
             "the trace {} records the iterations before the {}",
             p.display(),

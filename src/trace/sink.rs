@@ -26,8 +26,7 @@ use std::path::{Path, PathBuf};
 use crate::coding::Scheme;
 use crate::config::Config;
 use crate::engine::{
-    Carried, Checkpoint, Finish, IterationEvent, Observer, ObserverError, Outcome, Restore,
-    SnapshotEvent,
+    Checkpoint, Finish, IterationEvent, Observer, ObserverError, Restore, SnapshotEvent,
 };
 use crate::error::InputError;
 
@@ -218,7 +217,7 @@ impl TraceSink {
         target: Target<'_>,
     ) -> Result<Self, InputError> {
         let inputs = crate::trace::place::inputs_of(config, target.config_file);
-        let mut target =
+        let target =
             crate::trace::trace_path(config, target.out, target.force, &inputs, "simulate")?;
         #[cfg(not(feature = "hdf5"))]
         {
@@ -231,6 +230,7 @@ impl TraceSink {
         }
         #[cfg(feature = "hdf5")]
         {
+            let mut target = target;
             let writer = create_simulation(config, names, &mut target)?;
             Ok(Self {
                 path: target.path,
@@ -391,10 +391,11 @@ impl TraceSink {
 /// The status and one-line reason a trace records for `outcome`.
 #[cfg(feature = "hdf5")]
 fn status_of(
-    outcome: &Outcome,
+    outcome: &crate::engine::Outcome,
     finish: &Finish<'_>,
     simulation: bool,
 ) -> (crate::trace::RunStatus, String) {
+    use crate::engine::Outcome;
     use crate::trace::RunStatus;
     match outcome {
         Outcome::Completed => (RunStatus::Completed, String::new()),
@@ -464,13 +465,16 @@ fn create_simulation(
 /// events. A run killed before it saved its timing (SIGKILL) has none: the
 /// resumed run's `/timing/` then counts from the resume on.
 #[cfg(feature = "hdf5")]
-fn carried_totals(path: &Path, upto: u64) -> Result<Carried, crate::trace::TraceError> {
+fn carried_totals(
+    path: &Path,
+    upto: u64,
+) -> Result<crate::engine::Carried, crate::trace::TraceError> {
     let file = crate::trace::TraceFile::open(path)?;
     let n = usize::try_from(upto)
         .map_err(|_| crate::trace::TraceError::Record(format!("snapshot iteration {upto}")))?;
     let columns = file.columns_upto("/", None, n)?;
     let sum = |c: &Option<Vec<f64>>| c.as_ref().map_or(0.0, |v| v[..n].iter().sum());
-    Ok(Carried {
+    Ok(crate::engine::Carried {
         iterations: n as u64,
         duration_s: sum(&columns.duration_s),
         recovered: sum(&columns.recovered_fraction),

@@ -53,6 +53,8 @@ use crate::straggler::RoundSample;
 /// What a round needs to run one iteration.
 #[derive(Debug, Clone, Copy)]
 pub struct RoundTask<'a> {
+    /// The lane (scheme) whose round this is: lane 0's starts an iteration.
+    pub lane: usize,
     /// 0-based.
     pub iteration: u64,
     pub plan: &'a RoundPlan,
@@ -263,7 +265,7 @@ pub enum EngineError {
     #[error("{0}")]
     Start(ObserverError),
     /// An observer failed to finish (a trace that cannot be closed).
-    #[error("ending the run: {0}")]
+    #[error("{0}")]
     Finish(ObserverError),
     /// A signal stopped a run whose caller wants every iteration (a
     /// simulation): the observers have seen [`Outcome::Interrupted`].

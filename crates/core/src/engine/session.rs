@@ -138,8 +138,9 @@ impl<'a> Session<'a> {
         self
     }
 
-    /// Stop the loop before the next round once `signal` reports a signal
-    /// (for rounds that do not watch signals themselves: the simulated ones).
+    /// Stop the loop before the next iteration once `signal` reports a
+    /// signal (for rounds that do not watch signals themselves: the
+    /// simulated ones).
     pub fn watch(mut self, signal: SignalCheck) -> Self {
         self.signal = Some(signal);
         self
@@ -275,7 +276,8 @@ fn run_trials(
     )))
 }
 
-/// A round that first asks whether a signal stopped the run.
+/// A round that first asks whether a signal stopped the run, at the start
+/// of an iteration (lane 0's round): every lane observes the same iterations.
 struct Watched<'r> {
     round: &'r mut dyn Round,
     signal: SignalCheck,
@@ -289,7 +291,9 @@ impl Round for Watched<'_> {
         report: &mut RoundReport,
         timing: &mut Timing,
     ) -> Result<RoundStatus, super::RoundError> {
-        if let Some(signal) = (self.signal)() {
+        if task.lane == 0
+            && let Some(signal) = (self.signal)()
+        {
             return Ok(RoundStatus::Interrupted { signal });
         }
         self.round.run(task, rule, report, timing)
@@ -310,5 +314,99 @@ impl Round for Watched<'_> {
         timing: &mut Timing,
     ) -> Result<Option<f64>, super::RoundError> {
         self.round.full_loss(task, report, timing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::{IterationEvent, Lane, SimulatedRound};
+    use crate::straggler::DelaySpec;
+
+    /// What an observer saw: starts, (trial, iteration) of every event, finishes.
+    #[derive(Default)]
+    struct Seen {
+        starts: Vec<u64>,
+        events: Vec<(u64, u64)>,
+        finishes: Vec<(Outcome, u64, u64, bool)>,
+    }
+
+    impl Observer for Seen {
+        fn start(&mut self, start: &Start<'_>) -> Result<(), ObserverError> {
+            self.starts.push(start.first);
+            Ok(())
+        }
+        fn iteration(&mut self, e: &IterationEvent<'_>) -> Result<(), ObserverError> {
+            self.events.push((e.trial, e.iteration));
+            Ok(())
+        }
+        fn finish(&mut self, f: &Finish<'_>) -> Result<(), ObserverError> {
+            self.finishes
+                .push((f.outcome.clone(), f.trial, f.completed, f.summary.is_some()));
+            Ok(())
+        }
+    }
+
+    fn run(config: &Config, trials: u64, signal: Option<SignalCheck>) -> (Seen, Ended) {
+        let spec = DelaySpec::from_config(config).unwrap();
+        let mut driver = Driver::new(
+            vec![Lane::new(crate::coding::build(config).unwrap(), None)],
+            config.straggler.state_info,
+            1e-3,
+            None,
+            false,
+        );
+        let mut seen = Seen::default();
+        let mut session = Session::new(&mut driver).observe(&mut seen);
+        if let Some(signal) = signal {
+            session = session.watch(signal);
+        }
+        let ended = session
+            .run(
+                &mut SimulatedRound::new(1e-3),
+                Plan {
+                    trials: 0..trials,
+                    iterations: 5,
+                    straggling: &mut |t| Straggling::Model(spec.model(t)),
+                },
+            )
+            .unwrap();
+        (seen, ended)
+    }
+
+    #[test]
+    fn observers_see_one_start_every_iteration_of_every_trial_and_one_finish() {
+        let (seen, ended) = run(&Config::default(), 3, None);
+        assert_eq!(seen.starts, [0]);
+        let expected: Vec<(u64, u64)> = (0..3).flat_map(|t| (0..5).map(move |i| (t, i))).collect();
+        assert_eq!(seen.events, expected);
+        // Several trials: no run summary; one trial: lane 0's.
+        assert_eq!(seen.finishes, [(Outcome::Completed, 2, 5, false)]);
+        assert_eq!((ended.outcome, ended.trial), (Outcome::Completed, 2));
+        let (seen, ended) = run(&Config::default(), 1, None);
+        assert_eq!(seen.finishes, [(Outcome::Completed, 0, 5, true)]);
+        assert_eq!(ended.summary.unwrap().iterations, 5);
+    }
+
+    static ROUNDS: AtomicU64 = AtomicU64::new(0);
+
+    /// SIGTERM (15) from the eighth round on.
+    fn term_at_eighth_round() -> Option<i32> {
+        (ROUNDS.fetch_add(1, Ordering::SeqCst) >= 7).then_some(15)
+    }
+
+    #[test]
+    fn a_signal_stops_the_trials_before_the_next_round_and_the_observers_finish_interrupted() {
+        let (seen, ended) = run(&Config::default(), 3, Some(term_at_eighth_round));
+        // Trial 0's five rounds, then two of trial 1.
+        let expected: Vec<(u64, u64)> = (0..5).map(|i| (0, i)).chain([(1, 0), (1, 1)]).collect();
+        assert_eq!(seen.events, expected);
+        let interrupted = Outcome::Interrupted { signal: 15 };
+        assert_eq!(seen.finishes, [(interrupted.clone(), 1, 2, false)]);
+        assert_eq!((ended.outcome, ended.trial), (interrupted, 1));
+        assert_eq!(ended.end.completed, 2);
     }
 }
