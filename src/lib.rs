@@ -18,4 +18,5 @@ pub mod output;
 pub mod process_setup;
 pub mod provenance;
 pub mod runtime;
+pub mod signals;
 pub mod trace;

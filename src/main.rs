@@ -13,12 +13,8 @@ use gradcode::error::{InputError, QuietExit};
 fn main() -> ExitCode {
     // The trace probe's child (see gradcode::trace::probe): not a command a
     // user runs, so not in clap's help.
-    #[cfg(feature = "hdf5")]
-    {
-        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-        if args.len() == 3 && args[1] == gradcode::trace::probe::SUBCOMMAND {
-            return gradcode::trace::probe::child(std::path::Path::new(&args[2]));
-        }
+    if let Some(code) = gradcode::trace::probe_child() {
+        return code;
     }
     gradcode::process_setup::init();
     gradcode::logging::init();

@@ -42,15 +42,7 @@ pub fn mpi_library() -> String {
 
 /// The HDF5 library's version, or "none" without the `hdf5` feature.
 pub fn hdf5_library() -> String {
-    #[cfg(feature = "hdf5")]
-    {
-        let (major, minor, release) = hdf5::library_version();
-        format!("HDF5 {major}.{minor}.{release}")
-    }
-    #[cfg(not(feature = "hdf5"))]
-    {
-        "none".to_string()
-    }
+    crate::trace::hdf5_library()
 }
 
 /// `gradcode --version`: the version and the build.

@@ -18,9 +18,6 @@ use std::path::Path;
 /// Circles on the landed tree that other work removes; the test fails when
 /// one disappears, so that it is taken off this list.
 const KNOWN: &[&[&str]] = &[
-    // Issue 24, item 3: the trace read functions move out of `hdf5_io.rs`
-    // (`read.rs` takes `writer_access` from it, it takes `TraceFile`).
-    &["src/trace/hdf5_io.rs", "src/trace/read.rs"],
     // The registry's two halves: the `Scheme` trait names its entry type
     // (`kind()`), and an entry's constructor returns a `Box<dyn Scheme>`;
     // one file was both before issue 24's split made the circle visible.

@@ -47,6 +47,7 @@ fn one_round(
     let mut report = RoundReport::default();
     report.clear();
     let task = RoundTask {
+        lane: 0,
         iteration: 0,
         plan,
         sample,

@@ -7,8 +7,10 @@ use serde::Serialize;
 
 use super::{ConfigArgs, load, print_warnings};
 use crate::config::StateInfo;
-use crate::error::InputError;
+use crate::engine::{Checkpoint, EngineError};
+use crate::error::QuietExit;
 use crate::sim::{SimReport, Simulation};
+use crate::trace::{Target, TraceSink};
 
 /// The flags of `simulate` besides [`ConfigArgs`]; each overrides its config key.
 #[derive(Debug, Clone, Default)]
@@ -54,33 +56,56 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
     let loaded = load(&args)?.loaded;
     let config = &loaded.config;
     let mut sim = Simulation::from_config(config)?;
-    let mut target = flags
+    let mut trace = flags
         .out
         .as_ref()
-        .map(|p| {
-            let inputs = crate::trace::place::inputs_of(config, args.config.as_deref());
-            crate::trace::trace_path(config, p.as_deref(), flags.force, &inputs, "simulate")
+        .map(|out| {
+            let target = Target {
+                out: out.as_deref(),
+                force: flags.force,
+                config_file: args.config.as_deref(),
+            };
+            TraceSink::for_simulation(config, &sim.names(), target)
         })
         .transpose()?;
-    let mut trace = match &mut target {
-        Some(target) => Some(open_trace(&sim, config, target)?),
-        None => None,
-    };
-    let out_path: Option<PathBuf> = target.as_ref().map(|t| t.path.clone());
+    let out_path: Option<PathBuf> = trace.as_ref().map(|t| t.path().to_path_buf());
     print_warnings(&loaded);
+    // From here on SIGTERM and SIGINT end the trials before their next
+    // round: the trace records them as interrupted.
+    crate::signals::install()?;
     let started = Instant::now();
-    let result = match trace.as_mut() {
-        None => sim.run(&mut []),
-        Some(writer) => sim.run(&mut [writer]),
-    };
-    if let Some(writer) = trace {
-        close_trace(writer, result.as_ref().err())?;
-    }
-    if let (Err(_), Some(p)) = (&result, &out_path) {
+    let result = sim.run_session(
+        &mut [],
+        trace.as_mut().map(|t| t as &mut dyn Checkpoint),
+        Some(crate::signals::received),
+    );
+    drop(trace);
+    // A trace whose own write failed says nothing more than the error.
+    if let (Err(e), Some(p)) = (&result, &out_path)
+        && !matches!(e, EngineError::Observer(_) | EngineError::Finish(_))
+    {
         crate::errln!(
-            "the trace {} records the iterations before the error",
-            p.display()
+            "the trace {} records the iterations before the {}",
+            p.display(),
+            if matches!(e, EngineError::Interrupted { .. }) {
+                "signal"
+            } else {
+                "error"
+            }
         );
+    }
+    if let Err(EngineError::Interrupted {
+        signal,
+        trial,
+        iterations,
+    }) = &result
+    {
+        crate::errln!(
+            "gradcode: interrupted by {} in trial {} after {iterations} iterations",
+            crate::signals::name(*signal),
+            trial + 1
+        );
+        return Err(QuietExit(crate::signals::exit_status(*signal)).into());
     }
     let report = result?;
     let elapsed = started.elapsed().as_secs_f64();
@@ -131,95 +156,6 @@ pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()
         );
     }
     Ok(())
-}
-
-#[cfg(feature = "hdf5")]
-type Trace = crate::trace::SimTraceWriter;
-
-/// Create the trace file of `--out`; a path that cannot be created, or a
-/// file there that may not be replaced (no `--force`, or a process has it
-/// open), is bad input, and the file there is left untouched. A name made
-/// for this run that another process took since it was checked is
-/// replaced by the next free one (`target.path` says which).
-#[cfg(feature = "hdf5")]
-fn open_trace(
-    sim: &Simulation,
-    config: &crate::config::Config,
-    target: &mut crate::trace::TracePath,
-) -> Result<Trace, InputError> {
-    use crate::trace::{TraceError, TraceMeta};
-    let names = sim.names();
-    let meta = TraceMeta {
-        scheme: names.join(","),
-        workers: config.workers,
-        config_toml: config.to_toml(),
-        seed: config.seed,
-    };
-    let mut tried = Vec::new();
-    loop {
-        let made = Trace::create_with(
-            &target.path,
-            &meta,
-            &names,
-            config.simulate.trials,
-            config.simulate.iterations,
-            config.straggler.time_unit_ms / 1000.0,
-            target.force,
-        );
-        match made {
-            Err(TraceError::Place(_)) if target.generated && tried.len() < 100 => {
-                tried.push(target.path.clone());
-                target.path = crate::trace::default_trace_name(
-                    "simulate",
-                    std::time::SystemTime::now(),
-                    &tried,
-                );
-            }
-            other => return other.map_err(|e| InputError::new(target.field, e)),
-        }
-    }
-}
-
-/// Close the trace, its status `completed`, or `failed` with the error.
-#[cfg(feature = "hdf5")]
-fn close_trace(writer: Trace, error: Option<&crate::engine::EngineError>) -> anyhow::Result<()> {
-    use crate::trace::RunStatus;
-    match error {
-        None => Ok(writer.close()?),
-        Some(e) => Ok(writer.finish(RunStatus::Failed, &e.to_string())?),
-    }
-}
-
-/// Without HDF5 there is no trace to write.
-#[cfg(not(feature = "hdf5"))]
-enum Trace {}
-
-#[cfg(not(feature = "hdf5"))]
-impl crate::engine::Observer for Trace {
-    fn iteration(
-        &mut self,
-        _: &crate::engine::IterationEvent<'_>,
-    ) -> Result<(), crate::engine::ObserverError> {
-        match *self {}
-    }
-}
-
-#[cfg(not(feature = "hdf5"))]
-fn open_trace(
-    _sim: &Simulation,
-    _config: &crate::config::Config,
-    target: &mut crate::trace::TracePath,
-) -> Result<Trace, InputError> {
-    Err(InputError::value(
-        target.field,
-        target.path.display(),
-        "needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
-    ))
-}
-
-#[cfg(not(feature = "hdf5"))]
-fn close_trace(writer: Trace, _error: Option<&crate::engine::EngineError>) -> anyhow::Result<()> {
-    match writer {}
 }
 
 /// When a trial's horizon is not train's and the straggler model has a

@@ -641,6 +641,51 @@ pub fn instant_after(start: Instant, seconds: f64) -> Option<Instant> {
         .and_then(|d| start.checked_add(d))
 }
 
+/// `runtime.wait` resolved on this node, logged by rank 0.
+pub fn wait_mode(config: &crate::config::Config, node: Node, rank: i32) -> WaitMode {
+    let mode = WaitMode::resolve(config.runtime.wait, node.ranks, node.cores);
+    let text = format!(
+        "runtime.wait = {}: {} ({} ranks on this node, {} cores)",
+        config.runtime.wait.name(),
+        mode.name(),
+        node.ranks,
+        node.cores
+    );
+    if rank == 0 {
+        log::info!("{text}");
+    } else {
+        log::debug!("{text}");
+    }
+    mode
+}
+
+/// Rank 0 learns every rank's host (MPI_Get_processor_name, at most 255
+/// bytes each) for the trace's provenance.
+pub fn gather_hosts(world: &mpi::topology::SimpleCommunicator) {
+    use mpi::traits::*;
+    const WIDTH: usize = 256;
+    let name =
+        mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
+    let mut mine = [0u8; WIDTH];
+    let n = name.len().min(WIDTH - 1);
+    mine[..n].copy_from_slice(&name.as_bytes()[..n]);
+    let root = world.process_at_rank(0);
+    if world.rank() == 0 {
+        let mut all = vec![0u8; WIDTH * world.size() as usize];
+        root.gather_into_root(&mine[..], &mut all[..]);
+        let hosts: Vec<String> = all
+            .chunks(WIDTH)
+            .map(|c| {
+                let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+                String::from_utf8_lossy(&c[..end]).into_owned()
+            })
+            .collect();
+        crate::provenance::set_hosts(&hosts);
+    } else {
+        root.gather_into(&mine[..]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,49 +17,18 @@ use super::protocol::{self, Setup};
 use super::round::MpiRound;
 use crate::coding::Scheme;
 use crate::config::{Config, StragglerMode};
-use crate::engine::{Carried, Driver, Lane, Learner, Observer, RunSummary, Straggling};
+use crate::engine::{
+    Checkpoint, Driver, Lane, Learner, Observer, Outcome, Plan, RunSummary, Session, Straggling,
+};
 use crate::error::InputError;
 use crate::learn::{DataPlan, Partition};
 use crate::straggler::DelaySpec;
-use crate::trace::Snapshot;
 
 /// How long the master waits for every worker's goodbye before it gives up
 /// on a clean shutdown (a worker is gone) and the job is aborted.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The run was stopped by a signal after `iterations` completed iterations;
-/// the trace holds them and a snapshot to resume from. Or it was stopped
-/// during the setup, before any iteration, while the workers listed in
-/// `during_setup` had not loaded their data yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Interrupted {
-    pub signal: i32,
-    pub iterations: u64,
-    pub during_setup: Option<String>,
-}
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let signal = interrupt::name(self.signal);
-        match &self.during_setup {
-            Some(workers) if workers.is_empty() => write!(
-                f,
-                "interrupted by {signal} during setup, before the first iteration"
-            ),
-            Some(workers) => write!(
-                f,
-                "interrupted by {signal} during setup, before the first iteration; workers not ready: {workers}"
-            ),
-            None => write!(
-                f,
-                "interrupted by {signal} after {} iterations; the trace holds them and a snapshot: continue with `gradcode train --resume TRACE`",
-                self.iterations
-            ),
-        }
-    }
-}
-
-impl std::error::Error for Interrupted {}
+pub use crate::signals::Interrupted;
 
 /// How a run ended: its result, and whether every worker said goodbye (when
 /// not, the job must be aborted after the observers are closed).
@@ -69,7 +38,7 @@ pub struct RunEnd {
 }
 
 /// What the training loop returns: the summary and the signal that cut it short.
-struct Outcome {
+struct Trained {
     summary: TrainSummary,
     interrupted: Option<i32>,
 }
@@ -86,10 +55,6 @@ pub(super) struct Master<'a> {
     pub scheme: Option<Box<dyn Scheme>>,
     /// K.
     pub workers: usize,
-    /// Continue from this snapshot of an interrupted run.
-    pub resume: Option<Snapshot>,
-    /// The totals of the iterations before the snapshot.
-    pub carried: &'a Carried,
 }
 
 impl Master<'_> {
@@ -132,10 +97,16 @@ impl Master<'_> {
         Some((stale, abandoned))
     }
 
-    /// Set up the workers, train, shut down. Errors found on the way (data
-    /// files, a worker that cannot load its partitions, divergence) and
-    /// signals stop every worker before the run returns.
-    pub fn run(&mut self, observers: &mut [&mut dyn Observer]) -> RunEnd {
+    /// Set up the workers, train (a session of the driver with the
+    /// observers and the checkpoint, which may hold the state a resumed run
+    /// continues from), shut down. Errors found on the way (data files, a
+    /// worker that cannot load its partitions, divergence) and signals stop
+    /// every worker before the run returns.
+    pub fn run(
+        &mut self,
+        observers: &mut [&mut dyn Observer],
+        checkpoint: Option<&mut dyn Checkpoint>,
+    ) -> RunEnd {
         let (data, test) = match self.prepare() {
             Ok(x) => x,
             Err(e) => {
@@ -146,19 +117,16 @@ impl Master<'_> {
                 };
             }
         };
-        let trained = self.train(&data, test, observers);
+        let trained = self.train(&data, test, observers, checkpoint);
         let shutdown = self.shutdown();
         let result = trained.and_then(
-            |Outcome {
+            |Trained {
                  mut summary,
                  interrupted,
              }| {
                 if let Some((stale, abandoned)) = shutdown {
                     summary.stale_dropped += stale;
                     summary.tasks_abandoned = abandoned;
-                }
-                for o in observers.iter_mut() {
-                    o.finish(&summary).map_err(anyhow::Error::from_boxed)?;
                 }
                 match interrupted {
                     Some(signal) => Err(Interrupted {
@@ -300,27 +268,19 @@ impl Master<'_> {
         data: &DataPlan,
         test: Partition,
         observers: &mut [&mut dyn Observer],
-    ) -> anyhow::Result<Outcome> {
+        checkpoint: Option<&mut dyn Checkpoint>,
+    ) -> anyhow::Result<Trained> {
         let config = self.config;
         let s = &config.straggler;
         let k = self.workers;
-        let mut straggling = match s.mode {
+        let straggling = match s.mode {
             StragglerMode::Emulate => Straggling::Model(DelaySpec::from_config(config)?.model(0)),
             StragglerMode::Measured => Straggling::Measured {
                 rate_threshold: s.rate_threshold,
             },
         };
-        let mut learner = Learner::new(config, data, test)?;
+        let learner = Learner::new(config, data, test)?;
         let dim = learner.dim();
-        // Resume: the learner from the snapshot; the driver replays the
-        // straggler process to the same point (its samples are a function of the seed).
-        let first = match &self.resume {
-            Some(snap) => {
-                learner.restore(snap.iteration, &snap.theta, &snap.previous_theta)?;
-                snap.iteration
-            }
-            None => 0,
-        };
         let scheme = self.scheme.take().expect("the scheme is trained once");
         let mut driver = Driver::new(
             vec![Lane::new(scheme, Some(learner))],
@@ -329,7 +289,6 @@ impl Master<'_> {
             Some(config.output.snapshot_every as u64),
             true,
         );
-        driver.carry_over(0, self.carried);
         let mut round = MpiRound::new(
             self.comm,
             k,
@@ -341,13 +300,26 @@ impl Master<'_> {
             self.wait,
         );
         interrupt::panic_if_asked(0, "before the first iteration");
-        let end = driver
+        // Resume: the session restores the learner from the checkpoint; the
+        // driver replays the straggler process to the same point (its
+        // samples are a function of the seed).
+        let mut session = Session::new(&mut driver);
+        for o in observers.iter_mut() {
+            session = session.observe(&mut **o);
+        }
+        if let Some(c) = checkpoint {
+            session = session.checkpoint(c);
+        }
+        let mut straggling = Some(straggling);
+        let mut take = |_trial: u64| straggling.take().expect("one trial");
+        let ended = session
             .run(
-                &mut straggling,
                 &mut round,
-                first..config.train.iterations as u64,
-                0,
-                observers,
+                Plan {
+                    trials: 0..1,
+                    iterations: config.train.iterations as u64,
+                    straggling: &mut take,
+                },
             )
             .map_err(|e| match e {
                 // An input error found when the trace is created (another run
@@ -360,9 +332,13 @@ impl Master<'_> {
                 }
                 e => e.into(),
             })?;
-        Ok(Outcome {
-            summary: driver.summary(0, &end),
-            interrupted: end.interrupted,
+        let summary = ended.summary.expect("a session of one trial sums it up");
+        Ok(Trained {
+            summary,
+            interrupted: match ended.outcome {
+                Outcome::Interrupted { signal } => Some(signal),
+                _ => None,
+            },
         })
     }
 }

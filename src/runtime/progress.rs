@@ -7,7 +7,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::Config;
-use crate::engine::{Carried, IterationEvent, Observer, ObserverError};
+use crate::engine::{Finish, IterationEvent, Observer, ObserverError, Start};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -22,8 +22,8 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A resumed run's mean counts the iterations before it (`carried`).
-    pub fn new(config: &Config, quiet: bool, carried: &Carried) -> Self {
+    /// A resumed run's mean counts the iterations before it (told at the start).
+    pub fn new(config: &Config, quiet: bool) -> Self {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(config.train.iterations as u64);
             bar.set_style(
@@ -38,17 +38,10 @@ impl Progress {
             bar,
             every: config.output.progress_every,
             quiet,
-            total_s: carried.duration_s,
+            total_s: 0.0,
             total: config.train.iterations,
             started: Instant::now(),
-            first: carried.iterations as usize,
-        }
-    }
-
-    /// Take the bar off the terminal.
-    pub fn clear(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+            first: 0,
         }
     }
 }
@@ -56,6 +49,20 @@ impl Progress {
 impl Observer for Progress {
     fn wants_workers(&self) -> bool {
         false
+    }
+
+    fn start(&mut self, start: &Start<'_>) -> Result<(), ObserverError> {
+        self.total_s = start.carried.duration_s;
+        self.first = start.carried.iterations as usize;
+        Ok(())
+    }
+
+    /// Take the bar off the terminal.
+    fn finish(&mut self, _finish: &Finish<'_>) -> Result<(), ObserverError> {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        Ok(())
     }
 
     fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {

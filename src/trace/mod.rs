@@ -89,15 +89,23 @@ pub use gradcode_core::record::{
 };
 
 #[cfg(feature = "hdf5")]
+mod access;
+#[cfg(feature = "hdf5")]
 mod hdf5_io;
+#[cfg(feature = "hdf5")]
+mod load;
 
 /// Creating a trace file without harming another (locks, temporary name, rename).
 pub mod place;
 
+/// The one factory of a run's trace: an observer and a checkpoint.
+pub mod sink;
+pub use sink::{Target, TraceSink};
+
 #[cfg(feature = "hdf5")]
-pub use hdf5_io::{
-    SimTraceWriter, TraceData, TraceWriter, read_attr_string, read_snapshot, read_trace,
-};
+pub use hdf5_io::{SimTraceWriter, TraceWriter};
+#[cfg(feature = "hdf5")]
+pub use load::{TraceData, read_attr_string, read_snapshot, read_trace};
 
 /// Summaries of traces for `gradcode inspect` (pure, no HDF5).
 pub mod summary;
@@ -111,6 +119,32 @@ pub mod probe;
 
 #[cfg(feature = "hdf5")]
 pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile};
+
+/// When this process is the trace probe's child (`gradcode
+/// <probe::SUBCOMMAND> FILE`, not a command a user runs), its exit status.
+pub fn probe_child() -> Option<std::process::ExitCode> {
+    #[cfg(feature = "hdf5")]
+    {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if args.len() == 3 && args[1] == probe::SUBCOMMAND {
+            return Some(probe::child(std::path::Path::new(&args[2])));
+        }
+    }
+    None
+}
+
+/// The HDF5 library's version, or "none" without the `hdf5` feature.
+pub fn hdf5_library() -> String {
+    #[cfg(feature = "hdf5")]
+    {
+        let (major, minor, release) = hdf5::library_version();
+        format!("HDF5 {major}.{minor}.{release}")
+    }
+    #[cfg(not(feature = "hdf5"))]
+    {
+        "none".to_string()
+    }
+}
 
 /// The two kinds of file the trace writers make (plain data: `compare`
 /// names them without HDF5 too).

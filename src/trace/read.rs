@@ -256,7 +256,7 @@ impl TraceFile {
         let file = if write {
             File::with_options()
                 .with_fapl(|fapl| {
-                    super::hdf5_io::writer_access(fapl);
+                    super::access::writer_access(fapl);
                     fapl
                 })
                 .open_rw(path)

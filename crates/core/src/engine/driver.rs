@@ -434,13 +434,15 @@ impl Driver {
             report,
             ..
         } = self;
-        let lane = &mut lanes[lane];
+        let index = lane;
+        let lane = &mut lanes[index];
         let Some(learner) = &mut lane.learner else {
             return Ok(None);
         };
         current.clear();
         report.clear();
         let task = RoundTask {
+            lane: index,
             iteration: completed,
             plan: &lane.plan,
             sample: current,
@@ -516,6 +518,7 @@ impl Driver {
         report.clear();
         let (status, stop) = {
             let task = RoundTask {
+                lane: index,
                 iteration: t,
                 plan,
                 sample: current,
@@ -555,6 +558,7 @@ impl Driver {
                     && learner.evaluates(t) =>
             {
                 let task = RoundTask {
+                    lane: index,
                     iteration: t,
                     plan,
                     sample: current,

@@ -21,7 +21,10 @@
 //!   optimiser step ([`Learner`]), timing events, snapshots and the
 //!   observers;
 //! - **observers** ([`Observer`]) see every iteration: progress display,
-//!   traces, the simulator's statistics.
+//!   traces, the simulator's statistics;
+//! - the **session** ([`Session`]) is the run around the loop: it restores
+//!   a resumed run from its [`Checkpoint`], starts the observers, runs the
+//!   driver's trials and finishes the observers with the [`Outcome`].
 //!
 //! `gradcode simulate` is the driver with simulated rounds over many trials
 //! and schemes on common random numbers (src/sim); `gradcode train` is the
@@ -30,6 +33,7 @@
 mod driver;
 mod learner;
 mod learning;
+mod session;
 mod simulated;
 mod stop;
 mod timing;
@@ -37,6 +41,7 @@ mod timing;
 pub use driver::{Carried, Driver, Lane, RunEnd, RunSummary, Straggling, state_context};
 pub use learner::{Learner, StepLosses};
 pub use learning::LearningRound;
+pub use session::{Checkpoint, Ended, Finish, Outcome, Plan, Restore, Session, SignalCheck, Start};
 pub use simulated::SimulatedRound;
 pub use stop::{Decision, Stop, StopCause, StopRule, decode_prefix};
 pub use timing::Timing;
@@ -48,6 +53,8 @@ use crate::straggler::RoundSample;
 /// What a round needs to run one iteration.
 #[derive(Debug, Clone, Copy)]
 pub struct RoundTask<'a> {
+    /// The lane (scheme) whose round this is: lane 0's starts an iteration.
+    pub lane: usize,
     /// 0-based.
     pub iteration: u64,
     pub plan: &'a RoundPlan,
@@ -196,7 +203,10 @@ pub struct SnapshotEvent<'a> {
     pub previous: &'a [f64],
 }
 
-/// Sees a run as it happens: progress display, traces, statistics.
+/// Sees a run as it happens: progress display, traces, statistics. A
+/// [`Session`] calls [`start`](Observer::start) once before the first
+/// iteration and [`finish`](Observer::finish) once at the end, whatever the
+/// outcome.
 pub trait Observer {
     /// Whether this observer reads the per-worker fields of the records
     /// (the driver fills them only when some observer does).
@@ -210,8 +220,12 @@ pub trait Observer {
     fn snapshot(&mut self, _snapshot: &SnapshotEvent<'_>) -> Result<(), ObserverError> {
         Ok(())
     }
-    /// The run ended (normally or by a signal); `summary.theta` is the last iterate.
-    fn finish(&mut self, _summary: &RunSummary) -> Result<(), ObserverError> {
+    /// The run starts (a resumed one at `start.first`).
+    fn start(&mut self, _start: &Start<'_>) -> Result<(), ObserverError> {
+        Ok(())
+    }
+    /// The run ended: completed, interrupted by a signal, or failed.
+    fn finish(&mut self, _finish: &Finish<'_>) -> Result<(), ObserverError> {
         Ok(())
     }
 }
@@ -247,6 +261,20 @@ pub enum EngineError {
     /// An observer failed.
     #[error("recording the iteration: {0}")]
     Observer(ObserverError),
+    /// An observer failed to start (a trace that cannot be created).
+    #[error("{0}")]
+    Start(ObserverError),
+    /// An observer failed to finish (a trace that cannot be closed).
+    #[error("{0}")]
+    Finish(ObserverError),
+    /// A signal stopped a run whose caller wants every iteration (a
+    /// simulation): the observers have seen [`Outcome::Interrupted`].
+    #[error("interrupted by signal {signal} in trial {} after {iterations} iterations", .trial + 1)]
+    Interrupted {
+        signal: i32,
+        trial: u64,
+        iterations: u64,
+    },
     /// An observer failed to write a snapshot.
     #[error("writing a snapshot: {0}")]
     Snapshot(ObserverError),

@@ -7,7 +7,8 @@ use super::lower_bound;
 use crate::coding::{self, LowerBound, Scheme};
 use crate::config::{Config, StragglerModel};
 use crate::engine::{
-    Driver, EngineError, IterationEvent, Lane, Observer, ObserverError, SimulatedRound, Straggling,
+    Checkpoint, Driver, EngineError, Finish, IterationEvent, Lane, Observer, ObserverError,
+    Outcome, Plan, Session, SignalCheck, SimulatedRound, Straggling,
 };
 use crate::error::InputError;
 use crate::stats::{mean_ci95, percentile, reduction_ci95};
@@ -178,6 +179,19 @@ impl Simulation {
     /// numbers: differences between schemes are paired), and the lower
     /// bounds are taken on it too.
     pub fn run(&mut self, observers: &mut [&mut dyn Observer]) -> Result<SimReport, EngineError> {
+        self.run_session(observers, None, None)
+    }
+
+    /// [`Simulation::run`] as a [`Session`]: the observers, then `sink`
+    /// (a trace: it sees the run's start and its finish with the outcome);
+    /// with `signal`, a signal stops the trials before the next round
+    /// ([`EngineError::Interrupted`], the observers told so).
+    pub fn run_session(
+        &mut self,
+        observers: &mut [&mut dyn Observer],
+        sink: Option<&mut dyn Checkpoint>,
+        signal: Option<SignalCheck>,
+    ) -> Result<SimReport, EngineError> {
         let k = self.spec.workers();
         let lanes = self.driver.lanes().len();
         let mut bounds: Vec<LowerBound> = Vec::new();
@@ -199,21 +213,32 @@ impl Simulation {
         let top_bound = lane_bound.pop().expect("the top-level bound was chained");
         let mut tallies = Tallies::new(lanes, bounds, self.trials, self.iterations, k);
         let mut round = SimulatedRound::new(self.time_unit_s);
-        for trial in 0..self.trials {
-            let mut straggling = Straggling::Model(self.spec.model(trial as u64));
-            let mut all: Vec<&mut dyn Observer> = Vec::with_capacity(observers.len() + 1);
-            all.push(&mut tallies);
-            for o in observers.iter_mut() {
-                all.push(&mut **o);
-            }
-            self.driver.run(
-                &mut straggling,
-                &mut round,
-                0..self.iterations as u64,
-                trial as u64,
-                &mut all,
-            )?;
-            tallies.end_trial();
+        let spec = &self.spec;
+        let mut straggling = |trial: u64| Straggling::Model(spec.model(trial));
+        let mut session = Session::new(&mut self.driver).observe(&mut tallies);
+        for o in observers.iter_mut() {
+            session = session.observe(&mut **o);
+        }
+        if let Some(sink) = sink {
+            session = session.checkpoint(sink);
+        }
+        if let Some(signal) = signal {
+            session = session.watch(signal);
+        }
+        let ended = session.run(
+            &mut round,
+            Plan {
+                trials: 0..self.trials as u64,
+                iterations: self.iterations as u64,
+                straggling: &mut straggling,
+            },
+        )?;
+        if let Outcome::Interrupted { signal } = ended.outcome {
+            return Err(EngineError::Interrupted {
+                signal,
+                trial: ended.trial,
+                iterations: ended.end.completed,
+            });
         }
         Ok(tallies.report(self, &lane_bound, top_bound))
     }
@@ -283,6 +308,9 @@ struct Tallies {
     bounds: Vec<(LowerBound, Tally)>,
     iterations: usize,
     scratch: Vec<f64>,
+    /// The trial of the iterations being tallied (its end is seen at the
+    /// next trial's first iteration, or at the finish).
+    trial: Option<u64>,
 }
 
 impl Tallies {
@@ -305,6 +333,7 @@ impl Tallies {
                 .collect(),
             iterations,
             scratch: Vec::with_capacity(workers),
+            trial: None,
         }
     }
 
@@ -389,7 +418,20 @@ impl Observer for Tallies {
         false
     }
 
+    fn finish(&mut self, _finish: &Finish<'_>) -> Result<(), ObserverError> {
+        if self.trial.take().is_some() {
+            self.end_trial();
+        }
+        Ok(())
+    }
+
     fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
+        if self.trial != Some(event.trial) {
+            if self.trial.is_some() {
+                self.end_trial();
+            }
+            self.trial = Some(event.trial);
+        }
         let r = event.record;
         let tally = &mut self.lanes[event.lane];
         tally.push_time(event.duration);

@@ -1,6 +1,13 @@
-//! The run's HDF5 trace as an observer: a row per iteration, snapshots, the
-//! timing summary, and the run's status at the end.
+//! The trace sink: the one factory of traces a run writes, an observer of
+//! the run and its checkpoint ([`Checkpoint`]: snapshots, and the state a
+//! resumed run restores), and the only place that knows whether HDF5 is
+//! compiled in. A training run's trace (`train`, [`TraceSink::for_run`],
+//! [`TraceSink::resume`]) holds a row per iteration, snapshots, the timing
+//! summary; a simulation's (`simulate --out`, [`TraceSink::for_simulation`])
+//! a group per scheme and trial. Both record the run's status when the
+//! session finishes: completed, interrupted (a signal) or failed.
 //!
+//! A training trace:
 //! Before any MPI work starts rank 0 only checks the trace's path (an
 //! existing file only with `--force` and when no process has it open, a
 //! folder it can write in) or, for `--resume`, reads the snapshot without
@@ -10,15 +17,27 @@
 //! all set up. An input error found on the way (a data file, a worker that
 //! cannot load its partitions) leaves no file behind and changes none.
 //! Without the `hdf5` feature there is no trace, and an explicit `--out` is
-//! refused.
+//! refused. A simulation trace is created before the simulation starts
+//! (bad input, exit 2, before any output), its status `running` until the
+//! session's finish.
 
 use std::path::{Path, PathBuf};
 
-use super::TrainOptions;
 use crate::coding::Scheme;
 use crate::config::Config;
-use crate::engine::{Carried, IterationEvent, Observer, ObserverError, RunSummary, SnapshotEvent};
+use crate::engine::{
+    Checkpoint, Finish, IterationEvent, Observer, ObserverError, Restore, SnapshotEvent,
+};
 use crate::error::InputError;
+
+/// Where the user asked a trace to go: `--out` (absent: `output.trace` or
+/// a made name), `--force`, and the config file (never overwritten).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Target<'a> {
+    pub out: Option<&'a Path>,
+    pub force: bool,
+    pub config_file: Option<&'a Path>,
+}
 
 /// What opens the file at the start of training.
 #[cfg(feature = "hdf5")]
@@ -34,8 +53,13 @@ enum Plan {
     Resume { snapshot: crate::trace::Snapshot },
 }
 
-pub struct TraceOut {
+pub struct TraceSink {
     path: PathBuf,
+    /// A simulation's trace, created with the sink.
+    #[cfg(feature = "hdf5")]
+    sim: Option<crate::trace::SimTraceWriter>,
+    /// The state a resumed run continues from.
+    restore: Option<Restore>,
     /// The file was created (or the resumed trace reopened) by this run.
     opened: bool,
     #[cfg(feature = "hdf5")]
@@ -57,17 +81,17 @@ pub struct TraceOut {
     stored_data_fingerprint: Option<String>,
 }
 
-impl TraceOut {
-    /// The trace of a new run: its path checked, nothing created.
-    pub fn check(
+impl TraceSink {
+    /// The trace of a new training run: its path checked, nothing created.
+    pub fn for_run(
         config: &Config,
         scheme: &dyn Scheme,
-        options: &TrainOptions,
+        target: Target<'_>,
     ) -> Result<Option<Self>, InputError> {
         #[cfg(not(feature = "hdf5"))]
         {
             let _ = (config, scheme);
-            if options.out.is_some() {
+            if target.out.is_some() {
                 return Err(InputError::new(
                     "--out",
                     "this gradcode was built without the `hdf5` feature",
@@ -80,11 +104,11 @@ impl TraceOut {
         }
         #[cfg(feature = "hdf5")]
         {
-            let inputs = crate::trace::place::inputs_of(config, options.config.as_deref());
+            let inputs = crate::trace::place::inputs_of(config, target.config_file);
             let target = crate::trace::trace_path(
                 config,
-                options.out.as_deref(),
-                options.force,
+                target.out,
+                target.force,
                 &inputs,
                 scheme.kind().name(),
             )?;
@@ -96,6 +120,8 @@ impl TraceOut {
             };
             Ok(Some(Self {
                 path: target.path,
+                sim: None,
+                restore: None,
                 opened: false,
                 plan: Some(Plan::Create {
                     meta,
@@ -113,12 +139,10 @@ impl TraceOut {
     }
 
     /// The trace of an interrupted run and its last snapshot, read without
-    /// changing the file; it is reopened when training starts.
-    /// Also the totals of the iterations before the snapshot, which the
-    /// resumed run carries over.
-    pub fn check_resume(
-        path: &Path,
-    ) -> Result<(Self, crate::trace::Snapshot, Carried), InputError> {
+    /// changing the file; it is reopened when training starts. Its restore
+    /// point ([`Checkpoint::restore_point`]) is the snapshot with the totals
+    /// of the iterations before it, which the resumed run carries over.
+    pub fn resume(path: &Path) -> Result<(Self, crate::trace::Snapshot), InputError> {
         #[cfg(not(feature = "hdf5"))]
         {
             let _ = path;
@@ -154,9 +178,17 @@ impl TraceOut {
             let stored_data_fingerprint = crate::trace::TraceFile::open(path)
                 .and_then(|f| f.group_string_attr("/", "data_fingerprint"))
                 .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
+            let restore = Restore {
+                iteration: snapshot.iteration,
+                theta: snapshot.theta.clone(),
+                previous: snapshot.previous_theta.clone(),
+                carried,
+            };
             Ok((
                 Self {
                     path: path.to_path_buf(),
+                    sim: None,
+                    restore: Some(restore),
                     opened: false,
                     plan: Some(Plan::Resume {
                         snapshot: snapshot.clone(),
@@ -169,8 +201,50 @@ impl TraceOut {
                     stored_data_fingerprint,
                 },
                 snapshot,
-                carried,
             ))
+        }
+    }
+
+    /// The trace of `simulate --out` for the compared schemes `names`,
+    /// created now (status `running`): a path that cannot be created, or a
+    /// file there that may not be replaced (no `--force`, or a process has
+    /// it open), is bad input, and the file there is left untouched. A name
+    /// made for this run that another process took since it was checked is
+    /// replaced by the next free one ([`TraceSink::path`] says which).
+    pub fn for_simulation(
+        config: &Config,
+        names: &[String],
+        target: Target<'_>,
+    ) -> Result<Self, InputError> {
+        let inputs = crate::trace::place::inputs_of(config, target.config_file);
+        let target =
+            crate::trace::trace_path(config, target.out, target.force, &inputs, "simulate")?;
+        #[cfg(not(feature = "hdf5"))]
+        {
+            let _ = names;
+            Err(InputError::value(
+                target.field,
+                target.path.display(),
+                "needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
+            ))
+        }
+        #[cfg(feature = "hdf5")]
+        {
+            let mut target = target;
+            let writer = create_simulation(config, names, &mut target)?;
+            Ok(Self {
+                path: target.path,
+                sim: Some(writer),
+                restore: None,
+                opened: true,
+                plan: None,
+                writer: None,
+                wait: None,
+                write_failed: false,
+                losses: None,
+                data_fingerprint: None,
+                stored_data_fingerprint: None,
+            })
         }
     }
 
@@ -291,22 +365,13 @@ impl TraceOut {
             .ok_or_else(|| format!("the trace {} is closed", self.path.display()).into())
     }
 
-    /// Record how the run ended (`Ok`: completed; interrupted by a signal;
-    /// failed with the error) and close the file. A trace never created (the
-    /// run failed before training) stays uncreated. Failures to write are
-    /// warnings: the run's own outcome is what the job reports.
-    pub fn end(&mut self, outcome: &anyhow::Result<super::TrainSummary>) {
-        #[cfg(feature = "hdf5")]
+    /// Record how the run ended and close the file. A trace never created
+    /// (the run failed before training) stays uncreated. Failures to write
+    /// are warnings: the run's own outcome is what the job reports.
+    #[cfg(feature = "hdf5")]
+    fn end(&mut self, status: crate::trace::RunStatus, reason: &str) {
         if let Some(w) = self.writer.take() {
-            use crate::trace::RunStatus;
-            let (status, reason) = match outcome {
-                Ok(_) => (RunStatus::Completed, String::new()),
-                Err(e) => match e.downcast_ref::<super::master::Interrupted>() {
-                    Some(stop) => (RunStatus::Interrupted, stop.to_string()),
-                    None => (RunStatus::Failed, format!("{e:#}")),
-                },
-            };
-            match w.finish(status, &reason) {
+            match w.finish(status, reason) {
                 Ok(()) => {}
                 // The cause is the run's own error, printed once by the caller.
                 Err(_) if self.write_failed => crate::errln!(
@@ -320,8 +385,78 @@ impl TraceOut {
                 ),
             }
         }
-        #[cfg(not(feature = "hdf5"))]
-        let _ = outcome;
+    }
+}
+
+/// The status and one-line reason a trace records for `outcome`.
+#[cfg(feature = "hdf5")]
+fn status_of(
+    outcome: &crate::engine::Outcome,
+    finish: &Finish<'_>,
+    simulation: bool,
+) -> (crate::trace::RunStatus, String) {
+    use crate::engine::Outcome;
+    use crate::trace::RunStatus;
+    match outcome {
+        Outcome::Completed => (RunStatus::Completed, String::new()),
+        Outcome::Interrupted { signal } if simulation => (
+            RunStatus::Interrupted,
+            format!(
+                "interrupted by {} in trial {} after {} iterations; the trace holds the iterations before it",
+                crate::signals::name(*signal),
+                finish.trial + 1,
+                finish.completed
+            ),
+        ),
+        Outcome::Interrupted { signal } => (
+            RunStatus::Interrupted,
+            crate::signals::Interrupted {
+                signal: *signal,
+                iterations: finish.completed,
+                during_setup: None,
+            }
+            .to_string(),
+        ),
+        Outcome::Failed { reason } => (RunStatus::Failed, reason.clone()),
+    }
+}
+
+/// Create the simulation trace at `target` (see [`TraceSink::for_simulation`]).
+#[cfg(feature = "hdf5")]
+fn create_simulation(
+    config: &Config,
+    names: &[String],
+    target: &mut crate::trace::TracePath,
+) -> Result<crate::trace::SimTraceWriter, InputError> {
+    use crate::trace::{SimTraceWriter, TraceError, TraceMeta};
+    let meta = TraceMeta {
+        scheme: names.join(","),
+        workers: config.workers,
+        config_toml: config.to_toml(),
+        seed: config.seed,
+    };
+    let mut tried = Vec::new();
+    loop {
+        let made = SimTraceWriter::create_with(
+            &target.path,
+            &meta,
+            names,
+            config.simulate.trials,
+            config.simulate.iterations,
+            config.straggler.time_unit_ms / 1000.0,
+            target.force,
+        );
+        match made {
+            Err(TraceError::Place(_)) if target.generated && tried.len() < 100 => {
+                tried.push(target.path.clone());
+                target.path = crate::trace::default_trace_name(
+                    "simulate",
+                    std::time::SystemTime::now(),
+                    &tried,
+                );
+            }
+            other => return other.map_err(|e| InputError::new(target.field, e)),
+        }
     }
 }
 
@@ -330,13 +465,16 @@ impl TraceOut {
 /// events. A run killed before it saved its timing (SIGKILL) has none: the
 /// resumed run's `/timing/` then counts from the resume on.
 #[cfg(feature = "hdf5")]
-fn carried_totals(path: &Path, upto: u64) -> Result<Carried, crate::trace::TraceError> {
+fn carried_totals(
+    path: &Path,
+    upto: u64,
+) -> Result<crate::engine::Carried, crate::trace::TraceError> {
     let file = crate::trace::TraceFile::open(path)?;
     let n = usize::try_from(upto)
         .map_err(|_| crate::trace::TraceError::Record(format!("snapshot iteration {upto}")))?;
     let columns = file.columns_upto("/", None, n)?;
     let sum = |c: &Option<Vec<f64>>| c.as_ref().map_or(0.0, |v| v[..n].iter().sum());
-    Ok(Carried {
+    Ok(crate::engine::Carried {
         iterations: n as u64,
         duration_s: sum(&columns.duration_s),
         recovered: sum(&columns.recovered_fraction),
@@ -370,7 +508,7 @@ fn same_snapshot(a: &crate::trace::Snapshot, b: &crate::trace::Snapshot) -> bool
 }
 
 #[cfg(feature = "hdf5")]
-impl TraceOut {
+impl TraceSink {
     /// `write` on the writer, remembering a failure (see `end`).
     fn with_writer(
         &mut self,
@@ -384,10 +522,13 @@ impl TraceOut {
     }
 }
 
-impl Observer for TraceOut {
+impl Observer for TraceSink {
     fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
-        self.with_writer(|w| w.append(event.record))?;
+        match &mut self.sim {
+            Some(sim) => sim.append(event.lane, event.trial as usize, event.record)?,
+            None => self.with_writer(|w| w.append(event.record))?,
+        }
         #[cfg(not(feature = "hdf5"))]
         let _ = event;
         Ok(())
@@ -403,23 +544,47 @@ impl Observer for TraceOut {
         Ok(())
     }
 
-    fn finish(&mut self, summary: &RunSummary) -> Result<(), ObserverError> {
-        // The model itself went in with the last snapshot; the status and
-        // the closing come with `end`, once the run's outcome is known.
+    /// A training trace gets the timing summary and the final losses (the
+    /// model itself went in with the last snapshot); then either trace
+    /// records the status and is closed.
+    fn finish(&mut self, finish: &Finish<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
-        self.with_writer(|w| {
-            w.write_timing(&summary.timing)?;
-            if summary.final_at_theta {
-                w.write_final_losses(
-                    summary.final_train_loss,
-                    summary.final_test_loss,
-                    summary.final_test_accuracy,
-                )?;
+        {
+            if let Some(sim) = self.sim.take() {
+                let (status, reason) = status_of(finish.outcome, finish, true);
+                return Ok(sim.finish(status, &reason)?);
             }
-            Ok(())
-        })?;
+            let written = match finish.summary {
+                Some(summary) => self.with_writer(|w| {
+                    w.write_timing(&summary.timing)?;
+                    if summary.final_at_theta {
+                        w.write_final_losses(
+                            summary.final_train_loss,
+                            summary.final_test_loss,
+                            summary.final_test_accuracy,
+                        )?;
+                    }
+                    Ok(())
+                }),
+                None => Ok(()),
+            };
+            let (status, reason) = match &written {
+                Ok(()) => status_of(finish.outcome, finish, false),
+                Err(e) => (crate::trace::RunStatus::Failed, e.to_string()),
+            };
+            self.end(status, &reason);
+            written
+        }
         #[cfg(not(feature = "hdf5"))]
-        let _ = summary;
-        Ok(())
+        {
+            let _ = finish;
+            Ok(())
+        }
+    }
+}
+
+impl Checkpoint for TraceSink {
+    fn restore_point(&self) -> Option<&Restore> {
+        self.restore.as_ref()
     }
 }

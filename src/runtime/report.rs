@@ -1,0 +1,90 @@
+//! What rank 0 prints at the end of `train`: the summary (text with the
+//! timing table, or `--json`), or for a run that ended early its status.
+
+use super::TrainSummary;
+use super::master::Interrupted;
+
+/// `train --json` of a run that did not complete: its status
+/// (`interrupted` or `failed`), the error, the iterations done and the trace.
+pub(super) fn ended_early(error: &anyhow::Error, trace: Option<&str>) -> serde_json::Value {
+    let (status, iterations, signal) = match error.downcast_ref::<Interrupted>() {
+        Some(stop) => ("interrupted", Some(stop.iterations), Some(stop.signal)),
+        None => ("failed", None, None),
+    };
+    serde_json::json!({
+        "status": status,
+        "error": format!("{error:#}"),
+        "iterations": iterations,
+        "signal": signal,
+        "trace": trace,
+    })
+}
+
+pub(super) fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
+    if summary.final_train_loss.is_nan() {
+        crate::errln!(
+            "warning: the training loss at the final model is not known: a partition's loss did not \
+             arrive in its evaluation (a worker stopped taking tasks?) or a signal stopped it; \
+             final_train_loss is null, never an older iteration's value"
+        );
+    }
+    if json {
+        let mut value = serde_json::to_value(summary)?;
+        if let serde_json::Value::Object(map) = &mut value {
+            map.insert("status".to_string(), "completed".into());
+        }
+        crate::outln!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    print_timing(summary);
+    crate::outln!(
+        "trained {} on {} workers for {} iterations: mean iteration {:.4} s, final train loss {:.6e}, test loss {:.6e}",
+        summary.scheme,
+        summary.workers,
+        summary.iterations,
+        summary.mean_iteration_s,
+        summary.final_train_loss,
+        summary.final_test_loss
+    );
+    crate::outln!(
+        "mean recovered fraction {:.3}, stale results dropped {}, emulation overruns {}, tasks abandoned by workers {}",
+        summary.mean_recovered_fraction,
+        summary.stale_dropped,
+        summary.overruns,
+        summary.tasks_abandoned
+    );
+    if let Some(trace) = &summary.trace {
+        crate::outln!("trace: {trace}");
+    }
+    Ok(())
+}
+
+/// The timing summary, like PETSc's -log_view: every named event with its
+/// total, count, mean and share of the run's wall time (the workers' compute:
+/// share of the workers' combined time).
+fn print_timing(summary: &TrainSummary) {
+    let wall = summary.wall_s;
+    crate::outln!(
+        "{:<28} {:>12} {:>9} {:>12} {:>8}",
+        "event",
+        "total s",
+        "count",
+        "mean s",
+        "% wall"
+    );
+    for e in &summary.timing {
+        let capacity = if e.event.starts_with("compute") {
+            wall * summary.workers as f64
+        } else {
+            wall
+        };
+        crate::outln!(
+            "{:<28} {:>12.6} {:>9} {:>12.3e} {:>7.2}%",
+            e.event,
+            e.total_s,
+            e.count,
+            e.total_s / e.count.max(1) as f64,
+            100.0 * e.total_s / capacity
+        );
+    }
+}
