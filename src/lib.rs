@@ -17,6 +17,7 @@ pub mod logging;
 pub mod output;
 pub mod process_setup;
 pub mod provenance;
+#[cfg(feature = "mpi")]
 pub mod runtime;
 pub mod signals;
 pub mod trace;

@@ -850,3 +850,18 @@ fn check_refuses_the_libsvm_files_train_refuses_and_prints_what_it_read() {
         }
     }
 }
+
+/// A build without the `mpi` feature has no runtime: `train` says so in
+/// one line, exit 2, and writes no trace.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn train_needs_the_mpi_feature() {
+    let dir = std::env::temp_dir().join(format!("gradcode-cli-nompi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("run.h5");
+    let o = gradcode(&["train", "--out", out.to_str().unwrap()]);
+    assert_rejected("no-mpi", &o, "train");
+    assert!(stderr(&o).contains("`mpi` feature"), "{}", stderr(&o));
+    assert!(!out.exists(), "a trace was written");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -325,6 +325,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 rates: rates.as_deref(),
             },
         ),
+        #[cfg(feature = "mpi")]
         Command::Train {
             args,
             quiet,
@@ -340,6 +341,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             force,
             resume,
         }),
+        #[cfg(not(feature = "mpi"))]
+        Command::Train { .. } => Err(crate::error::InputError::new(
+            "train",
+            "this gradcode was built without the `mpi` feature",
+        )
+        .into()),
         Command::Simulate {
             args,
             trials,

@@ -4,29 +4,22 @@
 //! config and broadcasts the resolved TOML; workers never need the file. A
 //! world size other than K + 1 is reported by rank 0 in one line and every
 //! rank exits with status 2.
+//!
+//! The whole module is compiled with the `mpi` feature only (`lib.rs`); a
+//! build without it says so when asked to train (`cli`).
 
 pub mod protocol;
 
-#[cfg(feature = "mpi")]
 mod comm;
-#[cfg(feature = "mpi")]
 mod interrupt;
-#[cfg(feature = "mpi")]
 mod master;
-#[cfg(feature = "mpi")]
 mod prepare;
-#[cfg(feature = "mpi")]
 mod progress;
-#[cfg(feature = "mpi")]
 mod report;
-#[cfg(feature = "mpi")]
 mod resume;
-#[cfg(feature = "mpi")]
 mod round;
-#[cfg(feature = "mpi")]
 mod worker;
 
-#[cfg(feature = "mpi")]
 pub use master::TrainSummary;
 
 use std::path::PathBuf;
@@ -46,15 +39,6 @@ pub struct TrainOptions {
     pub resume: Option<PathBuf>,
 }
 
-#[cfg(not(feature = "mpi"))]
-pub fn train(_options: &TrainOptions) -> anyhow::Result<()> {
-    Err(
-        crate::error::InputError::new("train", "this gradcode was built without the `mpi` feature")
-            .into(),
-    )
-}
-
-#[cfg(feature = "mpi")]
 pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     use mpi::traits::*;
 
@@ -108,7 +92,6 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 }
 
 /// The master's or a worker's part of the run.
-#[cfg(feature = "mpi")]
 fn run_rank(
     comm: &comm::Comm<'_>,
     prepared: Option<prepare::Prepared>,
