@@ -1,6 +1,6 @@
 //! The HDF5 writers of the trace schema (see the module above); reading a
 //! trace back is the read side's (load.rs over the guarded reader,
-//! read.rs). The per-iteration datasets are those of
+//! read.rs), and snapshots are checkpoint.rs's. The per-iteration datasets are those of
 //! the table ([`DATASETS`]): `GroupWriter` creates one per line, and
 //! writes the rows through [`TraceColumns::visit`], so no dataset is named here.
 
@@ -13,13 +13,11 @@ use hdf5::{Dataset, Datatype, Extent, File, Group, H5Type, Location};
 use ndarray::ArrayView2;
 
 use super::access::writer_access;
-use super::load::snapshot_of;
-use super::read::TraceFile;
 use crate::engine::{IterationEvent, Observer, ObserverError};
 
 use super::{
-    FLUSH_INTERVAL, IterationRecord, NO_SNAPSHOT, RunStatus, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS,
-    Snapshot, TimingEvent, TraceError, TraceMeta, place, status_reason,
+    FLUSH_INTERVAL, IterationRecord, RunStatus, TimingEvent, TraceError, TraceMeta, place,
+    status_reason,
 };
 use gradcode_core::record::{
     ColumnVisitor, DATASETS, DatasetSpec, ElementType, SchemaGroup, TraceColumns,
@@ -35,7 +33,7 @@ const CHUNK_ROWS: usize = 256;
 /// [`FLUSH_INTERVAL`]).
 const MAX_PENDING_ROWS: usize = 4096;
 
-fn string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
+pub(super) fn string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
     let v = VarLenUnicode::from_str(value)
         .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
     loc.new_attr::<VarLenUnicode>()
@@ -44,14 +42,14 @@ fn string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
         .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))
 }
 
-fn scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> Result<()> {
+pub(super) fn scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> Result<()> {
     loc.new_attr::<T>()
         .create(name)
         .and_then(|a| a.write_scalar(&value))
         .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))
 }
 
-fn group(parent: &Group, name: &str) -> Result<Group> {
+pub(super) fn group(parent: &Group, name: &str) -> Result<Group> {
     if parent.link_exists(name) {
         parent.group(name)
     } else {
@@ -305,7 +303,7 @@ fn kept_scales(it: &Group, wk: &Group, keep: usize) -> Result<Vec<Dataset>> {
 }
 
 /// The `/iteration/` and `/worker/` datasets of one trace, with the rows not yet written.
-struct GroupWriter {
+pub(super) struct GroupWriter {
     workers: usize,
     written: usize,
     pending: Vec<IterationRecord>,
@@ -322,7 +320,7 @@ impl GroupWriter {
 
     /// The datasets of a new trace (`keep` = None), or of an existing one
     /// reopened with its first `keep` rows kept (resuming a run).
-    fn open(root: &Group, workers: usize, keep: Option<usize>) -> Result<Self> {
+    pub(super) fn open(root: &Group, workers: usize, keep: Option<usize>) -> Result<Self> {
         let it = group(root, SchemaGroup::Iteration.name())?;
         let wk = group(root, SchemaGroup::Worker.name())?;
         // Resuming: the datasets of the table the trace does not have yet.
@@ -371,7 +369,7 @@ impl GroupWriter {
     }
 
     /// Write the pending rows.
-    fn write(&mut self) -> Result<()> {
+    pub(super) fn write(&mut self) -> Result<()> {
         let m = self.pending.len();
         if m == 0 {
             return Ok(());
@@ -459,21 +457,6 @@ impl ColumnVisitor for RowWriter<'_> {
     }
 }
 
-/// Fault injection for tests: `GRADCODE_TEST_SNAPSHOT_PAUSE_MS` (read once)
-/// makes every snapshot pause that long between writing a slot's values
-/// and its attribute, so that a test's SIGKILL lands inside a snapshot
-/// often (tests/snapshot_kill.rs). Unset: no pause.
-fn snapshot_pause() -> Option<std::time::Duration> {
-    static PAUSE: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
-    *PAUSE.get_or_init(|| {
-        std::env::var("GRADCODE_TEST_SNAPSHOT_PAUSE_MS")
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|ms| ms.is_finite() && *ms > 0.0 && *ms <= 10_000.0)
-            .map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0))
-    })
-}
-
 /// The root attributes of a new trace; its status `running`.
 fn write_meta(file: &File, meta: &TraceMeta) -> Result<()> {
     string_attr(file, "scheme", &meta.scheme)?;
@@ -504,7 +487,7 @@ fn close_with_status(
 }
 
 /// Set the string attribute `name` of `loc`, creating it when absent.
-fn set_string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
+pub(super) fn set_string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
     let names = loc
         .attr_names()
         .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
@@ -535,7 +518,7 @@ fn set_string_attr(loc: &Location, name: &str, value: &str) -> Result<()> {
 }
 
 /// Set the scalar attribute `name` of `loc`, creating it when absent.
-fn set_scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> Result<()> {
+pub(super) fn set_scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> Result<()> {
     let names = loc
         .attr_names()
         .map_err(|e| TraceError::hdf5(format!("attribute {name}"), e))?;
@@ -549,7 +532,7 @@ fn set_scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> Result<()
 }
 
 /// Record the run's status and its one-line reason in the root attributes.
-fn write_status(file: &File, status: RunStatus, reason: &str) -> Result<()> {
+pub(super) fn write_status(file: &File, status: RunStatus, reason: &str) -> Result<()> {
     if status != RunStatus::Running {
         set_string_attr(file, "ended_at", &crate::provenance::now_utc())?;
     }
@@ -607,7 +590,7 @@ fn create_placed<T>(
     Ok((file, built))
 }
 
-fn flush_file(file: &File, path: &Path) -> Result<()> {
+pub(super) fn flush_file(file: &File, path: &Path) -> Result<()> {
     file.flush()
         .map_err(|e| TraceError::hdf5(format!("flush {}", path.display()), e))
 }
@@ -627,13 +610,13 @@ fn flush_file(file: &File, path: &Path) -> Result<()> {
 /// # Ok(()) }
 /// ```
 pub struct TraceWriter {
-    file: Option<File>,
-    path: PathBuf,
-    root: GroupWriter,
-    last_flush: Instant,
+    pub(super) file: Option<File>,
+    pub(super) path: PathBuf,
+    pub(super) root: GroupWriter,
+    pub(super) last_flush: Instant,
     /// The committed snapshot slot (index into [`SNAPSHOT_SLOTS`]), `None`
     /// before the first snapshot (or in a trace without slots).
-    committed: Option<usize>,
+    pub(super) committed: Option<usize>,
 }
 
 impl TraceWriter {
@@ -703,92 +686,7 @@ impl TraceWriter {
         self.flush()
     }
 
-    /// A resumable snapshot after `iteration` completed iterations, written
-    /// atomically (see the module doc): the records so far and the slot not
-    /// committed (θ, the iterate before it for Nesterov's momentum, the
-    /// attribute `iteration`) are written and flushed; then `/model`'s
-    /// attribute `snapshot` names that slot and `/model/theta` is rewritten,
-    /// flushed again. Killed at any point, the file keeps a whole committed
-    /// snapshot (or, before the first commit, none).
-    pub fn write_snapshot(
-        &mut self,
-        iteration: u64,
-        theta: &[f64],
-        previous_theta: &[f64],
-    ) -> Result<()> {
-        let d = theta.len();
-        if previous_theta.len() != d {
-            return Err(TraceError::Record(format!(
-                "a snapshot with {d} parameters and a previous iterate of {}",
-                previous_theta.len()
-            )));
-        }
-        // Records first: a snapshot never refers to iterations the file lacks.
-        self.root.write()?;
-        let file = self.file.as_ref().expect("open until close");
-        let model = group(file, "model")?;
-        let next = self.committed.map_or(0, |c| 1 - c);
-        let first = !SNAPSHOT_SLOTS.iter().all(|s| model.link_exists(s));
-        if first {
-            // Everything a commit touches is created now, before any commit:
-            // later snapshots only write values in place.
-            for slot in SNAPSHOT_SLOTS {
-                if !model.link_exists(slot) {
-                    let ds = model
-                        .new_dataset::<f64>()
-                        .shape((2, d))
-                        .create(slot)
-                        .map_err(|e| TraceError::hdf5(format!("dataset /model/{slot}"), e))?;
-                    string_attr(&ds, "unit", "1")?;
-                    string_attr(
-                        &ds,
-                        "description",
-                        "snapshot slot: row 0 θ, row 1 the iterate before it (Nesterov); /model@snapshot names the committed slot",
-                    )?;
-                    scalar_attr(&ds, "iteration", 0u64)?;
-                }
-            }
-            set_scalar_attr(
-                &model,
-                SNAPSHOT_COMMITTED,
-                self.committed.map_or(NO_SNAPSHOT, |c| c as u64),
-            )?;
-        }
-        let name = SNAPSHOT_SLOTS[next];
-        let ctx = || format!("dataset /model/{name}");
-        let ds = model
-            .dataset(name)
-            .map_err(|e| TraceError::hdf5(ctx(), e))?;
-        if ds.shape() != [2, d] {
-            return Err(TraceError::Record(format!(
-                "a snapshot of {d} parameters does not fit /model/{name} of shape {:?}",
-                ds.shape()
-            )));
-        }
-        let rows: Vec<f64> = theta.iter().chain(previous_theta).copied().collect();
-        let view = ArrayView2::from_shape((2, d), &rows)
-            .map_err(|e| TraceError::Record(format!("{}: {e}", ctx())))?;
-        ds.write(view).map_err(|e| TraceError::hdf5(ctx(), e))?;
-        if let Some(pause) = snapshot_pause() {
-            std::thread::sleep(pause);
-        }
-        ds.attr("iteration")
-            .and_then(|a| a.write_scalar(&iteration))
-            .map_err(|e| TraceError::hdf5(ctx(), e))?;
-        if first && !model.link_exists("theta") {
-            self.write_model_vector("theta", "model parameters", iteration, theta)?;
-        }
-        // The slot is whole on disk before anything names it.
-        self.flush()?;
-        let file = self.file.as_ref().expect("open until close");
-        let model = group(file, "model")?;
-        set_scalar_attr(&model, SNAPSHOT_COMMITTED, next as u64)?;
-        self.committed = Some(next);
-        self.write_model_vector("theta", "model parameters", iteration, theta)?;
-        self.flush()
-    }
-
-    fn write_model_vector(
+    pub(super) fn write_model_vector(
         &mut self,
         name: &str,
         description: &str,
@@ -825,54 +723,6 @@ impl TraceWriter {
         ds.attr("iteration")
             .and_then(|a| a.write_scalar(&iteration))
             .map_err(|e| TraceError::hdf5(ctx(), e))
-    }
-
-    /// Reopen the trace of an interrupted run to continue it from its last
-    /// committed snapshot ([`read_snapshot`]): the records after the
-    /// snapshot are cut, the status set back to `running`, and the next
-    /// `append` writes the row of iteration `snapshot.iteration`. Everything
-    /// is read and checked through the guarded reader ([`TraceFile`])
-    /// before anything is cut; a file that breaks a rule is an error naming
-    /// the dataset, and is left unchanged. A dataset of the table the file
-    /// lacks (an optional one newer than its writer) is added, its rows
-    /// before the snapshot the record's default (NaN: not measured).
-    pub fn resume(path: &Path) -> Result<(Self, Snapshot)> {
-        let reader = TraceFile::open_rw(path)?;
-        let (snapshot, committed, workers) = snapshot_of(&reader)?;
-        let keep = usize::try_from(snapshot.iteration).map_err(|_| {
-            TraceError::Record(format!(
-                "{}: the snapshot is of iteration {}, too large",
-                path.display(),
-                snapshot.iteration
-            ))
-        })?;
-        let file = reader.into_file();
-        let root = GroupWriter::open(&file, workers, Some(keep))?;
-        // Provenance of this part: a line per resume (the creation's stays).
-        let earlier = file
-            .attr("resumed")
-            .and_then(|a| a.read_scalar::<VarLenUnicode>())
-            .map(|v| v.as_str().to_string())
-            .unwrap_or_default();
-        let line = crate::provenance::resume_line(snapshot.iteration);
-        let resumed = if earlier.is_empty() {
-            line
-        } else {
-            format!("{earlier}\n{line}")
-        };
-        set_string_attr(&file, "resumed", &resumed)?;
-        write_status(&file, RunStatus::Running, "")?;
-        flush_file(&file, path)?;
-        Ok((
-            Self {
-                file: Some(file),
-                path: path.to_path_buf(),
-                root,
-                last_flush: Instant::now(),
-                committed,
-            },
-            snapshot,
-        ))
     }
 
     /// Write the run's timing summary to `/timing/` (event names, total

@@ -90,6 +90,9 @@ pub use gradcode_core::record::{
 
 #[cfg(feature = "hdf5")]
 mod access;
+/// Snapshots: written atomically, read back, a trace reopened to resume.
+#[cfg(feature = "hdf5")]
+mod checkpoint;
 #[cfg(feature = "hdf5")]
 mod hdf5_io;
 #[cfg(feature = "hdf5")]
@@ -103,9 +106,11 @@ pub mod sink;
 pub use sink::{Target, TraceSink};
 
 #[cfg(feature = "hdf5")]
+pub use checkpoint::read_snapshot;
+#[cfg(feature = "hdf5")]
 pub use hdf5_io::{SimTraceWriter, TraceWriter};
 #[cfg(feature = "hdf5")]
-pub use load::{TraceData, read_attr_string, read_snapshot, read_trace};
+pub use load::{TraceData, read_attr_string, read_trace};
 
 /// Summaries of traces for `gradcode inspect` (pure, no HDF5).
 pub mod summary;
