@@ -40,7 +40,7 @@ for kind in gc-sc gc-dc; do
   mpirun --oversubscribe -n "$ranks" "$bin" train --config "$fig3" "${common[@]}" "${set_kind[@]}" \
     --out "$work/train-$kind.h5" --json --quiet > "$work/train-$kind.json"
   predicted[$kind]=$(json "$work/sim-$kind.json" 'd["schemes"][0]["mean_iteration_time"] * 0.010')
-  measured[$kind]=$(json "$work/train-$kind.json" 'd["mean_iteration_s"]')
+  measured[$kind]=$(json "$work/train-$kind.json" 'd["mean_decodable_s"]')
   master_share[$kind]=$(json "$work/train-$kind.json" \
     'sum(e["total_s"] for e in d["timing"] if not e["event"].startswith("compute (workers") and e["event"] != "wait") / d["iterations"] / d["mean_iteration_s"]')
 done

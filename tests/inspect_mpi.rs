@@ -126,6 +126,35 @@ fn inspect_summarises_a_real_training_trace_as_train_does() {
     assert_eq!(v["extra_datasets"], serde_json::json!([]));
     // Stragglers per cluster: the records, counted here.
     let records = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    // Issue 28, item 2: the iteration spans the wait for a decodable set,
+    // the decode and the update; train's means are the trace's.
+    let timed = |name: &str| {
+        train["timing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["event"] == name)
+            .map_or_else(|| panic!("no timing event {name}"), |e| f(&e["total_s"]))
+    };
+    let mut left_s = 0.0;
+    for r in &records {
+        assert!(r.decodable_s > 0.0 && r.decode_s > 0.0, "{r:?}");
+        assert!(r.duration_s >= r.decodable_s + r.decode_s, "{r:?}");
+        left_s += r.duration_s - r.decodable_s - r.decode_s;
+    }
+    assert!(
+        close(left_s, timed("update")),
+        "the iterations hold {left_s} s besides the wait and the decode, the update took {}",
+        timed("update")
+    );
+    let mean = |g: fn(&gradcode::trace::IterationRecord) -> f64| {
+        records.iter().map(g).sum::<f64>() / records.len() as f64
+    };
+    assert!(close(mean(|r| r.duration_s), f(&train["mean_iteration_s"])));
+    assert!(close(
+        mean(|r| r.decodable_s),
+        f(&train["mean_decodable_s"])
+    ));
     let clusters = s["clusters"]["count"].as_u64().unwrap() as usize;
     assert_eq!(clusters, 4);
     let series: Vec<Vec<u64>> = records

@@ -94,7 +94,7 @@ class Run:
     Every dataset of the file's `iteration/` group is in `columns` (1-D,
     one value per iteration) and every one of `worker/` in `worker_columns`
     (iterations x workers; column k is worker k + 1); flags (u8) are bool.
-    The schema's datasets are also attributes (`duration_s`, `decode_s`,
+    The schema's datasets are also attributes (`duration_s`, `decodable_s`, `decode_s`,
     `recovered_fraction`, `messages_used`, `messages_received`,
     `stale_dropped`, `train_loss`, `test_loss`, `test_accuracy`,
     `elapsed_s`, `finish_s`, `straggling`, `cluster`, `used`, `overrun_s`),
@@ -102,10 +102,12 @@ class Run:
     `test_accuracy`, a network's share of test samples classified correctly,
     is absent from traces older than it and NaN throughout for a linear model;
     `elapsed_s`, the seconds since the run started at the end of each
-    iteration, is absent from traces older than it).
+    iteration, is absent from traces older than it; `decodable_s`, the time
+    until the master held a decodable set (`duration_s` adds the decode and
+    the update), is absent from traces older than it).
     """
 
-    ITERATION = ("duration_s", "decode_s", "recovered_fraction", "messages_used", "messages_received",
+    ITERATION = ("duration_s", "decodable_s", "decode_s", "recovered_fraction", "messages_used", "messages_received",
                  "stale_dropped", "train_loss", "test_loss", "test_accuracy", "elapsed_s")
     WORKER = ("finish_s", "straggling", "cluster", "used", "overrun_s")
 

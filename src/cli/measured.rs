@@ -8,8 +8,8 @@
 //! format's unit, `straggler.time_unit_ms` of the trace's config). c is the
 //! trace's `scheme.load` (1 for a scheme without one). A worker whose result
 //! did not arrive in time (finish_s NaN) took longer than the iteration: its
-//! value is the iteration's end, `/iteration/duration_s` / c / time_unit_s,
-//! a lower bound, marked censored (the fits of `advise` treat it so; a
+//! value is the time the master stopped waiting, `/iteration/decodable_s`
+//! (`duration_s` in a trace without it) / c / time_unit_s, a lower bound, marked censored (the fits of `advise` treat it so; a
 //! replay CSV has no such mark and replays the bound). Multi-message schemes
 //! (gc-mmc, uc-mmc, gc-partial) are refused: finish_s is then the arrival of
 //! some message, not of a known number of computations.
@@ -74,7 +74,13 @@ pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
     let mut series = vec![Vec::with_capacity(data.records.len()); data.workers];
     let mut censored = 0;
     for r in &data.records {
-        if !(r.duration_s.is_finite() && r.duration_s >= 0.0) {
+        // The master's stop (older traces: the iteration's end, later).
+        let stop_s = if r.decodable_s.is_finite() {
+            r.decodable_s
+        } else {
+            r.duration_s
+        };
+        if !(stop_s.is_finite() && stop_s >= 0.0) {
             continue; // an iteration without an end: nothing to say about it
         }
         for (w, s) in series.iter_mut().enumerate() {
@@ -83,7 +89,7 @@ pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
                 s.push((f * scale, false));
             } else {
                 censored += 1;
-                s.push((r.duration_s * scale, true));
+                s.push((stop_s * scale, true));
             }
         }
     }

@@ -38,11 +38,12 @@ pub(super) fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
     }
     print_timing(summary);
     crate::outln!(
-        "trained {} on {} workers for {} iterations: mean iteration {:.4} s, final train loss {:.6e}, test loss {:.6e}",
+        "trained {} on {} workers for {} iterations: mean iteration {:.4} s (send to updated θ; a decodable set after {:.4} s), final train loss {:.6e}, test loss {:.6e}",
         summary.scheme,
         summary.workers,
         summary.iterations,
         summary.mean_iteration_s,
+        summary.mean_decodable_s,
         summary.final_train_loss,
         summary.final_test_loss
     );

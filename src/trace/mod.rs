@@ -12,7 +12,8 @@
 //!
 //! ```text
 //! /                       attributes scheme, workers, config_toml, gradcode_version, trace_schema, seed, status, status_reason
-//! /iteration/duration_s          f64 [iterations]            wall (or emulated) time of the iteration
+//! /iteration/duration_s          f64 [iterations]            wall (or emulated) time of the iteration: send of θ to updated θ
+//! /iteration/decodable_s         f64 [iterations]            send of θ until a decodable set arrived (simulation: = duration_s; optional)
 //! /iteration/decode_s            f64 [iterations]            time spent decoding (NaN: not measured)
 //! /iteration/recovered_fraction  f64 [iterations]            share of partitions whose gradient was recovered
 //! /iteration/messages_used       u64 [iterations]            messages with a non-zero decoding weight

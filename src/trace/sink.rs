@@ -477,6 +477,11 @@ fn carried_totals(
     Ok(crate::engine::Carried {
         iterations: n as u64,
         duration_s: sum(&columns.duration_s),
+        // Not recorded by an older gradcode: unknown, not 0.
+        decodable_s: columns
+            .decodable_s
+            .as_ref()
+            .map_or(f64::NAN, |v| v[..n].iter().sum()),
         recovered: sum(&columns.recovered_fraction),
         stale_dropped: columns
             .stale_dropped

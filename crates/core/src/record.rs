@@ -363,7 +363,10 @@ macro_rules! trace_schema {
 
 trace_schema! {
     iteration duration_s: f64 = f64::NAN,
-        unit "s", "time of the iteration", rows;
+        unit "s", "time of the iteration: train, from the send of θ to the updated θ (the wait for a decodable set, the decode and the update; not the evaluation of the losses, which elapsed_s counts); simulation, the model time until the master holds a decodable set x straggler.time_unit_ms", rows;
+    iteration decodable_s: f64 = f64::NAN,
+        unit "s", "time from the send of θ until the master held a decodable set of messages (what simulate's model time predicts); simulation, equal to duration_s; NaN in a trace written before this dataset",
+        optional;
     iteration decode_s: f64 = f64::NAN,
         unit "s", "time spent decoding; NaN when not measured (simulation)";
     iteration recovered_fraction: f64 = f64::NAN,

@@ -73,6 +73,9 @@ pub struct Carried {
     pub iterations: u64,
     /// Sum of the recorded iteration times.
     pub duration_s: f64,
+    /// Sum of the recorded times until a decodable set (NaN when the trace
+    /// did not record them).
+    pub decodable_s: f64,
     pub stale_dropped: u64,
     /// Worker-iterations that ran past their emulated time.
     pub overruns: u64,
@@ -91,6 +94,7 @@ pub struct Carried {
 struct Totals {
     iterations: u64,
     duration_s: f64,
+    decodable_s: f64,
     stale_dropped: u64,
     overruns: u64,
     recovered: f64,
@@ -151,9 +155,14 @@ pub struct RunSummary {
     pub workers: usize,
     /// Iterations completed, counting those before a resumed run's start.
     pub iterations: usize,
-    /// Mean recorded iteration time over every iteration, a resumed run's
-    /// earlier part included.
+    /// Mean recorded iteration time (`duration_s`: from the send of θ to
+    /// the updated θ) over every iteration, a resumed run's earlier part
+    /// included.
     pub mean_iteration_s: f64,
+    /// Mean time from the send of θ until the master held a decodable set
+    /// (`decodable_s`; what `simulate` predicts), NaN when a resumed run's
+    /// earlier part did not record it.
+    pub mean_decodable_s: f64,
     /// The iteration a resumed run started from (its earlier part is
     /// counted in every total above), absent for a run from the start.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -356,6 +365,7 @@ impl Driver {
         self.lanes[lane].carried = Totals {
             iterations: carried.iterations,
             duration_s: carried.duration_s,
+            decodable_s: carried.decodable_s,
             stale_dropped: carried.stale_dropped,
             overruns: carried.overruns,
             recovered: carried.recovered,
@@ -374,6 +384,7 @@ impl Driver {
             workers: l.scheme.workers(),
             iterations: end.completed as usize,
             mean_iteration_s: l.totals.duration_s / n,
+            mean_decodable_s: l.totals.decodable_s / n,
             resumed_at: (end.first > 0).then_some(end.first),
             wall_s: end.wall_s,
             stale_dropped: l.totals.stale_dropped,
@@ -577,12 +588,13 @@ impl Driver {
         };
 
         let record = &mut lane.record;
-        let (duration_s, duration) = if measured {
-            (report.duration_s, report.duration_s / *time_unit_s)
+        // Until the decodable set: measured, or the model's stop time.
+        let decodable_s = if measured {
+            report.duration_s
         } else {
-            (stop.time * *time_unit_s, stop.time)
+            stop.time * *time_unit_s
         };
-        record.duration_s = duration_s;
+        record.decodable_s = decodable_s;
         record.decode_s = decode_s;
         record.recovered_fraction = decoding.recovered_fraction(lane.scheme.partitions());
         record.messages_received = report.arrivals.len() as u64;
@@ -605,6 +617,19 @@ impl Driver {
             record.test_loss = losses.test;
             record.test_accuracy = losses.test_accuracy;
         }
+        // The iteration: from the send of θ to the updated θ. Measured, the
+        // wait for a decodable set, the decode and the update (the losses'
+        // evaluation is not part of it: elapsed_s counts it); simulated, the
+        // model's time until the decodable set (nothing models the decode).
+        let duration_s = if measured {
+            let update_s = lane.learner.as_ref().map_or(0.0, Learner::last_update_s);
+            decodable_s + decode_s + update_s
+        } else {
+            decodable_s
+        };
+        let duration = duration_s / *time_unit_s;
+        let record = &mut lane.record;
+        record.duration_s = duration_s;
         // The straggler state this iteration recorded, and kept for the next plan.
         if let Straggling::Measured { rate_threshold } = straggling {
             infer_from_compute(
@@ -640,6 +665,7 @@ impl Driver {
         let totals = &mut lane.totals;
         totals.iterations += 1;
         totals.duration_s += duration_s;
+        totals.decodable_s += decodable_s;
         totals.stale_dropped += report.stale_dropped;
         totals.overruns += overruns;
         totals.recovered += record.recovered_fraction;
@@ -715,16 +741,110 @@ mod tests {
         }
     }
 
-    /// (trial, duration_s, elapsed_s) of every iteration.
+    /// (trial, duration_s, elapsed_s) of every iteration, and (decodable_s,
+    /// decode_s).
     #[derive(Default)]
-    struct Clock(Vec<(u64, f64, f64)>);
+    struct Clock(Vec<(u64, f64, f64)>, Vec<(f64, f64)>);
 
     impl Observer for Clock {
         fn iteration(&mut self, e: &IterationEvent<'_>) -> Result<(), ObserverError> {
             self.0
                 .push((e.trial, e.record.duration_s, e.record.elapsed_s));
+            self.1.push((e.record.decodable_s, e.record.decode_s));
             Ok(())
         }
+    }
+
+    /// The learning round (coded gradients computed in process) as a round
+    /// that measures wall time: 1 ms until the decodable set.
+    struct ClockedLearning(crate::engine::LearningRound);
+
+    impl Round for ClockedLearning {
+        fn run(
+            &mut self,
+            task: &RoundTask<'_>,
+            rule: &mut StopRule<'_>,
+            report: &mut RoundReport,
+            timing: &mut Timing,
+        ) -> Result<RoundStatus, RoundError> {
+            let status = self.0.run(task, rule, report, timing)?;
+            report.duration_s = 1e-3;
+            Ok(status)
+        }
+
+        fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
+            self.0.combine(order, weights, out)
+        }
+
+        fn measures_time(&self) -> bool {
+            true
+        }
+    }
+
+    /// Issue 28, item 2: a measured iteration spans from the send of θ to
+    /// the updated θ: the wait for a decodable set (`decodable_s`), the
+    /// decode and the update, and nothing else (the update's share is
+    /// exactly the timing table's `update`); a simulated one is the model's
+    /// time until the decodable set.
+    #[test]
+    fn a_measured_iteration_is_the_wait_the_decode_and_the_update() {
+        let text = "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[data]\ntrain_samples = 400\ntest_samples = 40\nfeatures = 30\n[train]\niterations = 6\neval_every = 1\n";
+        let config = crate::config::parse(text, "test", &[]).unwrap().config;
+        let scheme = crate::coding::build(&config).unwrap();
+        let partitions = scheme.partitions();
+        let data = crate::learn::DataPlan::new(&config, partitions).unwrap();
+        let learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
+        let ids: Vec<usize> = (0..partitions).collect();
+        let mut round = ClockedLearning(crate::engine::LearningRound::new(
+            1e-3,
+            learner.model().clone(),
+            None,
+            config.seed,
+            data.load(&ids).unwrap(),
+        ));
+        let mut d = Driver::new(
+            vec![Lane::new(scheme, Some(learner))],
+            config.straggler.state_info,
+            1e-3,
+            None,
+            true,
+        );
+        let spec = DelaySpec::from_config(&config).unwrap();
+        let mut clock = Clock::default();
+        let mut straggling = Straggling::Model(spec.model(0));
+        let end = d
+            .run(&mut straggling, &mut round, 0..6, 0, &mut [&mut clock])
+            .unwrap();
+        let summary = d.summary(0, &end);
+        let event = |name: &str| {
+            summary
+                .timing
+                .iter()
+                .find(|e| e.event == name)
+                .unwrap_or_else(|| panic!("no timing event {name}"))
+                .total_s
+        };
+        let mut updates_s = 0.0;
+        for (&(_, duration_s, _), &(decodable_s, decode_s)) in clock.0.iter().zip(&clock.1) {
+            assert_eq!(decodable_s, 1e-3);
+            assert!(decode_s > 0.0, "the decode is measured");
+            let update_s = duration_s - decodable_s - decode_s;
+            assert!(update_s >= 0.0, "{duration_s} < {decodable_s} + {decode_s}");
+            updates_s += update_s;
+        }
+        assert_eq!(clock.0.len(), 6);
+        let decodes_s: f64 = clock.1.iter().map(|x| x.1).sum();
+        assert!((decodes_s - event("decode")).abs() <= 1e-12, "{decodes_s}");
+        assert!(
+            (updates_s - event("update")).abs() <= 1e-9 * event("update").max(1e-9),
+            "the iterations hold {updates_s} s of update, the timing table {}",
+            event("update")
+        );
+        // The evaluation of the losses (every iteration here) is not in them.
+        assert!(event("evaluate") > 0.0);
+        let mean = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>() / 6.0;
+        assert_eq!(summary.mean_decodable_s, 1e-3);
+        assert!((summary.mean_iteration_s - mean(&mut clock.0.iter().map(|x| x.1))).abs() <= 1e-15);
     }
 
     fn driver(config: &Config) -> Driver {
@@ -753,8 +873,11 @@ mod tests {
         assert_eq!(clock.0.len(), 14);
         for trial in 0..2 {
             let mut sum = 0.0;
-            for &(_, duration, elapsed) in clock.0.iter().filter(|r| r.0 == trial) {
+            for (&(_, duration, elapsed), &(decodable, _)) in
+                clock.0.iter().zip(&clock.1).filter(|r| r.0.0 == trial)
+            {
                 assert!(duration > 0.0);
+                assert_eq!(duration, decodable, "nothing models the decode");
                 sum += duration;
                 assert_eq!(elapsed, sum, "trial {trial}");
             }
@@ -789,7 +912,10 @@ mod tests {
             assert_eq!(clock.0.len(), 6);
             let mut before = carried;
             for (i, &(_, duration, elapsed)) in clock.0.iter().enumerate() {
-                assert_eq!(duration, 1e-3);
+                // No learner: the wait until the decodable set and the decode.
+                let (decodable, decode) = clock.1[i];
+                assert_eq!(decodable, 1e-3);
+                assert_eq!(duration, decodable + decode);
                 // At least the 2 ms slept per iteration so far, at most the wall clock.
                 assert!(elapsed - carried >= 2e-3 * (i + 1) as f64, "{elapsed}");
                 assert!(elapsed - carried <= wall, "{elapsed} > {wall}");

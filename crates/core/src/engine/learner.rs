@@ -3,6 +3,7 @@
 //! test accuracy).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::EngineError;
 use super::timing::Timing;
@@ -27,6 +28,8 @@ pub struct Learner {
     test_accuracy: f64,
     /// The losses above are at the final θ ([`Learner::evaluate_final`]).
     final_evaluated: bool,
+    /// Seconds the last step's update took (the optimiser's step alone).
+    update_s: f64,
 }
 
 /// The losses one step evaluated (NaN: not evaluated this iteration).
@@ -74,6 +77,7 @@ impl Learner {
             test_loss: f64::NAN,
             test_accuracy: f64::NAN,
             final_evaluated: false,
+            update_s: f64::NAN,
         }
     }
 
@@ -133,6 +137,12 @@ impl Learner {
     /// [`Learner::evaluate_final`], those at the final θ; else the last
     /// iteration's (the training loss over all the training data, see
     /// [`Learner::step`]; NaN when a partial scheme could not know it there).
+    /// Seconds the last [`Learner::step`]'s update of θ took (the
+    /// optimiser's step, not the evaluation before it; NaN before the first).
+    pub fn last_update_s(&self) -> f64 {
+        self.update_s
+    }
+
     pub fn last_losses(&self) -> StepLosses {
         StepLosses {
             train: self.train_loss,
@@ -248,7 +258,10 @@ impl Learner {
             self.test_loss = losses.test;
             self.test_accuracy = losses.test_accuracy;
         }
-        timing.time("update", || self.opt.step(&combined[..dim], samples));
+        let update_start = Instant::now();
+        self.opt.step(&combined[..dim], samples);
+        self.update_s = update_start.elapsed().as_secs_f64();
+        timing.add("update", self.update_s);
         if self.opt.theta().iter().any(|v| !v.is_finite()) {
             return Err(EngineError::Diverged {
                 iteration,
