@@ -278,6 +278,20 @@ impl std::fmt::Display for SchemeEntry {
 }
 
 /// A list of scheme entries; [`SCHEMES`](super::SCHEMES) is the one this build uses.
+///
+/// Every scheme is picked by its name at run time (`scheme.kind`):
+///
+/// ```
+/// use gradcode_core::coding::{SCHEMES, build_kind};
+/// let names = SCHEMES.names();
+/// assert!(names.contains(&"gc-cyclic") && names.contains(&"is-gc"));
+/// let config = gradcode_core::config::parse("workers = 6\n", "example", &[]).unwrap().config;
+/// let scheme = build_kind("gc-frac", &config).unwrap();
+/// assert_eq!(scheme.kind().name(), "gc-frac");
+/// assert_eq!(scheme.workers(), 6);
+/// // An unknown name is an error, never a default.
+/// assert!(build_kind("gc-nothing", &config).is_err());
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Registry {
     entries: &'static [&'static SchemeEntry],

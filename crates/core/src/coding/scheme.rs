@@ -50,7 +50,38 @@ impl<T: std::any::Any> AsAny for T {
     }
 }
 
-/// A gradient coding scheme.
+/// A gradient coding scheme: it plans what every worker computes and sends
+/// in an iteration, and decodes what arrived.
+///
+/// A scheme built by name from a config, one iteration planned, and the
+/// full gradient decoded exactly from all workers but a straggler
+/// (Tandon et al.'s cyclic code, load 2, tolerates one):
+///
+/// ```
+/// use gradcode_core::coding::{self, Arrival, RoundContext};
+/// let text = "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n";
+/// let config = gradcode_core::config::parse(text, "example", &[]).unwrap().config;
+/// let mut scheme = coding::build(&config).unwrap();
+/// let plan = scheme.plan_round(&RoundContext::default());
+/// // A made-up gradient per partition, and their sum.
+/// let gradients: Vec<Vec<f64>> = (0..scheme.partitions())
+///     .map(|p| vec![p as f64 + 1.0, 0.5 - p as f64])
+///     .collect();
+/// let sum = [1.0 + 2.0 + 3.0 + 4.0, 0.5 - 0.5 - 1.5 - 2.5];
+/// // Worker 2 straggles; each other worker sends its codeword's combination.
+/// let received: Vec<Arrival> = [0, 1, 3].into_iter().map(Arrival::only).collect();
+/// let decoding = scheme.decode(&plan, &received);
+/// assert!(decoding.decodable);
+/// assert_eq!(decoding.recovered, vec![0, 1, 2, 3]);
+/// let messages: Vec<Vec<f64>> = received
+///     .iter()
+///     .map(|a| plan.tasks[a.worker].messages[a.message].codeword.encode(&gradients))
+///     .collect();
+/// let refs: Vec<&[f64]> = messages.iter().map(Vec::as_slice).collect();
+/// for (x, y) in decoding.combine(&refs).iter().zip(sum) {
+///     assert!((x - y).abs() <= 1e-12, "{x} != {y}");
+/// }
+/// ```
 pub trait Scheme: AsAny + Send {
     /// The registry entry of the scheme (`kind().name()` is its `scheme.kind`).
     fn kind(&self) -> &'static SchemeEntry;

@@ -107,6 +107,48 @@ pub struct Ended {
 pub type SignalCheck = fn() -> Option<i32>;
 
 /// A run of a driver with its observers and checkpoint (see the module).
+///
+/// Two simulated trials of five iterations of the default config's scheme,
+/// with an observer that counts them:
+///
+/// ```
+/// use gradcode_core::engine::{
+///     Driver, IterationEvent, Lane, Observer, ObserverError, Outcome, Plan, Session,
+///     SimulatedRound, Straggling,
+/// };
+/// use gradcode_core::straggler::DelaySpec;
+///
+/// struct Count(u64);
+/// impl Observer for Count {
+///     fn iteration(&mut self, _: &IterationEvent<'_>) -> Result<(), ObserverError> {
+///         self.0 += 1;
+///         Ok(())
+///     }
+/// }
+///
+/// let config = gradcode_core::config::Config::default();
+/// let time_unit_s = config.straggler.time_unit_ms / 1000.0;
+/// let scheme = gradcode_core::coding::build(&config).unwrap();
+/// let mut driver = Driver::new(
+///     vec![Lane::new(scheme, None)],
+///     config.straggler.state_info,
+///     time_unit_s,
+///     None,  // no snapshots
+///     false, // no timing events
+/// );
+/// let spec = DelaySpec::from_config(&config).unwrap();
+/// let mut straggling = |trial| Straggling::Model(spec.model(trial));
+/// let mut count = Count(0);
+/// let ended = Session::new(&mut driver)
+///     .observe(&mut count)
+///     .run(
+///         &mut SimulatedRound::new(time_unit_s),
+///         Plan { trials: 0..2, iterations: 5, straggling: &mut straggling },
+///     )
+///     .unwrap();
+/// assert_eq!(ended.outcome, Outcome::Completed);
+/// assert_eq!(count.0, 10);
+/// ```
 pub struct Session<'a> {
     driver: &'a mut Driver,
     observers: Vec<&'a mut dyn Observer>,
