@@ -97,7 +97,10 @@ fn json_has_a_fitted_link_per_worker_and_the_same_keys() {
         let one_way = w["one_way_s"].as_array().unwrap();
         assert_eq!(one_way.len(), sizes.len());
         // The largest message takes longer than the smallest.
-        assert!(one_way[sizes.len() - 1].as_f64() > one_way[0].as_f64(), "{w}");
+        assert!(
+            one_way[sizes.len() - 1].as_f64() > one_way[0].as_f64(),
+            "{w}"
+        );
     }
     // Two workers: the keys are the medians, the means of the two.
     let mean = |x: &[f64]| (x[0] + x[1]) / 2.0;

@@ -112,14 +112,29 @@ pub enum Command {
     /// section that models them.
     Probe {
         /// The smallest ping-pong message, bytes.
-        #[arg(long, value_name = "B", default_value = "8", allow_negative_numbers = true)]
+        #[arg(
+            long,
+            value_name = "B",
+            default_value = "8",
+            allow_negative_numbers = true
+        )]
         min_bytes: String,
         /// The largest ping-pong message, bytes (sizes grow 4x from --min-bytes);
         /// also what the fastest worker sends when all send at once.
-        #[arg(long, value_name = "B", default_value = "8388608", allow_negative_numbers = true)]
+        #[arg(
+            long,
+            value_name = "B",
+            default_value = "8388608",
+            allow_negative_numbers = true
+        )]
         max_bytes: String,
         /// Timed repetitions per size (medians are reported).
-        #[arg(long, value_name = "N", default_value = "5", allow_negative_numbers = true)]
+        #[arg(
+            long,
+            value_name = "N",
+            default_value = "5",
+            allow_negative_numbers = true
+        )]
         repetitions: String,
         /// Print JSON instead of TOML.
         #[arg(long)]
