@@ -76,7 +76,10 @@ up() {
     rates[i]=${BASH_REMATCH[2]}
   done
   # From here on a failure removes what was made.
-  trap 'down "$name" || true' EXIT
+  # (Expanded now: the trap runs after this function's locals are gone;
+  # NAME is letters, digits and dashes.)
+  # shellcheck disable=SC2064
+  trap "down $name || true" EXIT
   local sw="$name-sw"
   ip netns add "$sw"
   ip -n "$sw" link set lo up
