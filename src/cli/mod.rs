@@ -110,6 +110,8 @@ pub enum Command {
     /// Measure the network under MPI: `mpirun -n K+1 gradcode probe` times
     /// messages between rank 0 and ranks 1..K and prints the `[network]`
     /// section that models them.
+    // The numbers are text, checked by rank 0 alone after MPI starts
+    // (probe::ProbeFlags::check): a bad value is then one line, not one per rank.
     Probe {
         /// The smallest ping-pong message, bytes.
         #[arg(
@@ -128,7 +130,7 @@ pub enum Command {
             allow_negative_numbers = true
         )]
         max_bytes: String,
-        /// Timed repetitions per size (medians are reported).
+        /// Timed repetitions per size (the fastest counts).
         #[arg(
             long,
             value_name = "N",
