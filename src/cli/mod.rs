@@ -1,5 +1,5 @@
-//! The command line: `check`, `explain`, `simulate`, `sweep`, `advise`, `train`, `inspect`,
-//! `compare`.
+//! The command line: `check`, `explain`, `simulate`, `sweep`, `advise`, `train`, `probe`,
+//! `inspect`, `compare`.
 //!
 //! Every subcommand but `inspect` and `compare` takes `--config F` (the embedded demo when absent) and
 //! any number of `--set section.key=value`. Errors in input are
@@ -14,6 +14,7 @@ mod explain_dc;
 mod inspect;
 mod job;
 mod measured;
+mod probe;
 mod simulate;
 mod sweep;
 mod trace_file;
@@ -105,6 +106,41 @@ pub enum Command {
         /// (its config; `--set train.iterations=N` trains longer).
         #[arg(long, value_name = "F.h5", conflicts_with_all = ["out", "force"])]
         resume: Option<PathBuf>,
+    },
+    /// Measure the network under MPI: `mpirun -n K+1 gradcode probe` times
+    /// messages between rank 0 and ranks 1..K and prints the `[network]`
+    /// section that models them.
+    // The numbers are text, checked by rank 0 alone after MPI starts
+    // (probe::ProbeFlags::check): a bad value is then one line, not one per rank.
+    Probe {
+        /// The smallest ping-pong message, bytes.
+        #[arg(
+            long,
+            value_name = "B",
+            default_value = "8",
+            allow_negative_numbers = true
+        )]
+        min_bytes: String,
+        /// The largest ping-pong message, bytes (sizes grow 4x from --min-bytes);
+        /// also what the fastest worker sends when all send at once.
+        #[arg(
+            long,
+            value_name = "B",
+            default_value = "8388608",
+            allow_negative_numbers = true
+        )]
+        max_bytes: String,
+        /// Timed repetitions per size (the fastest counts).
+        #[arg(
+            long,
+            value_name = "N",
+            default_value = "5",
+            allow_negative_numbers = true
+        )]
+        repetitions: String,
+        /// Print JSON instead of TOML.
+        #[arg(long)]
+        json: bool,
     },
     /// Monte Carlo comparison of the schemes of `simulate.compare` on common random numbers.
     Simulate {
@@ -347,6 +383,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             "this gradcode was built without the `mpi` feature",
         )
         .into()),
+        Command::Probe {
+            min_bytes,
+            max_bytes,
+            repetitions,
+            json,
+        } => probe::run(&probe::ProbeFlags {
+            min_bytes,
+            max_bytes,
+            repetitions,
+            json,
+        }),
         Command::Simulate {
             args,
             trials,

@@ -1,0 +1,730 @@
+//! `gradcode probe`: measure the network the job runs on and print the
+//! `[network]` section that models it (issue 26, item 2).
+//!
+//! Under `mpirun -n K+1` rank 0 is the master and ranks 1..K the workers, as
+//! in `train`. Two measurements, each repeated and summarised by its
+//! fastest repetition (other processes sharing the machine, or a scheduler
+//! time slice, only ever add time to a message; under load the median of a
+//! few repetitions measured 10 ms for 8 bytes over a link that takes 50 µs):
+//!
+//! 1. **Ping-pong**, one worker at a time: the master sends a message of b
+//!    bytes, the worker sends b bytes back; half the round trip is the
+//!    one-way time t(b), over sizes from `--min-bytes` to `--max-bytes`
+//!    (each 4 times the previous). The line t(b) = latency + b / bandwidth
+//!    is fitted through the smallest and the largest size ([`fit_link`]
+//!    says why not least squares).
+//! 2. **All at once**: every worker sends one message to the master at the
+//!    same moment, worker i sending b_i bytes in proportion to its measured
+//!    bandwidth (the fastest sends `--max-bytes`), so that alone each would
+//!    take about as long; then each worker alone, the same way. The master's
+//!    bandwidth is Σ b_i over the time until the last message arrived; its
+//!    link is shared (its receives serialised) when all at once took more
+//!    than 1.5 times the slowest worker alone.
+//!
+//! The `[network]` keys printed are those the simulator reads: `latency_s`
+//! and `worker_bandwidth_bytes_per_s` are the medians over the workers (the
+//! per-worker figures follow as TOML comments, so the whole output pastes
+//! into a config), `master_bandwidth_bytes_per_s` and `master_link_shared`
+//! come from measurement 2.
+//!
+//! Every rank parses the same flags; rank 0 checks them and the world size
+//! and broadcasts the verdict before any measurement, so a bad flag or a run
+//! on one rank ends every rank with exit status 2 and one `error:` line.
+
+use serde::Serialize;
+
+use crate::error::InputError;
+
+/// The flags of `probe`, as given (checked by [`ProbeFlags::check`]).
+#[derive(Debug, Clone)]
+pub struct ProbeFlags {
+    pub min_bytes: String,
+    pub max_bytes: String,
+    pub repetitions: String,
+    pub json: bool,
+}
+
+/// The checked plan of a probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbePlan {
+    /// Message sizes of the ping-pong, ascending: `min`, 4 `min`, ..., `max`.
+    pub sizes_bytes: Vec<usize>,
+    /// Timed repetitions per size (one untimed warm-up comes first); the
+    /// fastest counts.
+    pub repetitions: usize,
+    pub json: bool,
+}
+
+/// The largest message a probe sends: each rank holds two buffers of it.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
+/// At most this many timed repetitions per size.
+pub const MAX_REPETITIONS: usize = 1000;
+/// The factor between consecutive ping-pong sizes.
+const SIZE_FACTOR: usize = 4;
+/// All-at-once counts as serialised on the master's link when it took more
+/// than this many times the slowest worker alone.
+const SHARED_FACTOR: f64 = 1.5;
+
+fn parse_count(flag: &str, text: &str) -> Result<usize, InputError> {
+    text.trim()
+        .parse::<usize>()
+        .map_err(|_| InputError::value(flag, text, "is not a whole number of at least 1 (e.g. 8)"))
+}
+
+impl ProbeFlags {
+    /// The plan, or the first bad flag named with its rule.
+    pub fn check(&self) -> Result<ProbePlan, InputError> {
+        let min = parse_count("--min-bytes", &self.min_bytes)?;
+        let max = parse_count("--max-bytes", &self.max_bytes)?;
+        let repetitions = parse_count("--repetitions", &self.repetitions)?;
+        if min == 0 {
+            return Err(InputError::value(
+                "--min-bytes",
+                min,
+                "must be at least 1: an empty message has no size to fit a bandwidth to",
+            ));
+        }
+        if max > MAX_MESSAGE_BYTES {
+            return Err(InputError::value(
+                "--max-bytes",
+                max,
+                format!("exceeds {MAX_MESSAGE_BYTES} (1 GiB), the largest message a probe sends"),
+            ));
+        }
+        if max < SIZE_FACTOR.saturating_mul(min) {
+            return Err(InputError::value(
+                "--max-bytes",
+                max,
+                format!(
+                    "must be at least {SIZE_FACTOR} x --min-bytes = {}: the fit needs messages of at least two sizes",
+                    SIZE_FACTOR.saturating_mul(min)
+                ),
+            ));
+        }
+        if !(1..=MAX_REPETITIONS).contains(&repetitions) {
+            return Err(InputError::value(
+                "--repetitions",
+                repetitions,
+                format!("must be in 1..={MAX_REPETITIONS}"),
+            ));
+        }
+        Ok(ProbePlan {
+            sizes_bytes: sizes(min, max),
+            repetitions,
+            json: self.json,
+        })
+    }
+}
+
+/// `min`, `min` x 4, ... while below `max`, then `max`.
+fn sizes(min: usize, max: usize) -> Vec<usize> {
+    let mut out = vec![min];
+    let mut next = min * SIZE_FACTOR;
+    while next < max {
+        out.push(next);
+        next *= SIZE_FACTOR;
+    }
+    out.push(max);
+    out
+}
+
+/// The link model fitted to one worker's one-way times.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LinkFit {
+    /// Seconds a message takes besides its bytes (the intercept).
+    pub latency_s: f64,
+    /// Bytes per second (1 / the slope).
+    pub bandwidth_bytes_per_s: f64,
+}
+
+/// Fit t = latency + bytes / bandwidth to `(bytes, seconds)` points: the
+/// line through the smallest message's point (where the latency dominates)
+/// and the largest's (where the bytes do). Not least squares over every
+/// size: real links are not linear in between. A `tc tbf` limiter passes a
+/// message up to its burst at line rate, and TCP's delayed
+/// acknowledgements add tens of milliseconds to mid-size messages: in one
+/// run on the test bed's 100 Mbit/s link (`tests/multihost.rs`), 128 KiB
+/// took 34 ms one way and 512 KiB 49 ms, and a least-squares line over
+/// 8 B..1 MiB weighted by relative residuals put the bandwidth 35x too high,
+/// unweighted over the three largest sizes 1.4x. The intermediate sizes are
+/// reported (`--json`: `one_way_s`) to show how far the line holds. An
+/// intercept at or below zero (a link too fast for the smallest message to
+/// show its latency) becomes the smallest message's time, an upper bound.
+/// `None` when the largest message is not slower than the smallest (no
+/// bandwidth to fit) or a time is not finite and positive.
+pub fn fit_link(points: &[(usize, f64)]) -> Option<LinkFit> {
+    if points.iter().any(|&(_, t)| !(t.is_finite() && t > 0.0)) {
+        return None;
+    }
+    let &(b0, t0) = points.iter().min_by_key(|&&(bytes, _)| bytes)?;
+    let &(b1, t1) = points.iter().max_by_key(|&&(bytes, _)| bytes)?;
+    if b1 <= b0 || t1 <= t0 {
+        return None;
+    }
+    let slope = (t1 - t0) / (b1 - b0) as f64;
+    let intercept = t0 - b0 as f64 * slope;
+    Some(LinkFit {
+        latency_s: if intercept > 0.0 { intercept } else { t0 },
+        bandwidth_bytes_per_s: 1.0 / slope,
+    })
+}
+
+/// The smallest of a non-empty list.
+pub fn fastest(times: &[f64]) -> f64 {
+    times.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// The median of a non-empty list (the mean of the middle two when even).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The `[network]` keys a probe measured (the names the config reads).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Network {
+    pub latency_s: f64,
+    pub worker_bandwidth_bytes_per_s: f64,
+    pub master_bandwidth_bytes_per_s: f64,
+    pub master_link_shared: bool,
+}
+
+/// One worker's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerLink {
+    /// 1-based, the MPI rank.
+    pub worker: usize,
+    pub host: String,
+    pub latency_s: f64,
+    pub bandwidth_bytes_per_s: f64,
+    /// The fastest one-way time of each ping-pong size.
+    pub one_way_s: Vec<f64>,
+    /// The bytes it sent in the all-at-once measurement.
+    pub simultaneous_bytes: usize,
+    /// The fastest time its message alone took to reach the master.
+    pub alone_s: f64,
+}
+
+/// The all-at-once measurement.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Simultaneous {
+    /// Σ b_i.
+    pub bytes: usize,
+    /// The fastest time until the master had every message.
+    pub all_s: f64,
+    /// The slowest worker's time alone.
+    pub slowest_alone_s: f64,
+}
+
+/// Everything a probe reports (`--json` prints it as is).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    pub network: Network,
+    pub master_host: String,
+    pub sizes_bytes: Vec<usize>,
+    pub repetitions: usize,
+    pub workers: Vec<WorkerLink>,
+    pub simultaneous: Simultaneous,
+}
+
+impl ProbeReport {
+    /// The `[network]` keys from the per-worker fits and the all-at-once times.
+    pub fn summarise(
+        master_host: String,
+        plan: &ProbePlan,
+        workers: Vec<WorkerLink>,
+        simultaneous: Simultaneous,
+    ) -> Self {
+        let latencies: Vec<f64> = workers.iter().map(|w| w.latency_s).collect();
+        let bandwidths: Vec<f64> = workers.iter().map(|w| w.bandwidth_bytes_per_s).collect();
+        let network = Network {
+            latency_s: median(&latencies),
+            worker_bandwidth_bytes_per_s: median(&bandwidths),
+            master_bandwidth_bytes_per_s: simultaneous.bytes as f64 / simultaneous.all_s,
+            master_link_shared: simultaneous.all_s > SHARED_FACTOR * simultaneous.slowest_alone_s,
+        };
+        Self {
+            network,
+            master_host,
+            sizes_bytes: plan.sizes_bytes.clone(),
+            repetitions: plan.repetitions,
+            workers,
+            simultaneous,
+        }
+    }
+
+    /// The section to paste, then the measurements as TOML comments.
+    pub fn to_toml(&self) -> String {
+        let n = &self.network;
+        let mut out = format!(
+            "# gradcode probe: {} workers, messages of {}..{} bytes, fastest of {} repetitions\n",
+            self.workers.len(),
+            self.sizes_bytes[0],
+            self.sizes_bytes[self.sizes_bytes.len() - 1],
+            self.repetitions
+        );
+        out += "[network]\n";
+        out += &format!("latency_s = {:.4e}\n", n.latency_s);
+        out += &format!(
+            "worker_bandwidth_bytes_per_s = {:.4e}\n",
+            n.worker_bandwidth_bytes_per_s
+        );
+        out += &format!(
+            "master_bandwidth_bytes_per_s = {:.4e}\n",
+            n.master_bandwidth_bytes_per_s
+        );
+        out += &format!("master_link_shared = {}\n", n.master_link_shared);
+        let (lo, hi) = self
+            .workers
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), w| {
+                (
+                    lo.min(w.bandwidth_bytes_per_s),
+                    hi.max(w.bandwidth_bytes_per_s),
+                )
+            });
+        if hi > 2.0 * lo {
+            out += &format!(
+                "# the workers' bandwidths differ more than 2x ({lo:.3e}..{hi:.3e}): the keys above are medians\n"
+            );
+        }
+        out += &format!("# master (rank 0) on {}\n", self.master_host);
+        out += &format!(
+            "# {:>6}  {:<20} {:>12} {:>22} {:>14} {:>12}\n",
+            "worker", "host", "latency_s", "bandwidth_bytes_per_s", "simultaneous_B", "alone_s"
+        );
+        for w in &self.workers {
+            out += &format!(
+                "# {:>6}  {:<20} {:>12.4e} {:>22.4e} {:>14} {:>12.4e}\n",
+                w.worker,
+                w.host,
+                w.latency_s,
+                w.bandwidth_bytes_per_s,
+                w.simultaneous_bytes,
+                w.alone_s
+            );
+        }
+        let s = &self.simultaneous;
+        out += &format!(
+            "# all workers at once: {} bytes in {:.4e} s (slowest alone {:.4e} s)\n",
+            s.bytes, s.all_s, s.slowest_alone_s
+        );
+        out
+    }
+}
+
+/// The bytes worker i sends all at once: `max` scaled by its bandwidth
+/// relative to the fastest, at least `min`.
+fn simultaneous_bytes(bandwidths: &[f64], min: usize, max: usize) -> Vec<usize> {
+    let fastest = bandwidths.iter().copied().fold(0.0, f64::max);
+    bandwidths
+        .iter()
+        .map(|&b| ((max as f64 * b / fastest).round() as usize).clamp(min, max))
+        .collect()
+}
+
+#[cfg(not(feature = "mpi"))]
+pub fn run(_flags: &ProbeFlags) -> anyhow::Result<()> {
+    Err(InputError::new("probe", "this gradcode was built without the `mpi` feature").into())
+}
+
+#[cfg(feature = "mpi")]
+pub use measure::run;
+
+#[cfg(feature = "mpi")]
+mod measure {
+    use std::time::{Duration, Instant};
+
+    use mpi::topology::SimpleCommunicator;
+    use mpi::traits::*;
+
+    use super::*;
+    use crate::error::QuietExit;
+
+    /// The master's commands to a worker: `[kind, bytes, count]`.
+    const TAG_COMMAND: i32 = 1;
+    /// Payload messages.
+    const TAG_DATA: i32 = 2;
+    const PING_PONG: u64 = 1;
+    const SEND: u64 = 2;
+    const DONE: u64 = 3;
+
+    /// How long an idle worker sleeps between probes for the next command
+    /// (the ranks of a probe may share few cores: an idle rank must not spin).
+    /// It delays the start of an all-at-once round by at most this much
+    /// (and the rounds of each worker alone alike).
+    const IDLE_SLEEP: Duration = Duration::from_micros(100);
+
+    /// `gradcode probe` on every rank.
+    pub fn run(flags: &ProbeFlags) -> anyhow::Result<()> {
+        let universe =
+            mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+        let world = universe.world();
+        let root = world.process_at_rank(0);
+        let ranks = world.size() as usize;
+        // Rank 0 checks and tells the others before anything is measured.
+        let mut verdict = [0u8];
+        let mut checked = None;
+        if world.rank() == 0 {
+            match check(flags, ranks) {
+                Ok(plan) => checked = Some(plan),
+                Err(e) => {
+                    // Printed before the broadcast: the others exit as soon as
+                    // they hear, and mpirun may then end rank 0 first.
+                    crate::errln!("error: {e}");
+                    verdict[0] = 1;
+                }
+            }
+        }
+        if ranks > 1 {
+            root.broadcast_into(&mut verdict[..]);
+        }
+        if verdict[0] != 0 {
+            return Err(QuietExit(2).into());
+        }
+        let hosts = gather_hosts(&world);
+        if world.rank() == 0 {
+            let plan = checked.expect("rank 0 checked the plan");
+            let report = master(&world, &plan, hosts);
+            for w in 1..ranks as i32 {
+                world
+                    .process_at_rank(w)
+                    .send_with_tag(&[DONE, 0, 0][..], TAG_COMMAND);
+            }
+            let report = report?;
+            if plan.json {
+                crate::outln!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                crate::outln!("{}", report.to_toml().trim_end());
+            }
+        } else {
+            worker(&world);
+        }
+        Ok(())
+    }
+
+    fn check(flags: &ProbeFlags, ranks: usize) -> Result<ProbePlan, InputError> {
+        let plan = flags.check()?;
+        if ranks < 2 {
+            return Err(InputError::value(
+                "MPI ranks",
+                ranks,
+                "is too few: probe measures the links between rank 0 (the master) and ranks 1..K (the workers); run it as mpirun -n K+1 gradcode probe with K >= 1",
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// Every rank's host name on rank 0 (empty elsewhere).
+    fn gather_hosts(world: &SimpleCommunicator) -> Vec<String> {
+        const WIDTH: usize = 256;
+        let name =
+            mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
+        let mut mine = [0u8; WIDTH];
+        let n = name.len().min(WIDTH - 1);
+        mine[..n].copy_from_slice(&name.as_bytes()[..n]);
+        let root = world.process_at_rank(0);
+        if world.rank() != 0 {
+            root.gather_into(&mine[..]);
+            return Vec::new();
+        }
+        let mut all = vec![0u8; WIDTH * world.size() as usize];
+        root.gather_into_root(&mine[..], &mut all[..]);
+        all.chunks(WIDTH)
+            .map(|c| {
+                let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+                String::from_utf8_lossy(&c[..end]).into_owned()
+            })
+            .collect()
+    }
+
+    /// A worker: wait for each command without spinning, carry it out.
+    fn worker(world: &SimpleCommunicator) {
+        let master = world.process_at_rank(0);
+        let mut buffer = Vec::new();
+        loop {
+            while master.immediate_probe_with_tag(TAG_COMMAND).is_none() {
+                std::thread::sleep(IDLE_SLEEP);
+            }
+            let mut command = [0u64; 3];
+            master.receive_into_with_tag(&mut command[..], TAG_COMMAND);
+            let [kind, bytes, count] = command;
+            let bytes = bytes as usize;
+            if buffer.len() < bytes {
+                buffer.resize(bytes, 0u8);
+            }
+            match kind {
+                PING_PONG => {
+                    for _ in 0..count {
+                        master.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
+                        master.send_with_tag(&buffer[..bytes], TAG_DATA);
+                    }
+                }
+                SEND => master.send_with_tag(&buffer[..bytes], TAG_DATA),
+                _ => return,
+            }
+        }
+    }
+
+    /// The master: both measurements, then the report.
+    fn master(
+        world: &SimpleCommunicator,
+        plan: &ProbePlan,
+        hosts: Vec<String>,
+    ) -> anyhow::Result<ProbeReport> {
+        let workers = world.size() as usize - 1;
+        let max = *plan.sizes_bytes.last().expect("at least two sizes");
+        let min = plan.sizes_bytes[0];
+        let mut buffer = vec![0u8; max];
+        let mut links = Vec::with_capacity(workers);
+        for (w, host) in hosts.iter().enumerate().skip(1) {
+            let peer = world.process_at_rank(w as i32);
+            let mut one_way_s = Vec::with_capacity(plan.sizes_bytes.len());
+            for &bytes in &plan.sizes_bytes {
+                // One untimed warm-up (it opens the connection, touches the pages).
+                let count = plan.repetitions + 1;
+                peer.send_with_tag(&[PING_PONG, bytes as u64, count as u64][..], TAG_COMMAND);
+                let mut times = Vec::with_capacity(plan.repetitions);
+                for rep in 0..count {
+                    let start = Instant::now();
+                    peer.send_with_tag(&buffer[..bytes], TAG_DATA);
+                    peer.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
+                    if rep > 0 {
+                        times.push(start.elapsed().as_secs_f64() / 2.0);
+                    }
+                }
+                one_way_s.push(fastest(&times));
+            }
+            let points: Vec<(usize, f64)> = plan
+                .sizes_bytes
+                .iter()
+                .copied()
+                .zip(one_way_s.iter().copied())
+                .collect();
+            let fit = fit_link(&points).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "worker {w}: the one-way time did not grow with the message size ({one_way_s:?} s for {:?} bytes): no bandwidth to fit; raise --max-bytes",
+                    plan.sizes_bytes
+                )
+            })?;
+            links.push(WorkerLink {
+                worker: w,
+                host: host.clone(),
+                latency_s: fit.latency_s,
+                bandwidth_bytes_per_s: fit.bandwidth_bytes_per_s,
+                one_way_s,
+                simultaneous_bytes: 0,
+                alone_s: 0.0,
+            });
+        }
+        let bandwidths: Vec<f64> = links.iter().map(|l| l.bandwidth_bytes_per_s).collect();
+        let sends = simultaneous_bytes(&bandwidths, min, max);
+        let everyone: Vec<usize> = (1..=workers).collect();
+        let total: usize = sends.iter().sum();
+        buffer.resize(total.max(max), 0);
+        for (link, &bytes) in links.iter_mut().zip(&sends) {
+            link.simultaneous_bytes = bytes;
+        }
+        let mut alone = Vec::with_capacity(workers);
+        for w in 1..=workers {
+            alone.push(timed_sends(
+                world,
+                &[w],
+                &sends,
+                plan.repetitions,
+                &mut buffer,
+            ));
+        }
+        for (link, &t) in links.iter_mut().zip(&alone) {
+            link.alone_s = t;
+        }
+        let all_s = timed_sends(world, &everyone, &sends, plan.repetitions, &mut buffer);
+        let simultaneous = Simultaneous {
+            bytes: total,
+            all_s,
+            slowest_alone_s: alone.iter().copied().fold(0.0, f64::max),
+        };
+        Ok(ProbeReport::summarise(
+            hosts[0].clone(),
+            plan,
+            links,
+            simultaneous,
+        ))
+    }
+
+    /// The fastest, over a warm-up and `repetitions` timed rounds, of the time
+    /// from the master's command to the arrival of the last message when the
+    /// workers `who` (1-based) each send their `sends[w - 1]` bytes at once;
+    /// `buffer` holds at least their sum.
+    fn timed_sends(
+        world: &SimpleCommunicator,
+        who: &[usize],
+        sends: &[usize],
+        repetitions: usize,
+        buffer: &mut [u8],
+    ) -> f64 {
+        let mut times = Vec::with_capacity(repetitions);
+        for rep in 0..=repetitions {
+            // Disjoint parts of the buffer, one per sender, all receiving at once.
+            let mut parts = Vec::with_capacity(who.len());
+            let mut rest = &mut buffer[..];
+            for &w in who {
+                let (part, tail) = rest.split_at_mut(sends[w - 1]);
+                parts.push(part);
+                rest = tail;
+            }
+            let start = Instant::now();
+            mpi::request::scope(|scope| {
+                let mut requests = Vec::with_capacity(who.len());
+                for (&w, part) in who.iter().zip(parts) {
+                    let peer = world.process_at_rank(w as i32);
+                    requests.push(peer.immediate_receive_into_with_tag(scope, part, TAG_DATA));
+                }
+                for &w in who {
+                    world
+                        .process_at_rank(w as i32)
+                        .send_with_tag(&[SEND, sends[w - 1] as u64, 0][..], TAG_COMMAND);
+                }
+                for request in requests {
+                    request.wait();
+                }
+            });
+            if rep > 0 {
+                times.push(start.elapsed().as_secs_f64());
+            }
+        }
+        fastest(&times)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(min: &str, max: &str, reps: &str) -> ProbeFlags {
+        ProbeFlags {
+            min_bytes: min.into(),
+            max_bytes: max.into(),
+            repetitions: reps.into(),
+            json: false,
+        }
+    }
+
+    #[test]
+    fn sizes_grow_by_four_and_end_at_the_maximum() {
+        let plan = flags("8", "8388608", "5").check().unwrap();
+        assert_eq!(plan.sizes_bytes[0], 8);
+        assert_eq!(*plan.sizes_bytes.last().unwrap(), 8388608);
+        assert_eq!(plan.sizes_bytes.len(), 11);
+        assert!(plan.sizes_bytes.windows(2).all(|w| w[1] == 4 * w[0]));
+        assert_eq!(sizes(8, 100), vec![8, 32, 100]);
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        for (f, field) in [
+            (flags("0", "64", "3"), "--min-bytes"),
+            (flags("x", "64", "3"), "--min-bytes"),
+            (flags("8", "16", "3"), "--max-bytes"),
+            (flags("8", "-1", "3"), "--max-bytes"),
+            (flags("8", "2000000000", "3"), "--max-bytes"),
+            (flags("8", "64", "0"), "--repetitions"),
+            (flags("8", "64", "1001"), "--repetitions"),
+            (flags("8", "64", "2.5"), "--repetitions"),
+        ] {
+            let e = f.check().unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+        }
+    }
+
+    #[test]
+    fn the_fit_recovers_a_line_exactly() {
+        let (latency, bandwidth) = (3e-5, 1.25e7);
+        let points: Vec<(usize, f64)> = sizes(8, 1 << 20)
+            .into_iter()
+            .map(|b| (b, latency + b as f64 / bandwidth))
+            .collect();
+        let fit = fit_link(&points).unwrap();
+        assert!((fit.latency_s / latency - 1.0).abs() < 1e-9, "{fit:?}");
+        assert!(
+            (fit.bandwidth_bytes_per_s / bandwidth - 1.0).abs() < 1e-9,
+            "{fit:?}"
+        );
+    }
+
+    #[test]
+    fn a_negative_intercept_falls_back_to_the_smallest_time() {
+        // Times proportional to size (1 ns per byte), the smallest below the line.
+        let points = vec![(8, 4e-9), (1024, 1.024e-6), (1 << 20, 1.048576e-3)];
+        let fit = fit_link(&points).unwrap();
+        assert_eq!(fit.latency_s, 4e-9, "{fit:?}");
+    }
+
+    #[test]
+    fn times_that_do_not_grow_have_no_bandwidth() {
+        assert_eq!(fit_link(&[(8, 1e-3), (1 << 20, 1e-3)]), None);
+        assert_eq!(fit_link(&[(8, 2e-3), (1 << 20, 1e-3)]), None);
+        assert_eq!(fit_link(&[(8, 0.0), (1 << 20, 1e-3)]), None);
+        assert_eq!(fit_link(&[(8, 1e-3)]), None);
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_lists() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn simultaneous_sends_scale_with_bandwidth() {
+        assert_eq!(
+            simultaneous_bytes(&[1e9, 5e8, 1e3], 8, 1000),
+            vec![1000, 500, 8]
+        );
+    }
+
+    fn report(all_s: f64, slowest_alone_s: f64) -> ProbeReport {
+        let plan = flags("8", "1024", "3").check().unwrap();
+        let link = |worker, bw| WorkerLink {
+            worker,
+            host: format!("h{worker}"),
+            latency_s: 1e-5 * worker as f64,
+            bandwidth_bytes_per_s: bw,
+            one_way_s: vec![1e-5; plan.sizes_bytes.len()],
+            simultaneous_bytes: 1024,
+            alone_s: 1e-4,
+        };
+        ProbeReport::summarise(
+            "h0".into(),
+            &plan,
+            vec![link(1, 1e9), link(2, 2e9), link(3, 1e7)],
+            Simultaneous {
+                bytes: 3072,
+                all_s,
+                slowest_alone_s,
+            },
+        )
+    }
+
+    #[test]
+    fn the_section_is_toml_with_the_medians() {
+        let r = report(3e-4, 1e-4);
+        let text = r.to_toml();
+        let value: toml::Table = text.parse().unwrap();
+        let n = value["network"].as_table().unwrap();
+        assert_eq!(n["latency_s"].as_float().unwrap(), 2e-5);
+        assert_eq!(n["worker_bandwidth_bytes_per_s"].as_float().unwrap(), 1e9);
+        assert_eq!(
+            n["master_bandwidth_bytes_per_s"].as_float().unwrap(),
+            1.024e7
+        );
+        assert_eq!(n["master_link_shared"].as_bool(), Some(true));
+        assert!(text.contains("differ more than 2x"), "{text}");
+        assert!(!report(1.2e-4, 1e-4).network.master_link_shared);
+    }
+}
