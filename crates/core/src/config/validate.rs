@@ -64,6 +64,10 @@ pub fn validate(config: &Config) -> Result {
     validate_output(&config.output)?;
     validate_simulate(&config.simulate)?;
     validate_compare(config)?;
+    if let Some(network) = &config.network {
+        // The rules live with the model (`sim::network`).
+        crate::sim::Network::from_config(network).map_err(crate::sim::network::into_input_error)?;
+    }
     Ok(())
 }
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::lower_bound;
 use crate::coding::{self, LowerBound, Scheme};
-use crate::config::{Config, StragglerModel};
+use crate::config::{Config, NetworkConfig, StragglerModel};
 use crate::engine::{
     Driver, EngineError, IterationEvent, Lane, Observer, ObserverError, SimulatedRound, Straggling,
 };
@@ -75,9 +75,23 @@ pub struct SimReport {
     /// The lower bound of `scheme.kind` with the config's parameters, when
     /// that scheme defines one (gc-cyclic, gc-sc, gc-dc).
     pub lower_bound: Option<BoundSummary>,
+    /// The `[network]` the messages crossed (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSummary>,
     /// Trace replay: how many distinct rows the rounds rest on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::straggler::ReplayCoverage>,
+}
+
+/// The network of a simulation: its `[network]` section and the size of
+/// every message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkSummary {
+    #[serde(flatten)]
+    pub config: NetworkConfig,
+    /// Bytes of one message (8 (d + 1)); null when no bandwidth is limited
+    /// (the size does not matter then and is not computed).
+    pub message_bytes: Option<f64>,
 }
 
 /// The most memory a simulation's kept iteration times may take (8 bytes
@@ -98,6 +112,9 @@ pub struct Simulation {
     bound: Option<LowerBound>,
     /// Seconds per model time unit (`straggler.time_unit_ms` / 1000), for the records.
     time_unit_s: f64,
+    /// The messages' way to the master (`None`: no `[network]`).
+    delivery: Option<super::Delivery>,
+    network: Option<NetworkSummary>,
 }
 
 impl Simulation {
@@ -149,6 +166,14 @@ impl Simulation {
             .expect("validate checks that the baseline is compared");
         let bound = coding::build(config)?.lower_bound();
         let time_unit_s = config.straggler.time_unit_ms / 1000.0;
+        let network = super::delivery::from_config(config)?;
+        let summary = network.map(|(_, message_bytes)| NetworkSummary {
+            config: config
+                .network
+                .clone()
+                .expect("a delivery comes from [network]"),
+            message_bytes,
+        });
         Ok(Self {
             spec,
             names,
@@ -158,6 +183,8 @@ impl Simulation {
             baseline,
             bound,
             time_unit_s,
+            delivery: network.map(|d| d.0),
+            network: summary,
         })
     }
 
@@ -198,7 +225,7 @@ impl Simulation {
         }
         let top_bound = lane_bound.pop().expect("the top-level bound was chained");
         let mut tallies = Tallies::new(lanes, bounds, self.trials, self.iterations, k);
-        let mut round = SimulatedRound::new(self.time_unit_s);
+        let mut round = SimulatedRound::new(self.time_unit_s).with_delivery(self.delivery);
         for trial in 0..self.trials {
             let mut straggling = Straggling::Model(self.spec.model(trial as u64));
             let mut all: Vec<&mut dyn Observer> = Vec::with_capacity(observers.len() + 1);
@@ -379,6 +406,7 @@ impl Tallies {
             baseline: sim.names[sim.baseline].clone(),
             schemes,
             lower_bound: top_bound.map(|i| bounds[i].clone()),
+            network: sim.network.clone(),
             replay: sim.spec.replay_coverage(sim.trials, sim.iterations),
         }
     }
