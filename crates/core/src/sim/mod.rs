@@ -14,6 +14,7 @@
 //! seconds are turned into model time by `straggler.time_unit_ms`. The lower
 //! bounds stay those of computation alone.
 
+pub mod communication;
 pub mod delivery;
 pub mod message_size;
 pub mod network;
