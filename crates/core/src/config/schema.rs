@@ -25,7 +25,7 @@ pub struct Config {
     pub simulate: SimulateConfig,
     pub runtime: RuntimeConfig,
     /// `[network]`: the communication `simulate`, `sweep`, `advise` and
-    /// `explain` model (`sim::network`). Absent (the default): none, every
+    /// `explain` model (`crate::network`, `sim::delivery`). Absent (the default): none, every
     /// message reaches the master the moment its worker sends it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkConfig>,
@@ -591,7 +591,7 @@ impl Default for TrainConfig {
 }
 
 /// `[network]`: the links between the workers and the master, in the model
-/// only (`sim::network` defines what they do to a message; the MPI runtime
+/// only (`sim::delivery` defines what they do to a message; the MPI runtime
 /// crosses the real network). Every key is optional; a section with none of
 /// them models a network that costs nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

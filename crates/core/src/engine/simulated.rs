@@ -6,14 +6,14 @@
 //! Continuous times tie with probability 0, so the messages received are the
 //! prefix the rule accepts. With a network ([`SimulatedRound::with_delivery`])
 //! that time is when the worker sends the message, and the events carry the
-//! time the master has received it ([`crate::sim::delivery`]): the stop
+//! time the master has received it ([`crate::network::delivery`]): the stop
 //! rule, and so the decode, goes by arrivals.
 //!
 //! [`RoundSample::message_time`]: crate::straggler::RoundSample::message_time
 
 use super::{Decision, Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing};
 use crate::coding::Arrival;
-use crate::sim::delivery::Delivery;
+use crate::network::Delivery;
 
 /// The simulator's round. Keeps its event buffer between iterations.
 #[derive(Debug, Default)]
@@ -70,7 +70,7 @@ impl Round for SimulatedRound {
         }
         match &self.delivery {
             // Sorted by arrival time, ties as below.
-            Some(delivery) => delivery.deliver(&mut self.events),
+            Some(delivery) => delivery.deliver(&mut self.events, |a| (a.worker, a.message)),
             None => self.events.sort_unstable_by(|a, b| {
                 a.0.total_cmp(&b.0)
                     .then(a.1.worker.cmp(&b.1.worker))

@@ -1,16 +1,16 @@
 //! What a `[network]` costs one round's messages, for `check` and `explain`
 //! (issue 26, item 1): the messages of a plan (or some of them) sent
 //! together at time 0, delivered as a simulation delivers them
-//! ([`super::delivery`]), in seconds.
+//! ([`crate::network::delivery`]), in seconds.
 
 use serde::Serialize;
 
-use super::delivery::Delivery;
+use super::delivery::network_of;
 use super::message_size::message_bytes;
-use super::network::{Network, into_input_error};
 use crate::coding::{Arrival, RoundPlan};
 use crate::config::{Config, NetworkConfig};
 use crate::error::InputError;
+use crate::network::{Delivery, into_input_error};
 
 /// The cost of sending some messages of a round at once.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,7 +64,7 @@ pub fn communication(
     let Some(section) = &config.network else {
         return Ok(None);
     };
-    let network = Network::from_config(section).map_err(into_input_error)?;
+    let network = network_of(section).map_err(into_input_error)?;
     let bytes = if network.limits_bandwidth() {
         Some(message_bytes(config)?)
     } else {
@@ -86,9 +86,9 @@ pub fn communication(
     // Each worker's messages together and in order, as a round sends them.
     events.sort_unstable_by_key(|e| (e.1.worker, e.1.message));
     let mut one = [(0.0, Arrival::only(0))];
-    delivery.deliver(&mut one);
+    delivery.deliver(&mut one, |a| (a.worker, a.message));
     let messages = events.len();
-    delivery.deliver(&mut events);
+    delivery.deliver(&mut events, |a| (a.worker, a.message));
     Ok(Some(Communication {
         network: section.clone(),
         message_bytes: bytes,

@@ -10,21 +10,18 @@
 //! [`lower_bound`] the bound of 000 §VI.
 //!
 //! Time here is the papers' unitless model time. A `[network]` section
-//! ([`network`]) adds each message's way to the master ([`delivery`]); its
+//! ([`crate::network`]) adds each message's way to the master ([`crate::network::delivery`]); its
 //! seconds are turned into model time by `straggler.time_unit_ms`. The lower
 //! bounds stay those of computation alone.
 
 pub mod communication;
 pub mod delivery;
 pub mod message_size;
-pub mod network;
 #[cfg(test)]
 mod network_tests;
 pub mod run;
 pub mod to_loss;
 
-pub use delivery::Delivery;
-pub use network::{Network, NetworkError};
 pub use run::{BoundSummary, NetworkSummary, SchemeSummary, SimReport, Simulation};
 pub use to_loss::{LossRunError, TrialToLoss, default_target, exact_losses, time_to_loss};
 

@@ -113,7 +113,7 @@ pub struct Simulation {
     /// Seconds per model time unit (`straggler.time_unit_ms` / 1000), for the records.
     time_unit_s: f64,
     /// The messages' way to the master (`None`: no `[network]`).
-    delivery: Option<super::Delivery>,
+    delivery: Option<crate::network::Delivery>,
     network: Option<NetworkSummary>,
 }
 

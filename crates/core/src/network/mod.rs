@@ -1,5 +1,6 @@
-//! The network of the model (issue 26, item 1): the `[network]` section,
-//! checked. What it does to a message is [`super::delivery`].
+//! The network of the model (issue 26, item 1): the `[network]` section's
+//! values, checked (the config's validation and the simulator build it; it
+//! imports neither), and what it does to a message ([`delivery`]).
 //!
 //! The papers' simulations (000 §VI) time computation only: a worker's coded
 //! vector reaches the master the moment the worker finishes; 003 counts the
@@ -9,7 +10,10 @@
 //! message, the bandwidth of each worker's link and of the master's, and
 //! whether the master's receives share its link.
 
-use crate::config::NetworkConfig;
+pub mod delivery;
+
+pub use delivery::{Delivery, MAX_MESSAGE_MODEL_TIME};
+
 use crate::error::InputError;
 
 /// The longest one-way latency a message may have, in seconds (one hour).
@@ -82,16 +86,6 @@ impl Network {
         })
     }
 
-    /// The network of a `[network]` section.
-    pub fn from_config(c: &NetworkConfig) -> Result<Self, NetworkError> {
-        Self::new(
-            c.latency_s,
-            c.worker_bandwidth_bytes_per_s,
-            c.master_bandwidth_bytes_per_s,
-            c.master_link_shared,
-        )
-    }
-
     /// One-way latency of a message, seconds.
     pub fn latency_s(&self) -> f64 {
         self.latency_s
@@ -153,8 +147,10 @@ mod tests {
         assert_eq!(n.master_bandwidth_bytes_per_s(), Some(1e300));
         assert!(!n.master_link_shared());
         assert!(n.limits_bandwidth());
-        let free = Network::from_config(&NetworkConfig::default()).unwrap();
-        assert_eq!(free, Network::new(0.0, None, None, true).unwrap());
-        assert!(!free.limits_bandwidth());
+        assert!(
+            !Network::new(0.0, None, None, true)
+                .unwrap()
+                .limits_bandwidth()
+        );
     }
 }
