@@ -75,9 +75,10 @@ pub struct SimReport {
     /// The lower bound of `scheme.kind` with the config's parameters, when
     /// that scheme defines one (gc-cyclic, gc-sc, gc-dc).
     pub lower_bound: Option<BoundSummary>,
-    /// The `[network]` the messages crossed (absent: none).
+    /// The `[network]` the messages crossed (absent: none); boxed, as most
+    /// reports have none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub network: Option<NetworkSummary>,
+    pub network: Option<Box<NetworkSummary>>,
     /// Trace replay: how many distinct rows the rounds rest on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::straggler::ReplayCoverage>,
@@ -406,7 +407,7 @@ impl Tallies {
             baseline: sim.names[sim.baseline].clone(),
             schemes,
             lower_bound: top_bound.map(|i| bounds[i].clone()),
-            network: sim.network.clone(),
+            network: sim.network.clone().map(Box::new),
             replay: sim.spec.replay_coverage(sim.trials, sim.iterations),
         }
     }
