@@ -21,6 +21,61 @@ const GC_SC: &str = "workers = 12\n[scheme]\nkind = \"gc-sc\"\nload = 2\ncluster
 
 /// (name, config text, --set overrides, field the error must name)
 const INVALID: &[(&str, &str, &[&str], &str)] = &[
+    // `[network]` (issue 26, item 1): each value names its key and its rule.
+    (
+        "network-latency-negative",
+        "[network]\nlatency_s = -0.001\n",
+        &[],
+        "network.latency_s = -0.001 must be a finite number of seconds in [0, 3600]",
+    ),
+    (
+        "network-latency-nan",
+        "[network]\nlatency_s = nan\n",
+        &[],
+        "network.latency_s = NaN must be",
+    ),
+    (
+        "network-latency-huge",
+        "[network]\nlatency_s = 1e300\n",
+        &[],
+        "network.latency_s",
+    ),
+    (
+        "network-worker-bandwidth-zero",
+        "[network]\nworker_bandwidth_bytes_per_s = 0\n",
+        &[],
+        "network.worker_bandwidth_bytes_per_s = 0 must be a finite number of bytes per second >= 1",
+    ),
+    (
+        "network-master-bandwidth-negative",
+        "[network]\n",
+        &["network.master_bandwidth_bytes_per_s=-1e9"],
+        "network.master_bandwidth_bytes_per_s = -1000000000 must be",
+    ),
+    (
+        "network-master-bandwidth-inf",
+        "[network]\nmaster_bandwidth_bytes_per_s = inf\n",
+        &[],
+        "network.master_bandwidth_bytes_per_s = inf must be",
+    ),
+    (
+        "network-shared-not-bool",
+        "[network]\nmaster_link_shared = \"yes\"\n",
+        &[],
+        "network.master_link_shared",
+    ),
+    (
+        "network-latency-string",
+        "[network]\nlatency_s = \"1ms\"\n",
+        &[],
+        "network.latency_s",
+    ),
+    (
+        "network-unknown-key",
+        "[network]\nbandwidth = 1e9\n",
+        &[],
+        "network.bandwidth",
+    ),
     ("workers-zero", "workers = 0\n", &[], "workers = 0"),
     ("workers-negative", "workers = -3\n", &[], "workers"),
     ("load-zero", "[scheme]\nload = 0\n", &[], "scheme.load = 0"),

@@ -137,6 +137,9 @@ struct CheckReport {
     /// The straggler model's long-run straggler share and computation time.
     straggler_long_run: crate::straggler::LongRun,
     warnings: Vec<String>,
+    /// `[network]`: what it costs the plan's messages (absent: no section).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    network: Option<crate::sim::communication::Communication>,
     config: Config,
 }
 
@@ -226,6 +229,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let config = &loaded.config;
     let (data_files, file_model) = read_data_files(config, scheme.partitions())?;
     let plan = scheme.plan_round(&RoundContext::default());
+    let network = crate::sim::communication::communication(config, &plan, None)?;
     let amplification = sample_amplification(scheme.as_mut(), &plan, config.seed, samples);
     let mut cluster_of = vec![None; scheme.workers()];
     for (c, members) in plan.clusters.iter().enumerate() {
@@ -299,6 +303,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             .collect(),
         straggler_trace,
         straggler_long_run,
+        network,
         config: config.clone(),
     };
     if args.json {
@@ -590,6 +595,12 @@ fn print_text(r: &CheckReport) {
         crate::outln!(
             "messages      up to {} per worker per iteration",
             r.messages_per_worker
+        );
+    }
+    if let Some(n) = &r.network {
+        crate::outln!(
+            "network       {}",
+            n.describe(&format!("the plan's {} messages", n.messages))
         );
     }
     if !r.clusters.is_empty() {

@@ -40,11 +40,34 @@ pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<
             .map(Arrival::only)
             .collect()
     };
+    // With a [network]: what it costs these messages, sent together.
+    let network =
+        crate::sim::communication::communication(&setup.loaded.config, &plan, Some(&arrivals))?;
     let report = decode_report(scheme.as_mut(), &plan, &arrivals);
     if args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
+        let json = WithNetwork {
+            report: &report,
+            network: network.as_ref(),
+        };
+        crate::outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_text(&report);
+        if let Some(n) = &network {
+            crate::outln!(
+                "network: {}",
+                n.describe(&format!("the {} received", n.messages))
+            );
+        }
     }
     Ok(())
+}
+
+/// The decode report, with the network's cost when the config has one
+/// (absent: the JSON is the report alone).
+#[derive(serde::Serialize)]
+struct WithNetwork<'a, R: serde::Serialize> {
+    #[serde(flatten)]
+    report: &'a R,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    network: Option<&'a crate::sim::communication::Communication>,
 }

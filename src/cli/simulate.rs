@@ -198,6 +198,23 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
         r.iterations,
         super::units::unit_note(unit_s)
     );
+    if let Some(n) = &r.network {
+        let rate = |b: Option<f64>| b.map_or("unlimited".to_string(), |b| format!("{b:e} B/s"));
+        crate::outln!(
+            "network: latency {} s, worker links {}, master link {}{}{}; times are arrivals at the master",
+            n.config.latency_s,
+            rate(n.config.worker_bandwidth_bytes_per_s),
+            rate(n.config.master_bandwidth_bytes_per_s),
+            if n.config.master_link_shared {
+                " (shared)"
+            } else {
+                " (not shared)"
+            },
+            n.message_bytes
+                .map(|b| format!(", messages of {b} bytes"))
+                .unwrap_or_default()
+        );
+    }
     let seconds = |x: f64| unit_s.map_or(String::new(), |u| format!(" {:>10.4}", x * u));
     crate::outln!();
     let vs = format!("vs {}", r.baseline);

@@ -10,6 +10,7 @@
 //! - [`learn`]: data partitions, loss/gradient kernels, optimisers;
 //! - [`engine`]: the iteration driver, the stop rule, the simulated round,
 //!   the observer interface (the MPI round is in `gradcode`);
+//! - [`network`]: the `[network]` values, checked (communication in the model);
 //! - [`sim`]: the Monte Carlo simulator;
 //! - [`record`]: what one iteration leaves behind (the trace's vocabulary);
 //! - [`stats`]: means, confidence intervals, percentiles.
@@ -24,6 +25,7 @@ pub mod engine;
 pub mod error;
 pub mod files;
 pub mod learn;
+pub mod network;
 pub mod record;
 pub mod rng;
 pub mod setup;

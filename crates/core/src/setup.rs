@@ -621,7 +621,11 @@ mod reference_tests {
 
     /// Keys of the sections besides `[scheme]` that have no default (absent
     /// from the serialised defaults).
-    const OPTIONAL: [&str; 6] = [
+    const OPTIONAL: [&str; 10] = [
+        "network.latency_s",
+        "network.worker_bandwidth_bytes_per_s",
+        "network.master_bandwidth_bytes_per_s",
+        "network.master_link_shared",
         "output.trace",
         "straggler.trace_file",
         "straggler.trace_columns",

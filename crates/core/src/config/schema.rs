@@ -24,6 +24,11 @@ pub struct Config {
     pub output: OutputConfig,
     pub simulate: SimulateConfig,
     pub runtime: RuntimeConfig,
+    /// `[network]`: the communication `simulate`, `sweep`, `advise` and
+    /// `explain` model (`crate::network`, `sim::delivery`). Absent (the default): none, every
+    /// message reaches the master the moment its worker sends it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkConfig>,
 }
 
 impl Default for Config {
@@ -39,6 +44,7 @@ impl Default for Config {
             output: OutputConfig::default(),
             simulate: SimulateConfig::default(),
             runtime: RuntimeConfig::default(),
+            network: None,
         }
     }
 }
@@ -580,6 +586,36 @@ impl Default for TrainConfig {
             result_timeout_s: 300.0,
             batch_size: None,
             momentum: 0.0,
+        }
+    }
+}
+
+/// `[network]`: the links between the workers and the master, in the model
+/// only (`sim::delivery` defines what they do to a message; the MPI runtime
+/// crosses the real network). Every key is optional; a section with none of
+/// them models a network that costs nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkConfig {
+    /// One-way latency of every message, seconds.
+    pub latency_s: f64,
+    /// Bandwidth of each worker's link, bytes per second; unset: unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker_bandwidth_bytes_per_s: Option<f64>,
+    /// Bandwidth of the master's link, bytes per second; unset: unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master_bandwidth_bytes_per_s: Option<f64>,
+    /// The master's receives share its link: one message crosses it at a time.
+    pub master_link_shared: bool,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        Self {
+            latency_s: 0.0,
+            worker_bandwidth_bytes_per_s: None,
+            master_bandwidth_bytes_per_s: None,
+            master_link_shared: true,
         }
     }
 }

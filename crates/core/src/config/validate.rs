@@ -64,6 +64,16 @@ pub fn validate(config: &Config) -> Result {
     validate_output(&config.output)?;
     validate_simulate(&config.simulate)?;
     validate_compare(config)?;
+    if let Some(n) = &config.network {
+        // The rules live with the network's type (`crate::network`).
+        crate::network::Network::new(
+            n.latency_s,
+            n.worker_bandwidth_bytes_per_s,
+            n.master_bandwidth_bytes_per_s,
+            n.master_link_shared,
+        )
+        .map_err(crate::network::into_input_error)?;
+    }
     Ok(())
 }
 

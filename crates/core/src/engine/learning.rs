@@ -37,10 +37,10 @@ pub struct LearningRound {
 impl LearningRound {
     /// A round over `partitions` (the training data, partition `p` at index
     /// `p`) for `model`, with mini-batches of `batch` samples drawn under
-    /// `seed` (every sample when None), reporting times in seconds,
-    /// `time_unit_s` per model time unit.
+    /// `seed` (every sample when None), its arrivals and times those of
+    /// `clock` (the simulator's round, with the run's network).
     pub fn new(
-        time_unit_s: f64,
+        clock: SimulatedRound,
         model: Arc<Model>,
         batch: Option<usize>,
         seed: u64,
@@ -52,7 +52,7 @@ impl LearningRound {
         );
         let vectors = vec![vec![0.0; model.dim() + 1]; partitions.len()];
         Self {
-            clock: SimulatedRound::new(time_unit_s),
+            clock,
             model,
             batch,
             seed,

@@ -4,18 +4,24 @@
 //! (model time) of its worker's sample ([`RoundSample::message_time`]); the
 //! events go to the stop rule sorted by time (ties by worker, then message).
 //! Continuous times tie with probability 0, so the messages received are the
-//! prefix the rule accepts.
+//! prefix the rule accepts. With a network ([`SimulatedRound::with_delivery`])
+//! that time is when the worker sends the message, and the events carry the
+//! time the master has received it ([`crate::network::delivery`]): the stop
+//! rule, and so the decode, goes by arrivals.
 //!
 //! [`RoundSample::message_time`]: crate::straggler::RoundSample::message_time
 
 use super::{Decision, Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing};
 use crate::coding::Arrival;
+use crate::network::Delivery;
 
 /// The simulator's round. Keeps its event buffer between iterations.
 #[derive(Debug, Default)]
 pub struct SimulatedRound {
     /// Seconds per model time unit, for the arrival times it reports.
     time_unit_s: f64,
+    /// The network the messages cross (`None`: they arrive when sent).
+    delivery: Option<Delivery>,
     events: Vec<(f64, Arrival)>,
 }
 
@@ -24,8 +30,15 @@ impl SimulatedRound {
     pub fn new(time_unit_s: f64) -> Self {
         Self {
             time_unit_s,
+            delivery: None,
             events: Vec::new(),
         }
+    }
+
+    /// This round with its messages crossing `delivery` (`None`: no network).
+    pub fn with_delivery(mut self, delivery: Option<Delivery>) -> Self {
+        self.delivery = delivery;
+        self
     }
 
     /// The events of the last iteration, sorted by arrival time (model time).
@@ -55,11 +68,15 @@ impl Round for SimulatedRound {
                 self.events.push((time, Arrival { worker, message }));
             }
         }
-        self.events.sort_unstable_by(|a, b| {
-            a.0.total_cmp(&b.0)
-                .then(a.1.worker.cmp(&b.1.worker))
-                .then(a.1.message.cmp(&b.1.message))
-        });
+        match &self.delivery {
+            // Sorted by arrival time, ties as below.
+            Some(delivery) => delivery.deliver(&mut self.events, |a| (a.worker, a.message)),
+            None => self.events.sort_unstable_by(|a, b| {
+                a.0.total_cmp(&b.0)
+                    .then(a.1.worker.cmp(&b.1.worker))
+                    .then(a.1.message.cmp(&b.1.message))
+            }),
+        }
         for &(time, arrival) in &self.events {
             match rule.arrive(arrival, time) {
                 Decision::Wait => report.accept(arrival, time * self.time_unit_s),

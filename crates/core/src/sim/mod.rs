@@ -9,12 +9,20 @@
 //! same code as in `train`. [`run`] adds the statistics ([`SimReport`]) and
 //! [`lower_bound`] the bound of 000 §VI.
 //!
-//! Time here is the papers' unitless model time.
+//! Time here is the papers' unitless model time. A `[network]` section
+//! ([`crate::network`]) adds each message's way to the master ([`crate::network::delivery`]); its
+//! seconds are turned into model time by `straggler.time_unit_ms`. The lower
+//! bounds stay those of computation alone.
 
+pub mod communication;
+pub mod delivery;
+pub mod message_size;
+#[cfg(test)]
+mod network_tests;
 pub mod run;
 pub mod to_loss;
 
-pub use run::{BoundSummary, SchemeSummary, SimReport, Simulation};
+pub use run::{BoundSummary, NetworkSummary, SchemeSummary, SimReport, Simulation};
 pub use to_loss::{LossRunError, TrialToLoss, default_target, exact_losses, time_to_loss};
 
 use crate::straggler::RoundSample;

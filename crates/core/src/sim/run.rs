@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::lower_bound;
 use crate::coding::{self, LowerBound, Scheme};
-use crate::config::{Config, StragglerModel};
+use crate::config::{Config, NetworkConfig, StragglerModel};
 use crate::engine::{
     Checkpoint, Driver, EngineError, Finish, IterationEvent, Lane, Observer, ObserverError,
     Outcome, Plan, Session, SignalCheck, SimulatedRound, Straggling,
@@ -76,9 +76,24 @@ pub struct SimReport {
     /// The lower bound of `scheme.kind` with the config's parameters, when
     /// that scheme defines one (gc-cyclic, gc-sc, gc-dc).
     pub lower_bound: Option<BoundSummary>,
+    /// The `[network]` the messages crossed (absent: none); boxed, as most
+    /// reports have none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<Box<NetworkSummary>>,
     /// Trace replay: how many distinct rows the rounds rest on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::straggler::ReplayCoverage>,
+}
+
+/// The network of a simulation: its `[network]` section and the size of
+/// every message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkSummary {
+    #[serde(flatten)]
+    pub config: NetworkConfig,
+    /// Bytes of one message (8 (d + 1)); null when no bandwidth is limited
+    /// (the size does not matter then and is not computed).
+    pub message_bytes: Option<f64>,
 }
 
 /// The most memory a simulation's kept iteration times may take (8 bytes
@@ -99,6 +114,9 @@ pub struct Simulation {
     bound: Option<LowerBound>,
     /// Seconds per model time unit (`straggler.time_unit_ms` / 1000), for the records.
     time_unit_s: f64,
+    /// The messages' way to the master (`None`: no `[network]`).
+    delivery: Option<crate::network::Delivery>,
+    network: Option<NetworkSummary>,
 }
 
 impl Simulation {
@@ -150,6 +168,14 @@ impl Simulation {
             .expect("validate checks that the baseline is compared");
         let bound = coding::build(config)?.lower_bound();
         let time_unit_s = config.straggler.time_unit_ms / 1000.0;
+        let network = super::delivery::from_config(config)?;
+        let summary = network.map(|(_, message_bytes)| NetworkSummary {
+            config: config
+                .network
+                .clone()
+                .expect("a delivery comes from [network]"),
+            message_bytes,
+        });
         Ok(Self {
             spec,
             names,
@@ -159,6 +185,8 @@ impl Simulation {
             baseline,
             bound,
             time_unit_s,
+            delivery: network.map(|d| d.0),
+            network: summary,
         })
     }
 
@@ -212,7 +240,7 @@ impl Simulation {
         }
         let top_bound = lane_bound.pop().expect("the top-level bound was chained");
         let mut tallies = Tallies::new(lanes, bounds, self.trials, self.iterations, k);
-        let mut round = SimulatedRound::new(self.time_unit_s);
+        let mut round = SimulatedRound::new(self.time_unit_s).with_delivery(self.delivery);
         let spec = &self.spec;
         let mut straggling = |trial: u64| Straggling::Model(spec.model(trial));
         let mut session = Session::new(&mut self.driver).observe(&mut tallies);
@@ -408,6 +436,7 @@ impl Tallies {
             baseline: sim.names[sim.baseline].clone(),
             schemes,
             lower_bound: top_bound.map(|i| bounds[i].clone()),
+            network: sim.network.clone().map(Box::new),
             replay: sim.spec.replay_coverage(sim.trials, sim.iterations),
         }
     }

@@ -16,7 +16,7 @@ use crate::coding::Scheme;
 use crate::config::Config;
 use crate::engine::{
     Driver, EngineError, IterationEvent, Lane, Learner, LearningRound, Observer, ObserverError,
-    Straggling, Timing,
+    SimulatedRound, Straggling, Timing,
 };
 use crate::error::InputError;
 use crate::learn::{DataPlan, StepKey, batch_rows};
@@ -120,7 +120,8 @@ pub fn time_to_loss(
     let learner = Learner::new(&config, &data, data.load_test()?)?;
     let time_unit_s = config.straggler.time_unit_ms / 1000.0;
     let mut round = LearningRound::new(
-        time_unit_s,
+        SimulatedRound::new(time_unit_s)
+            .with_delivery(super::delivery::from_config(&config)?.map(|d| d.0)),
         learner.model().clone(),
         config.train.batch_size,
         config.seed,
