@@ -119,7 +119,12 @@ impl Mlp {
     /// Every operation mirrors one of candle's in [`Self::forward`]'s graph
     /// and its backward pass: `0.0 + v` where candle adds a gradient into
     /// its store's zeros, `g * (z >= 0)` for ReLU's gradient.
-    fn pass(&self, batch: &DirectBatch<'_>, theta: &[f64], grad: &mut [f64]) -> Result<f64, ModelError> {
+    fn pass(
+        &self,
+        batch: &DirectBatch<'_>,
+        theta: &[f64],
+        grad: &mut [f64],
+    ) -> Result<f64, ModelError> {
         let rows = batch.rows;
         let layers = self.widths.len() - 1;
         let at = self.offsets();
@@ -144,7 +149,17 @@ impl Mlp {
             for _ in 0..rows {
                 y.extend_from_slice(&theta[b_at..b_at + n_out]);
             }
-            gemm(&mut y, rows, n_out, n_in, input, false, &theta[w_at..b_at], false, true);
+            gemm(
+                &mut y,
+                rows,
+                n_out,
+                n_in,
+                input,
+                false,
+                &theta[w_at..b_at],
+                false,
+                true,
+            );
             if l + 1 == layers {
                 logits = y;
             } else {
@@ -164,7 +179,17 @@ impl Mlp {
             let (w_at, b_at) = at[l];
             let input = if l == 0 { batch.x } else { &inputs[l - 1] };
             // dW += inputᵀ (in × rows) · g (rows × out), straight into θ's gradient.
-            gemm(&mut grad[w_at..b_at], n_in, n_out, rows, input, true, &g, false, true);
+            gemm(
+                &mut grad[w_at..b_at],
+                n_in,
+                n_out,
+                rows,
+                input,
+                true,
+                &g,
+                false,
+                true,
+            );
             let mut db = vec![0.0; n_out];
             for row in g.chunks(n_out) {
                 for (d, &v) in db.iter_mut().zip(row) {
@@ -180,7 +205,17 @@ impl Mlp {
             // The input's gradient: g (rows × out) · Wᵀ (out × in), then
             // back through dropout (on the last hidden layer) and ReLU.
             let mut dx = vec![0.0; rows * n_in];
-            gemm(&mut dx, rows, n_in, n_out, &g, false, &theta[w_at..b_at], true, false);
+            gemm(
+                &mut dx,
+                rows,
+                n_in,
+                n_out,
+                &g,
+                false,
+                &theta[w_at..b_at],
+                true,
+                false,
+            );
             let mask = batch.dropout.filter(|_| l + 1 == layers);
             for (i, (d, z)) in dx.iter_mut().zip(&pre[l - 1]).enumerate() {
                 let mut v = 0.0 + *d;
@@ -252,7 +287,9 @@ mod tests {
             let start: Vec<f64> = (0..net.dim()).map(|i| (i % 13) as f64 * 0.25).collect();
             for from in [vec![0.0; net.dim()], start] {
                 let (mut ours, mut graph) = (from.clone(), from);
-                let a = net.accumulate(&part, &picked, &theta, &mut ours, key).unwrap();
+                let a = net
+                    .accumulate(&part, &picked, &theta, &mut ours, key)
+                    .unwrap();
                 let b = net
                     .accumulate_by_graph(&part, &picked, &theta, &mut graph, key)
                     .unwrap();
