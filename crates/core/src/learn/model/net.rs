@@ -93,6 +93,57 @@ pub(crate) trait Architecture: Send + Sync + std::fmt::Debug {
     fn dropout_units(&self) -> Option<usize>;
     /// One line: the layers and their sizes (`gradcode check`).
     fn describe(&self) -> String;
+    /// Whether [`Self::accumulate_f64`] computes the gradient (in f64)
+    /// without candle's autodiff graph.
+    fn has_direct_pass(&self) -> bool {
+        false
+    }
+    /// Adds the gradient of the summed cross-entropy of `batch` at `theta`
+    /// into `grad` and returns the loss sum, by a forward and backward pass
+    /// written out for this architecture that reads θ and writes the
+    /// gradient in place; None when the architecture has none (candle's
+    /// graph computes it then).
+    fn accumulate_f64(
+        &self,
+        _batch: &DirectBatch<'_>,
+        _theta: &[f64],
+        _grad: &mut [f64],
+    ) -> Option<Result<f64, ModelError>> {
+        None
+    }
+}
+
+/// One mini-batch, for an architecture's own pass ([`Architecture::accumulate_f64`]).
+pub(crate) struct DirectBatch<'a> {
+    /// The samples, rows × features, row-major.
+    pub x: &'a [f64],
+    pub rows: usize,
+    pub labels: &'a [u32],
+    pub classes: usize,
+    /// Dropout's scaled keep mask (rows × the dropout layer's units).
+    pub dropout: Option<&'a [f64]>,
+}
+
+/// The summed softmax cross-entropy of `logits` (rows × classes, row-major)
+/// against `labels` and its gradient with respect to the logits, by the
+/// same candle operations (and so the same roundings) as the graph of
+/// [`Net::accumulate`].
+pub(crate) fn cross_entropy_head(
+    logits: Vec<f64>,
+    rows: usize,
+    classes: usize,
+    labels: &[u32],
+) -> candle_core::Result<(f64, Vec<f64>)> {
+    let dev = Device::Cpu;
+    let logits = Var::from_vec(logits, (rows, classes), &dev)?;
+    let labels = Tensor::from_slice(labels, rows, &dev)?;
+    let loss = cross_entropy_sum(logits.as_tensor(), &labels)?;
+    let grads = loss.backward()?;
+    let dlogits = match grads.get(logits.as_tensor()) {
+        Some(g) => g.flatten_all()?.to_vec1::<f64>()?,
+        None => vec![0.0; rows * classes],
+    };
+    Ok((loss.to_scalar::<f64>()?, dlogits))
 }
 
 /// The test set is evaluated in chunks of this many samples (batch
@@ -208,8 +259,9 @@ impl Net {
         Ok((tensors, variables))
     }
 
-    /// The images of `rows` of `x` as a batch tensor, and their labels.
-    fn batch(&self, part: &Partition, rows: &[usize]) -> Result<(Tensor, Tensor), ModelError> {
+    /// The pixels (rows × features, row-major, f64) of the samples `rows`
+    /// of `part`, and their labels.
+    fn gather(&self, part: &Partition, rows: &[usize]) -> Result<(Vec<f64>, Vec<u32>), ModelError> {
         let Features::Dense(x) = &part.x else {
             return Err(ModelError::Input(
                 "a network needs dense samples (data.format = \"dense\")".into(),
@@ -239,6 +291,12 @@ impl Net {
             }
             labels.push(y as u32);
         }
+        Ok((pixels, labels))
+    }
+
+    /// The images of `rows` of `x` as a batch tensor, and their labels.
+    fn batch(&self, part: &Partition, rows: &[usize]) -> Result<(Tensor, Tensor), ModelError> {
+        let (pixels, labels) = self.gather(part, rows)?;
         let [c, h, w] = self.input;
         let dev = Device::Cpu;
         let images = Tensor::from_vec(pixels, (rows.len(), c, h, w), &dev)?.to_dtype(self.dtype)?;
@@ -246,26 +304,35 @@ impl Net {
         Ok((images, labels))
     }
 
-    /// The dropout mask of `key`'s batch of `batch` samples: each unit kept
-    /// with probability 1 − p and then scaled by 1 / (1 − p).
-    fn dropout_mask(&self, key: StepKey, batch: usize) -> candle_core::Result<Option<Tensor>> {
-        let Some(units) = self.arch.dropout_units() else {
-            return Ok(None);
-        };
+    /// The dropout mask of `key`'s batch of `batch` samples (batch × the
+    /// dropout layer's units, row-major): each unit kept with probability
+    /// 1 − p and then scaled by 1 / (1 − p). None without a dropout layer.
+    fn dropout_values(&self, key: StepKey, batch: usize) -> Option<Vec<f64>> {
+        let units = self.arch.dropout_units()?;
         if self.dropout <= 0.0 {
-            return Ok(None);
+            return None;
         }
         let keep = 1.0 - self.dropout;
         let mut rng = key.rng(Stream::Dropout);
-        let mask: Vec<f64> = (0..batch * units)
-            .map(|_| {
-                if rng.random::<f64>() < keep {
-                    1.0 / keep
-                } else {
-                    0.0
-                }
-            })
-            .collect();
+        Some(
+            (0..batch * units)
+                .map(|_| {
+                    if rng.random::<f64>() < keep {
+                        1.0 / keep
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// [`Self::dropout_values`] as a tensor in the network's precision.
+    fn dropout_mask(&self, key: StepKey, batch: usize) -> candle_core::Result<Option<Tensor>> {
+        let Some(mask) = self.dropout_values(key, batch) else {
+            return Ok(None);
+        };
+        let units = mask.len() / batch;
         Tensor::from_vec(mask, (batch, units), &Device::Cpu)?
             .to_dtype(self.dtype)
             .map(Some)
@@ -275,6 +342,36 @@ impl Net {
     /// of `part` at `theta` into `grad`; returns the loss sum. Dropout masks
     /// come from `key`.
     pub fn accumulate(
+        &self,
+        part: &Partition,
+        rows: &[usize],
+        theta: &[f64],
+        grad: &mut [f64],
+        key: StepKey,
+    ) -> Result<f64, ModelError> {
+        if rows.is_empty() {
+            return Ok(0.0);
+        }
+        if self.dtype == DType::F64 && self.arch.has_direct_pass() {
+            let (pixels, labels) = self.gather(part, rows)?;
+            let mask = self.dropout_values(key, rows.len());
+            let batch = DirectBatch {
+                x: &pixels,
+                rows: rows.len(),
+                labels: &labels,
+                classes: self.classes,
+                dropout: mask.as_deref(),
+            };
+            if let Some(loss) = self.arch.accumulate_f64(&batch, theta, grad) {
+                return loss;
+            }
+        }
+        self.accumulate_by_graph(part, rows, theta, grad, key)
+    }
+
+    /// [`Self::accumulate`] by candle's autodiff graph of the architecture's
+    /// [`Architecture::forward`] (whatever pass of its own it has).
+    pub(crate) fn accumulate_by_graph(
         &self,
         part: &Partition,
         rows: &[usize],

@@ -27,7 +27,7 @@ impl Scalar for f64 {}
 /// `dst (m × n) (+)= lhs · rhs`, row-major slices; `lhs` is m × k (or its
 /// transpose stored k × m), `rhs` k × n (or its transpose stored n × k).
 #[allow(clippy::too_many_arguments)] // a matrix product's shapes and layouts
-fn gemm<T: Scalar>(
+pub(crate) fn gemm<T: Scalar>(
     dst: &mut [T],
     m: usize,
     n: usize,
