@@ -796,7 +796,7 @@ mod tests {
         let learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
         let ids: Vec<usize> = (0..partitions).collect();
         let mut round = ClockedLearning(crate::engine::LearningRound::new(
-            1e-3,
+            SimulatedRound::new(1e-3),
             learner.model().clone(),
             None,
             config.seed,
