@@ -14,6 +14,7 @@ mod explain_dc;
 mod inspect;
 mod job;
 mod measured;
+#[cfg(feature = "mpi")]
 mod probe;
 mod simulate;
 mod sweep;
@@ -383,6 +384,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             "this gradcode was built without the `mpi` feature",
         )
         .into()),
+        #[cfg(feature = "mpi")]
         Command::Probe {
             min_bytes,
             max_bytes,
@@ -394,6 +396,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             repetitions,
             json,
         }),
+        #[cfg(not(feature = "mpi"))]
+        Command::Probe { .. } => Err(crate::error::InputError::new(
+            "probe",
+            "this gradcode was built without the `mpi` feature",
+        )
+        .into()),
         Command::Simulate {
             args,
             trials,

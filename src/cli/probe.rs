@@ -1,6 +1,8 @@
 //! `gradcode probe`: measure the network the job runs on and print the
 //! `[network]` section that models it (issue 26, item 2).
 //!
+//! Compiled with the `mpi` feature only (`cli/mod.rs`).
+//!
 //! Under `mpirun -n K+1` rank 0 is the master and ranks 1..K the workers, as
 //! in `train`. Two measurements, each repeated and summarised by its
 //! fastest repetition (other processes sharing the machine, or a scheduler
@@ -329,15 +331,8 @@ fn simultaneous_bytes(bandwidths: &[f64], min: usize, max: usize) -> Vec<usize> 
         .collect()
 }
 
-#[cfg(not(feature = "mpi"))]
-pub fn run(_flags: &ProbeFlags) -> anyhow::Result<()> {
-    Err(InputError::new("probe", "this gradcode was built without the `mpi` feature").into())
-}
-
-#[cfg(feature = "mpi")]
 pub use measure::run;
 
-#[cfg(feature = "mpi")]
 mod measure {
     use std::time::{Duration, Instant};
 
