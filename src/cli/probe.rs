@@ -140,8 +140,10 @@ pub struct LinkFit {
 }
 
 /// Fit t = latency + bytes / bandwidth to `(bytes, seconds)` points: the
-/// line through the smallest message's point (where the latency dominates)
-/// and the largest's (where the bytes do). Not least squares over every
+/// line through the smallest message's point (where the latency dominates;
+/// its time the least of every size but the largest, since a message is
+/// never faster than a smaller one on a quiet link) and the largest's
+/// (where the bytes do). Not least squares over every
 /// size: real links are not linear in between. A `tc tbf` limiter passes a
 /// message up to its burst at line rate, and TCP's delayed
 /// acknowledgements add tens of milliseconds to mid-size messages: in one
@@ -158,8 +160,16 @@ pub fn fit_link(points: &[(usize, f64)]) -> Option<LinkFit> {
     if points.iter().any(|&(_, t)| !(t.is_finite() && t > 0.0)) {
         return None;
     }
-    let &(b0, t0) = points.iter().min_by_key(|&&(bytes, _)| bytes)?;
+    let &(b0, _) = points.iter().min_by_key(|&&(bytes, _)| bytes)?;
     let &(b1, t1) = points.iter().max_by_key(|&&(bytes, _)| bytes)?;
+    // The smallest message's time, from below: no message but the largest
+    // took less (a load spike on the smallest one, 2 ms for 8 bytes over a
+    // 60 µs link in a loaded test run, would otherwise hide the line).
+    let t0 = points
+        .iter()
+        .filter(|&&(bytes, _)| bytes < b1)
+        .map(|&(_, t)| t)
+        .fold(f64::INFINITY, f64::min);
     if b1 <= b0 || t1 <= t0 {
         return None;
     }
@@ -659,6 +669,31 @@ mod tests {
         let points = vec![(8, 4e-9), (1024, 1.024e-6), (1 << 20, 1.048576e-3)];
         let fit = fit_link(&points).unwrap();
         assert_eq!(fit.latency_s, 4e-9, "{fit:?}");
+    }
+
+    #[test]
+    fn a_slow_smallest_message_does_not_hide_the_line() {
+        // A loaded run: 8 bytes took 2 ms; every other size is on the line.
+        let (latency, bandwidth) = (5e-5, 1e9);
+        let mut points: Vec<(usize, f64)> = sizes(8, 1 << 20)
+            .into_iter()
+            .map(|b| (b, latency + b as f64 / bandwidth))
+            .collect();
+        points[0].1 = 2e-3;
+        let fit = fit_link(&points).unwrap();
+        // The line through the fastest small message (32 bytes) and the largest.
+        let t0 = latency + 32.0 / bandwidth;
+        let t1 = latency + (1 << 20) as f64 / bandwidth;
+        let slope = (t1 - t0) / ((1 << 20) - 8) as f64;
+        assert!(
+            (fit.bandwidth_bytes_per_s * slope - 1.0).abs() < 1e-12,
+            "{fit:?}"
+        );
+        assert!(
+            (fit.bandwidth_bytes_per_s / bandwidth - 1.0).abs() < 1e-4,
+            "{fit:?}"
+        );
+        assert!((fit.latency_s / latency - 1.0).abs() < 1e-3, "{fit:?}");
     }
 
     #[test]
