@@ -717,12 +717,13 @@ mod tests {
     use crate::straggler::DelaySpec;
     use std::time::Duration;
 
-    /// The simulated round as a round that measures wall time: each
-    /// iteration sleeps 2 ms and records 1 ms as its duration (less than
-    /// the wall clock, as a master's recorded time is).
-    struct Clocked(SimulatedRound);
+    /// A simulated round (with or without vectors) as a round that measures
+    /// wall time: each iteration sleeps 2 ms and records 1 ms until its
+    /// decodable set (less than the wall clock, as a master's recorded wait
+    /// is).
+    struct Clocked<R>(R);
 
-    impl Round for Clocked {
+    impl<R: Round> Round for Clocked<R> {
         fn run(
             &mut self,
             task: &RoundTask<'_>,
@@ -734,6 +735,19 @@ mod tests {
             let status = self.0.run(task, rule, report, timing)?;
             report.duration_s = 1e-3;
             Ok(status)
+        }
+
+        fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
+            self.0.combine(order, weights, out)
+        }
+
+        fn full_loss(
+            &mut self,
+            task: &RoundTask<'_>,
+            report: &mut RoundReport,
+            timing: &mut Timing,
+        ) -> Result<Option<f64>, RoundError> {
+            self.0.full_loss(task, report, timing)
         }
 
         fn measures_time(&self) -> bool {
@@ -755,32 +769,6 @@ mod tests {
         }
     }
 
-    /// The learning round (coded gradients computed in process) as a round
-    /// that measures wall time: 1 ms until the decodable set.
-    struct ClockedLearning(crate::engine::LearningRound);
-
-    impl Round for ClockedLearning {
-        fn run(
-            &mut self,
-            task: &RoundTask<'_>,
-            rule: &mut StopRule<'_>,
-            report: &mut RoundReport,
-            timing: &mut Timing,
-        ) -> Result<RoundStatus, RoundError> {
-            let status = self.0.run(task, rule, report, timing)?;
-            report.duration_s = 1e-3;
-            Ok(status)
-        }
-
-        fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
-            self.0.combine(order, weights, out)
-        }
-
-        fn measures_time(&self) -> bool {
-            true
-        }
-    }
-
     /// Issue 28, item 2: a measured iteration spans from the send of θ to
     /// the updated θ: the wait for a decodable set (`decodable_s`), the
     /// decode and the update, and nothing else (the update's share is
@@ -795,7 +783,7 @@ mod tests {
         let data = crate::learn::DataPlan::new(&config, partitions).unwrap();
         let learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
         let ids: Vec<usize> = (0..partitions).collect();
-        let mut round = ClockedLearning(crate::engine::LearningRound::new(
+        let mut round = Clocked(crate::engine::LearningRound::new(
             SimulatedRound::new(1e-3),
             learner.model().clone(),
             None,
