@@ -223,16 +223,8 @@ fn training_across_three_hosts_equals_one_host_bit_for_bit() {
         let one = finished(&one_host.output().unwrap(), &trace, "one host");
         let config = common::scratch("multihost", &format!("one-{attempt}.toml"));
         let spread_trace = common::scratch("multihost", &format!("three-{attempt}.h5"));
-        let args = [
-            "train",
-            "--config",
-            config.to_str().unwrap(),
-            "--out",
-            spread_trace.to_str().unwrap(),
-            "--force",
-            "--json",
-            "--quiet",
-        ];
+        let args = common::train_args(&config, &spread_trace);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         // Master and 2 workers on host 1, 2 workers on each of hosts 2 and 3.
         let out = bed.mpirun(&[3, 2, 2], &[], &args).output().unwrap();
         let three = finished(&out, &spread_trace, "three hosts");

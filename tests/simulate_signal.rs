@@ -7,36 +7,16 @@
 //! thread has an HDF5 file open would hand that file's lock to the child.
 #![cfg(feature = "hdf5")]
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gradcode::trace::{read_attr_string, read_trace};
 
-fn path(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("traces");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
 #[test]
 fn sigterm_ends_a_simulation_with_143_and_a_trace_that_says_interrupted() {
-    let cfg = path("signal.toml");
-    std::fs::write(
-        &cfg,
-        "workers = 12\n[scheme]\nkind = \"gc-sc\"\nclusters = 4\n[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 6\n[simulate]\ncompare = [\"gc\", \"gc-sc\"]\n",
-    )
-    .unwrap();
-    let out = path("signalled.h5");
-    let _ = std::fs::remove_file(&out);
-    let child = Command::new(env!("CARGO_BIN_EXE_gradcode"))
-        .args(["simulate", "--config", cfg.to_str().unwrap()])
-        .args(["--trials", "50000", "--iterations", "400", "--out"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, out) = common::spawn_long_simulation("signalled", Stdio::piped());
     // Let it write for a while (its trials take far longer than this).
     std::thread::sleep(Duration::from_secs(3));
     let killed = Command::new("kill")

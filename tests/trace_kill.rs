@@ -5,38 +5,18 @@
 //! thread has an HDF5 file open would hand that file's lock to the child.
 #![cfg(feature = "hdf5")]
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use gradcode::trace::read_trace;
 
-fn path(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("traces");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
 /// A simulation killed with SIGKILL leaves a file whose flushed iterations
 /// read back, or that `inspect` refuses with one line naming it (exit 2).
 #[test]
 fn a_killed_simulation_leaves_a_readable_trace() {
-    let cfg = path("long.toml");
-    std::fs::write(
-        &cfg,
-        "workers = 12\n[scheme]\nkind = \"gc-sc\"\nclusters = 4\n[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 6\n[simulate]\ncompare = [\"gc\", \"gc-sc\"]\n",
-    )
-    .unwrap();
-    let out = path("killed.h5");
-    let _ = std::fs::remove_file(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gradcode"))
-        .args(["simulate", "--config", cfg.to_str().unwrap()])
-        .args(["--trials", "50000", "--iterations", "400", "--out"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, out) = common::spawn_long_simulation("killed", Stdio::null());
     // Let it run through a few flushes (one per second), then SIGKILL it.
     std::thread::sleep(Duration::from_secs(4));
     child.kill().unwrap();

@@ -55,18 +55,21 @@ pub fn train_command(
     let config = scratch(dir, &format!("{name}.toml"));
     std::fs::write(&config, text).unwrap();
     let trace = scratch(dir, &format!("{name}.h5"));
-    let mut args = vec![
-        "train",
-        "--config",
-        config.to_str().unwrap(),
-        "--out",
-        trace.to_str().unwrap(),
-        "--force",
-        "--json",
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
+    let mut args = train_args(&config, &trace);
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     (mpirun_command(ranks, &args), trace)
+}
+
+/// `train --config CONFIG --out TRACE --force --json --quiet`, the
+/// arguments of every training run these tests start.
+pub fn train_args(config: &std::path::Path, trace: &std::path::Path) -> Vec<String> {
+    let mut args = vec!["train".to_string(), "--config".to_string()];
+    args.push(config.to_str().unwrap().to_string());
+    args.push("--out".to_string());
+    args.push(trace.to_str().unwrap().to_string());
+    args.extend(["--force", "--json", "--quiet"].map(String::from));
+    args
 }
 
 /// A path under the test's scratch folder `dir`.
@@ -293,3 +296,31 @@ pub const EXACT_SCHEMES: &[(&str, &str)] = &[
         "kind = \"gc-partial\"\nload = 2\nslowdown = 2.0",
     ),
 ];
+
+/// `gradcode simulate --out` of a simulation far longer than any test waits
+/// (50,000 trials of 400 iterations of gc and gc-sc, K = 12), its config
+/// NAME.toml and fresh trace NAME.h5 in the scratch folder `traces`,
+/// started with stdout discarded and `stderr` as given: the child and the
+/// trace path (for the tests that stop it with a signal).
+pub fn spawn_long_simulation(
+    name: &str,
+    stderr: std::process::Stdio,
+) -> (std::process::Child, PathBuf) {
+    let cfg = scratch("traces", &format!("{name}.toml"));
+    std::fs::write(
+        &cfg,
+        "workers = 12\n[scheme]\nkind = \"gc-sc\"\nclusters = 4\n[straggler]\nmodel = \"gilbert-elliott\"\ninitial_stragglers = 6\n[simulate]\ncompare = [\"gc\", \"gc-sc\"]\n",
+    )
+    .unwrap();
+    let out = scratch("traces", &format!("{name}.h5"));
+    let _ = std::fs::remove_file(&out);
+    let child = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(["simulate", "--config", cfg.to_str().unwrap()])
+        .args(["--trials", "50000", "--iterations", "400", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    (child, out)
+}
