@@ -56,6 +56,7 @@ command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --locked --bin gradcode
 bin=$PWD/target/release/gradcode
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+cores=$(nproc)  # before OMP_NUM_THREADS: nproc reports that when set
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p results
 work=$(mktemp -d)
@@ -167,7 +168,7 @@ json.dump([[k + 1 for k in range(u.shape[1]) if row[k]] for row in u], open(sys.
   echo "$name done (load $load at the start)" >&2
 done
 
-"$py" - "$iterations" "$repetitions" "$(nproc)" "${rows[@]}" <<'PY'
+"$py" - "$iterations" "$repetitions" "$cores" "${rows[@]}" <<'PY'
 import json, statistics, sys
 iterations, repetitions, cores = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 labels = {
