@@ -25,13 +25,14 @@
 #
 # Usage:
 #   scripts/bench-interference.sh [--workers K] [--slow N] [--quota PCT]
-#       [--period-us P] [--iterations T] [--samples S] [--features D]
-#       [--method auto|v1|v2|hog]
+#       [--period-us P] [--iterations T] [--repeats R] [--samples S]
+#       [--features D] [--method auto|v1|v2|hog]
 #     K workers (3..8, default 4), the last N of them slowed (1..K-2,
-#     default 1) to PCT percent of one core (1..100, default 25) per period
+#     default 1) to PCT percent of one core (1..100, default 10) per period
 #     of P microseconds (1000..1000000, default 10000); T iterations per run
-#     (10..100000, default 200); S training samples (default 40000) of D
-#     features (default 1000), split into K partitions.
+#     (10..100000, default 100); every run repeated R times (1..99, default
+#     3), interleaved, the median counted; S training samples (default
+#     40000) of D features (default 1000), split into K partitions.
 #   scripts/bench-interference.sh --self-test
 #     creates a group with a quota, moves a `sleep` into it, reads the quota
 #     back, checks that the group is removed by the cleanup, after SIGINT,
@@ -252,7 +253,7 @@ self_test() {
 
 # ---- the arguments --------------------------------------------------------
 
-workers=4 slow=1 quota_pct=25 period_us=10000 iterations=200 samples=40000 features=1000 method=auto
+workers=4 slow=1 quota_pct=10 period_us=10000 iterations=100 repeats=3 samples=40000 features=1000 method=auto
 int_in() { # FLAG VALUE LOW HIGH
   [[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] ||
     die "$1 = '$2': must be an integer in $3..$4"
@@ -280,6 +281,7 @@ while [ $# -gt 0 ]; do
     --samples) samples=$2 ;;
     --features) features=$2 ;;
     --method) method=$2 ;;
+    --repeats) repeats=$2 ;;
     *) die "$1: unknown argument (see the usage at the top of the script)" ;;
   esac
   shift 2
@@ -289,6 +291,7 @@ int_in --slow "$slow" 1 $((workers - 2))
 int_in --quota "$quota_pct" 1 100
 int_in --period-us "$period_us" 1000 1000000
 int_in --iterations "$iterations" 10 100000
+int_in --repeats "$repeats" 1 99
 int_in --features "$features" 1 100000
 int_in --samples "$samples" "$workers" 10000000
 [ $((samples / workers * features)) -le 100000000 ] ||
@@ -368,16 +371,16 @@ iterations = $iterations
 TOML
 schemes=(uncoded gc-cyclic gc-dc is-gc)
 
-# One training run: CONDITION SCHEME [--set ...]
+# One training run: CONDITION SCHEME NAME [--set ...]; writes NAME.{h5,json}.
 train() {
-  local cond=$1 scheme=$2 rank
-  shift 2
+  local cond=$1 scheme=$2 name=$work/$3 rank
+  shift 3
   : > "$work/record"
   BI_SLOW=$([ "$cond" = slowed ] && echo "$slowed" || echo "") BI_KIND=$cg_kind \
     BI_GROUP=$cg_root/$group BI_HOGS=$hog_file BI_RECORD=$work/record \
     mpirun --oversubscribe -n $((workers + 1)) "$work/rank.sh" "$bin" train --config "$work/bench.toml" \
-    --set "scheme.kind=$scheme" "$@" --out "$work/$cond-$scheme.h5" --force --json --quiet \
-    > "$work/$cond-$scheme.json"
+    --set "scheme.kind=$scheme" "$@" --out "$name.h5" --force --json --quiet > "$name.json" 2> "$name.err" ||
+    { echo "bench-interference.sh: training $scheme ($cond) failed:" >&2; cat "$name.err" >&2; exit 1; }
   hogs_stop
   if [ "$cond" = slowed ]; then
     for rank in $slowed; do
@@ -394,22 +397,33 @@ train() {
 # worker straggles (rate below straggler.rate_threshold = 0.5, gc-dc's
 # scheme.straggler_threshold = 0.5) at twice that time.
 echo "calibrating the model time unit (idle uncoded run) ..." >&2
-train calibrate uncoded
-"$bin" inspect "$work/calibrate-uncoded.h5" --replay-csv "$work/calibrate.csv" > /dev/null
+train calibrate uncoded calibrate
+"$bin" inspect "$work/calibrate.h5" --replay-csv "$work/calibrate.csv" > /dev/null
 unit_ms=$(python3 -c '
 import statistics, sys
 rows = [list(map(float, l.split(","))) for l in open(sys.argv[1]).read().split()[1:]]
 print(round(statistics.median(v for r in rows for v in r) * 10.0, 3))' "$work/calibrate.csv")
 unit=(--set "straggler.time_unit_ms=$unit_ms")
 
-for cond in idle slowed; do
-  for scheme in "${schemes[@]}"; do
-    echo "training $scheme, $cond ..." >&2
-    train "$cond" "$scheme" "${unit[@]}"
+# Every scheme under both conditions, --repeats times, interleaved so that
+# the load of other jobs falls on all of them alike; the median run counts.
+for r in $(seq "$repeats"); do
+  for cond in idle slowed; do
+    for scheme in "${schemes[@]}"; do
+      echo "training $scheme, $cond (run $r of $repeats) ..." >&2
+      train "$cond" "$scheme" "$cond-$scheme-$r" "${unit[@]}"
+    done
   done
-  # The prediction: the model advise fits to this condition's uncoded
-  # trace, simulated for every scheme on common random numbers.
-  "$bin" advise --config "$work/bench.toml" "${unit[@]}" --trace "$work/$cond-uncoded.h5" \
+done
+for cond in idle slowed; do
+  # The prediction: the model advise fits to this condition's median
+  # uncoded trace, simulated for every scheme on common random numbers.
+  median_run=$(python3 -c '
+import json, sys
+runs = sorted((json.load(open(f"{sys.argv[1]}-{r}.json"))["mean_iteration_s"], r) for r in range(1, int(sys.argv[2]) + 1))
+print(runs[(len(runs) - 1) // 2][1])' "$work/$cond-uncoded" "$repeats")
+  echo "$median_run" > "$work/fit-run-$cond"
+  "$bin" advise --config "$work/bench.toml" "${unit[@]}" --trace "$work/$cond-uncoded-$median_run.h5" \
     --schemes uncoded --json > "$work/advise-$cond.json"
   fitted=()
   while read -r setting; do fitted+=(--set "$setting"); done < <(json "$work/advise-$cond.json" \
@@ -421,26 +435,28 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$work" "$unit_ms" "$how" "$cg_kind" "$workers" "$slowed" "$quota_pct" "$period_us" \
-  "$iterations" "$samples" "$features" "$load_before" "$load_after" "$(nproc)" "${schemes[@]}" << 'PY'
+  "$iterations" "$samples" "$features" "$load_before" "$load_after" "$(nproc)" "$repeats" "${schemes[@]}" << 'PY'
 import datetime, json, sys
 a = sys.argv[1:]
 work, unit_ms, how, kind = a[0], float(a[1]), a[2], a[3]
 workers, slowed = int(a[4]), [int(w) for w in a[5].split()]
 quota_pct, period_us, iterations, samples, features = map(int, a[6:11])
-load_before, load_after, cores, schemes = a[11], a[12], int(a[13]), a[14:]
+load_before, load_after, cores, repeats, schemes = a[11], a[12], int(a[13]), int(a[14]), a[15:]
 out = {
     "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     "cores": cores, "load_average_before": load_before, "load_average_after": load_after,
     "method": kind, "slowdown": how, "workers": workers, "slowed_workers": slowed,
     "quota_percent": quota_pct if kind != "hog" else None, "period_us": period_us if kind != "hog" else None,
-    "iterations": iterations, "train_samples": samples, "features": features,
+    "iterations": iterations, "repeats": repeats, "train_samples": samples, "features": features,
     "settings": {"load": 2, "clusters": 2, "wait_for": workers - len(slowed)},
     "time_unit_ms": unit_ms, "conditions": {},
 }
 for cond in ("idle", "slowed"):
     advise = json.load(open(f"{work}/advise-{cond}.json"))
     sim = {s["name"]: s for s in json.load(open(f"{work}/simulate-{cond}.json"))["schemes"]}
-    runs = {s: json.load(open(f"{work}/{cond}-{s}.json")) for s in schemes}
+    every = {s: sorted((json.load(open(f"{work}/{cond}-{s}-{r}.json")) for r in range(1, repeats + 1)),
+                       key=lambda d: d["mean_iteration_s"]) for s in schemes}
+    runs = {s: every[s][(repeats - 1) // 2] for s in schemes}
     base = runs["uncoded"]["mean_iteration_s"]
     pbase = sim["uncoded"]["mean_iteration_time"] * unit_ms / 1000
     rows = []
@@ -448,14 +464,17 @@ for cond in ("idle", "slowed"):
         m = runs[s]["mean_iteration_s"]
         p = sim[s]["mean_iteration_time"] * unit_ms / 1000
         rows.append({"scheme": s, "measured_mean_iteration_s": m, "measured_speedup": base / m,
+                     "measured_runs_s": [d["mean_iteration_s"] for d in every[s]],
                      "measured_recovered_fraction": runs[s]["mean_recovered_fraction"],
                      "predicted_mean_iteration_s": p, "predicted_speedup": pbase / p,
                      "predicted_recovered_fraction": sim[s]["recovered_fraction"],
                      "prediction_error_percent": 100 * (p - m) / m})
-    out["conditions"][cond] = {"fitted_model": advise["straggler"]["model"],
+    fit_run = int(open(f"{work}/fit-run-{cond}").read())
+    out["conditions"][cond] = {"fitted_to_uncoded_run": fit_run, "fitted_model": advise["straggler"]["model"],
                                "fitted_set": advise["straggler"]["set"], "schemes": rows}
 json.dump(out, open("results/bench-interference.json", "w"), indent=2)
 print(f"K = {workers} workers, {samples} x {features} linear regression, {iterations} iterations per run, "
+      f"median of {repeats} runs, "
       f"straggler.mode = measured, model time unit {unit_ms} ms (idle median computation)")
 print(f"slowed workers {' '.join(map(str, slowed))}: {how}")
 print(f"load average before {load_before}, after {load_after} ({cores} cores, shared with other jobs)")
@@ -467,6 +486,7 @@ for cond, c in out["conditions"].items():
         print(f"  {r['scheme']:<10} {r['measured_mean_iteration_s']:>11.4f} {r['measured_speedup']:>7.2f}x "
               f"{r['measured_recovered_fraction']:>9.3f}   {r['predicted_mean_iteration_s']:>11.4f} "
               f"{r['predicted_speedup']:>7.2f}x {r['prediction_error_percent']:>+6.1f}%")
-print("\nspeedup: uncoded's mean iteration time over the scheme's; error: predicted against measured")
+print("\nspeedup: uncoded's mean iteration time over the scheme's; error: predicted against measured;"
+      " settings: load 2 (gc-cyclic, gc-dc, is-gc), 2 clusters (gc-dc), wait_for K - slowed (is-gc)")
 print("written to results/bench-interference.json")
 PY
