@@ -36,8 +36,10 @@
 #   scripts/bench-interference.sh --self-test
 #     creates a group with a quota, moves a `sleep` into it, reads the quota
 #     back, checks that the group is removed by the cleanup, after SIGINT,
-#     SIGTERM and a failure, and that nothing is left; says "skipped" and why
-#     without root or without a writable cgroup hierarchy. Seconds.
+#     SIGTERM and a failure, and that nothing is left (says "skipped" and why
+#     without root or without a writable cgroup hierarchy); then that the
+#     fallback's busy loop is pinned, holds no pipe and ends with its worker.
+#     Seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 script=$PWD/scripts/bench-interference.sh
@@ -94,6 +96,7 @@ cg_detect() { # WANTED: auto|v1|v2|hog
       cg_why="${cg_why:+$cg_why; }no cgroup v2 mount with the cpu controller"
     fi
   fi
+  [ "$wanted" = hog ] && cg_why="--method hog"
   case $wanted in
     auto | hog)
       command -v taskset > /dev/null || die "--method: no writable cgroup ($cg_why) and no taskset for the hog fallback"
@@ -172,6 +175,30 @@ arm_cleanup() {
   trap 'exit 143' TERM
 }
 
+# Every rank runs through this wrapper: a slowed worker joins the group (or
+# gets its hog) before gradcode starts, and records where it landed.
+write_wrapper() { # FILE
+  cat > "$1" << 'SH'
+#!/usr/bin/env bash
+rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-}}
+if [ -n "$BI_SLOW" ] && [[ " $BI_SLOW " == *" $rank "* ]]; then
+  if [ "$BI_KIND" = hog ]; then
+    cpu=$(( rank % $(nproc) ))
+    # Busy while this process (gradcode after the exec) lives; no pipe of
+    # mpirun's held open (mpirun waits for their end).
+    taskset -c "$cpu" sh -c "while kill -0 $$ 2>/dev/null; do :; done" < /dev/null > /dev/null 2>&1 &
+    echo $! >> "$BI_HOGS"
+    echo "rank $rank $$ hog-cpu-$cpu" >> "$BI_RECORD"
+    exec taskset -c "$cpu" "$@"
+  fi
+  echo $$ > "$BI_GROUP/cgroup.procs"
+  echo "rank $rank $$ $(tr '\n' ' ' < /proc/self/cgroup)" >> "$BI_RECORD"
+fi
+exec "$@"
+SH
+  chmod +x "$1"
+}
+
 # ---- self-test ------------------------------------------------------------
 
 # --hold NAME MODE: make group NAME, put a sleep in it, say so, then wait
@@ -191,15 +218,59 @@ hold() {
   wait "$sleeper"
 }
 
+# The fallback's busy loop, started by the wrapper as a slowed rank 1 that
+# runs `sleep 0.5`: it must be pinned, hold no pipe of the launcher's (mpirun
+# waits for their end) and end with its worker.
+hog_test() {
+  local pid fd worker _
+  if ! command -v taskset > /dev/null; then
+    echo "hog fallback skipped: no taskset"
+    return 0
+  fi
+  write_wrapper "$work/rank.sh"
+  : > "$work/hogs"
+  : > "$work/record"
+  BI_SLOW=1 BI_KIND=hog BI_GROUP="" BI_HOGS=$work/hogs BI_RECORD=$work/record OMPI_COMM_WORLD_RANK=1 \
+    "$work/rank.sh" sleep 0.5 > "$work/hog-out" 2>&1 &
+  worker=$!
+  for _ in $(seq 40); do
+    [ -s "$work/hogs" ] && break
+    sleep 0.02
+  done
+  pid=$(head -1 "$work/hogs")
+  [ -n "$pid" ] || { echo "self-test failed: the wrapper started no busy loop" >&2; return 1; }
+  grep -q "^rank 1 [0-9]* hog-cpu-1\$" "$work/record" || { echo "self-test failed: record '$(cat "$work/record")'" >&2; return 1; }
+  for fd in 0 1 2; do
+    [ "$(readlink "/proc/$pid/fd/$fd")" = /dev/null ] ||
+      { echo "self-test failed: busy loop $pid holds fd $fd = $(readlink "/proc/$pid/fd/$fd")" >&2; return 1; }
+  done
+  [ "$(taskset -pc "$pid" | sed 's/.*: //')" = 1 ] ||
+    { echo "self-test failed: busy loop $pid not pinned to CPU 1: $(taskset -pc "$pid")" >&2; return 1; }
+  wait "$worker"
+  # Running: it exists and is no zombie (init reaps an orphan when it can).
+  running() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2> /dev/null; }
+  for _ in $(seq 100); do
+    running "$pid" || break
+    sleep 0.02
+  done
+  if running "$pid"; then
+    kill "$pid"
+    echo "self-test failed: busy loop $pid outlived its worker" >&2
+    return 1
+  fi
+  echo "hog fallback passed: busy loop $pid pinned to CPU 1, no pipe held, ended with its worker"
+}
+
 self_test() {
   local name dir pid back mode child status line sleeper
+  arm_cleanup
+  work=$(mktemp -d)
   cg_detect auto
   if [ "$cg_kind" = hog ]; then
     echo "skipped: no writable cgroup ($cg_why); the bench would use its taskset fallback"
+    hog_test
     return 0
   fi
-  arm_cleanup
-  work=$(mktemp -d)
   local checked=()
   # 1. a quota is set, read back, and applies to the process moved in.
   name=gradcode-selftest-$$-$RANDOM
@@ -249,6 +320,7 @@ self_test() {
   echo "self-test passed (cgroup $cg_kind at $cg_root): quota 2500/10000 us read back, sleep $pid moved in and out;" \
     "removed after cleanup, SIGINT (exit 130), SIGTERM (exit 143) and a failure (exit 1)"
   echo "groups: ${checked[*]}"
+  hog_test
 }
 
 # ---- the arguments --------------------------------------------------------
@@ -326,25 +398,7 @@ else
   how="taskset: each slowed worker pinned beside a busy loop on its core (no writable cgroup: $cg_why)"
 fi
 
-# Every rank runs through this wrapper: a slowed worker joins the group (or
-# gets its hog) before gradcode starts, and records where it landed.
-cat > "$work/rank.sh" << 'SH'
-#!/usr/bin/env bash
-rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-}}
-if [ -n "$BI_SLOW" ] && [[ " $BI_SLOW " == *" $rank "* ]]; then
-  if [ "$BI_KIND" = hog ]; then
-    cpu=$(( rank % $(nproc) ))
-    taskset -c "$cpu" sh -c 'while :; do :; done' &
-    echo $! >> "$BI_HOGS"
-    echo "rank $rank $$ hog-cpu-$cpu" >> "$BI_RECORD"
-    exec taskset -c "$cpu" "$@"
-  fi
-  echo $$ > "$BI_GROUP/cgroup.procs"
-  echo "rank $rank $$ $(tr '\n' ' ' < /proc/self/cgroup)" >> "$BI_RECORD"
-fi
-exec "$@"
-SH
-chmod +x "$work/rank.sh"
+write_wrapper "$work/rank.sh"
 
 cat > "$work/bench.toml" << TOML
 workers = $workers
