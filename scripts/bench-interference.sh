@@ -16,6 +16,8 @@
 #   hog  neither writable (no root, no cgroups): the worker is pinned to a
 #        core with taskset beside a busy loop pinned to the same core (no
 #        quota: the worker gets about half of that core).
+# Detecting v2 enables the cpu controller for the root's children
+# (`+cpu` in its cgroup.subtree_control) when it was not: that stays.
 # The slowed ranks join the group before they start: mpirun runs each rank
 # through a wrapper that writes its own PID into the group's cgroup.procs
 # when OMPI_COMM_WORLD_RANK (PMI_RANK under MPICH) is a slowed worker, then
@@ -27,7 +29,7 @@
 #   scripts/bench-interference.sh [--workers K] [--slow N] [--quota PCT]
 #       [--period-us P] [--iterations T] [--repeats R] [--samples S]
 #       [--features D] [--method auto|v1|v2|hog]
-#     K workers (3..8, default 4), the last N of them slowed (1..K-2,
+#     K workers (4, 6 or 8, default 4), the last N of them slowed (1..K-2,
 #     default 1) to PCT percent of one core (1..100, default 10) per period
 #     of P microseconds (1000..1000000, default 10000); T iterations per run
 #     (10..100000, default 100); every run repeated R times (1..99, default
@@ -358,7 +360,8 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-int_in --workers "$workers" 3 8
+int_in --workers "$workers" 4 8
+[ $((workers % 2)) -eq 0 ] || die "--workers = $workers: must be even (gc-dc runs with 2 clusters)"
 int_in --slow "$slow" 1 $((workers - 2))
 int_in --quota "$quota_pct" 1 100
 int_in --period-us "$period_us" 1000 1000000

@@ -94,8 +94,9 @@ fn bad_arguments_are_refused_naming_the_flag() {
         (
             &["--workers", "9"][..],
             "--workers",
-            "must be an integer in 3..8",
+            "must be an integer in 4..8",
         ),
+        (&["--workers", "5"][..], "--workers", "must be even"),
         // The default K = 4 leaves at most 2 to slow.
         (&["--slow", "3"][..], "--slow", "must be an integer in 1..2"),
         (
