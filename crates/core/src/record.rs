@@ -456,7 +456,11 @@ mod tests {
         for (i, d) in DATASETS.iter().enumerate() {
             assert_eq!(d.index, i);
             assert_eq!(d.path, format!("{}/{}", d.group.name(), d.name));
-            assert!(["s", "1", "count", "id", "bytes"].contains(&d.unit), "{}", d.unit);
+            assert!(
+                ["s", "1", "count", "id", "bytes"].contains(&d.unit),
+                "{}",
+                d.unit
+            );
             assert!(!d.description.is_empty());
         }
         let mut names: Vec<&str> = DATASETS.iter().map(|d| d.name).collect();

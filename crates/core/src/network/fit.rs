@@ -259,7 +259,10 @@ mod tests {
     #[test]
     fn times_that_shrink_with_size_have_no_bandwidth_and_a_negative_intercept_is_clamped() {
         let e = fit_transfers(&[(1e3, 2e-3), (1e6, 1e-3)]).unwrap_err();
-        assert!(matches!(e, LinkFitError::NotIncreasing { sizes: 2, .. }), "{e}");
+        assert!(
+            matches!(e, LinkFitError::NotIncreasing { sizes: 2, .. }),
+            "{e}"
+        );
         assert!(e.to_string().contains("no bandwidth"), "{e}");
         // Times proportional to size and a bit less: intercept below 0.
         let fit = fit_transfers(&[(1e3, 0.5e-6), (1e6, 0.9995e-3)]).unwrap();
