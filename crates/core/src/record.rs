@@ -536,8 +536,17 @@ mod tests {
         let records = vec![IterationRecord::new(2); 3];
         let mut c = TraceColumns::from_records(2, &records);
         c.overrun_s = None;
+        // A trace older than the measured transfers (issue 26, item 2).
+        c.message_bytes = None;
+        c.compute_s = None;
+        c.received_s = None;
         let back = c.clone().into_records().unwrap();
         assert!(back.iter().all(|r| r.overrun_s == vec![0.0; 2]));
+        assert!(back.iter().all(|r| {
+            [&r.message_bytes, &r.compute_s, &r.received_s]
+                .iter()
+                .all(|v| v.len() == 2 && v.iter().all(|x| x.is_nan()))
+        }));
         c.cluster = None;
         let e = c.into_records().unwrap_err();
         assert_eq!(e.to_string(), "no dataset worker/cluster");
