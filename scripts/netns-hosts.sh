@@ -16,13 +16,20 @@
 #              digits, dashes, at most 24 characters; unique per test bed
 #       SUBNET three octets, e.g. 10.213.7: host I is SUBNET.I/24
 #       HOSTS  how many hosts (1..200)
-#       I=RATE host I's link limited to RATE (tc syntax: 100mbit, 1gbit)
+#       I=RATE host I's link limited to RATE (tc syntax: 100mbit, 1gbit) both
+#              ways; I=RATE:in only what the host receives, I=RATE:out only
+#              what it sends
 #   netns-hosts.sh down NAME            remove everything NAME made (its
 #                                       namespaces, their links and processes)
 #   netns-hosts.sh exec NAME I CMD...   run CMD in host I
 #   netns-hosts.sh link NAME I up|down  set host I's switch port up or down
 #   netns-hosts.sh rsh NAME ADDR CMD... OpenMPI's launch agent: run the shell
 #                                       command CMD in the host with address ADDR
+#   netns-hosts.sh sweep PREFIX         remove the test beds named PREFIX PID
+#                                       [LETTERS] whose process PID is gone
+#                                       (left by a run killed with SIGKILL,
+#                                       which no guard outlives); those of a
+#                                       running process are kept
 # A failed `up` removes what it made. netem (link latency) is not used: it
 # is not in every kernel (not in this machine's).
 set -euo pipefail
@@ -55,6 +62,24 @@ down() {
   [ -z "$(namespaces "$1")" ] || die "could not remove: $(namespaces "$1" | tr '\n' ' ')"
 }
 
+# The test beds PREFIX<digits><letters> whose process <digits> is gone.
+stale() {
+  local ns bed pid
+  ip netns list | awk '{print $1}' | while read -r ns; do
+    [[ $ns =~ ^($1([0-9]+)[A-Za-z]*)-(sw|h[0-9]+)$ ]] || continue
+    bed=${BASH_REMATCH[1]} pid=${BASH_REMATCH[2]}
+    [ -e "/proc/$pid" ] || echo "$bed $pid"
+  done | sort -u
+}
+
+sweep() {
+  local bed pid
+  stale "$1" | while read -r bed pid; do
+    echo "netns-hosts.sh: removing test bed $bed: its process $pid is gone" >&2
+    down "$bed"
+  done
+}
+
 limit() { # namespace device rate
   # burst: at least rate / HZ; 64 kB holds at 1 Gbit/s with HZ = 250.
   ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$3" burst 64kb latency 100ms
@@ -67,13 +92,14 @@ up() {
   [[ $subnet =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || die "SUBNET = '$subnet' must be three octets, e.g. 10.213.7"
   [[ $hosts =~ ^[0-9]+$ ]] && [ "$hosts" -ge 1 ] && [ "$hosts" -le 200 ] || die "HOSTS = '$hosts' must be in 1..200"
   [ -z "$(namespaces "$name")" ] || die "NAME = '$name' is in use: $(namespaces "$name" | tr '\n' ' ')"
-  local -a rates=()
+  local -a rates=() ways=()
   local spec i
   for spec in "$@"; do
-    [[ $spec =~ ^([0-9]+)=([0-9]+[kmgKMG]?(bit|bps))$ ]] || die "'$spec' must be I=RATE, e.g. 2=100mbit"
+    [[ $spec =~ ^([0-9]+)=([0-9]+[kmgKMG]?(bit|bps))(:(in|out))?$ ]] || die "'$spec' must be I=RATE[:in|:out], e.g. 2=100mbit"
     i=${BASH_REMATCH[1]}
     [ "$i" -ge 1 ] && [ "$i" -le "$hosts" ] || die "'$spec' names host $i, outside 1..$hosts"
     rates[i]=${BASH_REMATCH[2]}
+    ways[i]=${BASH_REMATCH[5]:-both}
   done
   # From here on a failure removes what was made.
   # (Expanded now: the trap runs after this function's locals are gone;
@@ -95,8 +121,9 @@ up() {
     ip -n "$sw" link set "p$i" master br0
     ip -n "$sw" link set "p$i" up
     if [ -n "${rates[i]:-}" ]; then
-      limit "$h" eth0 "${rates[i]}"
-      limit "$sw" "p$i" "${rates[i]}"
+      # What the host sends leaves its eth0; what it receives leaves its port.
+      [ "${ways[i]}" = in ] || limit "$h" eth0 "${rates[i]}"
+      [ "${ways[i]}" = out ] || limit "$sw" "p$i" "${rates[i]}"
     fi
   done
   trap - EXIT
@@ -109,7 +136,7 @@ host_ns() { # NAME I
   echo "$1-h$2"
 }
 
-[ $# -ge 2 ] || die "usage: netns-hosts.sh up|down|exec|link|rsh NAME ..."
+[ $# -ge 2 ] || die "usage: netns-hosts.sh up|down|exec|link|rsh|sweep NAME ..."
 command=$1
 shift
 case $command in
@@ -130,6 +157,11 @@ case $command in
     # MPI_Comm_split_type (see `rsh`).
     exec ip netns exec "$ns" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$ns" "$@"
     ;;
+  sweep)
+    [ $# -eq 1 ] || die "usage: netns-hosts.sh sweep PREFIX"
+    [[ $1 =~ ^[A-Za-z][A-Za-z-]{0,15}$ ]] || die "PREFIX = '$1' must be 1-16 letters or dashes, starting with a letter"
+    sweep "$1"
+    ;;
   link)
     [ $# -eq 3 ] && [[ $3 =~ ^(up|down)$ ]] || die "usage: netns-hosts.sh link NAME I up|down"
     host_ns "$1" "$2" >/dev/null
@@ -147,6 +179,6 @@ case $command in
     exec ip netns exec "$ns" unshare --uts /bin/sh -c "hostname $ns && $*"
     ;;
   *)
-    die "unknown command '$command': up, down, exec, link or rsh"
+    die "unknown command '$command': up, down, exec, link, rsh or sweep"
     ;;
 esac

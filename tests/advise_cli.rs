@@ -801,6 +801,16 @@ fn a_measured_trace_is_exported_as_a_replay_csv_and_fitted() {
     let s = &v["straggler"];
     assert_eq!(s["source"], "trace", "{s}");
     assert_eq!(s["censored"], 20, "{s}");
+    // An emulating run without recorded transfers: no network fitted, said why.
+    assert_eq!(v["network"]["source"], "none", "{}", v["network"]);
+    assert!(
+        v["network"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("records no message sizes"),
+        "{}",
+        v["network"]
+    );
     assert_eq!(s["model"], "shifted-exponential", "{s}");
     assert!(within(&s["set"]["alpha"], 0.5, 0.1), "{s}");
     assert!(within(&s["set"]["mu"], 2.0, 0.1), "{s}");
@@ -841,4 +851,169 @@ fn a_measured_trace_is_exported_as_a_replay_csv_and_fitted() {
         &gradcode(&["advise", "--trace", "/nonexistent/run.h5"]),
         "--trace",
     );
+}
+
+/// A trace of a measured gc-cyclic run (load 2, time unit 10 ms) that
+/// records its transfers (issue 26, item 2): computations of alpha +
+/// Exp(mu) model units, each result's transfer on the line
+/// `latency_s + bytes / bandwidth` plus, for four in five of them, a wait
+/// of up to 5 ms. Worker w sends `sizes[w % sizes.len()]` bytes.
+#[cfg(feature = "hdf5")]
+fn transfer_trace(name: &str, latency_s: f64, bandwidth: f64, sizes: &[f64]) -> std::path::PathBuf {
+    use gradcode::trace::{IterationRecord, TraceMeta, TraceWriter};
+    let path = scratch("advise-cli", name);
+    let _ = std::fs::remove_file(&path);
+    let _guard = OPEN_FILES.write().unwrap_or_else(|e| e.into_inner());
+    let meta = TraceMeta {
+        scheme: "gc-cyclic".into(),
+        workers: 8,
+        config_toml: "workers = 8\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\ntime_unit_ms = 10.0\n"
+            .into(),
+        seed: 1,
+    };
+    let mut w = TraceWriter::create(&path, &meta).unwrap();
+    let mut rng = stream(5, Stream::CheckSampling);
+    for i in 0..1000 {
+        let mut r = IterationRecord::new(8);
+        for k in 0..8 {
+            let u: f64 = rng.random();
+            let compute = 2.0 * (0.5 - (1.0 - u).ln() / 2.0) * 0.01;
+            let bytes = sizes[k % sizes.len()];
+            let wait = if (i + k) % 5 == 0 {
+                0.0
+            } else {
+                0.005 * rng.random::<f64>()
+            };
+            r.compute_s[k] = compute;
+            r.message_bytes[k] = bytes;
+            r.received_s[k] = compute + latency_s + bytes / bandwidth + wait;
+            r.finish_s[k] = r.received_s[k] - bytes / bandwidth;
+        }
+        r.duration_s = r.received_s.iter().copied().fold(0.0, f64::max);
+        r.decodable_s = r.duration_s;
+        w.append(&r).unwrap();
+    }
+    w.close().unwrap();
+    path
+}
+
+#[cfg(feature = "hdf5")]
+fn advise_trace(trace: &str, json: bool) -> std::process::Output {
+    let mut args = vec![
+        "advise",
+        "--set",
+        "workers=8",
+        "--trace",
+        trace,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=2",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ];
+    if json {
+        args.push("--json");
+    }
+    gradcode(&args)
+}
+
+#[cfg(feature = "hdf5")]
+#[test]
+fn a_trace_with_transfers_of_several_sizes_gives_its_network_back() {
+    let (latency, bandwidth) = (3e-4, 1.25e7);
+    let sizes = [872.0, 8072.0, 80072.0, 800072.0];
+    let trace = transfer_trace("transfers.h5", latency, bandwidth, &sizes);
+    let trace = trace.to_str().unwrap();
+    let v = json(&advise_trace(trace, true));
+    let n = &v["network"];
+    assert_eq!(n["source"], "trace", "{n}");
+    assert_eq!(n["sizes"], 4, "{n}");
+    assert_eq!(n["transfers"], 8000, "{n}");
+    assert!(within(&n["network"]["latency_s"], latency, 1e-9), "{n}");
+    assert!(
+        within(
+            &n["network"]["worker_bandwidth_bytes_per_s"],
+            bandwidth,
+            1e-9
+        ),
+        "{n}"
+    );
+    assert!(
+        n["network"].get("master_bandwidth_bytes_per_s").is_none(),
+        "{n}"
+    );
+    // The straggler model is fitted to the compute, not the arrivals.
+    let s = &v["straggler"];
+    assert!(within(&s["set"]["alpha"], 0.5, 0.1), "{s}");
+    assert!(within(&s["set"]["mu"], 2.0, 0.1), "{s}");
+    let text = stdout(&advise_trace(trace, false));
+    assert!(
+        text.contains("network: fitted to")
+            && text.contains(
+                "  [network]\n  latency_s = 3.0000e-4\n  worker_bandwidth_bytes_per_s = 1.2500e7\n"
+            ),
+        "{text}"
+    );
+}
+
+#[cfg(feature = "hdf5")]
+#[test]
+fn one_message_size_fits_the_latency_only_and_the_prediction_adds_it() {
+    let (latency, bandwidth, bytes) = (2e-4, 1e8, 800072.0);
+    let trace = transfer_trace("one-size.h5", latency, bandwidth, &[bytes]);
+    let trace = trace.to_str().unwrap();
+    let v = json(&advise_trace(trace, true));
+    let n = &v["network"];
+    assert_eq!(n["source"], "trace", "{n}");
+    assert_eq!(n["sizes"], 1, "{n}");
+    let whole = latency + bytes / bandwidth;
+    assert!(within(&n["network"]["latency_s"], whole, 1e-9), "{n}");
+    assert!(
+        n["network"].get("worker_bandwidth_bytes_per_s").is_none(),
+        "{n}"
+    );
+    let notes = n["notes"].to_string();
+    assert!(
+        notes.contains("the bandwidth cannot be separated from the latency"),
+        "{notes}"
+    );
+    // The same compute times as a replay CSV (no network) rank gc-cyclic
+    // `whole` seconds faster: every message arrives that much later.
+    let csv = scratch("advise-cli", "one-size.csv");
+    let _ = std::fs::remove_file(&csv);
+    let csv = csv.to_str().unwrap();
+    let out = gradcode(&["inspect", trace, "--replay-csv", csv]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let r = json(&gradcode(&[
+        "advise",
+        "--json",
+        "--set",
+        "workers=8",
+        "--replay",
+        csv,
+        "--schemes",
+        "gc-cyclic",
+        "--grid",
+        "scheme.load=2",
+        "--trials",
+        "2",
+        "--iterations",
+        "20",
+    ]));
+    assert_eq!(r["network"]["source"], "none", "{}", r["network"]);
+    let (with, without) = (
+        v["ranking"][0]["objective"].as_f64().unwrap(),
+        r["ranking"][0]["objective"].as_f64().unwrap(),
+    );
+    // Model time units of 10 ms.
+    let added = whole / 0.01;
+    assert!(
+        ((with - without) - added).abs() < 1e-9 * added,
+        "{with} - {without} vs {added}"
+    );
+    let text = stdout(&advise_trace(trace, false));
+    assert!(text.contains("cannot be separated"), "{text}");
 }

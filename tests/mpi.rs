@@ -222,9 +222,35 @@ fn logistic_regression_on_a_real_data_set_matches_the_reference() {
     let text = format!(
         "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"libsvm\"\npath = \"{data}\"\n[model]\nloss = \"logistic\"\n[train]\niterations = 40\nlearning_rate = 0.5\n"
     );
-    let (summary, _) = train("logistic-breast-cancer", 5, &text, &[]);
+    let (summary, trace) = train("logistic-breast-cancer", 5, &text, &[]);
     let (theta, _) = common::full_batch(&parse(&text, "test", &[]).unwrap().config, 4);
     assert!(common::relative_error(&common::theta(&summary), &theta) <= 1e-9);
+    // What advise --trace fits a network to (issue 26, item 2): per worker
+    // received in time, the bytes as the protocol sends them (a header of 8
+    // values and one loss per computation, load 2; a vector of d + 1), its
+    // compute, and its vector's last byte after its header.
+    let d = theta.len();
+    let mut received = 0;
+    for r in &read(&trace).records {
+        for w in 0..4 {
+            if r.finish_s[w].is_finite() {
+                received += 1;
+                assert_eq!(r.message_bytes[w], (8 * (8 + 2 + d + 1)) as f64);
+                assert!(
+                    r.compute_s[w] > 0.0 && r.compute_s[w] <= r.finish_s[w],
+                    "{r:?}"
+                );
+                assert!(r.received_s[w] >= r.finish_s[w], "{r:?}");
+            } else {
+                assert!(
+                    r.message_bytes[w].is_nan() && r.compute_s[w].is_nan(),
+                    "{r:?}"
+                );
+                assert!(r.received_s[w].is_nan(), "{r:?}");
+            }
+        }
+    }
+    assert!(received >= 3 * 40, "{received} results received");
     let test_loss = summary["final_test_loss"].as_f64().unwrap();
     assert!(
         test_loss < 0.3,

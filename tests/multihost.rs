@@ -10,13 +10,16 @@
 //!   `train.result_timeout_s` (and a margin), naming the workers lost, and
 //!   the trace says `failed`;
 //! - `probe` measures a 100 Mbit/s link's workers at 0.5..1.2 x the limit
-//!   and the unlimited hosts' workers faster.
+//!   and the unlimited hosts' workers faster;
+//! - a test bed left by a run killed with SIGKILL is removed by the next
+//!   test bed's setup (`netns-hosts.sh sweep`), one of a live process kept.
 //!
 //! Needs root, `ip` and `tc` and OpenMPI; otherwise each test says on stderr
 //! that it was skipped and why, and passes. Every test bed has its own
 //! namespaces (the test process's id and a letter per test) and subnet, and
 //! is removed when the test ends, passes, fails or panics (a guard's Drop;
-//! the script removes what it made when `up` fails).
+//! the script removes what it made when `up` fails); a SIGKILL leaves it,
+//! and the next run's setup removes it.
 #![cfg(all(feature = "mpi", feature = "hdf5"))]
 
 mod common;
@@ -63,6 +66,35 @@ fn cannot_run() -> Option<String> {
     None
 }
 
+/// The prefix of every test bed's name here: `gct`, the test process's id
+/// and a letter.
+const PREFIX: &str = "gct";
+
+/// Remove the test beds of test processes that are gone
+/// (`netns-hosts.sh sweep`).
+fn sweep_stale() {
+    let out = Command::new(script())
+        .args(["sweep", PREFIX])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "netns-hosts.sh sweep {PREFIX} failed: {}",
+        common::stderr(&out)
+    );
+}
+
+/// The namespaces whose names start with `start`.
+fn namespaces_of(start: &str) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    common::stdout(&out)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(start))
+        .map(str::to_string)
+        .collect()
+}
+
 /// A test bed of hosts 1..N, removed on drop.
 struct TestBed {
     name: String,
@@ -77,8 +109,10 @@ impl TestBed {
             skipped(test, &why);
             return None;
         }
+        // Test beds of earlier runs killed with SIGKILL (no Drop ran) first.
+        sweep_stale();
         let pid = std::process::id();
-        let name = format!("gct{pid}{}", letter as char);
+        let name = format!("{PREFIX}{pid}{}", letter as char);
         // 10.(100 + letter).(pid mod 256).0/24: one per test and test process.
         let subnet = format!("10.{}.{}", 100 + (letter - b'a'), pid % 256);
         let mut args = vec![
@@ -421,4 +455,47 @@ fn probe_measures_a_rate_limited_link() {
             bandwidth(w)
         );
     }
+}
+
+#[test]
+fn a_test_bed_left_by_a_killed_run_is_swept_and_a_live_ones_kept() {
+    const TEST: &str = "a_test_bed_left_by_a_killed_run_is_swept_and_a_live_ones_kept";
+    let _one = common::one_at_a_time();
+    // A live process's test bed (this one's): kept by the sweep.
+    let Some(live) = TestBed::up(TEST, b'd', 1, &[]) else {
+        return;
+    };
+    // A run that made its test bed and was killed with SIGKILL: nothing
+    // removed it.
+    let mut killed = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' up {PREFIX}$$k 10.250.$(($$ % 256)) 2 && echo made && exec sleep 600",
+            script().display()
+        ))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stale = format!("{PREFIX}{}k-", killed.id());
+    let mut line = String::new();
+    BufReader::new(killed.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    killed.kill().unwrap(); // SIGKILL
+    killed.wait().unwrap();
+    assert_eq!(line, "made\n", "the killed run's test bed was not made");
+    assert_eq!(namespaces_of(&stale).len(), 3, "left behind");
+    // The next test bed's setup sweeps it.
+    let Some(next) = TestBed::up(TEST, b'e', 1, &[]) else {
+        return;
+    };
+    assert_eq!(namespaces_of(&stale), Vec::<String>::new(), "not swept");
+    let kept = namespaces_of(&format!("{}-", live.name));
+    assert_eq!(
+        kept.len(),
+        2,
+        "a live process's test bed was swept: {kept:?}"
+    );
+    drop(next);
+    drop(live);
 }

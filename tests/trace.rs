@@ -264,6 +264,10 @@ fn distinct_records(workers: usize, iterations: usize) -> Vec<IterationRecord> {
                 };
                 r.used[w] = (i * w) % 3 == 1;
                 r.overrun_s[w] = 0.01 * (1.0 + x) * (1.0 + y);
+                // Issue 26, item 2's measured transfers.
+                r.message_bytes[w] = 800_088.0 + 8.0 * (x + y);
+                r.compute_s[w] = 0.002 * (1.0 + x) + 0.0003 * y;
+                r.received_s[w] = 9.0 + x + 0.2 * y;
             }
             r
         })

@@ -97,19 +97,23 @@ class Run:
     The schema's datasets are also attributes (`duration_s`, `decodable_s`, `decode_s`,
     `recovered_fraction`, `messages_used`, `messages_received`,
     `stale_dropped`, `train_loss`, `test_loss`, `test_accuracy`,
-    `elapsed_s`, `finish_s`, `straggling`, `cluster`, `used`, `overrun_s`),
+    `elapsed_s`, `finish_s`, `straggling`, `cluster`, `used`, `overrun_s`,
+    `message_bytes`, `compute_s`, `received_s`),
     None when the file lacks them (only `iteration/duration_s` is required;
     `test_accuracy`, a network's share of test samples classified correctly,
     is absent from traces older than it and NaN throughout for a linear model;
     `elapsed_s`, the seconds since the run started at the end of each
     iteration, is absent from traces older than it; `decodable_s`, the time
     until the master held a decodable set (`duration_s` adds the decode and
-    the update), is absent from traces older than it).
+    the update), is absent from traces older than it; `message_bytes`,
+    `compute_s` and `received_s`, per worker the bytes of the results the
+    master received, the compute their headers report and when their vectors
+    had arrived, are absent from traces older than them and NaN in simulation).
     """
 
     ITERATION = ("duration_s", "decodable_s", "decode_s", "recovered_fraction", "messages_used", "messages_received",
                  "stale_dropped", "train_loss", "test_loss", "test_accuracy", "elapsed_s")
-    WORKER = ("finish_s", "straggling", "cluster", "used", "overrun_s")
+    WORKER = ("finish_s", "straggling", "cluster", "used", "overrun_s", "message_bytes", "compute_s", "received_s")
 
     def __init__(self, group, where, label, scheme=None, trial=None, workers=None, kind=None):
         # scheme: the root attribute (training) or the simulate.compare name (simulation);

@@ -115,6 +115,12 @@ class TracesTest(unittest.TestCase):
         shutil.copy(cls.cmp[0], cls.no_elapsed)
         with h5py.File(cls.no_elapsed, "r+") as f:
             del f["iteration/elapsed_s"]
+        # A trace older than /worker/{message_bytes, compute_s, received_s}.
+        cls.old_network = cls.tmp / "old-network.h5"
+        shutil.copy(cls.train, cls.old_network)
+        with h5py.File(cls.old_network, "r+") as f:
+            for name in ("message_bytes", "compute_s", "received_s"):
+                del f[f"worker/{name}"]
         # A real training run: /timing/, /model/theta and the provenance of the MPI runtime.
         cls.mpi = cls.tmp / "mpi.h5"
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -277,6 +283,27 @@ class TracesTest(unittest.TestCase):
         self.assertEqual((got["reached"], got["evaluated"], got["iteration"]), (False, 0, None))
         with self.assertRaises(ValueError):
             gt.reach(r)
+
+    def test_a_real_run_records_its_message_bytes_compute_and_receive_times(self):
+        # Issue 26, item 2: per worker the bytes of the results the master received, as the protocol
+        # sends them (a header of 8 values and a loss per computation, gc-sc load 2; a vector of d + 1).
+        r = gt.open_trace(self.mpi).run()
+        with h5py.File(self.mpi) as f:
+            d = f["model/theta"].shape[0]
+        got = np.isfinite(r.finish_s)
+        self.assertTrue(got.any())
+        np.testing.assert_array_equal(r.message_bytes[got], 8 * (8 + 2 + d + 1))
+        self.assertTrue(np.isnan(r.message_bytes[~got]).all())
+        self.assertTrue((r.compute_s[got] > 0).all())
+        self.assertTrue(np.isnan(r.compute_s[~got]).all())
+        # The vector's last byte comes after the header.
+        self.assertTrue((r.received_s[got] >= r.finish_s[got]).all())
+        self.assertEqual(r.units["message_bytes"], "bytes")
+        # A simulation records none of them; a trace older than them has none (None).
+        for run_ in gt.open_trace(self.sim)._all():
+            for name in ("message_bytes", "compute_s", "received_s"):
+                self.assertTrue(np.isnan(getattr(run_, name)).all(), name)
+        self.assertIsNone(gt.open_trace(self.old_network).run().message_bytes)
 
     def test_elapsed_time_is_read_and_wall_s_falls_back_to_iteration_times(self):
         r = gt.open_trace(self.mpi).run()

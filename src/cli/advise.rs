@@ -11,7 +11,11 @@
 //!    the per-worker times of a training trace (`super::measured`)
 //!    ([`crate::straggler::fit`]: per-worker and pooled shifted-exponential
 //!    fits and a two-state slow/fast fit, each with its Kolmogorov-Smirnov
-//!    distance; the chosen fit replaces `[straggler]`).
+//!    distance; the chosen fit replaces `[straggler]`). A trace of a
+//!    measured run that records its workers' compute and transfers
+//!    (issue 26, item 2) is fitted on the compute times, and its transfers
+//!    give a `[network]` (`super::netfit`) whose fitted keys replace the
+//!    config's: the candidates are simulated with both.
 //! 2. The candidates: every scheme of `--schemes` (default: every registered
 //!    scheme, those with partial recovery skipped unless named; the budget
 //!    M by default the most the config's experiment stores on a worker,
@@ -43,6 +47,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::ConfigArgs;
+use super::netfit::NetworkSource;
 use crate::error::InputError;
 use crate::sim::to_loss::{self, LossRunError};
 use crate::straggler::fit;
@@ -117,12 +122,19 @@ struct AdviseReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     min_recovered: Option<f64>,
     straggler: ModelSource,
+    /// The `[network]` the candidates are simulated with (issue 26, item 2).
+    network: NetworkSource,
     ranking: Vec<Candidate>,
     skipped: Vec<Skipped>,
 }
 
-/// Fit the times of the first `workers` workers of the training trace `path`.
-fn fit_trace(path: &std::path::Path, workers: usize) -> Result<ModelSource, InputError> {
+/// Fit the times of the first `workers` workers of the training trace
+/// `path`, and its transfers to a network over the config's `network`.
+fn fit_trace(
+    path: &std::path::Path,
+    workers: usize,
+    network: Option<&crate::config::NetworkConfig>,
+) -> Result<(ModelSource, NetworkSource), InputError> {
     let measured = super::measured::read(path, "--trace")?;
     if measured.series.len() < workers {
         return Err(InputError::new(
@@ -142,7 +154,7 @@ fn fit_trace(path: &std::path::Path, workers: usize) -> Result<ModelSource, Inpu
         path,
     )?;
     source.censored = Some(measured.censored);
-    Ok(source)
+    Ok((source, super::netfit::fit_network(&measured, network)))
 }
 
 pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> {
@@ -233,15 +245,22 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
             )
         })?);
     }
-    let straggler = match (&flags.replay, &flags.trace) {
-        (Some(path), _) => fit_replay(path, k)?,
-        (None, Some(path)) => fit_trace(path, k)?,
-        (None, None) => ModelSource::config_default(config.straggler.model.name()),
+    let from_config = || NetworkSource::from_config(config.network.as_ref());
+    let (straggler, network) = match (&flags.replay, &flags.trace) {
+        (Some(path), _) => (fit_replay(path, k)?, from_config()),
+        (None, Some(path)) => fit_trace(path, k, config.network.as_ref())?,
+        (None, None) => (
+            ModelSource::config_default(config.straggler.model.name()),
+            from_config(),
+        ),
     };
     // The typed base of the candidates: the config as parsed (its `[scheme]`
-    // not resolved by the loader), with the fitted model's `[straggler]`.
+    // not resolved by the loader), with the fitted model's `[straggler]`
+    // and the fitted network's keys.
     let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
-    let fitted = plain.with_settings(&straggler.settings())?;
+    let mut settings = straggler.settings();
+    settings.extend(network.settings()?);
+    let fitted = plain.with_settings(&settings)?;
     // The fitted model must make a valid config (it does for every fit; an
     // error here names the key).
     crate::setup::from_parsed(&crate::coding::SCHEMES, fitted.clone())?;
@@ -269,6 +288,8 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         )),
         _ => None,
     };
+    // The fitted config's unit: a trace's, when its network was fitted.
+    let model_time_unit_s = super::units::emulated_unit_s(&fitted.config);
     let mut runner = VariantRunner::new(fitted);
     let mut ran: Vec<Ran> = Vec::new();
     let mut skipped = Vec::new();
@@ -388,7 +409,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
     }
     let report = AdviseReport {
         origin: loaded.origin.clone(),
-        model_time_unit_s: super::units::emulated_unit_s(config),
+        model_time_unit_s,
         workers: k,
         seed: config.seed,
         trials: config.simulate.trials,
@@ -398,6 +419,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
         memory_partitions: memory,
         min_recovered: flags.min_recovered,
         straggler,
+        network,
         ranking,
         skipped,
     };
@@ -512,11 +534,20 @@ fn print_text(r: &AdviseReport) {
                 );
             }
             if let Some(c) = m.censored.filter(|c| *c > 0) {
+                let value = if r.network.source == "trace" {
+                    "the master's stop less the trace's fastest transfer, about a lower bound of the compute"
+                } else {
+                    "the iteration's end, a lower bound"
+                };
                 crate::outln!(
-                    "  note: {c} worker-iterations had no result in time; their value is the iteration's end, a lower bound, fitted as censored"
+                    "  note: {c} worker-iterations had no result in time; their value is {value}, fitted as censored"
                 );
             }
         }
+    }
+    let trace = r.straggler.file.as_deref().unwrap_or("the trace");
+    for line in r.network.lines(trace) {
+        crate::outln!("{line}");
     }
     let what = match (r.objective, &r.target) {
         (study::Objective::Mean, _) => "mean iteration time (model time units)".to_string(),

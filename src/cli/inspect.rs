@@ -86,8 +86,18 @@ pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Res
     place::write_whole(out, force, measured.to_csv().as_bytes())
         .map_err(|e| anyhow::anyhow!("writing {shown}: {e}"))?;
     let rows = measured.series[0].len();
+    // A measured run that records its workers' compute: that, without the network.
+    let recorded = measured.recorded == super::measured::Transfers::Recorded;
+    let (time, bound) = if recorded {
+        (
+            "compute_s",
+            "the master's stop less the trace's fastest transfer, about a lower bound",
+        )
+    } else {
+        ("finish_s", "the iteration's end, a lower bound")
+    };
     crate::outln!(
-        "{shown}: {rows} rows x {} workers of {} (model time of one partition computation: finish_s / {} / {} s)",
+        "{shown}: {rows} rows x {} workers of {} (model time of one partition computation: {time} / {} / {} s)",
         measured.series.len(),
         measured.scheme,
         measured.computations,
@@ -95,7 +105,7 @@ pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Res
     );
     if measured.censored > 0 {
         crate::errln!(
-            "note: {} of {} worker-iterations had no result in time; their value is the iteration's end, a lower bound",
+            "note: {} of {} worker-iterations had no result in time; their value is {bound}",
             measured.censored,
             rows * measured.series.len()
         );

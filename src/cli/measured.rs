@@ -13,6 +13,18 @@
 //! replay CSV has no such mark and replays the bound). Multi-message schemes
 //! (gc-mmc, uc-mmc, gc-partial) are refused: finish_s is then the arrival of
 //! some message, not of a known number of computations.
+//!
+//! A trace of a run with `straggler.mode = "measured"` that records the
+//! workers' own compute (`/worker/compute_s`, issue 26, item 2) gives more:
+//! the computation time is compute_s / c, without the network, and each
+//! result's transfer, its bytes (`/worker/message_bytes`) and the seconds
+//! from the worker's end of compute to the arrival of its last byte
+//! (`/worker/received_s` − compute_s), which `advise --trace` fits a
+//! `[network]` to (`gradcode_core::network::fit`). Its censored value is
+//! then the master's stop less the fastest transfer of the trace, roughly
+//! the latest the worker could have finished computing. An emulating run's
+//! workers hold their results until their sampled times, which compute_s
+//! does not count: its transfers are not read.
 
 use std::path::Path;
 
@@ -28,6 +40,24 @@ pub(crate) struct Measured {
     pub computations: usize,
     pub time_unit_s: f64,
     pub scheme: String,
+    /// Per received result, `(bytes, seconds)` from the worker's end of
+    /// compute to the arrival of its last byte at the master; empty unless
+    /// [`Transfers::Recorded`].
+    pub transfers: Vec<(f64, f64)>,
+    /// Whether the trace records transfers, and why not.
+    pub recorded: Transfers,
+}
+
+/// Whether a trace says what its messages cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transfers {
+    /// A measured run with the compute and receive times: the series are
+    /// compute times.
+    Recorded,
+    /// A trace older than `/worker/compute_s` (or with no finite one).
+    NotRecorded,
+    /// An emulating run: the workers' holds are not in compute_s.
+    Emulated,
 }
 
 #[cfg(not(feature = "hdf5"))]
@@ -69,10 +99,38 @@ pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
         .and_then(|v| v.as_integer())
         .map_or(1, |l| l.max(1) as usize);
     let time_unit_s = setup.loaded.config.straggler.time_unit_ms / 1000.0;
+    let emulated = setup.loaded.config.straggler.mode == crate::config::StragglerMode::Emulate;
     let data = crate::trace::read_trace(path, "/").map_err(|e| InputError::new(flag, e))?;
     let scale = 1.0 / (computations as f64 * time_unit_s);
     let mut series = vec![Vec::with_capacity(data.records.len()); data.workers];
     let mut censored = 0;
+    let has_compute = data
+        .records
+        .iter()
+        .any(|r| r.compute_s.iter().any(|c| c.is_finite()));
+    let recorded = match (has_compute, emulated) {
+        (false, _) => Transfers::NotRecorded,
+        (true, true) => Transfers::Emulated,
+        (true, false) => Transfers::Recorded,
+    };
+    let mut transfers = Vec::new();
+    if recorded == Transfers::Recorded {
+        for r in &data.records {
+            for w in 0..data.workers {
+                let (b, c, done) = (r.message_bytes[w], r.compute_s[w], r.received_s[w]);
+                if b.is_finite() && c.is_finite() && done.is_finite() {
+                    transfers.push((b, done - c));
+                }
+            }
+        }
+    }
+    // A censored worker finished computing by the stop less its transfer,
+    // of which the fastest seen is the estimate.
+    let fastest_transfer_s = transfers
+        .iter()
+        .map(|t| t.1)
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .fold(f64::INFINITY, f64::min);
     for r in &data.records {
         // The master's stop (older traces: the iteration's end, later).
         let stop_s = if r.decodable_s.is_finite() {
@@ -84,6 +142,24 @@ pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
             continue; // an iteration without an end: nothing to say about it
         }
         for (w, s) in series.iter_mut().enumerate() {
+            if recorded == Transfers::Recorded {
+                let c = r.compute_s[w];
+                if c.is_finite() && c >= 0.0 {
+                    s.push((c * scale, false));
+                } else if r.finish_s[w].is_finite() {
+                    // A row before a resume of an older trace: no compute.
+                    s.push((r.finish_s[w] * scale, false));
+                } else {
+                    censored += 1;
+                    let bound_s = if fastest_transfer_s.is_finite() {
+                        (stop_s - fastest_transfer_s).max(0.0)
+                    } else {
+                        stop_s
+                    };
+                    s.push((bound_s * scale, true));
+                }
+                continue;
+            }
             let f = r.finish_s[w];
             if f.is_finite() && f >= 0.0 {
                 s.push((f * scale, false));
@@ -102,6 +178,8 @@ pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
         computations,
         time_unit_s,
         scheme,
+        transfers,
+        recorded,
     })
 }
 

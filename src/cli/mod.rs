@@ -14,6 +14,7 @@ mod explain_dc;
 mod inspect;
 mod job;
 mod measured;
+mod netfit;
 #[cfg(feature = "mpi")]
 mod probe;
 mod simulate;

@@ -310,6 +310,14 @@ pub struct ResultHeader {
 /// Length of a result header's fixed part; `computations` losses follow.
 pub const RESULT_HEADER: usize = 8;
 
+/// Bytes a result crosses the network as: its header (the fixed part and
+/// one loss per computation) and its vector of `vector_len` values (d + 1),
+/// every value an f64. What `train` records per worker in
+/// `/worker/message_bytes` (issue 26, item 2).
+pub fn result_message_bytes(computations: usize, vector_len: usize) -> usize {
+    (RESULT_HEADER + computations + vector_len) * size_of::<f64>()
+}
+
 impl ResultHeader {
     /// The header into `out` (cleared first); the vector is its own message.
     pub fn encode_into(&self, out: &mut Vec<f64>) {
@@ -453,6 +461,11 @@ mod tests {
         h.encode_into(&mut buf);
         assert_eq!(buf.len(), RESULT_HEADER + 2);
         assert_eq!(ResultHeader::decode(&buf).unwrap(), h);
+        // The bytes train records: the encoded header and a vector of d + 1.
+        assert_eq!(
+            result_message_bytes(h.computations, 11),
+            (buf.len() + 11) * 8
+        );
         assert!(ResultHeader::decode(&buf[..6]).is_err(), "truncated");
         assert!(
             ResultHeader::decode(&buf[..RESULT_HEADER + 1]).is_err(),

@@ -496,6 +496,9 @@ impl Round for MpiRound<'_> {
         self.partition_loss.resize(self.partitions, f64::NAN);
         report.overrun_s.resize(k, 0.0);
         report.per_computation_s.resize(k, f64::NAN);
+        report.message_bytes.resize(k, f64::NAN);
+        report.compute_s.resize(k, f64::NAN);
+        report.received_s.resize(k, f64::NAN);
         self.comm.awake();
         let start = Instant::now();
         if let Some(status) = timing.time("send", || self.send_tasks(task, report))? {
@@ -606,11 +609,18 @@ impl Round for MpiRound<'_> {
                 break RoundStatus::Completed;
             }
             report.accept(arrival, arrived_s);
+            // What advise --trace fits the network to (issue 26, item 2):
+            // the bytes as sent (header and vector), the worker's compute.
+            let bytes = protocol::result_message_bytes(header.computations, len);
+            report.message_bytes[w] = report.message_bytes[w].max(0.0) + bytes as f64;
+            report.compute_s[w] = header.compute_s;
+            report.received_s[w] = f64::NAN;
             let held = if (self.received_in_use + 1) * len * size_of::<f64>() <= RECEIVED_BYTES {
                 if self.received.len() == self.received_in_use {
                     self.received.push(Vec::new());
                 }
                 receive_into(vector, len, &mut self.received[self.received_in_use]);
+                report.received_s[w] = start.elapsed().as_secs_f64();
                 self.received_in_use += 1;
                 Held::Received(self.received_in_use - 1)
             } else {

@@ -28,6 +28,9 @@
 //! /worker/cluster                i64 [iterations, workers]   1-based cluster this iteration, -1 when unclustered
 //! /worker/used                   u8  [iterations, workers]   1 = a message of the worker has a non-zero decoding weight
 //! /worker/overrun_s              f64 [iterations, workers]   emulation: how far the real work ran past the sampled time (0 on time; optional)
+//! /worker/message_bytes          f64 [iterations, workers]   train: bytes of the results received from the worker in time (headers and vectors); NaN if none, in simulation (optional)
+//! /worker/compute_s              f64 [iterations, workers]   train: compute seconds the header of its last result received in time reports; NaN if none, in simulation (optional)
+//! /worker/received_s             f64 [iterations, workers]   train: when that result's vector had arrived whole; NaN if none or not received before the decode, in simulation (optional)
 //! /model                         attribute snapshot          train: the committed snapshot slot (0 or 1; 2^64 - 1 before the first)
 //! /model/theta                   f64 [d]                     parameters (attribute `iteration`: completed iterations)
 //! /model/snapshot_0              f64 [2, d]                  train snapshot slot: θ and the iterate before it (Nesterov), attribute `iteration`

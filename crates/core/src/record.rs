@@ -132,7 +132,7 @@ pub struct DatasetSpec {
     /// `group/name`, relative to the trace's group.
     pub path: &'static str,
     pub element: ElementType,
-    /// The `unit` attribute: `s`, `1` (fractions and flags), `count` or `id`.
+    /// The `unit` attribute: `s`, `1` (fractions and flags), `count`, `id` or `bytes`.
     pub unit: &'static str,
     /// The `description` attribute.
     pub description: &'static str,
@@ -403,6 +403,18 @@ trace_schema! {
     worker overrun_s: f64 = 0.0,
         unit "s", "column k = worker k+1: seconds its real work ran past the emulated due time (0 on time; 0 in simulation)",
         optional;
+    /// Per worker: bytes of the result messages the master accepted from it (NaN: none, or not measured).
+    worker message_bytes: f64 = f64::NAN,
+        unit "bytes", "column k = worker k+1: train, bytes of the result messages (headers and vectors) the master received from it in time; NaN when none, and in simulation",
+        optional;
+    /// Per worker: compute seconds its last accepted message's header reports (NaN: none, or not measured).
+    worker compute_s: f64 = f64::NAN,
+        unit "s", "column k = worker k+1: train, the wall-clock compute seconds the header of its last message received in time reports (the task's computations before that message; not an emulated wait); NaN when none, and in simulation",
+        optional;
+    /// Per worker: when the master had received the whole of its last accepted message (NaN: none, or not measured).
+    worker received_s: f64 = f64::NAN,
+        unit "s", "column k = worker k+1: train, seconds from the send of θ until the master had received the whole of its last message received in time, vector included (finish_s is the header's arrival); NaN when none, when the vector waited at the worker until the decode, and in simulation",
+        optional;
 }
 
 impl IterationRecord {
@@ -444,7 +456,11 @@ mod tests {
         for (i, d) in DATASETS.iter().enumerate() {
             assert_eq!(d.index, i);
             assert_eq!(d.path, format!("{}/{}", d.group.name(), d.name));
-            assert!(["s", "1", "count", "id"].contains(&d.unit), "{}", d.unit);
+            assert!(
+                ["s", "1", "count", "id", "bytes"].contains(&d.unit),
+                "{}",
+                d.unit
+            );
             assert!(!d.description.is_empty());
         }
         let mut names: Vec<&str> = DATASETS.iter().map(|d| d.name).collect();
@@ -520,8 +536,17 @@ mod tests {
         let records = vec![IterationRecord::new(2); 3];
         let mut c = TraceColumns::from_records(2, &records);
         c.overrun_s = None;
+        // A trace older than the measured transfers (issue 26, item 2).
+        c.message_bytes = None;
+        c.compute_s = None;
+        c.received_s = None;
         let back = c.clone().into_records().unwrap();
         assert!(back.iter().all(|r| r.overrun_s == vec![0.0; 2]));
+        assert!(back.iter().all(|r| {
+            [&r.message_bytes, &r.compute_s, &r.received_s]
+                .iter()
+                .all(|v| v.len() == 2 && v.iter().all(|x| x.is_nan()))
+        }));
         c.cluster = None;
         let e = c.into_records().unwrap_err();
         assert_eq!(e.to_string(), "no dataset worker/cluster");

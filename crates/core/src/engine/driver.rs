@@ -661,6 +661,18 @@ impl Driver {
             } else {
                 record.overrun_s.fill(0.0);
             }
+            // Measured by an MPI round (issue 26, item 2); NaN otherwise.
+            for (column, measured) in [
+                (&mut record.message_bytes, &report.message_bytes),
+                (&mut record.compute_s, &report.compute_s),
+                (&mut record.received_s, &report.received_s),
+            ] {
+                if measured.len() == column.len() {
+                    column.copy_from_slice(measured);
+                } else {
+                    column.fill(f64::NAN);
+                }
+            }
         }
         let totals = &mut lane.totals;
         totals.iterations += 1;

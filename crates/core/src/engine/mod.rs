@@ -84,6 +84,21 @@ pub struct RoundReport {
     /// Per worker: measured seconds per partition computation, NaN when it
     /// sent nothing (empty: not measured).
     pub per_computation_s: Vec<f64>,
+    /// Per worker: bytes of the accepted result messages (headers and
+    /// vectors) the master received from it, NaN when none (empty: not
+    /// measured). Issue 26, item 2: what `advise --trace` fits a network to.
+    pub message_bytes: Vec<f64>,
+    /// Per worker: the compute seconds the header of its last accepted
+    /// message reports (the task's computations so far, wall clock), NaN
+    /// when none (empty: not measured).
+    pub compute_s: Vec<f64>,
+    /// Per worker: seconds since the iteration started when the master had
+    /// received the whole of its last accepted message, vector included;
+    /// NaN when none, or when the vector still waited at the worker when the
+    /// master decoded (empty: not measured). Unlike the arrival time, which
+    /// is the header's (and the vector's envelope, before its bytes cross
+    /// under MPI's rendezvous protocol).
+    pub received_s: Vec<f64>,
 }
 
 impl RoundReport {
@@ -95,6 +110,9 @@ impl RoundReport {
         self.stale_dropped = 0;
         self.overrun_s.clear();
         self.per_computation_s.clear();
+        self.message_bytes.clear();
+        self.compute_s.clear();
+        self.received_s.clear();
     }
 
     /// Accept a message that arrived `seconds` after the iteration started.

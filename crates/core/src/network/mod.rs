@@ -8,9 +8,11 @@
 //! time. With K vectors of d doubles over one master link, communication can
 //! decide which scheme wins; this is the model of it: a one-way latency per
 //! message, the bandwidth of each worker's link and of the master's, and
-//! whether the master's receives share its link.
+//! whether the master's receives share its link. [`fit`] fits the latency
+//! and a link's bandwidth to the transfers a training run measured.
 
 pub mod delivery;
+pub mod fit;
 
 pub use delivery::{Delivery, MAX_MESSAGE_MODEL_TIME};
 
