@@ -421,6 +421,11 @@ pub const SUSPENDED_GAP: Duration = Duration::from_secs(1);
 /// The world communicator with tracked nonblocking sends and matched-probe receives.
 pub struct Comm<'a> {
     world: &'a SimpleCommunicator,
+    /// A duplicate of the world for `aggregate = reduce`: the communicators
+    /// of the decodable sets are made from it (`MPI_Comm_create_group`), so
+    /// whatever messages MPI exchanges to make them never meet the
+    /// any-source probes on the world.
+    reductions: SimpleCommunicator,
     sends: RefCell<SendPool>,
     /// Time this process was found suspended inside its waits, in all.
     suspended: std::cell::Cell<Duration>,
@@ -429,9 +434,11 @@ pub struct Comm<'a> {
 }
 
 impl<'a> Comm<'a> {
+    /// Collective over `world` (it duplicates it): every rank calls it.
     pub fn new(world: &'a SimpleCommunicator) -> Self {
         Self {
             world,
+            reductions: world.duplicate(),
             sends: RefCell::default(),
             suspended: std::cell::Cell::new(Duration::ZERO),
             last_look: std::cell::Cell::new(Instant::now()),
@@ -546,6 +553,31 @@ impl<'a> Comm<'a> {
             }
             backoff.pause(Some(deadline));
         }
+    }
+
+    /// Collective over `members` (world ranks, ascending, this rank among
+    /// them) and no other rank: they form a communicator of their own
+    /// (`MPI_Comm_create_group` on the duplicate of the world) and sum
+    /// `data` into `members[0]`'s `sum` (ignored on the others). Returns the
+    /// seconds spent making the communicator and reducing.
+    pub fn reduce_among(&self, members: &[i32], data: &[f64], sum: &mut [f64]) -> (f64, f64) {
+        use mpi::collective::{Root, SystemOperation};
+        use mpi::topology::Group;
+        let start = Instant::now();
+        let group = self.reductions.group().include(members);
+        let set = self
+            .reductions
+            .split_by_subgroup_with_tag(&group, super::protocol::TAG_REDUCE_GROUP)
+            .expect("a member of the group gets its communicator");
+        let made_s = start.elapsed().as_secs_f64();
+        let root = set.process_at_rank(0);
+        if set.rank() == 0 {
+            root.reduce_into_root(data, sum, SystemOperation::sum());
+        } else {
+            root.reduce_into(data, SystemOperation::sum());
+        }
+        // Dropping `set` frees the communicator (MPI_Comm_free).
+        (made_s, start.elapsed().as_secs_f64() - made_s)
     }
 
     /// A message if one has arrived from anyone.

@@ -8,6 +8,14 @@
 //! it abandon the current one (a worker that fell behind skips to the newest
 //! model), a stop ends the run, so a straggler still busy is woken at once.
 //!
+//! With `aggregate = reduce` (docs/aggregate.md) a result is its header
+//! alone: the worker keeps the coded vectors of its current task. When the
+//! master's [`Order`] names it in the decodable set, it sums its share (each
+//! kept vector times its decode coefficient) and reduces it with the other
+//! members (a communicator of theirs only); the lowest rank sends the sum
+//! to the master. The order ends the task. A worker outside the set never
+//! hears of it: its next task replaces the kept vectors.
+//!
 //! A worker that catches SIGTERM or SIGINT tells the master and carries on
 //! until the master's stop arrives; if none comes within
 //! [`interrupt::WORKER_GRACE`] (the master is gone) it aborts the job.
@@ -16,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::comm::{Backoff, Comm, Received, Wait, WaitMode, instant_after, receive_into};
 use super::interrupt;
-use super::protocol::{self, ResultHeader, Setup, Task};
+use super::protocol::{self, Order, ResultHeader, Setup, Task};
 use crate::config::Config;
 use crate::error::InputError;
 use crate::learn::{DataPlan, Model, Partition, StepKey, kernel};
@@ -46,6 +54,8 @@ const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
 /// What interrupted a task.
 enum Control {
     Task(Box<Task>),
+    /// `aggregate = reduce`: reduce this worker's share of the decoded sum.
+    Order(Order),
     Stop,
 }
 
@@ -111,6 +121,7 @@ impl Link<'_> {
     fn control(&mut self, m: Received) -> anyhow::Result<Control> {
         match m.tag {
             protocol::TAG_STOP => Ok(Control::Stop),
+            protocol::TAG_ORDER => Ok(Control::Order(Order::decode(&m.data)?)),
             tag if protocol::is_iteration_tag(tag) => {
                 let task = Task::decode(&m.data)?;
                 // The model follows the task at once.
@@ -149,12 +160,15 @@ impl Link<'_> {
     }
 
     /// Drain every message that has arrived; the newest task or a stop wins.
+    /// An order is taken at once: the master sends nothing else to this
+    /// worker until the reduction it asks for is done.
     fn poll(&mut self) -> anyhow::Result<Option<Control>> {
         self.watch_signal();
         let mut latest = None;
         while let Some(m) = self.comm.try_receive() {
             match self.control(m)? {
                 Control::Stop => return Ok(Some(Control::Stop)),
+                Control::Order(order) => return Ok(Some(Control::Order(order))),
                 task => latest = Some(task),
             }
         }
@@ -269,6 +283,13 @@ struct Worker<'a> {
     slot_of: Vec<usize>,
     header: Vec<f64>,
     counts: Counts,
+    /// `aggregate = reduce`: the coded vectors are kept, not sent.
+    reduce: bool,
+    /// With `reduce`: the iteration of the kept vectors, and per message of
+    /// its task the vector (d + 1 values) once formed.
+    kept_iteration: Option<u64>,
+    kept: Vec<Vec<f64>>,
+    kept_ready: Vec<bool>,
 }
 
 /// Run worker rank `comm.rank()` with the broadcast `config`.
@@ -309,6 +330,7 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
     };
     let dim = model.dim();
     link.dim = dim;
+    let reduce = config.runtime.aggregate.reduces(dim);
     let mut index = vec![usize::MAX; setup.partitions];
     for (i, p) in data.iter().enumerate() {
         index[p.id] = i;
@@ -332,6 +354,10 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
         slot_of: vec![usize::MAX; setup.partitions],
         header: Vec::new(),
         counts: Counts::default(),
+        reduce,
+        kept_iteration: None,
+        kept: Vec::new(),
+        kept_ready: Vec::new(),
     };
     let mut next: Option<Control> = None;
     loop {
@@ -344,6 +370,7 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
         };
         match control {
             Control::Stop => break,
+            Control::Order(order) => worker.reduce(&order)?,
             Control::Task(task) => {
                 if worker.counts.tasks == 0 {
                     interrupt::panic_if_asked(comm.rank(), "at the first task");
@@ -356,7 +383,8 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
                     crate::error::Iteration(task.iteration)
                 );
                 next = worker.execute(&task)?;
-                if next.is_some() {
+                // An order ends the task (the iteration is decoded) without abandoning it.
+                if matches!(next, Some(Control::Task(_) | Control::Stop)) {
                     worker.counts.abandoned += 1;
                     log::debug!(
                         "worker {}: abandoned {} for a newer task or a stop",
@@ -406,6 +434,14 @@ impl Worker<'_> {
         let work = &task.work;
         while self.slots.len() < work.compute.len() {
             self.slots.push(vec![0.0; dim + 1]);
+        }
+        if self.reduce {
+            self.kept_iteration = Some(task.iteration);
+            self.kept_ready.clear();
+            self.kept_ready.resize(work.messages.len(), false);
+            while self.kept.len() < work.messages.len() {
+                self.kept.push(Vec::with_capacity(dim + 1));
+            }
         }
         let mut compute = ComputeTime::default();
         let mut next_message = 0;
@@ -471,8 +507,13 @@ impl Worker<'_> {
     ) -> anyhow::Result<Option<Control>> {
         let message = &task.work.messages[m];
         let dim = self.link.dim;
-        // The send owns the vector until the master receives it.
-        let mut vector = self.link.comm.buffer(dim + 1);
+        // The send owns the vector until the master receives it; a reducing
+        // worker keeps it until an order or its next task.
+        let mut vector = if self.reduce {
+            std::mem::take(&mut self.kept[m])
+        } else {
+            self.link.comm.buffer(dim + 1)
+        };
         vector.clear();
         let mut terms = message.codeword.terms.iter();
         // The first term written as 0 + c·g (what adding it to zeros gives,
@@ -505,6 +546,9 @@ impl Worker<'_> {
                     let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, Duration::ZERO);
                     while due.is_none_or(|due| Instant::now() < due) {
                         if let Some(c) = self.link.poll()? {
+                            if self.reduce {
+                                self.kept[m] = vector; // its buffer, for the next task
+                            }
                             return Ok(Some(c));
                         }
                         backoff.pause(due);
@@ -529,7 +573,74 @@ impl Worker<'_> {
         header.encode_into(&mut self.header);
         let comm = self.link.comm;
         comm.send(0, protocol::iteration_tag(task.iteration), &self.header);
-        comm.send_owned(0, protocol::TAG_VECTOR, vector);
+        if self.reduce {
+            self.kept[m] = vector;
+            self.kept_ready[m] = true;
+        } else {
+            comm.send_owned(0, protocol::TAG_VECTOR, vector);
+        }
         Ok(None)
+    }
+
+    /// `aggregate = reduce`: this worker's share of the decoded sum (its kept
+    /// vectors times their coefficients, in the order's order), reduced
+    /// with the other members of the decodable set; the lowest rank sends
+    /// the sum to the master, followed by the seconds it took to make the
+    /// set's communicator and to reduce.
+    fn reduce(&mut self, order: &Order) -> anyhow::Result<()> {
+        let comm = self.link.comm;
+        let rank = comm.rank();
+        if !self.reduce || self.kept_iteration != Some(order.iteration) {
+            anyhow::bail!(
+                "worker {rank}: an order for {} while its kept vectors are of {:?}",
+                crate::error::Iteration(order.iteration),
+                self.kept_iteration
+            );
+        }
+        if order.members.binary_search(&rank).is_err() {
+            anyhow::bail!(
+                "worker {rank}: an order whose members {:?} leave it out",
+                order.members
+            );
+        }
+        let dim = self.link.dim;
+        let mut share = comm.buffer(dim + 1);
+        share.resize(dim + 1, 0.0);
+        for (i, &(m, a)) in order.terms.iter().enumerate() {
+            if !self.kept_ready.get(m).copied().unwrap_or(false) {
+                anyhow::bail!(
+                    "worker {rank}: an order uses message {} of {}, which it has not sent",
+                    m + 1,
+                    crate::error::Iteration(order.iteration)
+                );
+            }
+            let v = &self.kept[m];
+            if i == 0 {
+                // As the gather's combine: 0 + a·v for the first term.
+                share.iter_mut().zip(v).for_each(|(s, v)| *s = 0.0 + a * v);
+            } else {
+                kernel::axpy(a, v, &mut share);
+            }
+        }
+        let leader = order.members[0] == rank;
+        let mut sum = if leader {
+            let mut sum = comm.buffer(dim + 3);
+            sum.resize(dim + 1, 0.0);
+            sum
+        } else {
+            Vec::new()
+        };
+        let (made_s, reduce_s) = if order.members.len() == 1 {
+            sum.copy_from_slice(&share);
+            (0.0, 0.0)
+        } else {
+            comm.reduce_among(&order.members, &share, &mut sum)
+        };
+        if leader {
+            sum.extend([made_s, reduce_s]);
+            comm.send_owned(0, protocol::TAG_REDUCED, sum);
+        }
+        self.kept_iteration = None;
+        Ok(())
     }
 }
