@@ -133,9 +133,14 @@ pub(super) struct MpiRound<'c> {
     reduce: bool,
     /// The iteration of the running round (the orders name it).
     iteration: u64,
-    /// Bytes received by the master in the iterations run, and how many ran.
+    /// Bytes received by the master in the decoded iterations before this
+    /// round, and how many; the bytes of this round so far, and whether it
+    /// decoded (a round that does not, the final model's evaluation or one
+    /// a signal stopped, is not an iteration and is not counted).
     inbound_bytes: u64,
-    iterations_run: u64,
+    iterations_decoded: u64,
+    round_bytes: u64,
+    round_decoded: bool,
     /// The leaders' seconds making the sets' communicators and reducing, not
     /// yet added to the timing events (the next round adds them).
     reduce_leader_s: Option<(f64, f64)>,
@@ -180,22 +185,43 @@ impl<'c> MpiRound<'c> {
             reduce,
             iteration: 0,
             inbound_bytes: 0,
-            iterations_run: 0,
+            iterations_decoded: 0,
+            round_bytes: 0,
+            round_decoded: false,
             reduce_leader_s: None,
             order: Vec::new(),
         }
     }
 
-    /// Mean bytes the master received per iteration (every message of the
-    /// iterations, from the send of θ to the decode and the training loss's
-    /// wait); `None` before the first iteration.
+    /// Mean bytes the master received per decoded iteration: every message
+    /// from the send of θ to the decode, and after it the results the
+    /// training loss's evaluation waits for (late results of an iteration
+    /// that come during the next are counted in the next); `None` before
+    /// the first decode.
     pub fn inbound_bytes_per_iteration(&self) -> Option<f64> {
-        (self.iterations_run > 0).then(|| self.inbound_bytes as f64 / self.iterations_run as f64)
+        let (bytes, n) = if self.round_decoded {
+            (
+                self.inbound_bytes + self.round_bytes,
+                self.iterations_decoded + 1,
+            )
+        } else {
+            (self.inbound_bytes, self.iterations_decoded)
+        };
+        (n > 0).then(|| bytes as f64 / n as f64)
+    }
+
+    /// The last round's bytes go to the totals when it decoded.
+    fn settle_round(&mut self) {
+        if std::mem::take(&mut self.round_decoded) {
+            self.inbound_bytes += self.round_bytes;
+            self.iterations_decoded += 1;
+        }
+        self.round_bytes = 0;
     }
 
     /// Receive a matched vector into `buffer`, counting its bytes.
     fn receive_counted(&mut self, message: Message, len: usize, slot: Option<usize>) {
-        self.inbound_bytes += (len * size_of::<f64>()) as u64;
+        self.round_bytes += (len * size_of::<f64>()) as u64;
         let buffer = match slot {
             Some(i) => &mut self.received[i],
             None => &mut self.scratch,
@@ -366,7 +392,7 @@ impl<'c> MpiRound<'c> {
         report: &mut RoundReport,
     ) -> Result<Incoming, RoundError> {
         let (t, dim) = (task.iteration, self.dim);
-        self.inbound_bytes += (m.data.len() * size_of::<f64>()) as u64;
+        self.round_bytes += (m.data.len() * size_of::<f64>()) as u64;
         match m.tag {
             protocol::TAG_ACK => {
                 let taken = m.data.first().copied().unwrap_or(f64::NAN);
@@ -663,7 +689,7 @@ impl Round for MpiRound<'_> {
         let time_unit_s = self.time_unit_ms / 1000.0;
         self.discard_vectors();
         self.iteration = t;
-        self.iterations_run += 1;
+        self.settle_round();
         if let Some((made_s, reduce_s)) = self.reduce_leader_s.take() {
             timing.add("reduce: communicator (leader)", made_s);
             timing.add("reduce: sum (leader)", reduce_s);
@@ -818,6 +844,7 @@ impl Round for MpiRound<'_> {
         weights: &[f64],
         out: &mut Vec<f64>,
     ) -> Result<bool, RoundError> {
+        self.round_decoded = true;
         if self.reduce {
             return self.reduce_combine(order, weights, out).map(|()| true);
         }
