@@ -20,7 +20,8 @@
 //! | ack | worker → master | the iteration of the newest task the worker took |
 //! | loading | worker → master | nothing: still loading its partitions (a heartbeat during setup) |
 //! | order | master → worker | [`Order`], `aggregate = reduce` only: the iteration, the decodable set's ranks, this worker's decode coefficient of each of its messages |
-//! | reduced | worker → master | `aggregate = reduce`: Σ a·(coded vector) over the decodable set (d + 1 values), from its lowest rank |
+//! | reduced | worker → master | `aggregate = reduce`: Σ a·(coded vector) over the decodable set (d + 1 values), from its lowest rank, then the seconds it spent on its own share and on the tree |
+//! | partial sum | worker → worker | `aggregate = reduce`, on a duplicate of the world: a partial sum of the reduction tree (d + 1 values) |
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
 use crate::learn::Standardization;
@@ -45,8 +46,9 @@ pub const TAG_VECTOR: i32 = 10;
 pub const TAG_ORDER: i32 = 11;
 /// Worker → master, `aggregate = reduce`: the reduced vector, from the set's lowest rank.
 pub const TAG_REDUCED: i32 = 12;
-/// The tag `MPI_Comm_create_group` uses on the reduction communicator.
-pub const TAG_REDUCE_GROUP: i32 = 13;
+/// Worker → worker on the duplicate of the world, `aggregate = reduce`: a
+/// partial sum of the reduction tree (d + 1 values).
+pub const TAG_PARTIAL_SUM: i32 = 13;
 /// Tasks a worker may have sent to it and not yet taken; past this the master
 /// skips it (it is stopped, hung or gone), which bounds the messages waiting
 /// for it and the models it holds in flight (see `round::MAX_MODELS_IN_FLIGHT`).

@@ -27,7 +27,7 @@
 //! alone and the worker keeps its vector. At the decode the master sends
 //! each worker of the decodable set S (the accepted messages of nonzero
 //! decode weight) an [`Order`](protocol::Order) with its coefficients; S
-//! reduces Σ a·v among itself (a communicator of S only, so the stragglers
+//! reduces Σ a·v among itself (a binomial tree of S only, so the stragglers
 //! outside it never take part) and its lowest rank sends the sum: the master
 //! receives one vector of d + 1 values, whatever |S| is. The master counts
 //! every byte it receives ([`MpiRound::inbound_bytes_per_iteration`]).
@@ -141,8 +141,8 @@ pub(super) struct MpiRound<'c> {
     iterations_decoded: u64,
     round_bytes: u64,
     round_decoded: bool,
-    /// The leaders' seconds making the sets' communicators and reducing, not
-    /// yet added to the timing events (the next round adds them).
+    /// The leaders' seconds forming their own shares and in the reduction
+    /// tree, not yet added to the timing events (the next round adds them).
     reduce_leader_s: Option<(f64, f64)>,
     order: Vec<f64>,
 }
@@ -316,10 +316,10 @@ impl<'c> MpiRound<'c> {
             .into());
         }
         out.copy_from_slice(&self.scratch[..=dim]);
-        let (made_s, reduce_s) = self.reduce_leader_s.unwrap_or((0.0, 0.0));
+        let (share_s, tree_s) = self.reduce_leader_s.unwrap_or((0.0, 0.0));
         self.reduce_leader_s = Some((
-            made_s + self.scratch[dim + 1],
-            reduce_s + self.scratch[dim + 2],
+            share_s + self.scratch[dim + 1],
+            tree_s + self.scratch[dim + 2],
         ));
         if let Some(bad) = out.iter().position(|v| !v.is_finite()) {
             let what = if bad == dim {
@@ -690,9 +690,9 @@ impl Round for MpiRound<'_> {
         self.discard_vectors();
         self.iteration = t;
         self.settle_round();
-        if let Some((made_s, reduce_s)) = self.reduce_leader_s.take() {
-            timing.add("reduce: communicator (leader)", made_s);
-            timing.add("reduce: sum (leader)", reduce_s);
+        if let Some((share_s, tree_s)) = self.reduce_leader_s.take() {
+            timing.add("reduce: own share (leader)", share_s);
+            timing.add("reduce: tree (leader)", tree_s);
         }
         self.partition_loss.clear();
         self.partition_loss.resize(self.partitions, f64::NAN);

@@ -12,8 +12,8 @@
 //! alone: the worker keeps the coded vectors of its current task. When the
 //! master's [`Order`] names it in the decodable set, it sums its share (each
 //! kept vector times its decode coefficient) and reduces it with the other
-//! members (a communicator of theirs only); the lowest rank sends the sum
-//! to the master. The order ends the task. A worker outside the set never
+//! members (a binomial tree among them only, [`Comm::tree_sum`]); the
+//! lowest rank sends the sum to the master. The order ends the task. A worker outside the set never
 //! hears of it: its next task replaces the kept vectors.
 //!
 //! A worker that catches SIGTERM or SIGINT tells the master and carries on
@@ -47,6 +47,10 @@ const BLOCK_VALUES: usize = 1 << 16;
 /// probes take a bounded share of the compute whatever the block size, and a
 /// newer task or a stop still interrupts a computation within this time.
 const POLL_INTERVAL: Duration = Duration::from_micros(200);
+/// How long a member of a reduction waits for another member's partial sum
+/// (or for it to take its own) before it reports an error: they all sent
+/// their results moments ago.
+const REDUCE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a worker waits for the model that follows a task (the master
 /// posts both sends together) before it reports a protocol error.
 const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -290,6 +294,11 @@ struct Worker<'a> {
     kept_iteration: Option<u64>,
     kept: Vec<Vec<f64>>,
     kept_ready: Vec<bool>,
+    /// With `reduce`: this worker's share of the sum, and where partial
+    /// sums of the tree are received (d + 1 values each, kept across
+    /// iterations).
+    share: Vec<f64>,
+    partial: Vec<f64>,
 }
 
 /// Run worker rank `comm.rank()` with the broadcast `config`.
@@ -358,6 +367,8 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
         kept_iteration: None,
         kept: Vec::new(),
         kept_ready: Vec::new(),
+        share: Vec::new(),
+        partial: Vec::new(),
     };
     let mut next: Option<Control> = None;
     loop {
@@ -583,10 +594,10 @@ impl Worker<'_> {
     }
 
     /// `aggregate = reduce`: this worker's share of the decoded sum (its kept
-    /// vectors times their coefficients, in the order's order), reduced
-    /// with the other members of the decodable set; the lowest rank sends
-    /// the sum to the master, followed by the seconds it took to make the
-    /// set's communicator and to reduce.
+    /// vectors times their coefficients, in the order's order), summed over
+    /// the decodable set by a binomial tree; the lowest rank sends the sum
+    /// to the master, followed by the seconds it spent forming its share and
+    /// in the tree.
     fn reduce(&mut self, order: &Order) -> anyhow::Result<()> {
         let comm = self.link.comm;
         let rank = comm.rank();
@@ -603,9 +614,10 @@ impl Worker<'_> {
                 order.members
             );
         }
+        let start = Instant::now();
         let dim = self.link.dim;
-        let mut share = comm.buffer(dim + 1);
-        share.resize(dim + 1, 0.0);
+        self.share.clear();
+        self.share.resize(dim + 1, 0.0);
         for (i, &(m, a)) in order.terms.iter().enumerate() {
             if !self.kept_ready.get(m).copied().unwrap_or(false) {
                 anyhow::bail!(
@@ -617,27 +629,35 @@ impl Worker<'_> {
             let v = &self.kept[m];
             if i == 0 {
                 // As the gather's combine: 0 + a·v for the first term.
-                share.iter_mut().zip(v).for_each(|(s, v)| *s = 0.0 + a * v);
+                self.share
+                    .iter_mut()
+                    .zip(v)
+                    .for_each(|(s, v)| *s = 0.0 + a * v);
             } else {
-                kernel::axpy(a, v, &mut share);
+                kernel::axpy(a, v, &mut self.share);
             }
         }
-        let leader = order.members[0] == rank;
-        let mut sum = if leader {
+        let share_s = start.elapsed().as_secs_f64();
+        let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, SPIN);
+        let by = Instant::now() + REDUCE_TIMEOUT;
+        comm.tree_sum(
+            &order.members,
+            &mut self.share,
+            &mut self.partial,
+            &mut backoff,
+            Some(by),
+        )
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "worker {rank}: the reduction of {} within {} s: {e}",
+                crate::error::Iteration(order.iteration),
+                REDUCE_TIMEOUT.as_secs()
+            )
+        })?;
+        if order.members[0] == rank {
             let mut sum = comm.buffer(dim + 3);
-            sum.resize(dim + 1, 0.0);
-            sum
-        } else {
-            Vec::new()
-        };
-        let (made_s, reduce_s) = if order.members.len() == 1 {
-            sum.copy_from_slice(&share);
-            (0.0, 0.0)
-        } else {
-            comm.reduce_among(&order.members, &share, &mut sum)
-        };
-        if leader {
-            sum.extend([made_s, reduce_s]);
+            sum.extend_from_slice(&self.share);
+            sum.extend([share_s, start.elapsed().as_secs_f64() - share_s]);
             comm.send_owned(0, protocol::TAG_REDUCED, sum);
         }
         self.kept_iteration = None;
