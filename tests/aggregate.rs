@@ -232,3 +232,43 @@ fn an_unknown_aggregate_is_refused_naming_the_key() {
     let out = common::gradcode(&["check", "--set", "runtime.aggregate=\"tree\""]);
     common::assert_rejected("runtime.aggregate", &out, "runtime.aggregate");
 }
+
+#[test]
+fn auto_reduces_from_its_threshold_and_check_says_what_each_value_does() {
+    use gradcode::config::RuntimeAggregate;
+    // 8 (d + 1) bytes against the threshold.
+    let edge = RuntimeAggregate::AUTO_REDUCE_BYTES / 8 - 1;
+    assert!(RuntimeAggregate::Auto.reduces(edge));
+    assert!(!RuntimeAggregate::Auto.reduces(edge - 1));
+    assert!(RuntimeAggregate::Reduce.reduces(1));
+    assert!(!RuntimeAggregate::Gather.reduces(usize::MAX / 16));
+
+    let check = |set: &[&str]| -> String {
+        let mut args = vec!["check", "--json"];
+        for s in set {
+            args.extend(["--set", s]);
+        }
+        common::json(&common::gradcode(&args))["aggregate"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(check(&[]).starts_with("gather:"));
+    let reduce = check(&["runtime.aggregate=\"reduce\""]);
+    assert!(reduce.starts_with("reduce:"), "{reduce}");
+    assert!(!reduce.contains("per message"), "{reduce}");
+    // gc-mmc sends several messages per worker: reduced per message.
+    let mmc = check(&[
+        "runtime.aggregate=\"reduce\"",
+        "scheme.kind=\"gc-mmc\"",
+        "scheme.load=3",
+        "scheme.design=\"correlated\"",
+        "scheme.order=2",
+    ]);
+    assert!(mmc.contains("reduced per message"), "{mmc}");
+    let auto = check(&["runtime.aggregate=\"auto\""]);
+    assert!(
+        auto.contains(&format!("d ≥ {edge}")),
+        "{auto} names the threshold"
+    );
+}
