@@ -2,19 +2,19 @@
 # runtime.aggregate = gather against reduce (issue 28, item 3; docs/aggregate.md):
 # K = 16 workers (17 ranks, oversubscribed), gc-cyclic with load 2, measured
 # mode, synthetic one-hot data with few samples (64 rows of 4 entries, so the
-# workers' compute is small), d in {10^5, 10^6, 10^7} by default. Runs gather
+# workers' compute is small), d in {10^4, 3·10^4, 10^5, 10^6, 10^7} by default. Runs gather
 # and reduce alternately REPEATS times each and keeps the best mean iteration
 # time of each; prints it with the master's inbound bytes per iteration (in
 # coded vectors of 8(d + 1) bytes) and writes results/bench-aggregate.json.
 # The crossover of runtime.aggregate = "auto" (RuntimeAggregate::AUTO_REDUCE_BYTES)
 # comes from this table (docs/performance.md).
-# Usage: scripts/bench-aggregate.sh [REPEATS] [D...]   (default 2; 100000 1000000 10000000)
+# Usage: scripts/bench-aggregate.sh [REPEATS] [D...]   (default 2; 10000 30000 100000 1000000 10000000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeats=${1:-2}
 shift || true
 dims=("$@")
-[ ${#dims[@]} -gt 0 ] || dims=(100000 1000000 10000000)
+[ ${#dims[@]} -gt 0 ] || dims=(10000 30000 100000 1000000 10000000)
 cargo build --release --locked --bin gradcode
 bin=target/release/gradcode
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi

@@ -13,8 +13,9 @@
 //! master's [`Order`] names it in the decodable set, it sums its share (each
 //! kept vector times its decode coefficient) and reduces it with the other
 //! members (a binomial tree among them only, [`Comm::tree_sum`]); the
-//! lowest rank sends the sum to the master. The order ends the task. A worker outside the set never
-//! hears of it: its next task replaces the kept vectors.
+//! lowest rank sends the sum to the master. The order ends the task. A
+//! worker outside the set never hears of it: its next task replaces the
+//! kept vectors.
 //!
 //! A worker that catches SIGTERM or SIGINT tells the master and carries on
 //! until the master's stop arrives; if none comes within

@@ -686,8 +686,12 @@ pub enum RuntimeAggregate {
 }
 
 impl RuntimeAggregate {
-    /// Bytes of one coded vector (8·(d + 1)) from which `auto` reduces.
-    pub const AUTO_REDUCE_BYTES: usize = 1 << 20;
+    /// Bytes of one coded vector (8·(d + 1)) from which `auto` reduces:
+    /// 128 KiB, d ≥ 16,383. Measured with `scripts/bench-aggregate.sh` (K =
+    /// 16, gc-cyclic load 2, 17 ranks on 2 cores, docs/performance.md):
+    /// gather is faster at d = 10^4 (80 KB; reduce 1.34× its time), reduce
+    /// from d = 3·10^4 (240 KB; 0.87×) to 10^6 (0.88×).
+    pub const AUTO_REDUCE_BYTES: usize = 128 << 10;
 
     pub fn name(self) -> &'static str {
         match self {
