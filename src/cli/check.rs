@@ -127,6 +127,8 @@ struct CheckReport {
     partial_recovery: bool,
     /// Messages a worker sends per iteration, at most.
     messages_per_worker: usize,
+    /// How `train`'s master collects the coded vectors (`runtime.aggregate`), in one line.
+    aggregate: String,
     workers: Vec<WorkerReport>,
     /// gc-dc only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -292,6 +294,14 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             .map(|t| t.messages.len())
             .max()
             .unwrap_or(0),
+        aggregate: aggregate_line(
+            config.runtime.aggregate,
+            plan.tasks
+                .iter()
+                .map(|t| t.messages.len())
+                .max()
+                .unwrap_or(0),
+        ),
         workers,
         dynamic_clustering: dynamic_plan(scheme.as_ref(), &loaded.threshold_warnings),
         warnings: loaded
@@ -312,6 +322,35 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         print_text(&report);
     }
     Ok(())
+}
+
+/// `runtime.aggregate` as `train` will apply it (docs/aggregate.md), and
+/// what it does with several messages per worker.
+fn aggregate_line(
+    aggregate: crate::config::RuntimeAggregate,
+    messages_per_worker: usize,
+) -> String {
+    use crate::config::RuntimeAggregate;
+    let reduce = "results are headers; the decodable set sums its weighted vectors by a \
+                  binomial tree and the master receives one vector";
+    let multi = if messages_per_worker > 1 {
+        "; a worker with several messages in the set sums them with their own \
+         coefficients first (reduced per message, never gathered)"
+    } else {
+        ""
+    };
+    match aggregate {
+        RuntimeAggregate::Gather => {
+            "gather: every result carries its coded vector to the master".to_string()
+        }
+        RuntimeAggregate::Reduce => format!("reduce: {reduce}{multi}"),
+        RuntimeAggregate::Auto => format!(
+            "auto: reduce when a coded vector is at least {} bytes (d ≥ {}), gather below; \
+             reduce: {reduce}{multi}",
+            RuntimeAggregate::AUTO_REDUCE_BYTES,
+            RuntimeAggregate::AUTO_REDUCE_BYTES.div_ceil(8) - 1
+        ),
+    }
 }
 
 /// The samples and features of a LIBSVM or CSV data set.
@@ -597,6 +636,7 @@ fn print_text(r: &CheckReport) {
             r.messages_per_worker
         );
     }
+    crate::outln!("aggregate     {}", r.aggregate);
     if let Some(n) = &r.network {
         crate::outln!(
             "network       {}",

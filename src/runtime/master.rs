@@ -281,6 +281,13 @@ impl Master<'_> {
         };
         let learner = Learner::new(config, data, test)?;
         let dim = learner.dim();
+        // The workers resolve it from the same config and d.
+        let reduce = config.runtime.aggregate.reduces(dim);
+        log::info!(
+            "runtime.aggregate = {}: {} (d = {dim})",
+            config.runtime.aggregate.name(),
+            if reduce { "reduce" } else { "gather" }
+        );
         let scheme = self.scheme.take().expect("the scheme is trained once");
         let mut driver = Driver::new(
             vec![Lane::new(scheme, Some(learner))],
@@ -298,6 +305,7 @@ impl Master<'_> {
             s.time_unit_ms,
             config.train.result_timeout_s,
             self.wait,
+            reduce,
         );
         interrupt::panic_if_asked(0, "before the first iteration");
         // Resume: the session restores the learner from the checkpoint; the
@@ -332,7 +340,9 @@ impl Master<'_> {
                 }
                 e => e.into(),
             })?;
-        let summary = ended.summary.expect("a session of one trial sums it up");
+        let mut summary = ended.summary.expect("a session of one trial sums it up");
+        summary.aggregate = Some(if reduce { "reduce" } else { "gather" });
+        summary.master_inbound_bytes_per_iteration = round.inbound_bytes_per_iteration();
         Ok(Trained {
             summary,
             interrupted: match ended.outcome {

@@ -19,6 +19,9 @@
 //! | signal | worker → master | the signal the worker caught (SIGTERM, SIGINT) |
 //! | ack | worker → master | the iteration of the newest task the worker took |
 //! | loading | worker → master | nothing: still loading its partitions (a heartbeat during setup) |
+//! | order | master → worker | [`Order`], `aggregate = reduce` only: the iteration, the decodable set's ranks, this worker's decode coefficient of each of its messages |
+//! | reduced | worker → master | `aggregate = reduce`: Σ a·(coded vector) over the decodable set (d + 1 values), from its lowest rank, then the seconds it spent on its own share and on the tree |
+//! | partial sum | worker → worker | `aggregate = reduce`, on a duplicate of the world: a partial sum of the reduction tree (d + 1 values) |
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
 use crate::learn::Standardization;
@@ -39,6 +42,13 @@ pub const TAG_LOADING: i32 = 8;
 pub const TAG_MODEL: i32 = 9;
 /// Worker → master, right after each result header: the coded vector.
 pub const TAG_VECTOR: i32 = 10;
+/// Master → worker, `aggregate = reduce`: take part in this iteration's reduction.
+pub const TAG_ORDER: i32 = 11;
+/// Worker → master, `aggregate = reduce`: the reduced vector, from the set's lowest rank.
+pub const TAG_REDUCED: i32 = 12;
+/// Worker → worker on the duplicate of the world, `aggregate = reduce`: a
+/// partial sum of the reduction tree (d + 1 values).
+pub const TAG_PARTIAL_SUM: i32 = 13;
 /// Tasks a worker may have sent to it and not yet taken; past this the master
 /// skips it (it is stopped, hung or gone), which bounds the messages waiting
 /// for it and the models it holds in flight (see `round::MAX_MODELS_IN_FLIGHT`).
@@ -366,6 +376,66 @@ impl ResultHeader {
     }
 }
 
+/// `aggregate = reduce`: the master's order to one member of the decodable
+/// set S to reduce its share of the decoded sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Order {
+    pub iteration: u64,
+    /// The MPI ranks of S, ascending: the reduction's communicator is made
+    /// of them, and the first sends the sum to the master.
+    pub members: Vec<i32>,
+    /// (message index in the worker's task, decode coefficient): this
+    /// worker's share is Σ coefficient · vector, in this order.
+    pub terms: Vec<(usize, f64)>,
+}
+
+impl Order {
+    pub fn encode_into(&self, out: &mut Vec<f64>) {
+        out.clear();
+        out.push(self.iteration as f64);
+        out.push(self.members.len() as f64);
+        out.extend(self.members.iter().map(|&r| f64::from(r)));
+        out.push(self.terms.len() as f64);
+        for &(m, a) in &self.terms {
+            out.extend([m as f64, a]);
+        }
+    }
+
+    pub fn decode(data: &[f64]) -> Result<Self, ProtocolError> {
+        let mut r = Reader::new("order", data);
+        let iteration = r.count()? as u64;
+        let n = r.count()?;
+        let members = (0..n)
+            .map(|_| {
+                let rank = r.count()?;
+                i32::try_from(rank)
+                    .ok()
+                    .filter(|&rank| rank > 0)
+                    .ok_or_else(|| malformed("order", format!("member {rank} is not a worker")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if members.is_empty() || members.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(malformed("order", "members are not ascending ranks"));
+        }
+        let t = r.count()?;
+        let terms = (0..t)
+            .map(|_| Ok((r.count()?, r.f64()?)))
+            .collect::<Result<Vec<_>, ProtocolError>>()?;
+        let rest = r.rest();
+        if !rest.is_empty() {
+            return Err(malformed(
+                "order",
+                format!("{} values after the terms", rest.len()),
+            ));
+        }
+        Ok(Self {
+            iteration,
+            members,
+            terms,
+        })
+    }
+}
+
 /// An error text as a message (one byte per f64, at most 1000 bytes).
 pub fn encode_text(text: &str) -> Vec<f64> {
     text.bytes().take(1000).map(f64::from).collect()
@@ -409,6 +479,25 @@ mod tests {
             ],
         };
         (pace, work)
+    }
+
+    #[test]
+    fn an_order_round_trips_and_refuses_unsorted_members() {
+        let order = Order {
+            iteration: 41,
+            members: vec![2, 5, 9],
+            terms: vec![(0, 0.5), (2, -1.25)],
+        };
+        let mut out = Vec::new();
+        order.encode_into(&mut out);
+        assert_eq!(Order::decode(&out).unwrap(), order);
+        let mut swapped = out.clone();
+        swapped.swap(2, 3);
+        assert!(Order::decode(&swapped).is_err());
+        let mut master = out.clone();
+        master[2] = 0.0;
+        assert!(Order::decode(&master).is_err());
+        assert!(Order::decode(&out[..out.len() - 1]).is_err());
     }
 
     #[test]

@@ -54,6 +54,13 @@ pub(super) fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
         summary.overruns,
         summary.tasks_abandoned
     );
+    if let Some(bytes) = summary.master_inbound_bytes_per_iteration {
+        crate::outln!(
+            "master inbound {:.4e} bytes per iteration (runtime.aggregate: {})",
+            bytes,
+            summary.aggregate.unwrap_or("gather")
+        );
+    }
     if let Some(trace) = &summary.trace {
         crate::outln!("trace: {trace}");
     }

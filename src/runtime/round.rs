@@ -22,6 +22,15 @@
 //! eager limit), so the master holds at most `RECEIVED_BYTES` plus O(d) for
 //! results whatever K is. Stale vectors and those the rule does not use are
 //! received at once and dropped.
+//!
+//! With `aggregate = reduce` (docs/aggregate.md) a result is its header
+//! alone and the worker keeps its vector. At the decode the master sends
+//! each worker of the decodable set S (the accepted messages of nonzero
+//! decode weight) an [`Order`](protocol::Order) with its coefficients; S
+//! reduces Σ a·v among itself (a binomial tree of S only, so the stragglers
+//! outside it never take part) and its lowest rank sends the sum: the master
+//! receives one vector of d + 1 values, whatever |S| is. The master counts
+//! every byte it receives ([`MpiRound::inbound_bytes_per_iteration`]).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -63,6 +72,8 @@ pub(super) const RECEIVED_BYTES: usize = 512 << 20;
 enum Held {
     Received(usize),
     Matched(Message, usize),
+    /// `aggregate = reduce`: kept at its worker (the message's index in its task).
+    AtWorker(usize),
 }
 
 /// The master's side of the iterations.
@@ -118,6 +129,22 @@ pub(super) struct MpiRound<'c> {
     /// timing events at the end of the round so the compute events hold
     /// every computation the workers reported, used or not.
     unused_compute_s: (f64, f64),
+    /// `aggregate = reduce`: results are headers, the decodable set reduces.
+    reduce: bool,
+    /// The iteration of the running round (the orders name it).
+    iteration: u64,
+    /// Bytes received by the master in the decoded iterations before this
+    /// round, and how many; the bytes of this round so far, and whether it
+    /// decoded (a round that does not, the final model's evaluation or one
+    /// a signal stopped, is not an iteration and is not counted).
+    inbound_bytes: u64,
+    iterations_decoded: u64,
+    round_bytes: u64,
+    round_decoded: bool,
+    /// The leaders' seconds forming their own shares and in the reduction
+    /// tree, not yet added to the timing events (the next round adds them).
+    reduce_leader_s: Option<(f64, f64)>,
+    order: Vec<f64>,
 }
 
 impl<'c> MpiRound<'c> {
@@ -131,6 +158,7 @@ impl<'c> MpiRound<'c> {
         time_unit_ms: f64,
         result_timeout_s: f64,
         wait: WaitMode,
+        reduce: bool,
     ) -> Self {
         Self {
             comm,
@@ -154,7 +182,51 @@ impl<'c> MpiRound<'c> {
             pending_signal: None,
             counted_compute_s: Vec::new(),
             unused_compute_s: (0.0, 0.0),
+            reduce,
+            iteration: 0,
+            inbound_bytes: 0,
+            iterations_decoded: 0,
+            round_bytes: 0,
+            round_decoded: false,
+            reduce_leader_s: None,
+            order: Vec::new(),
         }
+    }
+
+    /// Mean bytes the master received per decoded iteration: every message
+    /// from the send of θ to the decode, and after it the results the
+    /// training loss's evaluation waits for (late results of an iteration
+    /// that come during the next are counted in the next); `None` before
+    /// the first decode.
+    pub fn inbound_bytes_per_iteration(&self) -> Option<f64> {
+        let (bytes, n) = if self.round_decoded {
+            (
+                self.inbound_bytes + self.round_bytes,
+                self.iterations_decoded + 1,
+            )
+        } else {
+            (self.inbound_bytes, self.iterations_decoded)
+        };
+        (n > 0).then(|| bytes as f64 / n as f64)
+    }
+
+    /// The last round's bytes go to the totals when it decoded.
+    fn settle_round(&mut self) {
+        if std::mem::take(&mut self.round_decoded) {
+            self.inbound_bytes += self.round_bytes;
+            self.iterations_decoded += 1;
+        }
+        self.round_bytes = 0;
+    }
+
+    /// Receive a matched vector into `buffer`, counting its bytes.
+    fn receive_counted(&mut self, message: Message, len: usize, slot: Option<usize>) {
+        self.round_bytes += (len * size_of::<f64>()) as u64;
+        let buffer = match slot {
+            Some(i) => &mut self.received[i],
+            None => &mut self.scratch,
+        };
+        receive_into(message, len, buffer);
     }
 
     /// The compute (wall clock, CPU) that `header` of worker `w` reports
@@ -177,12 +249,90 @@ impl<'c> MpiRound<'c> {
 
     /// Receive every matched vector not received yet, dropping it.
     fn discard_vectors(&mut self) {
-        for (held, _) in self.vectors.drain(..).flatten() {
+        let vectors = std::mem::take(&mut self.vectors);
+        for (held, _) in vectors.into_iter().flatten() {
             if let Held::Matched(message, len) = held {
-                receive_into(message, len, &mut self.scratch);
+                self.receive_counted(message, len, None);
             }
         }
         self.received_in_use = 0;
+    }
+
+    /// `aggregate = reduce`: order every worker of the decodable set (its
+    /// accepted messages of nonzero weight) to reduce Σ weight · vector, its
+    /// terms in `order`'s order, and receive the sum from the set's lowest
+    /// rank, waiting at most `train.result_timeout_s`.
+    fn reduce_combine(
+        &mut self,
+        order: &[usize],
+        weights: &[f64],
+        out: &mut Vec<f64>,
+    ) -> Result<(), RoundError> {
+        let (t, dim) = (self.iteration, self.dim);
+        let mut shares: std::collections::BTreeMap<usize, Vec<(usize, f64)>> = Default::default();
+        for &i in order {
+            if let Some((Held::AtWorker(message), w)) = self.vectors[i].take()
+                && weights[i] != 0.0
+            {
+                shares.entry(w).or_default().push((message, weights[i]));
+            }
+        }
+        self.discard_vectors();
+        out.clear();
+        out.resize(dim + 1, 0.0);
+        if shares.is_empty() {
+            return Ok(());
+        }
+        let members: Vec<i32> = shares.keys().map(|&w| w as i32 + 1).collect();
+        for (w, terms) in shares {
+            let order = protocol::Order {
+                iteration: t,
+                members: members.clone(),
+                terms,
+            };
+            order.encode_into(&mut self.order);
+            self.comm
+                .send(w as i32 + 1, protocol::TAG_ORDER, &self.order);
+        }
+        let leader = members[0];
+        let by = instant_after(Instant::now(), self.result_timeout_s);
+        let Some((message, len)) =
+            self.comm
+                .probe_from(leader, protocol::TAG_REDUCED, &mut self.backoff, by)
+        else {
+            return Err(format!(
+                "{}: the decodable set's reduction (workers {members:?}) delivered no sum within                  {} s (train.result_timeout_s): one of them is stopped, hung or gone",
+                Iteration(t),
+                self.result_timeout_s
+            )
+            .into());
+        };
+        self.receive_counted(message, len, None);
+        if len != dim + 3 {
+            return Err(format!(
+                "worker {leader} sent a reduced vector of {len} values, expected {}",
+                dim + 3
+            )
+            .into());
+        }
+        out.copy_from_slice(&self.scratch[..=dim]);
+        let (share_s, tree_s) = self.reduce_leader_s.unwrap_or((0.0, 0.0));
+        self.reduce_leader_s = Some((
+            share_s + self.scratch[dim + 1],
+            tree_s + self.scratch[dim + 2],
+        ));
+        if let Some(bad) = out.iter().position(|v| !v.is_finite()) {
+            let what = if bad == dim {
+                "loss".to_string()
+            } else {
+                format!("gradient entry {}", bad + 1)
+            };
+            log::warn!(
+                "{}: the reduced sum of workers {members:?} has a non-finite {what}",
+                Iteration(t)
+            );
+        }
+        Ok(())
     }
 
     /// A model buffer for iteration `t`. When all [`MAX_MODELS_IN_FLIGHT`]
@@ -242,6 +392,7 @@ impl<'c> MpiRound<'c> {
         report: &mut RoundReport,
     ) -> Result<Incoming, RoundError> {
         let (t, dim) = (task.iteration, self.dim);
+        self.round_bytes += (m.data.len() * size_of::<f64>()) as u64;
         match m.tag {
             protocol::TAG_ACK => {
                 let taken = m.data.first().copied().unwrap_or(f64::NAN);
@@ -279,6 +430,9 @@ impl<'c> MpiRound<'c> {
             _ => {}
         }
         let header = ResultHeader::decode(&m.data)?;
+        if self.reduce {
+            return self.incoming_header(m.rank, header, task, report);
+        }
         // Its vector follows at once (the worker posts both sends together).
         let vector_by = instant_after(Instant::now(), self.result_timeout_s);
         let Some((vector, len)) =
@@ -293,7 +447,7 @@ impl<'c> MpiRound<'c> {
             .into());
         };
         if header.iteration < t || len != dim + 1 {
-            receive_into(vector, len, &mut self.scratch);
+            self.receive_counted(vector, len, None);
             let (wall_s, cpu_s) = self.new_compute_s((m.rank - 1) as usize, &header);
             self.unused_compute_s.0 += wall_s;
             self.unused_compute_s.1 += cpu_s;
@@ -315,7 +469,7 @@ impl<'c> MpiRound<'c> {
             || expected != Some(header.codeword)
             || header.computations > work.compute.len()
         {
-            receive_into(vector, len, &mut self.scratch);
+            self.receive_counted(vector, len, None);
             return Err(format!(
                 "worker {} sent a result that {} did not ask for: {header:?}",
                 m.rank,
@@ -328,8 +482,47 @@ impl<'c> MpiRound<'c> {
         }
         Ok(Incoming::Result {
             header,
-            vector,
-            len,
+            vector: Some((vector, len)),
+            worker: w,
+        })
+    }
+
+    /// `aggregate = reduce`: a result header without a vector (the worker
+    /// keeps it), checked as [`incoming`](Self::incoming) checks a gathered one.
+    fn incoming_header(
+        &mut self,
+        rank: i32,
+        header: ResultHeader,
+        task: &RoundTask<'_>,
+        report: &mut RoundReport,
+    ) -> Result<Incoming, RoundError> {
+        let t = task.iteration;
+        let w = (rank - 1) as usize;
+        if header.iteration < t {
+            let (wall_s, cpu_s) = self.new_compute_s(w, &header);
+            self.unused_compute_s.0 += wall_s;
+            self.unused_compute_s.1 += cpu_s;
+            report.stale_dropped += 1;
+            return Ok(Incoming::Handled);
+        }
+        let work = &task.plan.tasks[w];
+        let expected = work.messages.get(header.message).map(|msg| msg.codeword.id);
+        if header.iteration > t
+            || expected != Some(header.codeword)
+            || header.computations > work.compute.len()
+        {
+            return Err(format!(
+                "worker {rank} sent a result that {} did not ask for: {header:?}",
+                Iteration(t)
+            )
+            .into());
+        }
+        for (&p, &loss) in work.compute.iter().zip(&header.losses) {
+            self.partition_loss[p] = loss;
+        }
+        Ok(Incoming::Result {
+            header,
+            vector: None,
             worker: w,
         })
     }
@@ -410,7 +603,10 @@ impl<'c> MpiRound<'c> {
                     Incoming::Signal(signal) => {
                         return Ok(Some(RoundStatus::Interrupted { signal }));
                     }
-                    Incoming::Result { worker, .. } => {
+                    Incoming::Result { worker, vector, .. } => {
+                        if let Some((vector, len)) = vector {
+                            self.receive_counted(vector, len, None);
+                        }
                         return Err(format!(
                             "worker {} sent a result of {} before its task was sent",
                             worker + 1,
@@ -492,6 +688,12 @@ impl Round for MpiRound<'_> {
         let (t, k) = (task.iteration, self.workers);
         let time_unit_s = self.time_unit_ms / 1000.0;
         self.discard_vectors();
+        self.iteration = t;
+        self.settle_round();
+        if let Some((share_s, tree_s)) = self.reduce_leader_s.take() {
+            timing.add("reduce: own share (leader)", share_s);
+            timing.add("reduce: tree (leader)", tree_s);
+        }
         self.partition_loss.clear();
         self.partition_loss.resize(self.partitions, f64::NAN);
         report.overrun_s.resize(k, 0.0);
@@ -573,15 +775,14 @@ impl Round for MpiRound<'_> {
                     .into());
                 }
             };
-            let (header, vector, len, w) = match self.incoming(m, task, report)? {
+            let (header, vector, w) = match self.incoming(m, task, report)? {
                 Incoming::Handled => continue,
                 Incoming::Signal(signal) => break RoundStatus::Interrupted { signal },
                 Incoming::Result {
                     header,
                     vector,
-                    len,
                     worker,
-                } => (header, vector, len, worker),
+                } => (header, vector, worker),
             };
             let arrived_s = start.elapsed().as_secs_f64();
             last_progress = Instant::now();
@@ -600,7 +801,9 @@ impl Round for MpiRound<'_> {
             };
             let decision = rule.arrive(arrival, arrived_s / time_unit_s);
             if decision == Decision::DecodeWithout {
-                receive_into(vector, len, &mut self.scratch);
+                if let Some((vector, len)) = vector {
+                    self.receive_counted(vector, len, None);
+                }
                 log::debug!(
                     "{}: the result of worker {} came after the deadline; not used",
                     Iteration(t),
@@ -610,21 +813,31 @@ impl Round for MpiRound<'_> {
             }
             report.accept(arrival, arrived_s);
             // What advise --trace fits the network to (issue 26, item 2):
-            // the bytes as sent (header and vector), the worker's compute.
-            let bytes = protocol::result_message_bytes(header.computations, len);
+            // the bytes as sent (header and vector: the header alone when the
+            // vector stays at its worker for a reduce), the worker's compute,
+            // and when the last byte had arrived.
+            let vector_len = vector.as_ref().map_or(0, |&(_, len)| len);
+            let bytes = protocol::result_message_bytes(header.computations, vector_len);
             report.message_bytes[w] = report.message_bytes[w].max(0.0) + bytes as f64;
             report.compute_s[w] = header.compute_s;
             report.received_s[w] = f64::NAN;
-            let held = if (self.received_in_use + 1) * len * size_of::<f64>() <= RECEIVED_BYTES {
-                if self.received.len() == self.received_in_use {
-                    self.received.push(Vec::new());
+            let held = match vector {
+                None => {
+                    report.received_s[w] = arrived_s;
+                    Held::AtWorker(header.message)
                 }
-                receive_into(vector, len, &mut self.received[self.received_in_use]);
-                report.received_s[w] = start.elapsed().as_secs_f64();
-                self.received_in_use += 1;
-                Held::Received(self.received_in_use - 1)
-            } else {
-                Held::Matched(vector, len)
+                Some((vector, len))
+                    if (self.received_in_use + 1) * len * size_of::<f64>() <= RECEIVED_BYTES =>
+                {
+                    if self.received.len() == self.received_in_use {
+                        self.received.push(Vec::new());
+                    }
+                    self.receive_counted(vector, len, Some(self.received_in_use));
+                    report.received_s[w] = start.elapsed().as_secs_f64();
+                    self.received_in_use += 1;
+                    Held::Received(self.received_in_use - 1)
+                }
+                Some((vector, len)) => Held::Matched(vector, len),
             };
             self.vectors.push(Some((held, w)));
             if decision == Decision::Decode {
@@ -641,7 +854,16 @@ impl Round for MpiRound<'_> {
         Ok(status)
     }
 
-    fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
+    fn combine(
+        &mut self,
+        order: &[usize],
+        weights: &[f64],
+        out: &mut Vec<f64>,
+    ) -> Result<bool, RoundError> {
+        self.round_decoded = true;
+        if self.reduce {
+            return self.reduce_combine(order, weights, out).map(|()| true);
+        }
         out.clear();
         out.resize(self.dim + 1, 0.0);
         let mut first = true;
@@ -652,9 +874,10 @@ impl Round for MpiRound<'_> {
             let vector = match held {
                 Held::Received(slot) => &self.received[slot],
                 Held::Matched(message, len) => {
-                    receive_into(message, len, &mut self.scratch);
+                    self.receive_counted(message, len, None);
                     &self.scratch
                 }
+                Held::AtWorker(_) => unreachable!("a gathering round holds no vector at a worker"),
             };
             let weight = weights[i];
             let finite = if weight == 0.0 {
@@ -675,7 +898,7 @@ impl Round for MpiRound<'_> {
             }
         }
         self.discard_vectors();
-        true
+        Ok(true)
     }
 
     fn measures_time(&self) -> bool {
@@ -755,9 +978,11 @@ impl Round for MpiRound<'_> {
                     self.pending_signal = Some(signal);
                     return Ok(None);
                 }
-                Incoming::Result { vector, len, .. } => {
+                Incoming::Result { vector, .. } => {
                     // Only its header's losses are needed.
-                    receive_into(vector, len, &mut self.scratch);
+                    if let Some((vector, len)) = vector {
+                        self.receive_counted(vector, len, None);
+                    }
                     last_progress = Instant::now();
                 }
             }
@@ -771,11 +996,11 @@ enum Incoming {
     Handled,
     /// A worker caught a signal: the job is being stopped.
     Signal(i32),
-    /// A result of this iteration: its header and matched vector.
+    /// A result of this iteration: its header and matched vector (none
+    /// with `aggregate = reduce`: the worker keeps it).
     Result {
         header: ResultHeader,
-        vector: Message,
-        len: usize,
+        vector: Option<(Message, usize)>,
         worker: usize,
     },
 }

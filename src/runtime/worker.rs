@@ -8,6 +8,15 @@
 //! it abandon the current one (a worker that fell behind skips to the newest
 //! model), a stop ends the run, so a straggler still busy is woken at once.
 //!
+//! With `aggregate = reduce` (docs/aggregate.md) a result is its header
+//! alone: the worker keeps the coded vectors of its current task. When the
+//! master's [`Order`] names it in the decodable set, it sums its share (each
+//! kept vector times its decode coefficient) and reduces it with the other
+//! members (a binomial tree among them only, [`Comm::tree_sum`]); the
+//! lowest rank sends the sum to the master. The order ends the task. A
+//! worker outside the set never hears of it: its next task replaces the
+//! kept vectors.
+//!
 //! A worker that catches SIGTERM or SIGINT tells the master and carries on
 //! until the master's stop arrives; if none comes within
 //! [`interrupt::WORKER_GRACE`] (the master is gone) it aborts the job.
@@ -16,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::comm::{Backoff, Comm, Received, Wait, WaitMode, instant_after, receive_into};
 use super::interrupt;
-use super::protocol::{self, ResultHeader, Setup, Task};
+use super::protocol::{self, Order, ResultHeader, Setup, Task};
 use crate::config::Config;
 use crate::error::InputError;
 use crate::learn::{DataPlan, Model, Partition, StepKey, kernel};
@@ -39,6 +48,10 @@ const BLOCK_VALUES: usize = 1 << 16;
 /// probes take a bounded share of the compute whatever the block size, and a
 /// newer task or a stop still interrupts a computation within this time.
 const POLL_INTERVAL: Duration = Duration::from_micros(200);
+/// How long a member of a reduction waits for another member's partial sum
+/// (or for it to take its own) before it reports an error: they all sent
+/// their results moments ago.
+const REDUCE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a worker waits for the model that follows a task (the master
 /// posts both sends together) before it reports a protocol error.
 const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -46,6 +59,8 @@ const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
 /// What interrupted a task.
 enum Control {
     Task(Box<Task>),
+    /// `aggregate = reduce`: reduce this worker's share of the decoded sum.
+    Order(Order),
     Stop,
 }
 
@@ -111,6 +126,7 @@ impl Link<'_> {
     fn control(&mut self, m: Received) -> anyhow::Result<Control> {
         match m.tag {
             protocol::TAG_STOP => Ok(Control::Stop),
+            protocol::TAG_ORDER => Ok(Control::Order(Order::decode(&m.data)?)),
             tag if protocol::is_iteration_tag(tag) => {
                 let task = Task::decode(&m.data)?;
                 // The model follows the task at once.
@@ -149,12 +165,15 @@ impl Link<'_> {
     }
 
     /// Drain every message that has arrived; the newest task or a stop wins.
+    /// An order is taken at once: the master sends nothing else to this
+    /// worker until the reduction it asks for is done.
     fn poll(&mut self) -> anyhow::Result<Option<Control>> {
         self.watch_signal();
         let mut latest = None;
         while let Some(m) = self.comm.try_receive() {
             match self.control(m)? {
                 Control::Stop => return Ok(Some(Control::Stop)),
+                Control::Order(order) => return Ok(Some(Control::Order(order))),
                 task => latest = Some(task),
             }
         }
@@ -269,6 +288,18 @@ struct Worker<'a> {
     slot_of: Vec<usize>,
     header: Vec<f64>,
     counts: Counts,
+    /// `aggregate = reduce`: the coded vectors are kept, not sent.
+    reduce: bool,
+    /// With `reduce`: the iteration of the kept vectors, and per message of
+    /// its task the vector (d + 1 values) once formed.
+    kept_iteration: Option<u64>,
+    kept: Vec<Vec<f64>>,
+    kept_ready: Vec<bool>,
+    /// With `reduce`: this worker's share of the sum, and where partial
+    /// sums of the tree are received (d + 1 values each, kept across
+    /// iterations).
+    share: Vec<f64>,
+    partial: Vec<f64>,
 }
 
 /// Run worker rank `comm.rank()` with the broadcast `config`.
@@ -309,6 +340,7 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
     };
     let dim = model.dim();
     link.dim = dim;
+    let reduce = config.runtime.aggregate.reduces(dim);
     let mut index = vec![usize::MAX; setup.partitions];
     for (i, p) in data.iter().enumerate() {
         index[p.id] = i;
@@ -332,6 +364,12 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
         slot_of: vec![usize::MAX; setup.partitions],
         header: Vec::new(),
         counts: Counts::default(),
+        reduce,
+        kept_iteration: None,
+        kept: Vec::new(),
+        kept_ready: Vec::new(),
+        share: Vec::new(),
+        partial: Vec::new(),
     };
     let mut next: Option<Control> = None;
     loop {
@@ -344,6 +382,7 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
         };
         match control {
             Control::Stop => break,
+            Control::Order(order) => worker.reduce(&order)?,
             Control::Task(task) => {
                 if worker.counts.tasks == 0 {
                     interrupt::panic_if_asked(comm.rank(), "at the first task");
@@ -356,7 +395,8 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
                     crate::error::Iteration(task.iteration)
                 );
                 next = worker.execute(&task)?;
-                if next.is_some() {
+                // An order ends the task (the iteration is decoded) without abandoning it.
+                if matches!(next, Some(Control::Task(_) | Control::Stop)) {
                     worker.counts.abandoned += 1;
                     log::debug!(
                         "worker {}: abandoned {} for a newer task or a stop",
@@ -406,6 +446,14 @@ impl Worker<'_> {
         let work = &task.work;
         while self.slots.len() < work.compute.len() {
             self.slots.push(vec![0.0; dim + 1]);
+        }
+        if self.reduce {
+            self.kept_iteration = Some(task.iteration);
+            self.kept_ready.clear();
+            self.kept_ready.resize(work.messages.len(), false);
+            while self.kept.len() < work.messages.len() {
+                self.kept.push(Vec::with_capacity(dim + 1));
+            }
         }
         let mut compute = ComputeTime::default();
         let mut next_message = 0;
@@ -471,8 +519,13 @@ impl Worker<'_> {
     ) -> anyhow::Result<Option<Control>> {
         let message = &task.work.messages[m];
         let dim = self.link.dim;
-        // The send owns the vector until the master receives it.
-        let mut vector = self.link.comm.buffer(dim + 1);
+        // The send owns the vector until the master receives it; a reducing
+        // worker keeps it until an order or its next task.
+        let mut vector = if self.reduce {
+            std::mem::take(&mut self.kept[m])
+        } else {
+            self.link.comm.buffer(dim + 1)
+        };
         vector.clear();
         let mut terms = message.codeword.terms.iter();
         // The first term written as 0 + c·g (what adding it to zeros gives,
@@ -505,6 +558,9 @@ impl Worker<'_> {
                     let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, Duration::ZERO);
                     while due.is_none_or(|due| Instant::now() < due) {
                         if let Some(c) = self.link.poll()? {
+                            if self.reduce {
+                                self.kept[m] = vector; // its buffer, for the next task
+                            }
                             return Ok(Some(c));
                         }
                         backoff.pause(due);
@@ -529,7 +585,83 @@ impl Worker<'_> {
         header.encode_into(&mut self.header);
         let comm = self.link.comm;
         comm.send(0, protocol::iteration_tag(task.iteration), &self.header);
-        comm.send_owned(0, protocol::TAG_VECTOR, vector);
+        if self.reduce {
+            self.kept[m] = vector;
+            self.kept_ready[m] = true;
+        } else {
+            comm.send_owned(0, protocol::TAG_VECTOR, vector);
+        }
         Ok(None)
+    }
+
+    /// `aggregate = reduce`: this worker's share of the decoded sum (its kept
+    /// vectors times their coefficients, in the order's order), summed over
+    /// the decodable set by a binomial tree; the lowest rank sends the sum
+    /// to the master, followed by the seconds it spent forming its share and
+    /// in the tree.
+    fn reduce(&mut self, order: &Order) -> anyhow::Result<()> {
+        let comm = self.link.comm;
+        let rank = comm.rank();
+        if !self.reduce || self.kept_iteration != Some(order.iteration) {
+            anyhow::bail!(
+                "worker {rank}: an order for {} while its kept vectors are of {:?}",
+                crate::error::Iteration(order.iteration),
+                self.kept_iteration
+            );
+        }
+        if order.members.binary_search(&rank).is_err() {
+            anyhow::bail!(
+                "worker {rank}: an order whose members {:?} leave it out",
+                order.members
+            );
+        }
+        let start = Instant::now();
+        let dim = self.link.dim;
+        self.share.clear();
+        self.share.resize(dim + 1, 0.0);
+        for (i, &(m, a)) in order.terms.iter().enumerate() {
+            if !self.kept_ready.get(m).copied().unwrap_or(false) {
+                anyhow::bail!(
+                    "worker {rank}: an order uses message {} of {}, which it has not sent",
+                    m + 1,
+                    crate::error::Iteration(order.iteration)
+                );
+            }
+            let v = &self.kept[m];
+            if i == 0 {
+                // As the gather's combine: 0 + a·v for the first term.
+                self.share
+                    .iter_mut()
+                    .zip(v)
+                    .for_each(|(s, v)| *s = 0.0 + a * v);
+            } else {
+                kernel::axpy(a, v, &mut self.share);
+            }
+        }
+        let share_s = start.elapsed().as_secs_f64();
+        let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, SPIN);
+        let by = Instant::now() + REDUCE_TIMEOUT;
+        comm.tree_sum(
+            &order.members,
+            &mut self.share,
+            &mut self.partial,
+            &mut backoff,
+            Some(by),
+        )
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "worker {rank}: the reduction of {} within {} s: {e}",
+                crate::error::Iteration(order.iteration),
+                REDUCE_TIMEOUT.as_secs()
+            )
+        })?;
+        if order.members[0] == rank {
+            let mut sum = comm.buffer(dim + 3);
+            sum.extend_from_slice(&self.share);
+            sum.extend([share_s, start.elapsed().as_secs_f64() - share_s]);
+            comm.send_owned(0, protocol::TAG_REDUCED, sum);
+        }
+        self.kept_iteration = None;
+        Ok(())
     }
 }

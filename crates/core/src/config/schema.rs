@@ -669,11 +669,54 @@ impl RuntimeWait {
     }
 }
 
+/// How the master collects the coded vectors of an iteration
+/// (`runtime.aggregate`; docs/aggregate.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeAggregate {
+    /// Every result carries its vector to the master (K vectors of d values inbound).
+    #[default]
+    Gather,
+    /// Results are headers only; the decodable set reduces its weighted
+    /// vectors among itself and one of them sends the sum (one vector inbound).
+    Reduce,
+    /// `reduce` when a coded vector is at least
+    /// [`RuntimeAggregate::AUTO_REDUCE_BYTES`], `gather` below.
+    Auto,
+}
+
+impl RuntimeAggregate {
+    /// Bytes of one coded vector (8·(d + 1)) from which `auto` reduces:
+    /// 128 KiB, d ≥ 16,383. Measured with `scripts/bench-aggregate.sh` (K =
+    /// 16, gc-cyclic load 2, 17 ranks on 2 cores, docs/performance.md):
+    /// gather is faster at d = 10^4 (80 KB; reduce 1.34× its time), reduce
+    /// from d = 3·10^4 (240 KB; 0.87×) to 10^6 (0.88×).
+    pub const AUTO_REDUCE_BYTES: usize = 128 << 10;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gather => "gather",
+            Self::Reduce => "reduce",
+            Self::Auto => "auto",
+        }
+    }
+
+    /// Whether a run with `dim` parameters reduces.
+    pub fn reduces(self, dim: usize) -> bool {
+        match self {
+            Self::Gather => false,
+            Self::Reduce => true,
+            Self::Auto => 8 * (dim + 1) >= Self::AUTO_REDUCE_BYTES,
+        }
+    }
+}
+
 /// `[runtime]`: how the MPI ranks of `train` run.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RuntimeConfig {
     pub wait: RuntimeWait,
+    pub aggregate: RuntimeAggregate,
 }
 
 /// `[simulate]`: the Monte Carlo simulator.

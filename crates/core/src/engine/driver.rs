@@ -187,6 +187,15 @@ pub struct RunSummary {
     pub mean_recovered_fraction: f64,
     /// Tasks the workers abandoned for newer ones (counted at shutdown).
     pub tasks_abandoned: u64,
+    /// How the MPI master collected the coded vectors (`runtime.aggregate`
+    /// resolved: `gather` or `reduce`); absent outside `train`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<&'static str>,
+    /// Bytes the MPI master received per iteration, mean over this run's
+    /// iterations (result headers, vectors, acknowledgements; the reduced
+    /// vector with `aggregate = reduce`); absent outside `train`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master_inbound_bytes_per_iteration: Option<f64>,
     /// Named timing events (like PETSc's -log_view).
     pub timing: Vec<TimingEvent>,
     /// Where the trace was written, when it was.
@@ -395,6 +404,8 @@ impl Driver {
             final_at_theta: l.learner.as_ref().is_some_and(Learner::final_evaluated),
             mean_recovered_fraction: l.totals.recovered / n,
             tasks_abandoned: 0,
+            aggregate: None,
+            master_inbound_bytes_per_iteration: None,
             timing: self.timing.summary(),
             trace: None,
             theta: l
@@ -555,7 +566,9 @@ impl Driver {
             order.extend(0..report.arrivals.len());
             order
                 .sort_unstable_by_key(|&i| (report.arrivals[i].worker, report.arrivals[i].message));
-            round.combine(order, &decoding.weights, combined)
+            round
+                .combine(order, &decoding.weights, combined)
+                .map_err(EngineError::Round)?
         };
         let decode_s = decode_start.map_or(f64::NAN, |s| s.elapsed().as_secs_f64());
         timing.add("decode", decode_s);
@@ -749,7 +762,12 @@ mod tests {
             Ok(status)
         }
 
-        fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
+        fn combine(
+            &mut self,
+            order: &[usize],
+            weights: &[f64],
+            out: &mut Vec<f64>,
+        ) -> Result<bool, RoundError> {
             self.0.combine(order, weights, out)
         }
 

@@ -93,7 +93,12 @@ impl Round for LearningRound {
         Ok(status)
     }
 
-    fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
+    fn combine(
+        &mut self,
+        order: &[usize],
+        weights: &[f64],
+        out: &mut Vec<f64>,
+    ) -> Result<bool, RoundError> {
         out.clear();
         out.resize(self.vectors.first().map_or(0, Vec::len), 0.0);
         // As the MPI round: in `order`, messages of weight 0 left out.
@@ -104,7 +109,7 @@ impl Round for LearningRound {
                 }
             }
         }
-        true
+        Ok(true)
     }
 
     fn full_loss(

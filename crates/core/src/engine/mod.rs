@@ -156,9 +156,15 @@ pub trait Round {
     /// vectors (gradient sum and loss sum) into `out`, with `weights` aligned
     /// with the accepted messages and the terms added in the order of
     /// `order` (indices of accepted messages); `false` when the round has no
-    /// vectors (simulation).
-    fn combine(&mut self, _order: &[usize], _weights: &[f64], _out: &mut Vec<f64>) -> bool {
-        false
+    /// vectors (simulation). An error when the vectors cannot be had (an MPI
+    /// round whose workers reduce them, one of which does not answer).
+    fn combine(
+        &mut self,
+        _order: &[usize],
+        _weights: &[f64],
+        _out: &mut Vec<f64>,
+    ) -> Result<bool, RoundError> {
+        Ok(false)
     }
 
     /// Whether the round measures wall time (then decode times are measured

@@ -341,7 +341,12 @@ impl Round for Watched<'_> {
         self.round.run(task, rule, report, timing)
     }
 
-    fn combine(&mut self, order: &[usize], weights: &[f64], out: &mut Vec<f64>) -> bool {
+    fn combine(
+        &mut self,
+        order: &[usize],
+        weights: &[f64],
+        out: &mut Vec<f64>,
+    ) -> Result<bool, super::RoundError> {
         self.round.combine(order, weights, out)
     }
 
