@@ -242,10 +242,18 @@ hog_test() {
   pid=$(head -1 "$work/hogs")
   [ -n "$pid" ] || { echo "self-test failed: the wrapper started no busy loop" >&2; return 1; }
   grep -q "^rank 1 [0-9]* hog-cpu-1\$" "$work/record" || { echo "self-test failed: record '$(cat "$work/record")'" >&2; return 1; }
-  for fd in 0 1 2; do
-    [ "$(readlink "/proc/$pid/fd/$fd")" = /dev/null ] ||
-      { echo "self-test failed: busy loop $pid holds fd $fd = $(readlink "/proc/$pid/fd/$fd")" >&2; return 1; }
+  # $! is known as soon as the shell forks, before the child has applied
+  # its redirections and exec'd taskset: give it up to a second to get there.
+  local held=""
+  for _ in $(seq 50); do
+    held=""
+    for fd in 0 1 2; do
+      [ "$(readlink "/proc/$pid/fd/$fd")" = /dev/null ] || held="$held fd $fd = $(readlink "/proc/$pid/fd/$fd")"
+    done
+    [ -z "$held" ] && [ "$(taskset -pc "$pid" | sed 's/.*: //')" = 1 ] && break
+    sleep 0.02
   done
+  [ -z "$held" ] || { echo "self-test failed: busy loop $pid holds$held" >&2; return 1; }
   [ "$(taskset -pc "$pid" | sed 's/.*: //')" = 1 ] ||
     { echo "self-test failed: busy loop $pid not pinned to CPU 1: $(taskset -pc "$pid")" >&2; return 1; }
   wait "$worker"

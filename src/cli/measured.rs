@@ -48,8 +48,10 @@ pub(crate) struct Measured {
     pub recorded: Transfers,
 }
 
-/// Whether a trace says what its messages cost.
+/// Whether a trace says what its messages cost (only a build that reads
+/// traces, with `hdf5`, makes the variants other than `Recorded`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub(crate) enum Transfers {
     /// A measured run with the compute and receive times: the series are
     /// compute times.
