@@ -301,7 +301,7 @@ impl<'c> MpiRound<'c> {
                 .probe_from(leader, protocol::TAG_REDUCED, &mut self.backoff, by)
         else {
             return Err(format!(
-                "{}: the decodable set's reduction (workers {members:?}) delivered no sum within                  {} s (train.result_timeout_s): one of them is stopped, hung or gone",
+                "{}: the decodable set's reduction (workers {members:?}) delivered no sum within {} s (train.result_timeout_s): one of them is stopped, hung or gone",
                 Iteration(t),
                 self.result_timeout_s
             )
