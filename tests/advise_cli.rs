@@ -704,11 +704,16 @@ fn bad_flags_are_refused_naming_the_flag() {
     }
 }
 
-/// A training trace of gc-cyclic (load 2, time unit 10 ms) whose workers'
-/// computations take alpha + Exp(mu) model units; worker 1 has no result in
-/// time every 100th iteration. Returns the path and the finish times.
+/// A training trace of gc-cyclic, 8 workers (load 2, time unit 10 ms, then
+/// `straggler` in the config's `[straggler]`), of `iterations` rows, each
+/// filled by `fill(iteration index, row)`.
 #[cfg(feature = "hdf5")]
-fn measured_trace(name: &str, alpha: f64, mu: f64) -> (std::path::PathBuf, Vec<Vec<f64>>) {
+fn gc_cyclic_trace(
+    name: &str,
+    straggler: &str,
+    iterations: usize,
+    mut fill: impl FnMut(usize, &mut gradcode::trace::IterationRecord),
+) -> std::path::PathBuf {
     use gradcode::trace::{IterationRecord, TraceMeta, TraceWriter};
     let path = scratch("advise-cli", name);
     let _ = std::fs::remove_file(&path);
@@ -716,15 +721,29 @@ fn measured_trace(name: &str, alpha: f64, mu: f64) -> (std::path::PathBuf, Vec<V
     let meta = TraceMeta {
         scheme: "gc-cyclic".into(),
         workers: 8,
-        config_toml: "workers = 8\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\ntime_unit_ms = 10.0\n"
-            .into(),
+        config_toml: format!(
+            "workers = 8\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\n{straggler}time_unit_ms = 10.0\n"
+        ),
         seed: 1,
     };
     let mut w = TraceWriter::create(&path, &meta).unwrap();
+    for i in 0..iterations {
+        let mut r = IterationRecord::new(8);
+        fill(i, &mut r);
+        w.append(&r).unwrap();
+    }
+    w.close().unwrap();
+    path
+}
+
+/// A training trace of gc-cyclic (load 2, time unit 10 ms) whose workers'
+/// computations take alpha + Exp(mu) model units; worker 1 has no result in
+/// time every 100th iteration. Returns the path and the finish times.
+#[cfg(feature = "hdf5")]
+fn measured_trace(name: &str, alpha: f64, mu: f64) -> (std::path::PathBuf, Vec<Vec<f64>>) {
     let mut rng = stream(99, Stream::CheckSampling);
     let mut rows = Vec::new();
-    for i in 0..2000 {
-        let mut r = IterationRecord::new(8);
+    let path = gc_cyclic_trace(name, "", 2000, |i, r| {
         let finish: Vec<f64> = (0..8)
             .map(|_| {
                 let u: f64 = rng.random();
@@ -732,16 +751,14 @@ fn measured_trace(name: &str, alpha: f64, mu: f64) -> (std::path::PathBuf, Vec<V
             })
             .collect();
         r.duration_s = finish.iter().copied().fold(0.0, f64::max);
-        r.finish_s = finish.clone();
+        r.finish_s = finish;
         if i % 100 == 0 {
             r.finish_s[0] = f64::NAN;
         }
-        w.append(&r).unwrap();
         let mut row = r.finish_s.clone();
         row.push(r.duration_s);
         rows.push(row);
-    }
-    w.close().unwrap();
+    });
     (path, rows)
 }
 
@@ -860,21 +877,8 @@ fn a_measured_trace_is_exported_as_a_replay_csv_and_fitted() {
 /// of up to 5 ms. Worker w sends `sizes[w % sizes.len()]` bytes.
 #[cfg(feature = "hdf5")]
 fn transfer_trace(name: &str, latency_s: f64, bandwidth: f64, sizes: &[f64]) -> std::path::PathBuf {
-    use gradcode::trace::{IterationRecord, TraceMeta, TraceWriter};
-    let path = scratch("advise-cli", name);
-    let _ = std::fs::remove_file(&path);
-    let _guard = OPEN_FILES.write().unwrap_or_else(|e| e.into_inner());
-    let meta = TraceMeta {
-        scheme: "gc-cyclic".into(),
-        workers: 8,
-        config_toml: "workers = 8\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\ntime_unit_ms = 10.0\n"
-            .into(),
-        seed: 1,
-    };
-    let mut w = TraceWriter::create(&path, &meta).unwrap();
     let mut rng = stream(5, Stream::CheckSampling);
-    for i in 0..1000 {
-        let mut r = IterationRecord::new(8);
+    gc_cyclic_trace(name, "mode = \"measured\"\n", 1000, |i, r| {
         for k in 0..8 {
             let u: f64 = rng.random();
             let compute = 2.0 * (0.5 - (1.0 - u).ln() / 2.0) * 0.01;
@@ -891,10 +895,7 @@ fn transfer_trace(name: &str, latency_s: f64, bandwidth: f64, sizes: &[f64]) -> 
         }
         r.duration_s = r.received_s.iter().copied().fold(0.0, f64::max);
         r.decodable_s = r.duration_s;
-        w.append(&r).unwrap();
-    }
-    w.close().unwrap();
-    path
+    })
 }
 
 #[cfg(feature = "hdf5")]

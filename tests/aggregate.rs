@@ -21,44 +21,13 @@ fn scratch(name: &str) -> PathBuf {
 /// output (info logs of the runtime on stderr) and the trace.
 fn train(name: &str, text: &str, aggregate: &str) -> (Output, PathBuf) {
     let set = format!("runtime.aggregate=\"{aggregate}\"");
-    let (mut command, trace) = common::train_command(
+    common::train_logged(
         "aggregate-tests",
         &format!("{name}-{aggregate}"),
         7,
         text,
         &["--set", &set],
-    );
-    let _one = common::one_at_a_time();
-    let out = command
-        .env("GRADCODE_LOG", "gradcode::runtime=info")
-        .output()
-        .expect("mpirun must be installed");
-    assert!(
-        out.status.success(),
-        "{name} ({aggregate}): train failed: {}",
-        common::stderr(&out)
-    );
-    (out, trace)
-}
-
-/// Every one of `ranks` ranks logged that no send was pending when it
-/// finalised MPI (the orders and reduced sums go through the same pool).
-fn assert_no_request_left(name: &str, out: &Output, ranks: usize) {
-    let err = common::stderr(out);
-    let mut clean: Vec<i64> = err
-        .lines()
-        .filter(|l| l.contains(" completed, 0 requests pending at shutdown"))
-        .map(|l| {
-            let at = l.find("[gradcode rank ").expect("the line names its rank") + 15;
-            l[at..].split(' ').next().unwrap().parse().unwrap()
-        })
-        .collect();
-    clean.sort_unstable();
-    assert_eq!(
-        clean,
-        (0..ranks as i64).collect::<Vec<_>>(),
-        "{name}: every rank completes its sends\n{err}"
-    );
+    )
 }
 
 /// 6 workers, emulated stragglers, d = 1500: a vector (d + 1 values with
@@ -72,7 +41,7 @@ fn reduce_and_gather_give_the_same_theta_for_every_exact_scheme() {
         let text = format!("{EMULATED}[scheme]\n{scheme}\n");
         let (gathered, _) = train(name, &text, "gather");
         let (reduced, _) = train(name, &text, "reduce");
-        assert_no_request_left(name, &reduced, 7);
+        common::assert_no_request_left(name, &reduced, 7);
         let (g, r) = (common::json(&gathered), common::json(&reduced));
         assert_eq!(g["aggregate"], "gather", "{name}");
         assert_eq!(r["aggregate"], "reduce", "{name}");
@@ -205,7 +174,7 @@ fn a_stopped_worker_outside_the_decodable_set_does_not_slow_a_reduce_iteration()
         "the run completes: {}",
         common::stderr(&out)
     );
-    assert_no_request_left("stopped", &out, 7);
+    common::assert_no_request_left("stopped", &out, 7);
     let records = gradcode::trace::read_trace(&trace, "/").unwrap().records;
     assert_eq!(records.len(), 120);
     let stopped: Vec<f64> = records

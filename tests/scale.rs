@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Output;
 
 use gradcode::coding;
 use gradcode::config::parse;
@@ -17,57 +16,12 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch("scale-tests", name)
 }
 
-/// Train `text` on `ranks` ranks with info logs; the output and the trace.
-fn train(name: &str, ranks: usize, text: &str, extra: &[&str]) -> (Output, PathBuf) {
-    let (mut command, trace) = common::train_command("scale-tests", name, ranks, text, extra);
-    let _one = common::one_at_a_time();
-    let out = command
-        .env("GRADCODE_LOG", "gradcode::runtime=info")
-        .output()
-        .expect("mpirun must be installed");
-    assert!(
-        out.status.success(),
-        "{name}: train failed: {}",
-        common::stderr(&out)
-    );
-    (out, trace)
-}
-
-/// Every one of `ranks` ranks logged that no send request was pending when it finalised MPI.
-fn assert_no_request_left(name: &str, out: &Output, ranks: usize) {
-    let err = common::stderr(out);
-    let mut clean: Vec<i64> = err
-        .lines()
-        .filter(|l| l.contains("requests pending at shutdown"))
-        .filter(|l| l.contains(" completed, 0 requests pending"))
-        .map(|l| {
-            let at = l.find("[gradcode rank ").expect("the line names its rank") + 15;
-            l[at..].split(' ').next().unwrap().parse().unwrap()
-        })
-        .collect();
-    clean.sort_unstable();
-    let want: Vec<i64> = (0..ranks as i64).collect();
-    assert_eq!(clean, want, "{name}: every rank completes its sends\n{err}");
-    // The posted and completed counts agree on every rank.
-    for line in err.lines().filter(|l| l.contains("sends posted")) {
-        let message = line.split("] ").nth(1).unwrap_or("");
-        let numbers: Vec<u64> = message
-            .split_whitespace()
-            .filter_map(|w| w.trim_end_matches(',').parse().ok())
-            .collect();
-        assert!(
-            numbers.len() >= 3 && numbers[0] == numbers[1] && numbers[0] > 0,
-            "{name}: {line}"
-        );
-    }
-}
-
 #[test]
 fn sixty_four_emulated_workers_on_two_cores_follow_the_full_batch_trajectory() {
     // d = 1000: tasks' models and results are 8 KB, above the shared-memory
     // eager limit, so they take MPI's rendezvous path.
     let text = "workers = 64\nseed = 3\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmodel = \"shifted-exponential\"\nalpha = 0.01\nmu = 2.0\ntime_unit_ms = 2.0\n[data]\nkind = \"synthetic-linear\"\ntrain_samples = 256\ntest_samples = 16\nfeatures = 1000\n[train]\niterations = 8\nlearning_rate = 0.05\nresult_timeout_s = 60.0\n";
-    let (out, trace) = train("k64", 65, text, &[]);
+    let (out, trace) = common::train_logged("scale-tests", "k64", 65, text, &[]);
     let summary = common::json(&out);
     assert_eq!(summary["iterations"], 8);
     let config = parse(text, "test", &[]).unwrap().config;
@@ -75,7 +29,7 @@ fn sixty_four_emulated_workers_on_two_cores_follow_the_full_batch_trajectory() {
     let (theta, _) = common::full_batch(&config, partitions);
     let err = common::relative_error(&common::theta(&summary), &theta);
     assert!(err <= 1e-9, "relative error {err} against the full batch");
-    assert_no_request_left("k64", &out, 65);
+    common::assert_no_request_left("k64", &out, 65);
     // 65 ranks on this machine's cores: auto backs off.
     let cores = std::thread::available_parallelism().unwrap().get();
     if cores < 65 {
@@ -103,7 +57,7 @@ fn auto_spins_when_every_rank_has_a_core_and_the_choice_is_recorded() {
     for (requested, chosen) in cases {
         let name = format!("wait-{requested}");
         let set = format!("runtime.wait=\"{requested}\"");
-        let (out, trace) = train(&name, 2, text, &["--set", &set]);
+        let (out, trace) = common::train_logged("scale-tests", &name, 2, text, &["--set", &set]);
         let summary = common::json(&out);
         assert_eq!(summary["iterations"], 20, "{name}");
         assert_eq!(
@@ -118,7 +72,7 @@ fn auto_spins_when_every_rank_has_a_core_and_the_choice_is_recorded() {
             )),
             "{name}: the choice is logged: {err}"
         );
-        assert_no_request_left(&name, &out, 2);
+        common::assert_no_request_left(&name, &out, 2);
     }
 }
 

@@ -430,28 +430,37 @@ impl<'c> MpiRound<'c> {
             _ => {}
         }
         let header = ResultHeader::decode(&m.data)?;
-        if self.reduce {
-            return self.incoming_header(m.rank, header, task, report);
-        }
-        // Its vector follows at once (the worker posts both sends together).
-        let vector_by = instant_after(Instant::now(), self.result_timeout_s);
-        let Some((vector, len)) =
-            self.comm
-                .probe_from(m.rank, protocol::TAG_VECTOR, &mut self.backoff, vector_by)
-        else {
-            return Err(format!(
-                "{}: worker {} sent a result header without its vector",
-                Iteration(t),
-                m.rank
-            )
-            .into());
+        // Gathering, its vector follows at once (the worker posts both sends
+        // together); reducing, the worker keeps it (`aggregate = reduce`).
+        let vector = if self.reduce {
+            None
+        } else {
+            let vector_by = instant_after(Instant::now(), self.result_timeout_s);
+            let Some(vector) =
+                self.comm
+                    .probe_from(m.rank, protocol::TAG_VECTOR, &mut self.backoff, vector_by)
+            else {
+                return Err(format!(
+                    "{}: worker {} sent a result header without its vector",
+                    Iteration(t),
+                    m.rank
+                )
+                .into());
+            };
+            Some(vector)
         };
-        if header.iteration < t || len != dim + 1 {
-            self.receive_counted(vector, len, None);
+        let bad_len = vector
+            .as_ref()
+            .map(|&(_, len)| len)
+            .filter(|&len| len != dim + 1);
+        if header.iteration < t || bad_len.is_some() {
+            if let Some((vector, len)) = vector {
+                self.receive_counted(vector, len, None);
+            }
             let (wall_s, cpu_s) = self.new_compute_s((m.rank - 1) as usize, &header);
             self.unused_compute_s.0 += wall_s;
             self.unused_compute_s.1 += cpu_s;
-            if len != dim + 1 {
+            if let Some(len) = bad_len {
                 return Err(format!(
                     "worker {} sent a vector of {len} values, expected {}",
                     m.rank,
@@ -469,7 +478,9 @@ impl<'c> MpiRound<'c> {
             || expected != Some(header.codeword)
             || header.computations > work.compute.len()
         {
-            self.receive_counted(vector, len, None);
+            if let Some((vector, len)) = vector {
+                self.receive_counted(vector, len, None);
+            }
             return Err(format!(
                 "worker {} sent a result that {} did not ask for: {header:?}",
                 m.rank,
@@ -482,47 +493,7 @@ impl<'c> MpiRound<'c> {
         }
         Ok(Incoming::Result {
             header,
-            vector: Some((vector, len)),
-            worker: w,
-        })
-    }
-
-    /// `aggregate = reduce`: a result header without a vector (the worker
-    /// keeps it), checked as [`incoming`](Self::incoming) checks a gathered one.
-    fn incoming_header(
-        &mut self,
-        rank: i32,
-        header: ResultHeader,
-        task: &RoundTask<'_>,
-        report: &mut RoundReport,
-    ) -> Result<Incoming, RoundError> {
-        let t = task.iteration;
-        let w = (rank - 1) as usize;
-        if header.iteration < t {
-            let (wall_s, cpu_s) = self.new_compute_s(w, &header);
-            self.unused_compute_s.0 += wall_s;
-            self.unused_compute_s.1 += cpu_s;
-            report.stale_dropped += 1;
-            return Ok(Incoming::Handled);
-        }
-        let work = &task.plan.tasks[w];
-        let expected = work.messages.get(header.message).map(|msg| msg.codeword.id);
-        if header.iteration > t
-            || expected != Some(header.codeword)
-            || header.computations > work.compute.len()
-        {
-            return Err(format!(
-                "worker {rank} sent a result that {} did not ask for: {header:?}",
-                Iteration(t)
-            )
-            .into());
-        }
-        for (&p, &loss) in work.compute.iter().zip(&header.losses) {
-            self.partition_loss[p] = loss;
-        }
-        Ok(Incoming::Result {
-            header,
-            vector: None,
+            vector,
             worker: w,
         })
     }

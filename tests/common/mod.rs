@@ -61,6 +61,58 @@ pub fn train_command(
     (mpirun_command(ranks, &args), trace)
 }
 
+/// [`train_command`] run with the runtime's info logs on stderr (one mpirun
+/// at a time); it must succeed. The output and the trace path.
+pub fn train_logged(
+    dir: &str,
+    name: &str,
+    ranks: usize,
+    text: &str,
+    extra: &[&str],
+) -> (Output, PathBuf) {
+    let (mut command, trace) = train_command(dir, name, ranks, text, extra);
+    let _one = one_at_a_time();
+    let out = command
+        .env("GRADCODE_LOG", "gradcode::runtime=info")
+        .output()
+        .expect("mpirun must be installed");
+    assert!(
+        out.status.success(),
+        "{name}: train failed: {}",
+        stderr(&out)
+    );
+    (out, trace)
+}
+
+/// Every one of `ranks` ranks of a [`train_logged`] run logged that no send
+/// request was pending when it finalised MPI, and posted as many sends as
+/// completed (at least one).
+pub fn assert_no_request_left(name: &str, out: &Output, ranks: usize) {
+    let err = stderr(out);
+    let mut clean: Vec<i64> = err
+        .lines()
+        .filter(|l| l.contains(" completed, 0 requests pending at shutdown"))
+        .map(|l| {
+            let at = l.find("[gradcode rank ").expect("the line names its rank") + 15;
+            l[at..].split(' ').next().unwrap().parse().unwrap()
+        })
+        .collect();
+    clean.sort_unstable();
+    let want: Vec<i64> = (0..ranks as i64).collect();
+    assert_eq!(clean, want, "{name}: every rank completes its sends\n{err}");
+    for line in err.lines().filter(|l| l.contains("sends posted")) {
+        let message = line.split("] ").nth(1).unwrap_or("");
+        let numbers: Vec<u64> = message
+            .split_whitespace()
+            .filter_map(|w| w.trim_end_matches(',').parse().ok())
+            .collect();
+        assert!(
+            numbers.len() >= 3 && numbers[0] == numbers[1] && numbers[0] > 0,
+            "{name}: {line}"
+        );
+    }
+}
+
 /// `train --config CONFIG --out TRACE --force --json --quiet`, the
 /// arguments of every training run these tests start.
 pub fn train_args(config: &std::path::Path, trace: &std::path::Path) -> Vec<String> {
