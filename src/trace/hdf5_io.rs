@@ -12,7 +12,7 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, Datatype, Extent, File, Group, H5Type, Location};
 use ndarray::ArrayView2;
 
-use super::access::writer_access;
+use super::access::{close_on_exec, writer_access};
 use crate::engine::{IterationEvent, Observer, ObserverError};
 
 use super::{
@@ -569,6 +569,7 @@ fn create_placed<T>(
         .create_excl(&temp)
         .map_err(|e| TraceError::hdf5(format!("cannot create {}", temp.display()), e))
         .and_then(|file| {
+            close_on_exec(&file);
             write_meta(&file, meta)?;
             let built = build(&file)?;
             flush_file(&file, path)?;

@@ -273,6 +273,7 @@ impl TraceFile {
                 e,
             )
         })?;
+        super::access::close_on_exec(&file);
         Ok(Self {
             file,
             path: path.to_path_buf(),
