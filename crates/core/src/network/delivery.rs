@@ -114,12 +114,52 @@ impl Delivery {
         Ok(delivery)
     }
 
+    /// `L`: the one-way latency, model time.
+    pub fn latency(&self) -> f64 {
+        self.latency
+    }
+
+    /// `b / Bw`: a message over a worker's link, model time.
+    pub fn worker_transfer(&self) -> f64 {
+        self.worker_transfer
+    }
+
+    /// `b / Bp`: a message over the path to the master, model time.
+    pub fn path_transfer(&self) -> f64 {
+        self.path_transfer
+    }
+
+    /// `b / Bm`: a message over the master's link, model time.
+    pub fn master_transfer(&self) -> f64 {
+        self.master_transfer
+    }
+
+    /// Whether the master's link carries one message at a time.
+    pub fn shared(&self) -> bool {
+        self.shared
+    }
+
     /// Turn `events`, the times the workers are ready to send their
     /// messages (each worker's messages in plan order), into the times the
     /// master has received them (module docs), sorted by arrival time, ties
     /// by worker then message.
     /// `id` gives a message's (worker, message index).
     pub fn deliver<T>(&self, events: &mut [(f64, T)], id: impl Fn(&T) -> (usize, usize)) {
+        self.deliver_after(events, id, f64::NEG_INFINITY);
+    }
+
+    /// [`Delivery::deliver`] with the master's link busy until
+    /// `master_busy_until` (model time of this iteration's clock) with an
+    /// earlier message, such as a vector of the iteration before that the
+    /// decode did not need: with `master_link_shared = true` the first
+    /// message arrives no earlier than `master_busy_until + b / Bm` (step 3
+    /// with `a_0` that message). `-∞`: the link is free.
+    pub fn deliver_after<T>(
+        &self,
+        events: &mut [(f64, T)],
+        id: impl Fn(&T) -> (usize, usize),
+        master_busy_until: f64,
+    ) {
         // 1 and 2: each worker's link, then the path. A worker's messages
         // are consecutive and in order (the simulated round pushes them so).
         let mut link_free = f64::NEG_INFINITY;
@@ -137,7 +177,7 @@ impl Delivery {
         events.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(id(&a.1).cmp(&id(&b.1))));
         // 3: the master's link, one message at a time.
         if self.shared {
-            let mut previous = f64::NEG_INFINITY;
+            let mut previous = master_busy_until;
             for (time, _) in events.iter_mut() {
                 *time = time.max(previous + self.master_transfer);
                 previous = *time;

@@ -9,12 +9,15 @@
 //! decide which scheme wins; this is the model of it: a one-way latency per
 //! message, the bandwidth of each worker's link and of the master's, and
 //! whether the master's receives share its link. [`fit`] fits the latency
-//! and a link's bandwidth to the transfers a training run measured.
+//! and a link's bandwidth to the transfers a training run measured;
+//! [`reduce`] times `runtime.aggregate = "reduce"`.
 
 pub mod delivery;
 pub mod fit;
+pub mod reduce;
 
 pub use delivery::{Delivery, MAX_MESSAGE_MODEL_TIME};
+pub use reduce::Reduce;
 
 use crate::error::InputError;
 
