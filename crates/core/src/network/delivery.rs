@@ -297,6 +297,30 @@ mod tests {
     }
 
     #[test]
+    fn a_link_still_busy_delays_the_first_message_by_what_is_left_of_it() {
+        // Master link 1000 B/s (1 s a message), latency 0.5: r = 1 + 0.5 + 1
+        // = 2.5 for both. Busy until 2 (an earlier vector): max(2.5, 2 + 1)
+        // = 3, then 4. Busy until 1: the first's transfer starts at 1.5,
+        // after it: 2.5, 3.5 as with the link free. Not shared: no wait.
+        for (busy, want) in [(2.0, [3.0, 4.0]), (1.0, [2.5, 3.5])] {
+            let mut e = [at(0, 0, 1.0), at(1, 0, 1.0)];
+            delivery(0.5, None, Some(1000.0), true).deliver_after(
+                &mut e,
+                |a| (a.worker, a.message),
+                busy,
+            );
+            assert_eq!(e.map(|x| x.0), want, "busy until {busy}");
+        }
+        let mut e = [at(0, 0, 1.0)];
+        delivery(0.5, None, Some(1000.0), false).deliver_after(
+            &mut e,
+            |a| (a.worker, a.message),
+            9.0,
+        );
+        assert_eq!(e[0].0, 2.5);
+    }
+
+    #[test]
     fn a_free_network_keeps_every_time_bit_for_bit() {
         let times = [0.1, 0.7, 0.30000000000000004, 1e-300, 5e10];
         let mut e: Vec<_> = times
