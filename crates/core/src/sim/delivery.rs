@@ -48,6 +48,11 @@ impl RoundNetwork {
 /// The network of `config`'s `[network]` (`None` when the section is
 /// absent) in its model time (`straggler.time_unit_ms`).
 pub fn from_config(config: &Config) -> Result<Option<RoundNetwork>, InputError> {
+    in_time_unit(config, config.straggler.time_unit_ms / 1000.0)
+}
+
+/// [`from_config`] in model time of `time_unit_s` seconds per unit.
+pub fn in_time_unit(config: &Config, time_unit_s: f64) -> Result<Option<RoundNetwork>, InputError> {
     let Some(section) = &config.network else {
         return Ok(None);
     };
@@ -64,7 +69,6 @@ pub fn from_config(config: &Config) -> Result<Option<RoundNetwork>, InputError> 
     } else {
         None
     };
-    let time_unit_s = config.straggler.time_unit_ms / 1000.0;
     let delivery =
         Delivery::new(&network, bytes.unwrap_or(0.0), time_unit_s).map_err(into_input_error)?;
     let reduces = aggregate.reduces(values.map_or(0, |v| v - 1));
