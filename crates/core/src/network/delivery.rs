@@ -26,6 +26,11 @@
 //!    messages ready together so arrive `b / Bm` apart, the last at
 //!    `r + (K - 1) b / Bm`.
 //!
+//! `master_per_message_s`, `c` (0 by default), is time the master's link
+//! spends on every message besides its bytes (a rendezvous hand-shake, a
+//! receive posted late): it is added to `b / Bp` in step 2 and to `b / Bm`
+//! in step 3, so K messages ready together arrive `b / Bm + c` apart.
+//!
 //! What it leaves out: the links of different workers never slow each
 //! other (no switch, no contention but on the master's link), the latency
 //! has no variance, the master sends nothing (the task and the iterate
@@ -45,9 +50,9 @@ pub struct Delivery {
     latency: f64,
     /// `b / Bw`.
     worker_transfer: f64,
-    /// `b / Bp`.
+    /// `b / Bp + c`.
     path_transfer: f64,
-    /// `b / Bm`.
+    /// `b / Bm + c`.
     master_transfer: f64,
     shared: bool,
 }
@@ -77,11 +82,15 @@ impl Delivery {
             (Some(w), Some(m)) => Some(w.min(m)),
             (w, m) => w.or(m),
         };
+        // The master's link spends `c` on each message besides its bytes
+        // (`master_per_message_s`; 0 leaves every time as it was, bit for bit).
+        let per_message = network.master_per_message_s() / time_unit_s;
+        let path_bytes = transfer(message_bytes, path, time_unit_s);
         let delivery = Self {
             latency: network.latency_s() / time_unit_s,
             worker_transfer: transfer(message_bytes, worker, time_unit_s),
-            path_transfer: transfer(message_bytes, path, time_unit_s),
-            master_transfer: transfer(message_bytes, master, time_unit_s),
+            path_transfer: path_bytes + per_message,
+            master_transfer: transfer(message_bytes, master, time_unit_s) + per_message,
             shared: network.master_link_shared(),
         };
         // The path's transfer is the larger of the two links' (when the
@@ -93,10 +102,11 @@ impl Delivery {
                 worker,
                 delivery.worker_transfer,
             ),
+            ("master_bandwidth_bytes_per_s", master, path_bytes),
             (
-                "master_bandwidth_bytes_per_s",
-                master,
-                delivery.path_transfer,
+                "master_per_message_s",
+                Some(network.master_per_message_s()),
+                per_message,
             ),
         ] {
             if !(time.is_finite() && time <= MAX_MESSAGE_MODEL_TIME) {
@@ -124,12 +134,12 @@ impl Delivery {
         self.worker_transfer
     }
 
-    /// `b / Bp`: a message over the path to the master, model time.
+    /// `b / Bp + c`: a message over the path to the master, model time.
     pub fn path_transfer(&self) -> f64 {
         self.path_transfer
     }
 
-    /// `b / Bm`: a message over the master's link, model time.
+    /// `b / Bm + c`: a message over the master's link, model time.
     pub fn master_transfer(&self) -> f64 {
         self.master_transfer
     }
@@ -318,6 +328,34 @@ mod tests {
             9.0,
         );
         assert_eq!(e[0].0, 2.5);
+    }
+
+    #[test]
+    fn a_cost_per_message_spaces_the_master_links_messages_by_it() {
+        // Four ready at 1 s, 1000 bytes at 1000 B/s, latency 0.5, c = 0.25:
+        // r = 1 + 0.5 + 1 + 0.25 = 2.75, then 1.25 s apart; not shared: all
+        // at r.
+        for shared in [true, false] {
+            let n = Network::new(0.5, None, Some(1000.0), shared)
+                .unwrap()
+                .with_master_per_message_s(0.25)
+                .unwrap();
+            let mut e: Vec<_> = (0..4).map(|w| at(w, 0, 1.0)).collect();
+            Delivery::new(&n, 1000.0, 1.0).unwrap().deliver_all(&mut e);
+            let times: Vec<f64> = e.iter().map(|x| x.0).collect();
+            let want = if shared {
+                [2.75, 4.0, 5.25, 6.5]
+            } else {
+                [2.75; 4]
+            };
+            assert_eq!(times, want, "shared {shared}");
+        }
+        let n = Network::new(0.0, None, None, true)
+            .unwrap()
+            .with_master_per_message_s(1.0)
+            .unwrap();
+        let e = Delivery::new(&n, 8.0, 1e-300).unwrap_err();
+        assert_eq!(e.field, "master_per_message_s");
     }
 
     #[test]

@@ -350,6 +350,16 @@ fn an_unused_vector_holds_the_master_link_into_the_next_iteration() {
     late[0][3] = 2.5;
     let got = cyclic_iterations(link, "gather", late);
     assert_close(&got, &[(4.0, 4.0), (3.5, 3.5), (4.0, 4.0)]);
+    // A cost of 0.5 s per message on the master's link: r = 1 + 1.5 = 2.5
+    // (worker 4: 3.5); 2.5, 4, 5.5 (decodable), worker 4's at 7: 1.5 s
+    // into iteration 2, whose r = 0.5 + 1.5 = 2: max(2, 1.5 + 1.5) = 3,
+    // 4.5, 6.
+    let got = cyclic_iterations(
+        &format!("{link}\nmaster_per_message_s = 0.5"),
+        "gather",
+        vec![vec![0.5, 0.5, 0.5, 1.0], vec![0.25; 4]],
+    );
+    assert_close(&got, &[(5.5, 5.5), (6.0, 6.0)]);
     // Not shared: every vector alone, nothing carried: each at 1 + 1.
     let got = cyclic_iterations(
         &format!("{link}\nmaster_link_shared = false"),
@@ -444,6 +454,7 @@ fn reduce_beats_gather_over_a_slow_master_link_at_large_d_and_loses_at_small_d()
         r.schemes[0].mean_iteration_time,
     );
     assert!(r > g + 3.0e-3, "d = 10: reduce {r}, gather {g}");
+
     // auto resolves by the vector's size, as train does.
     assert_eq!(
         reduce_or_gather(10, "auto").network.unwrap().aggregate,
