@@ -34,7 +34,8 @@
 //! What it leaves out: the links of different workers never slow each
 //! other (no switch, no contention but on the master's link), the latency
 //! has no variance, the master sends nothing (the task and the iterate
-//! reach the workers for free), and a message's header is not counted.
+//! reach the workers for free), and a gathered message's header is not
+//! counted.
 //! Times are model time: seconds divided by `straggler.time_unit_ms` / 1000.
 
 use super::{Network, NetworkError};
