@@ -100,6 +100,16 @@ fn bad_network_values_are_refused_before_anything_is_written() {
             "master_bandwidth_bytes_per_s = \"fast\"",
             "network.master_bandwidth_bytes_per_s",
         ),
+        (
+            "negative cost per message",
+            "master_per_message_s = -0.5",
+            "network.master_per_message_s",
+        ),
+        (
+            "huge cost per message",
+            "master_per_message_s = 1e9",
+            "network.master_per_message_s",
+        ),
         ("unknown key", "jitter_s = 0.1", "network.jitter_s"),
     ] {
         let cfg = write("bad.toml", &format!("{BASE}[network]\n{section}\n"));
@@ -323,4 +333,49 @@ fn sweep_takes_network_keys_as_grid_axes() {
             "bandwidth {b}: {mean} not in [{link}, {link} + {compute}]"
         );
     }
+}
+
+#[test]
+fn simulate_times_the_aggregate_train_would_use_and_says_which() {
+    // gc-cyclic over 12 workers at d = 10^6 (8 MB vectors) and d = 10,
+    // master link 100 Mbit/s, workers 10 Gbit/s, latency 1 ms.
+    let config = |d: usize, aggregate: &str| {
+        write(
+            &format!("aggregate-{d}-{aggregate}.toml"),
+            &format!(
+                "{}[runtime]\naggregate = \"{aggregate}\"\n[network]\nlatency_s = 1e-3\n\
+                 worker_bandwidth_bytes_per_s = 1.25e9\nmaster_bandwidth_bytes_per_s = 1.25e7\n",
+                BASE.replace("features = 1000000", &format!("features = {d}"))
+                    .replace(
+                        "compare = [\"gc-cyclic\", \"uncoded\", \"gc-mmc\", \"uc-mmc\"]",
+                        "compare = [\"gc-cyclic\"]"
+                    )
+            ),
+        )
+    };
+    let simulate = |d: usize, aggregate: &str| {
+        let v = json(&gradcode(&[
+            "simulate",
+            "--config",
+            &config(d, aggregate),
+            "--json",
+        ]));
+        (
+            v["network"]["aggregate"].as_str().unwrap().to_string(),
+            v["schemes"][0]["mean_iteration_time"].as_f64().unwrap(),
+        )
+    };
+    let (g, r) = (simulate(1_000_000, "gather"), simulate(1_000_000, "reduce"));
+    assert_eq!((g.0.as_str(), r.0.as_str()), ("gather", "reduce"));
+    assert!(r.1 < 0.5 * g.1, "d = 10^6: reduce {}, gather {}", r.1, g.1);
+    let (g, r) = (simulate(10, "gather"), simulate(10, "reduce"));
+    assert!(r.1 > g.1, "d = 10: reduce {}, gather {}", r.1, g.1);
+    assert_eq!(simulate(10, "auto").0, "gather");
+    assert_eq!(simulate(1_000_000, "auto").0, "reduce");
+    let text = stdout(&gradcode(&[
+        "simulate",
+        "--config",
+        &config(1_000_000, "auto"),
+    ]));
+    assert!(text.contains("; aggregate reduce; "), "{text}");
 }

@@ -201,7 +201,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
     if let Some(n) = &r.network {
         let rate = |b: Option<f64>| b.map_or("unlimited".to_string(), |b| format!("{b:e} B/s"));
         crate::outln!(
-            "network: latency {} s, worker links {}, master link {}{}{}; times are arrivals at the master",
+            "network: latency {} s, worker links {}, master link {}{}{}; aggregate {}; times are arrivals at the master{}",
             n.config.latency_s,
             rate(n.config.worker_bandwidth_bytes_per_s),
             rate(n.config.master_bandwidth_bytes_per_s),
@@ -212,7 +212,13 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
             },
             n.message_bytes
                 .map(|b| format!(", messages of {b} bytes"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            n.aggregate,
+            if n.aggregate == "reduce" {
+                " (the headers), then of the decodable set's reduced sum"
+            } else {
+                ""
+            }
         );
     }
     let seconds = |x: f64| unit_s.map_or(String::new(), |u| format!(" {:>10.4}", x * u));

@@ -555,6 +555,11 @@ mod tests {
             result_message_bytes(h.computations, 11),
             (buf.len() + 11) * 8
         );
+        // The header a reduce's model times (network::reduce) is this one.
+        assert_eq!(
+            gradcode_core::network::reduce::header_bytes(h.computations),
+            (buf.len() * 8) as f64
+        );
         assert!(ResultHeader::decode(&buf[..6]).is_err(), "truncated");
         assert!(
             ResultHeader::decode(&buf[..RESULT_HEADER + 1]).is_err(),

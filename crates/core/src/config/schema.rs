@@ -607,6 +607,9 @@ pub struct NetworkConfig {
     pub master_bandwidth_bytes_per_s: Option<f64>,
     /// The master's receives share its link: one message crosses it at a time.
     pub master_link_shared: bool,
+    /// Seconds the master's link spends on each message besides its bytes
+    /// (a rendezvous hand-shake, a receive posted late); 0: none.
+    pub master_per_message_s: f64,
 }
 
 impl Default for NetworkConfig {
@@ -616,6 +619,7 @@ impl Default for NetworkConfig {
             worker_bandwidth_bytes_per_s: None,
             master_bandwidth_bytes_per_s: None,
             master_link_shared: true,
+            master_per_message_s: 0.0,
         }
     }
 }

@@ -572,6 +572,19 @@ impl Driver {
         };
         let decode_s = decode_start.map_or(f64::NAN, |s| s.elapsed().as_secs_f64());
         timing.add("decode", decode_s);
+        // A simulated round's aggregation after the stop (model time).
+        let after_stop = round.settle(
+            &RoundTask {
+                lane: index,
+                iteration: t,
+                plan,
+                sample: current,
+                eval_point: None,
+            },
+            &report.arrivals,
+            &decoding.weights,
+            stop.time,
+        );
         // The training loss over all the data when the decode recovered only
         // part of it: the round waits for the partitions' losses (not counted
         // in the iteration's duration, which ended at the stop).
@@ -633,12 +646,15 @@ impl Driver {
         // The iteration: from the send of θ to the updated θ. Measured, the
         // wait for a decodable set, the decode and the update (the losses'
         // evaluation is not part of it: elapsed_s counts it); simulated, the
-        // model's time until the decodable set (nothing models the decode).
+        // model's time until the decodable set and, reducing, the sum's
+        // arrival (nothing models the decode itself).
         let duration_s = if measured {
             let update_s = lane.learner.as_ref().map_or(0.0, Learner::last_update_s);
             decodable_s + decode_s + update_s
-        } else {
+        } else if after_stop == 0.0 {
             decodable_s
+        } else {
+            (stop.time + after_stop) * *time_unit_s
         };
         let duration = duration_s / *time_unit_s;
         let record = &mut lane.record;

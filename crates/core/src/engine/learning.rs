@@ -15,6 +15,7 @@ use super::{
 };
 use std::sync::Arc;
 
+use crate::coding::Arrival;
 use crate::learn::{Model, Partition, StepKey};
 
 /// A simulated round whose messages carry the coded gradients of the
@@ -91,6 +92,16 @@ impl Round for LearningRound {
             self.messages.push(codeword.encode(&self.vectors));
         }
         Ok(status)
+    }
+
+    fn settle(
+        &mut self,
+        task: &RoundTask<'_>,
+        arrivals: &[Arrival],
+        weights: &[f64],
+        stop: f64,
+    ) -> f64 {
+        self.clock.settle(task, arrivals, weights, stop)
     }
 
     fn combine(

@@ -167,6 +167,24 @@ pub trait Round {
         Ok(false)
     }
 
+    /// Called once a completed iteration is decoded, with its accepted
+    /// messages, their decode weights and the stop's model time: the model
+    /// time the aggregation of the decodable set adds after the stop (a
+    /// simulated reduce: the tree and the sum's way to the master), and the
+    /// round's chance to note what still crosses the network after it (a
+    /// simulated master link busy into the next iteration). 0 by default,
+    /// and for a round that measures its time (its decode counts the
+    /// aggregation).
+    fn settle(
+        &mut self,
+        _task: &RoundTask<'_>,
+        _arrivals: &[Arrival],
+        _weights: &[f64],
+        _stop: f64,
+    ) -> f64 {
+        0.0
+    }
+
     /// Whether the round measures wall time (then decode times are measured
     /// and recorded); a simulated round does not.
     fn measures_time(&self) -> bool {

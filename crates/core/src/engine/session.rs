@@ -341,6 +341,16 @@ impl Round for Watched<'_> {
         self.round.run(task, rule, report, timing)
     }
 
+    fn settle(
+        &mut self,
+        task: &RoundTask<'_>,
+        arrivals: &[crate::coding::Arrival],
+        weights: &[f64],
+        stop: f64,
+    ) -> f64 {
+        self.round.settle(task, arrivals, weights, stop)
+    }
+
     fn combine(
         &mut self,
         order: &[usize],

@@ -9,11 +9,33 @@
 //! time the master has received it ([`crate::network::delivery`]): the stop
 //! rule, and so the decode, goes by arrivals.
 //!
+//! The master's link stays busy past the stop: a message that its worker
+//! sends before the next task reaches it (its send time before the end of
+//! the iteration: a worker still computing then abandons its task, as
+//! `src/runtime/worker.rs` does) crosses the link whether the decode used
+//! it or not, and with `master_link_shared = true` the next iteration's
+//! first arrival waits for it ([`crate::network::Delivery::deliver_after`]).
+//! Each lane carries its link's state from one iteration to the next of the
+//! same trial (a lane's iteration `i + 1` follows its iteration `i`; any
+//! other starts with the link free). With a reduce
+//! ([`SimulatedRound::with_reduce`]) the messages are headers, and the
+//! decodable set's tree and sum ([`crate::network::reduce`]) end the
+//! iteration after the stop ([`Round::settle`]).
+//!
 //! [`RoundSample::message_time`]: crate::straggler::RoundSample::message_time
 
 use super::{Decision, Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing};
 use crate::coding::Arrival;
-use crate::network::Delivery;
+use crate::network::{Delivery, Reduce};
+
+/// A lane's master link between iterations.
+#[derive(Debug, Clone, Copy)]
+struct LinkState {
+    /// The iteration that left it so.
+    iteration: u64,
+    /// The last arrival over it, in the next iteration's clock (model time).
+    busy_until: f64,
+}
 
 /// The simulator's round. Keeps its event buffer between iterations.
 #[derive(Debug, Default)]
@@ -22,7 +44,15 @@ pub struct SimulatedRound {
     time_unit_s: f64,
     /// The network the messages cross (`None`: they arrive when sent).
     delivery: Option<Delivery>,
+    /// `runtime.aggregate = "reduce"`: headers, then the tree and the sum.
+    reduce: Option<Reduce>,
+    /// The delivery the last iteration's messages crossed.
+    used: Option<Delivery>,
+    /// Per lane: its master link after its last iteration.
+    links: Vec<Option<LinkState>>,
     events: Vec<(f64, Arrival)>,
+    /// Scratch for [`Round::settle`].
+    sent: Vec<(f64, Arrival)>,
 }
 
 impl SimulatedRound {
@@ -30,8 +60,7 @@ impl SimulatedRound {
     pub fn new(time_unit_s: f64) -> Self {
         Self {
             time_unit_s,
-            delivery: None,
-            events: Vec::new(),
+            ..Self::default()
         }
     }
 
@@ -41,9 +70,26 @@ impl SimulatedRound {
         self
     }
 
+    /// This round reducing the decodable set's vectors (`runtime.aggregate`
+    /// resolved to `reduce`) over the network of `reduce`; `None`: gathering.
+    /// Only with a delivery (without a network nothing is timed).
+    pub fn with_reduce(mut self, reduce: Option<Reduce>) -> Self {
+        self.reduce = reduce;
+        self
+    }
+
     /// The events of the last iteration, sorted by arrival time (model time).
     pub fn events(&self) -> &[(f64, Arrival)] {
         &self.events
+    }
+
+    /// Where lane `lane`'s master link is busy until at the start of
+    /// iteration `iteration` (model time; `-∞`: free).
+    fn busy_until(&self, lane: usize, iteration: u64) -> f64 {
+        match self.links.get(lane).copied().flatten() {
+            Some(l) if l.iteration.checked_add(1) == Some(iteration) => l.busy_until,
+            _ => f64::NEG_INFINITY,
+        }
     }
 }
 
@@ -68,9 +114,24 @@ impl Round for SimulatedRound {
                 self.events.push((time, Arrival { worker, message }));
             }
         }
-        match &self.delivery {
+        self.used = match (&self.delivery, &mut self.reduce) {
+            (Some(_), Some(reduce)) => {
+                let computations = plan
+                    .tasks
+                    .iter()
+                    .flat_map(|t| t.messages.iter().map(|m| m.after))
+                    .max()
+                    .unwrap_or(0);
+                Some(reduce.headers(computations).map_err(|e| e.to_string())?)
+            }
+            (delivery, _) => *delivery,
+        };
+        let busy = self.busy_until(task.lane, task.iteration);
+        match &self.used {
             // Sorted by arrival time, ties as below.
-            Some(delivery) => delivery.deliver(&mut self.events, |a| (a.worker, a.message)),
+            Some(delivery) => {
+                delivery.deliver_after(&mut self.events, |a| (a.worker, a.message), busy)
+            }
             None => self.events.sort_unstable_by(|a, b| {
                 a.0.total_cmp(&b.0)
                     .then(a.1.worker.cmp(&b.1.worker))
@@ -88,5 +149,76 @@ impl Round for SimulatedRound {
             }
         }
         Ok(RoundStatus::Completed)
+    }
+
+    fn settle(
+        &mut self,
+        task: &RoundTask<'_>,
+        arrivals: &[Arrival],
+        weights: &[f64],
+        stop: f64,
+    ) -> f64 {
+        let Some(delivery) = self.used else {
+            return 0.0;
+        };
+        // The decodable set: the workers with a message of nonzero weight.
+        let after_stop = self.reduce.as_ref().map_or(0.0, |reduce| {
+            let mut members: Vec<usize> = arrivals
+                .iter()
+                .zip(weights)
+                .filter(|(_, w)| **w != 0.0)
+                .map(|(a, _)| a.worker)
+                .collect();
+            members.sort_unstable();
+            members.dedup();
+            reduce.after_stop(members.len())
+        });
+        if !(delivery.shared() && delivery.master_transfer() > 0.0) {
+            return after_stop;
+        }
+        // The iteration ends (the next task is sent) at `end`: the messages
+        // sent before it cross the master's link, the others are abandoned.
+        let end = stop + after_stop;
+        let busy = self.busy_until(task.lane, task.iteration);
+        let (plan, sample) = (task.plan, task.sample);
+        let sent_at = |a: &Arrival| {
+            sample.message_time(a.worker, plan.tasks[a.worker].messages[a.message].after)
+        };
+        let last = if self.events.iter().all(|(_, a)| sent_at(a) < end) {
+            self.events.last().map_or(f64::NEG_INFINITY, |e| e.0)
+        } else {
+            // Each worker's messages together and in plan order, as `run`
+            // pushes them, without the abandoned ones.
+            self.sent.clear();
+            for (worker, work) in plan.tasks.iter().enumerate() {
+                for (message, m) in work.messages.iter().enumerate() {
+                    let time = sample.message_time(worker, m.after);
+                    if time < end {
+                        self.sent.push((time, Arrival { worker, message }));
+                    }
+                }
+            }
+            delivery.deliver_after(&mut self.sent, |a| (a.worker, a.message), busy);
+            self.sent.last().map_or(f64::NEG_INFINITY, |e| e.0)
+        };
+        // The reduced sum arrived at `end` itself.
+        let last = if self.reduce.is_some() {
+            last.max(end)
+        } else {
+            last
+        };
+        let busy_until = if last.is_finite() && end.is_finite() {
+            last - end
+        } else {
+            f64::NEG_INFINITY
+        };
+        if self.links.len() <= task.lane {
+            self.links.resize(task.lane + 1, None);
+        }
+        self.links[task.lane] = Some(LinkState {
+            iteration: task.iteration,
+            busy_until,
+        });
+        after_stop
     }
 }

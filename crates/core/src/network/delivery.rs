@@ -26,10 +26,16 @@
 //!    messages ready together so arrive `b / Bm` apart, the last at
 //!    `r + (K - 1) b / Bm`.
 //!
+//! `master_per_message_s`, `c` (0 by default), is time the master's link
+//! spends on every message besides its bytes (a rendezvous hand-shake, a
+//! receive posted late): it is added to `b / Bp` in step 2 and to `b / Bm`
+//! in step 3, so K messages ready together arrive `b / Bm + c` apart.
+//!
 //! What it leaves out: the links of different workers never slow each
 //! other (no switch, no contention but on the master's link), the latency
 //! has no variance, the master sends nothing (the task and the iterate
-//! reach the workers for free), and a message's header is not counted.
+//! reach the workers for free), and a gathered message's header is not
+//! counted.
 //! Times are model time: seconds divided by `straggler.time_unit_ms` / 1000.
 
 use super::{Network, NetworkError};
@@ -45,9 +51,9 @@ pub struct Delivery {
     latency: f64,
     /// `b / Bw`.
     worker_transfer: f64,
-    /// `b / Bp`.
+    /// `b / Bp + c`.
     path_transfer: f64,
-    /// `b / Bm`.
+    /// `b / Bm + c`.
     master_transfer: f64,
     shared: bool,
 }
@@ -77,11 +83,15 @@ impl Delivery {
             (Some(w), Some(m)) => Some(w.min(m)),
             (w, m) => w.or(m),
         };
+        // The master's link spends `c` on each message besides its bytes
+        // (`master_per_message_s`; 0 leaves every time as it was, bit for bit).
+        let per_message = network.master_per_message_s() / time_unit_s;
+        let path_bytes = transfer(message_bytes, path, time_unit_s);
         let delivery = Self {
             latency: network.latency_s() / time_unit_s,
             worker_transfer: transfer(message_bytes, worker, time_unit_s),
-            path_transfer: transfer(message_bytes, path, time_unit_s),
-            master_transfer: transfer(message_bytes, master, time_unit_s),
+            path_transfer: path_bytes + per_message,
+            master_transfer: transfer(message_bytes, master, time_unit_s) + per_message,
             shared: network.master_link_shared(),
         };
         // The path's transfer is the larger of the two links' (when the
@@ -93,10 +103,11 @@ impl Delivery {
                 worker,
                 delivery.worker_transfer,
             ),
+            ("master_bandwidth_bytes_per_s", master, path_bytes),
             (
-                "master_bandwidth_bytes_per_s",
-                master,
-                delivery.path_transfer,
+                "master_per_message_s",
+                Some(network.master_per_message_s()),
+                per_message,
             ),
         ] {
             if !(time.is_finite() && time <= MAX_MESSAGE_MODEL_TIME) {
@@ -114,12 +125,52 @@ impl Delivery {
         Ok(delivery)
     }
 
+    /// `L`: the one-way latency, model time.
+    pub fn latency(&self) -> f64 {
+        self.latency
+    }
+
+    /// `b / Bw`: a message over a worker's link, model time.
+    pub fn worker_transfer(&self) -> f64 {
+        self.worker_transfer
+    }
+
+    /// `b / Bp + c`: a message over the path to the master, model time.
+    pub fn path_transfer(&self) -> f64 {
+        self.path_transfer
+    }
+
+    /// `b / Bm + c`: a message over the master's link, model time.
+    pub fn master_transfer(&self) -> f64 {
+        self.master_transfer
+    }
+
+    /// Whether the master's link carries one message at a time.
+    pub fn shared(&self) -> bool {
+        self.shared
+    }
+
     /// Turn `events`, the times the workers are ready to send their
     /// messages (each worker's messages in plan order), into the times the
     /// master has received them (module docs), sorted by arrival time, ties
     /// by worker then message.
     /// `id` gives a message's (worker, message index).
     pub fn deliver<T>(&self, events: &mut [(f64, T)], id: impl Fn(&T) -> (usize, usize)) {
+        self.deliver_after(events, id, f64::NEG_INFINITY);
+    }
+
+    /// [`Delivery::deliver`] with the master's link busy until
+    /// `master_busy_until` (model time of this iteration's clock) with an
+    /// earlier message, such as a vector of the iteration before that the
+    /// decode did not need: with `master_link_shared = true` the first
+    /// message arrives no earlier than `master_busy_until + b / Bm` (step 3
+    /// with `a_0` that message). `-∞`: the link is free.
+    pub fn deliver_after<T>(
+        &self,
+        events: &mut [(f64, T)],
+        id: impl Fn(&T) -> (usize, usize),
+        master_busy_until: f64,
+    ) {
         // 1 and 2: each worker's link, then the path. A worker's messages
         // are consecutive and in order (the simulated round pushes them so).
         let mut link_free = f64::NEG_INFINITY;
@@ -137,7 +188,7 @@ impl Delivery {
         events.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(id(&a.1).cmp(&id(&b.1))));
         // 3: the master's link, one message at a time.
         if self.shared {
-            let mut previous = f64::NEG_INFINITY;
+            let mut previous = master_busy_until;
             for (time, _) in events.iter_mut() {
                 *time = time.max(previous + self.master_transfer);
                 previous = *time;
@@ -254,6 +305,58 @@ mod tests {
         delivery(0.5, Some(500.0), Some(1000.0), false).deliver_all(&mut e);
         let times: Vec<f64> = e.iter().map(|x| x.0).collect();
         assert_eq!(times, [3.5, 5.5, 7.5]);
+    }
+
+    #[test]
+    fn a_link_still_busy_delays_the_first_message_by_what_is_left_of_it() {
+        // Master link 1000 B/s (1 s a message), latency 0.5: r = 1 + 0.5 + 1
+        // = 2.5 for both. Busy until 2 (an earlier vector): max(2.5, 2 + 1)
+        // = 3, then 4. Busy until 1: the first's transfer starts at 1.5,
+        // after it: 2.5, 3.5 as with the link free. Not shared: no wait.
+        for (busy, want) in [(2.0, [3.0, 4.0]), (1.0, [2.5, 3.5])] {
+            let mut e = [at(0, 0, 1.0), at(1, 0, 1.0)];
+            delivery(0.5, None, Some(1000.0), true).deliver_after(
+                &mut e,
+                |a| (a.worker, a.message),
+                busy,
+            );
+            assert_eq!(e.map(|x| x.0), want, "busy until {busy}");
+        }
+        let mut e = [at(0, 0, 1.0)];
+        delivery(0.5, None, Some(1000.0), false).deliver_after(
+            &mut e,
+            |a| (a.worker, a.message),
+            9.0,
+        );
+        assert_eq!(e[0].0, 2.5);
+    }
+
+    #[test]
+    fn a_cost_per_message_spaces_the_master_links_messages_by_it() {
+        // Four ready at 1 s, 1000 bytes at 1000 B/s, latency 0.5, c = 0.25:
+        // r = 1 + 0.5 + 1 + 0.25 = 2.75, then 1.25 s apart; not shared: all
+        // at r.
+        for shared in [true, false] {
+            let n = Network::new(0.5, None, Some(1000.0), shared)
+                .unwrap()
+                .with_master_per_message_s(0.25)
+                .unwrap();
+            let mut e: Vec<_> = (0..4).map(|w| at(w, 0, 1.0)).collect();
+            Delivery::new(&n, 1000.0, 1.0).unwrap().deliver_all(&mut e);
+            let times: Vec<f64> = e.iter().map(|x| x.0).collect();
+            let want = if shared {
+                [2.75, 4.0, 5.25, 6.5]
+            } else {
+                [2.75; 4]
+            };
+            assert_eq!(times, want, "shared {shared}");
+        }
+        let n = Network::new(0.0, None, None, true)
+            .unwrap()
+            .with_master_per_message_s(1.0)
+            .unwrap();
+        let e = Delivery::new(&n, 8.0, 1e-300).unwrap_err();
+        assert_eq!(e.field, "master_per_message_s");
     }
 
     #[test]

@@ -9,12 +9,15 @@
 //! decide which scheme wins; this is the model of it: a one-way latency per
 //! message, the bandwidth of each worker's link and of the master's, and
 //! whether the master's receives share its link. [`fit`] fits the latency
-//! and a link's bandwidth to the transfers a training run measured.
+//! and a link's bandwidth to the transfers a training run measured;
+//! [`reduce`] times `runtime.aggregate = "reduce"`.
 
 pub mod delivery;
 pub mod fit;
+pub mod reduce;
 
 pub use delivery::{Delivery, MAX_MESSAGE_MODEL_TIME};
+pub use reduce::Reduce;
 
 use crate::error::InputError;
 
@@ -45,7 +48,12 @@ pub struct Network {
     worker_bandwidth_bytes_per_s: Option<f64>,
     master_bandwidth_bytes_per_s: Option<f64>,
     master_link_shared: bool,
+    master_per_message_s: f64,
 }
+
+/// The longest time the master's link may spend on a message besides its
+/// bytes, in seconds (one hour).
+pub const MAX_PER_MESSAGE_S: f64 = 3600.0;
 
 impl Network {
     /// A network of these links (`None`: an unlimited bandwidth); the error
@@ -85,7 +93,28 @@ impl Network {
             worker_bandwidth_bytes_per_s,
             master_bandwidth_bytes_per_s,
             master_link_shared,
+            master_per_message_s: 0.0,
         })
+    }
+
+    /// This network with the master's link spending `seconds` on every
+    /// message besides its bytes (`master_per_message_s`: finite, in `[0,
+    /// MAX_PER_MESSAGE_S]`).
+    pub fn with_master_per_message_s(mut self, seconds: f64) -> Result<Self, NetworkError> {
+        if !(seconds.is_finite() && (0.0..=MAX_PER_MESSAGE_S).contains(&seconds)) {
+            return Err(NetworkError {
+                field: "master_per_message_s",
+                value: seconds,
+                rule: format!("must be a finite number of seconds in [0, {MAX_PER_MESSAGE_S}]"),
+            });
+        }
+        self.master_per_message_s = seconds;
+        Ok(self)
+    }
+
+    /// Seconds the master's link spends on each message besides its bytes.
+    pub fn master_per_message_s(&self) -> f64 {
+        self.master_per_message_s
     }
 
     /// One-way latency of a message, seconds.
@@ -138,6 +167,24 @@ mod tests {
             let e = Network::new(0.0, Some(1e9), Some(b), false).unwrap_err();
             assert_eq!(e.field, "master_bandwidth_bytes_per_s", "{b}");
             assert!(e.to_string().contains(">= 1"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_bad_per_message_time_is_named_with_its_rule() {
+        let n = Network::new(0.0, None, None, true).unwrap();
+        for s in [-1e-9, f64::NAN, f64::INFINITY, MAX_PER_MESSAGE_S * 1.01] {
+            let e = n.with_master_per_message_s(s).unwrap_err();
+            assert_eq!(e.field, "master_per_message_s");
+            assert!(e.to_string().contains("in [0, 3600]"), "{e}");
+        }
+        for s in [0.0, 0.05, MAX_PER_MESSAGE_S] {
+            assert_eq!(
+                n.with_master_per_message_s(s)
+                    .unwrap()
+                    .master_per_message_s(),
+                s
+            );
         }
     }
 

@@ -5,26 +5,30 @@
 
 use serde::Serialize;
 
-use super::delivery::network_of;
-use super::message_size::message_bytes;
+use super::delivery::in_time_unit;
 use crate::coding::{Arrival, RoundPlan};
 use crate::config::{Config, NetworkConfig};
 use crate::error::InputError;
-use crate::network::{Delivery, into_input_error};
+use crate::network::into_input_error;
 
 /// The cost of sending some messages of a round at once.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Communication {
     #[serde(flatten)]
     pub network: NetworkConfig,
-    /// Bytes of each message (8 (d + 1)); null when no bandwidth is limited.
+    /// Bytes of each coded vector (8 (d + 1)); null when no bandwidth is limited.
     pub message_bytes: Option<f64>,
-    /// The messages counted.
+    /// How the master collects the vectors, as `train` resolves
+    /// `runtime.aggregate` for the config: "gather" or "reduce".
+    pub aggregate: &'static str,
+    /// The messages counted (reducing: their headers).
     pub messages: usize,
-    /// Seconds from the send to the arrival of one message alone: latency
-    /// and its bytes at the path's bandwidth.
+    /// Seconds from the send to the arrival of one message alone (reducing:
+    /// a header): latency and its bytes at the path's bandwidth.
     pub one_message_s: f64,
-    /// Seconds from the send, all at once at 0, to the last arrival.
+    /// Seconds from the send, all at once at 0, to the last arrival;
+    /// reducing, to the arrival of the sum that the workers of the counted
+    /// messages reduce once the last header is in.
     pub all_messages_s: f64,
 }
 
@@ -34,8 +38,9 @@ impl Communication {
     pub fn describe(&self, what: &str) -> String {
         let rate = |b: Option<f64>| b.map_or("unlimited".to_string(), |b| format!("{b:e} B/s"));
         let n = &self.network;
+        let reduce = self.aggregate == "reduce";
         format!(
-            "latency {} s, worker links {}, master link {} ({}); {}: one alone arrives {:.6} s after it is sent, {what} sent together within {:.6} s",
+            "latency {} s, worker links {}, master link {} ({}); {}: {}one alone arrives {:.6} s after it is sent, {what} sent together within {:.6} s{}",
             n.latency_s,
             rate(n.worker_bandwidth_bytes_per_s),
             rate(n.master_bandwidth_bytes_per_s),
@@ -48,14 +53,27 @@ impl Communication {
                 Some(b) => format!("messages of {b} bytes"),
                 None => "message size irrelevant (no bandwidth limit)".to_string(),
             },
+            if reduce {
+                "aggregate reduce: the results are headers, "
+            } else {
+                ""
+            },
             self.one_message_s,
-            self.all_messages_s
+            self.all_messages_s,
+            if reduce {
+                ", their workers' reduced sum included"
+            } else {
+                ""
+            }
         )
     }
 }
 
 /// The cost of `config`'s `[network]` (`None` when it has none) for the
-/// messages `arrivals` of `plan` (every message of the plan when `None`).
+/// messages `arrivals` of `plan` (every message of the plan when `None`),
+/// as a simulation times them: gathered, or reduced when `runtime.aggregate`
+/// resolves to `reduce` (their headers, then the tree of their workers and
+/// the sum: [`crate::network::reduce`]).
 pub fn communication(
     config: &Config,
     plan: &RoundPlan,
@@ -64,14 +82,22 @@ pub fn communication(
     let Some(section) = &config.network else {
         return Ok(None);
     };
-    let network = network_of(section).map_err(into_input_error)?;
-    let bytes = if network.limits_bandwidth() {
-        Some(message_bytes(config)?)
-    } else {
-        None
-    };
     // Model time of 1 s: the times come out in seconds.
-    let delivery = Delivery::new(&network, bytes.unwrap_or(0.0), 1.0).map_err(into_input_error)?;
+    let network = in_time_unit(config, 1.0)?.expect("the section is there");
+    let aggregate = network.aggregate();
+    let mut reduce = network.reduce;
+    let delivery = match &mut reduce {
+        Some(reduce) => {
+            let computations = plan
+                .tasks
+                .iter()
+                .flat_map(|t| t.messages.iter().map(|m| m.after))
+                .max()
+                .unwrap_or(0);
+            reduce.headers(computations).map_err(into_input_error)?
+        }
+        None => network.delivery,
+    };
     let mut events: Vec<(f64, Arrival)> = match arrivals {
         Some(a) => a.iter().map(|&a| (0.0, a)).collect(),
         None => plan
@@ -85,16 +111,20 @@ pub fn communication(
     };
     // Each worker's messages together and in order, as a round sends them.
     events.sort_unstable_by_key(|e| (e.1.worker, e.1.message));
+    let mut workers: Vec<usize> = events.iter().map(|e| e.1.worker).collect();
+    workers.dedup();
     let mut one = [(0.0, Arrival::only(0))];
     delivery.deliver(&mut one, |a| (a.worker, a.message));
     let messages = events.len();
     delivery.deliver(&mut events, |a| (a.worker, a.message));
+    let last = events.last().map_or(0.0, |e| e.0);
     Ok(Some(Communication {
         network: section.clone(),
-        message_bytes: bytes,
+        message_bytes: network.message_bytes,
+        aggregate,
         messages,
         one_message_s: one[0].0,
-        all_messages_s: events.last().map_or(0.0, |e| e.0),
+        all_messages_s: last + reduce.map_or(0.0, |r| r.after_stop(workers.len())),
     }))
 }
 
@@ -122,6 +152,7 @@ mod tests {
             .unwrap();
         let plan = scheme.plan_round(&RoundContext::default());
         let c = communication(&config, &plan, None).unwrap().unwrap();
+        assert_eq!(c.aggregate, "gather");
         assert_eq!(c.message_bytes, Some(8000.0));
         assert_eq!(c.messages, 12);
         assert!((c.one_message_s - 0.011).abs() < 1e-15);
@@ -140,6 +171,32 @@ mod tests {
             "latency 0.001 s, worker links unlimited, master link 8e5 B/s (not shared); \
              messages of 8000 bytes: one alone arrives 0.011000 s after it is sent, the 12 \
              sent together within 0.011000 s"
+        );
+        // Reducing: 12 headers of one loss (72 bytes, 90 µs each over the
+        // shared link) arrive by 1 ms + 12 × 90 µs; then 4 tree rounds of 1
+        // ms (unlimited worker links) and the sum, 1 ms + 8016 B / 8e5 B/s.
+        config.network.as_mut().unwrap().master_link_shared = true;
+        config.runtime.aggregate = crate::config::RuntimeAggregate::Reduce;
+        let c = communication(&config, &plan, None).unwrap().unwrap();
+        assert_eq!(c.aggregate, "reduce");
+        assert!((c.one_message_s - (0.001 + 72.0 / 8e5)).abs() < 1e-15);
+        let want = 0.001 + 12.0 * 72.0 / 8e5 + 4.0 * 0.001 + 0.001 + 8016.0 / 8e5;
+        assert!(
+            (c.all_messages_s - want).abs() < 1e-12,
+            "{}",
+            c.all_messages_s
+        );
+        // Three of them: 2 rounds.
+        let c = communication(&config, &plan, Some(&some)).unwrap().unwrap();
+        let want = 0.001 + 3.0 * 72.0 / 8e5 + 2.0 * 0.001 + 0.001 + 8016.0 / 8e5;
+        assert!(
+            (c.all_messages_s - want).abs() < 1e-12,
+            "{}",
+            c.all_messages_s
+        );
+        assert!(
+            c.describe("the 3")
+                .contains("aggregate reduce: the results are headers")
         );
         config.network = None;
         assert_eq!(communication(&config, &plan, None).unwrap(), None);

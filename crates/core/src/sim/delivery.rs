@@ -1,11 +1,13 @@
-//! The network of a config: its `[network]` section as a [`Network`] and a
-//! [`Delivery`] for its messages (issue 26, item 1); what a delivery does
-//! is `crate::network::delivery`.
+//! The network of a config: its `[network]` section as a [`Network`], a
+//! [`Delivery`] for its messages (issue 26, item 1) and, when
+//! `runtime.aggregate` resolves to `reduce`, its [`Reduce`] (issue 28,
+//! item 3); what they do is `crate::network::delivery` and
+//! `crate::network::reduce`.
 
-use super::message_size::message_bytes;
-use crate::config::{Config, NetworkConfig};
+use super::message_size::{F64_BYTES, message_values};
+use crate::config::{Config, NetworkConfig, RuntimeAggregate};
 use crate::error::InputError;
-use crate::network::{Delivery, Network, NetworkError, into_input_error};
+use crate::network::{Delivery, Network, NetworkError, Reduce, into_input_error};
 
 /// The network of a `[network]` section.
 pub fn network_of(c: &NetworkConfig) -> Result<Network, NetworkError> {
@@ -14,28 +16,71 @@ pub fn network_of(c: &NetworkConfig) -> Result<Network, NetworkError> {
         c.worker_bandwidth_bytes_per_s,
         c.master_bandwidth_bytes_per_s,
         c.master_link_shared,
-    )
+    )?
+    .with_master_per_message_s(c.master_per_message_s)
 }
 
-/// The delivery of `config`'s `[network]` (`None` when the section is
-/// absent) in its model time (`straggler.time_unit_ms`), with the bytes of
-/// its messages ([`message_bytes`]) when a bandwidth is limited (`None`
-/// otherwise: the size does not matter then, and file data is not scanned).
-pub fn from_config(config: &Config) -> Result<Option<(Delivery, Option<f64>)>, InputError> {
+/// What a config's `[network]` does to its rounds.
+#[derive(Debug, Clone)]
+pub struct RoundNetwork {
+    /// Each coded vector's way to the master.
+    pub delivery: Delivery,
+    /// Bytes of one coded vector, 8 (d + 1), when a bandwidth is limited
+    /// (`None` otherwise: the size does not matter then, and file data is
+    /// not scanned).
+    pub message_bytes: Option<f64>,
+    /// `runtime.aggregate` as `train` resolves it for the config's d
+    /// ([`crate::config::RuntimeAggregate::reduces`]): the reduce's costs,
+    /// `None` when it gathers.
+    pub reduce: Option<Reduce>,
+}
+
+impl RoundNetwork {
+    /// "gather" or "reduce".
+    pub fn aggregate(&self) -> &'static str {
+        if self.reduce.is_some() {
+            "reduce"
+        } else {
+            "gather"
+        }
+    }
+}
+
+/// The network of `config`'s `[network]` (`None` when the section is
+/// absent) in its model time (`straggler.time_unit_ms`).
+pub fn from_config(config: &Config) -> Result<Option<RoundNetwork>, InputError> {
+    in_time_unit(config, config.straggler.time_unit_ms / 1000.0)
+}
+
+/// [`from_config`] in model time of `time_unit_s` seconds per unit.
+pub fn in_time_unit(config: &Config, time_unit_s: f64) -> Result<Option<RoundNetwork>, InputError> {
     let Some(section) = &config.network else {
         return Ok(None);
     };
     let network = network_of(section).map_err(into_input_error)?;
-    let bytes = if network.limits_bandwidth() {
-        Some(message_bytes(config)?)
+    let aggregate = config.runtime.aggregate;
+    // d is needed for a bandwidth, or for `auto` to choose.
+    let values = if network.limits_bandwidth() || aggregate == RuntimeAggregate::Auto {
+        Some(message_values(config)?)
     } else {
         None
     };
-    let delivery = Delivery::new(
-        &network,
-        bytes.unwrap_or(0.0),
-        config.straggler.time_unit_ms / 1000.0,
-    )
-    .map_err(into_input_error)?;
-    Ok(Some((delivery, bytes)))
+    let bytes = if network.limits_bandwidth() {
+        values.map(|v| (F64_BYTES * v) as f64)
+    } else {
+        None
+    };
+    let delivery =
+        Delivery::new(&network, bytes.unwrap_or(0.0), time_unit_s).map_err(into_input_error)?;
+    let reduces = aggregate.reduces(values.map_or(0, |v| v - 1));
+    let reduce = if reduces {
+        Some(Reduce::new(&network, bytes.unwrap_or(0.0), time_unit_s).map_err(into_input_error)?)
+    } else {
+        None
+    };
+    Ok(Some(RoundNetwork {
+        delivery,
+        message_bytes: bytes,
+        reduce,
+    }))
 }

@@ -240,3 +240,226 @@ fn over_a_slow_master_link_schemes_that_need_more_messages_lose_ground() {
         "the comparison needs schemes of different message counts"
     );
 }
+
+/// Fixed samples: iteration i's workers take `unit[i][w]` per computation.
+struct Fixed(Vec<Vec<f64>>, usize);
+
+impl crate::straggler::DelayModel for Fixed {
+    fn workers(&self) -> usize {
+        self.0[0].len()
+    }
+
+    fn sample(&mut self, out: &mut crate::straggler::RoundSample) {
+        out.unit_time.copy_from_slice(&self.0[self.1]);
+        out.extra_time.fill(0.0);
+        self.1 += 1;
+    }
+}
+
+/// (decodable_s, duration_s) of every iteration.
+#[derive(Default)]
+struct Times(Vec<(f64, f64)>);
+
+impl crate::engine::Observer for Times {
+    fn wants_workers(&self) -> bool {
+        false
+    }
+
+    fn iteration(
+        &mut self,
+        e: &crate::engine::IterationEvent<'_>,
+    ) -> Result<(), crate::engine::ObserverError> {
+        self.0.push((e.record.decodable_s, e.record.duration_s));
+        Ok(())
+    }
+}
+
+/// gc-cyclic, K = 4, load 2 (any 3 of the 4 results decode), d = 124:
+/// vectors of 1000 bytes; time unit 1 s; `network` the section's lines;
+/// the iterations of `unit`, as one trial through the driver.
+fn cyclic_iterations(network: &str, aggregate: &str, unit: Vec<Vec<f64>>) -> Vec<(f64, f64)> {
+    let config = config(&format!(
+        r#"
+workers = 4
+[scheme]
+kind = "gc-cyclic"
+load = 2
+[straggler]
+model = "shifted-exponential"
+time_unit_ms = 1000.0
+[data]
+features = 124
+[runtime]
+aggregate = "{aggregate}"
+[network]
+{network}
+"#
+    ));
+    let network = super::delivery::from_config(&config).unwrap().unwrap();
+    assert_eq!(network.message_bytes, Some(1000.0));
+    assert_eq!(network.aggregate(), aggregate);
+    let scheme = crate::coding::build(&config).unwrap();
+    let mut driver = crate::engine::Driver::new(
+        vec![crate::engine::Lane::new(scheme, None)],
+        config.straggler.state_info,
+        1.0,
+        None,
+        false,
+    );
+    let mut round = crate::engine::SimulatedRound::new(1.0)
+        .with_delivery(Some(network.delivery))
+        .with_reduce(network.reduce);
+    let n = unit.len() as u64;
+    let mut straggling = crate::engine::Straggling::Model(Box::new(Fixed(unit, 0)));
+    let mut times = Times::default();
+    driver
+        .run(&mut straggling, &mut round, 0..n, 0, &mut [&mut times])
+        .unwrap();
+    times.0
+}
+
+fn assert_close(got: &[(f64, f64)], want: &[(f64, f64)]) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g.0 - w.0).abs() < 1e-12 && (g.1 - w.1).abs() < 1e-12,
+            "iteration {}: {g:?}, expected {w:?}",
+            i + 1
+        );
+    }
+}
+
+#[test]
+fn an_unused_vector_holds_the_master_link_into_the_next_iteration() {
+    // Master link 1000 B/s: one vector a second (the path's rate too); no
+    // latency, workers unlimited. Iteration 1: workers 1-3 ready at
+    // 2 · 0.5 = 1, worker 4 at 2 · 1 = 2, so r = 2, 2, 2, 3. The link: 2,
+    // 3, 4 (decodable at 4); worker 4's vector, sent at 2 < 4, is not
+    // needed but crosses after them, until 5: one second into iteration 2.
+    // Iteration 2: all ready at 2 · 0.25 = 0.5, r = 1.5; the first waits
+    // for the link, max(1.5, 1 + 1) = 2, then 3, 4: decodable at 4 (3.5
+    // with the link free). Worker 4's vector arrives at 5 again.
+    let link = "master_bandwidth_bytes_per_s = 1000.0";
+    let unit = vec![vec![0.5, 0.5, 0.5, 1.0], vec![0.25; 4], vec![0.25; 4]];
+    let got = cyclic_iterations(link, "gather", unit.clone());
+    assert_close(&got, &[(4.0, 4.0), (4.0, 4.0), (4.0, 4.0)]);
+    // Worker 4 ready at 2 · 2.5 = 5, after the stop at 4: the next task
+    // reaches it first and it abandons the task; iteration 2 starts with
+    // the link free (1.5, 2.5, 3.5), and its worker 4 holds iteration 3's.
+    let mut late = unit;
+    late[0][3] = 2.5;
+    let got = cyclic_iterations(link, "gather", late);
+    assert_close(&got, &[(4.0, 4.0), (3.5, 3.5), (4.0, 4.0)]);
+    // A cost of 0.5 s per message on the master's link: r = 1 + 1.5 = 2.5
+    // (worker 4: 3.5); 2.5, 4, 5.5 (decodable), worker 4's at 7: 1.5 s
+    // into iteration 2, whose r = 0.5 + 1.5 = 2: max(2, 1.5 + 1.5) = 3,
+    // 4.5, 6.
+    let got = cyclic_iterations(
+        &format!("{link}\nmaster_per_message_s = 0.5"),
+        "gather",
+        vec![vec![0.5, 0.5, 0.5, 1.0], vec![0.25; 4]],
+    );
+    assert_close(&got, &[(5.5, 5.5), (6.0, 6.0)]);
+    // Not shared: every vector alone, nothing carried: each at 1 + 1.
+    let got = cyclic_iterations(
+        &format!("{link}\nmaster_link_shared = false"),
+        "gather",
+        vec![vec![0.5, 0.5, 0.5, 1.0], vec![0.5; 4]],
+    );
+    assert_close(&got, &[(2.0, 2.0), (2.0, 2.0)]);
+}
+
+#[test]
+fn a_reduce_iteration_is_the_headers_the_tree_and_one_sum() {
+    // Worker links 2000 B/s (a vector in 0.5 s), master 1000 B/s, latency
+    // 0.01 s. Headers of 2 losses: 80 bytes, 0.04 s over a worker link,
+    // 0.08 s over the master's (the path's rate). Workers 1-3 ready at 1,
+    // worker 4 at 2. Headers: start 1, r = 1 + 0.01 + 0.08 = 1.09; over the
+    // shared link 1.09, 1.17, 1.25: decodable at 1.25 (S = 3 workers).
+    // Tree: ceil(log2 3) = 2 rounds of 0.01 + 0.5; the sum, 1016 bytes:
+    // 0.01 + 1.016. The iteration: 1.25 + 1.02 + 1.026 = 3.296.
+    let network = "latency_s = 0.01\nworker_bandwidth_bytes_per_s = 2000.0\n\
+                   master_bandwidth_bytes_per_s = 1000.0";
+    let unit = vec![vec![0.5, 0.5, 0.5, 1.0], vec![0.5; 4]];
+    let got = cyclic_iterations(network, "reduce", unit.clone());
+    let one = (1.25, 1.25 + 2.0 * 0.51 + 1.026);
+    // Worker 4's header (r = 2.09) crossed before the sum: nothing carried.
+    assert_close(&got, &[one, one]);
+    // Gathering the same: vectors over the path at 1 s each, r = 2.01;
+    // 2.01, 3.01, 4.01 (decodable), worker 4's at 5.01: the link is busy
+    // 1 s into iteration 2, whose first vector, r = 2.01, starts later
+    // anyway: 2.01, 3.01, 4.01 again.
+    let got = cyclic_iterations(network, "gather", unit);
+    assert_close(&got, &[(4.01, 4.01), (4.01, 4.01)]);
+}
+
+/// gc-cyclic at K = 8, load 2, `features` features, latency 1 ms, worker
+/// links 1.25e9 B/s, the master's 1.25e7 B/s (100 Mbit/s); time unit 1 s.
+fn reduce_or_gather(features: usize, aggregate: &str) -> SimReport {
+    let report = run(&config(&format!(
+        r#"
+workers = 8
+[scheme]
+kind = "gc-cyclic"
+load = 2
+[straggler]
+model = "shifted-exponential"
+alpha = 0.01
+mu = 10.0
+time_unit_ms = 1000.0
+[data]
+features = {features}
+train_samples = 16
+test_samples = 8
+[simulate]
+trials = 3
+iterations = 40
+[runtime]
+aggregate = "{aggregate}"
+[network]
+latency_s = 1e-3
+worker_bandwidth_bytes_per_s = 1.25e9
+master_bandwidth_bytes_per_s = 1.25e7
+"#
+    )));
+    if aggregate != "auto" {
+        assert_eq!(report.network.as_ref().unwrap().aggregate, aggregate);
+    }
+    report
+}
+
+#[test]
+fn reduce_beats_gather_over_a_slow_master_link_at_large_d_and_loses_at_small_d() {
+    // d = 10^6: gather sends 7 to 8 vectors of 8 MB over the master's link
+    // (0.64 s each), reduce headers, three tree rounds at the workers' rate
+    // and one vector.
+    let (g, r) = (
+        reduce_or_gather(1_000_000, "gather"),
+        reduce_or_gather(1_000_000, "reduce"),
+    );
+    let (g, r) = (
+        g.schemes[0].mean_iteration_time,
+        r.schemes[0].mean_iteration_time,
+    );
+    assert!(r < 0.25 * g, "d = 10^6: reduce {r}, gather {g}");
+    assert!(g >= 7.0 * 0.64, "gather {g}");
+    // d = 10: every vector is 88 bytes; reduce's tree and sum add four
+    // latencies after the stop, gather's vectors none.
+    let (g, r) = (
+        reduce_or_gather(10, "gather"),
+        reduce_or_gather(10, "reduce"),
+    );
+    let (g, r) = (
+        g.schemes[0].mean_iteration_time,
+        r.schemes[0].mean_iteration_time,
+    );
+    assert!(r > g + 3.0e-3, "d = 10: reduce {r}, gather {g}");
+
+    // auto resolves by the vector's size, as train does.
+    assert_eq!(
+        reduce_or_gather(10, "auto").network.unwrap().aggregate,
+        "gather"
+    );
+    let auto = reduce_or_gather(1_000_000, "auto");
+    assert_eq!(auto.network.unwrap().aggregate, "reduce");
+}

@@ -94,6 +94,9 @@ pub struct NetworkSummary {
     /// Bytes of one message (8 (d + 1)); null when no bandwidth is limited
     /// (the size does not matter then and is not computed).
     pub message_bytes: Option<f64>,
+    /// How the master collects the vectors in the model: "gather" or
+    /// "reduce", as `train` resolves `runtime.aggregate` for the config.
+    pub aggregate: &'static str,
 }
 
 /// The most memory a simulation's kept iteration times may take (8 bytes
@@ -116,6 +119,8 @@ pub struct Simulation {
     time_unit_s: f64,
     /// The messages' way to the master (`None`: no `[network]`).
     delivery: Option<crate::network::Delivery>,
+    /// `runtime.aggregate = "reduce"` in the model (`None`: gathering).
+    reduce: Option<crate::network::Reduce>,
     network: Option<NetworkSummary>,
 }
 
@@ -169,12 +174,13 @@ impl Simulation {
         let bound = coding::build(config)?.lower_bound();
         let time_unit_s = config.straggler.time_unit_ms / 1000.0;
         let network = super::delivery::from_config(config)?;
-        let summary = network.map(|(_, message_bytes)| NetworkSummary {
+        let summary = network.as_ref().map(|n| NetworkSummary {
             config: config
                 .network
                 .clone()
                 .expect("a delivery comes from [network]"),
-            message_bytes,
+            message_bytes: n.message_bytes,
+            aggregate: n.aggregate(),
         });
         Ok(Self {
             spec,
@@ -185,7 +191,8 @@ impl Simulation {
             baseline,
             bound,
             time_unit_s,
-            delivery: network.map(|d| d.0),
+            delivery: network.as_ref().map(|n| n.delivery),
+            reduce: network.and_then(|n| n.reduce),
             network: summary,
         })
     }
@@ -240,7 +247,9 @@ impl Simulation {
         }
         let top_bound = lane_bound.pop().expect("the top-level bound was chained");
         let mut tallies = Tallies::new(lanes, bounds, self.trials, self.iterations, k);
-        let mut round = SimulatedRound::new(self.time_unit_s).with_delivery(self.delivery);
+        let mut round = SimulatedRound::new(self.time_unit_s)
+            .with_delivery(self.delivery)
+            .with_reduce(self.reduce.clone());
         let spec = &self.spec;
         let mut straggling = |trial: u64| Straggling::Model(spec.model(trial));
         let mut session = Session::new(&mut self.driver).observe(&mut tallies);

@@ -120,8 +120,12 @@ pub fn time_to_loss(
     let learner = Learner::new(&config, &data, data.load_test()?)?;
     let time_unit_s = config.straggler.time_unit_ms / 1000.0;
     let mut round = LearningRound::new(
-        SimulatedRound::new(time_unit_s)
-            .with_delivery(super::delivery::from_config(&config)?.map(|d| d.0)),
+        {
+            let network = super::delivery::from_config(&config)?;
+            SimulatedRound::new(time_unit_s)
+                .with_delivery(network.as_ref().map(|n| n.delivery))
+                .with_reduce(network.and_then(|n| n.reduce))
+        },
         learner.model().clone(),
         config.train.batch_size,
         config.seed,
