@@ -145,6 +145,12 @@ pub(super) struct MpiRound<'c> {
     /// tree, not yet added to the timing events (the next round adds them).
     reduce_leader_s: Option<(f64, f64)>,
     order: Vec<f64>,
+    /// The iteration whose tasks were sent ahead ([`Round::send_ahead`]),
+    /// and when: its round's clock starts there.
+    ahead: Option<(u64, Instant)>,
+    /// What the master received while sending ahead (stale results
+    /// dropped), for that iteration's report.
+    ahead_report: RoundReport,
 }
 
 impl<'c> MpiRound<'c> {
@@ -190,6 +196,8 @@ impl<'c> MpiRound<'c> {
             round_decoded: false,
             reduce_leader_s: None,
             order: Vec::new(),
+            ahead: None,
+            ahead_report: RoundReport::default(),
         }
     }
 
@@ -217,6 +225,20 @@ impl<'c> MpiRound<'c> {
             self.iterations_decoded += 1;
         }
         self.round_bytes = 0;
+    }
+
+    /// The start of iteration `t`'s round, before its tasks are sent: the
+    /// last round's vectors are dropped and its bytes settled.
+    fn begin(&mut self, t: u64, timing: &mut Timing) {
+        self.discard_vectors();
+        self.iteration = t;
+        self.settle_round();
+        if let Some((share_s, tree_s)) = self.reduce_leader_s.take() {
+            timing.add("reduce: own share (leader)", share_s);
+            timing.add("reduce: tree (leader)", tree_s);
+        }
+        self.partition_loss.clear();
+        self.partition_loss.resize(self.partitions, f64::NAN);
     }
 
     /// Receive a matched vector into `buffer`, counting its bytes.
@@ -658,25 +680,28 @@ impl Round for MpiRound<'_> {
         }
         let (t, k) = (task.iteration, self.workers);
         let time_unit_s = self.time_unit_ms / 1000.0;
-        self.discard_vectors();
-        self.iteration = t;
-        self.settle_round();
-        if let Some((share_s, tree_s)) = self.reduce_leader_s.take() {
-            timing.add("reduce: own share (leader)", share_s);
-            timing.add("reduce: tree (leader)", tree_s);
+        // Sent ahead: what came meanwhile was counted in the round's own report.
+        let ahead = self.ahead.take().filter(|&(i, _)| i == t);
+        if ahead.is_none() {
+            self.begin(t, timing);
         }
-        self.partition_loss.clear();
-        self.partition_loss.resize(self.partitions, f64::NAN);
+        report.stale_dropped += std::mem::take(&mut self.ahead_report.stale_dropped);
         report.overrun_s.resize(k, 0.0);
         report.per_computation_s.resize(k, f64::NAN);
         report.message_bytes.resize(k, f64::NAN);
         report.compute_s.resize(k, f64::NAN);
         report.received_s.resize(k, f64::NAN);
         self.comm.awake();
-        let start = Instant::now();
-        if let Some(status) = timing.time("send", || self.send_tasks(task, report))? {
-            return Ok(status);
-        }
+        let start = match ahead {
+            Some((_, sent)) => sent,
+            None => {
+                let start = Instant::now();
+                if let Some(status) = timing.time("send", || self.send_tasks(task, report))? {
+                    return Ok(status);
+                }
+                start
+            }
+        };
         let wait_start = Instant::now();
         let mut last_progress = Instant::now();
         let mut suspended = self.comm.suspended();
@@ -823,6 +848,26 @@ impl Round for MpiRound<'_> {
         }
         report.duration_s = start.elapsed().as_secs_f64();
         Ok(status)
+    }
+
+    fn send_ahead(&mut self, task: &RoundTask<'_>, timing: &mut Timing) -> Result<(), RoundError> {
+        // A signal stops the run at the next `run`: nothing is sent.
+        if interrupt::received().is_some() || self.pending_signal.is_some() {
+            return Ok(());
+        }
+        let t = task.iteration;
+        self.begin(t, timing);
+        let mut report = std::mem::take(&mut self.ahead_report);
+        let start = Instant::now();
+        let sent = timing.time("send", || self.send_tasks(task, &mut report));
+        self.ahead_report = report;
+        match sent? {
+            None => self.ahead = Some((t, start)),
+            // A worker's signal: the next `run` reports it.
+            Some(RoundStatus::Interrupted { signal }) => self.pending_signal = Some(signal),
+            Some(RoundStatus::Completed) => {}
+        }
+        Ok(())
     }
 
     fn combine(
