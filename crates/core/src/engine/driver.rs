@@ -156,8 +156,9 @@ pub struct RunSummary {
     /// Iterations completed, counting those before a resumed run's start.
     pub iterations: usize,
     /// Mean recorded iteration time (`duration_s`: from the send of θ to
-    /// the updated θ) over every iteration, a resumed run's earlier part
-    /// included.
+    /// the updated θ; a task sent ahead, [`Round::send_ahead`], counts the
+    /// previous iteration's observers too) over every iteration, a resumed
+    /// run's earlier part included.
     pub mean_iteration_s: f64,
     /// Mean time from the send of θ until the master held a decodable set
     /// (`decodable_s`; what `simulate` predicts), NaN when a resumed run's
