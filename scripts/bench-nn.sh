@@ -13,10 +13,12 @@
 #     runs) beside PyTorch's on the same networks and precision
 #     (scripts/bench_nn_torch.py, when python3-torch is installed: Debian's
 #     python3-torch with libopenblas0-pthread; not a dependency of gradcode).
-# Usage: scripts/bench-nn.sh [ITERATIONS]   (default 60 per training run)
+# Usage: [AGGREGATE=gather|reduce|auto] scripts/bench-nn.sh [ITERATIONS]
+#   (default 60 per training run; AGGREGATE sets runtime.aggregate, default auto)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-60}
+aggregate=${AGGREGATE:-auto}
 command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --locked --bin gradcode
 bin=$PWD/target/release/gradcode
@@ -62,7 +64,8 @@ for p in cnn-k4 cnn-k8 mlp-k4 mlp-k8; do
   for _ in 1 2 3; do
     # /usr/bin/time -f %M: each rank's maximum resident set in KiB, one line each.
     mpirun --oversubscribe -n "$ranks" /usr/bin/time -f 'peak-rss-kib %M' "$bin" train \
-      --config "$work/$p.toml" --out "$work/$p.h5" --force --json --quiet > "$work/t.json" 2> "$work/t.err"
+      --config "$work/$p.toml" --out "$work/$p.h5" --force --json --quiet \
+      --set "runtime.aggregate=\"$aggregate\"" > "$work/t.json" 2> "$work/t.err"
     # The step as the user waits for it: every event of the master's loop
     # (send, wait, decode, update, observe), not only mean_iteration_s
     # (which leaves out the decode and the update).

@@ -156,8 +156,9 @@ pub struct RunSummary {
     /// Iterations completed, counting those before a resumed run's start.
     pub iterations: usize,
     /// Mean recorded iteration time (`duration_s`: from the send of θ to
-    /// the updated θ) over every iteration, a resumed run's earlier part
-    /// included.
+    /// the updated θ; a task sent ahead, [`Round::send_ahead`], counts the
+    /// previous iteration's observers too) over every iteration, a resumed
+    /// run's earlier part included.
     pub mean_iteration_s: f64,
     /// Mean time from the send of θ until the master held a decodable set
     /// (`decodable_s`; what `simulate` predicts), NaN when a resumed run's
@@ -215,12 +216,24 @@ pub struct Driver {
     timing: Timing,
     current: RoundSample,
     previous: RoundSample,
+    /// The next iteration's straggler state, drawn ahead of it when its
+    /// task is sent ahead (see [`Driver::run`]).
+    next: RoundSample,
     report: RoundReport,
     order: Vec<usize>,
     combined: Vec<f64>,
     /// When the current [`Driver::run`] started: the origin of the
     /// `elapsed_s` of a round that measures wall time.
     started: Instant,
+}
+
+/// Draw the straggler state of the next iteration into `sample`: the
+/// model's next sample, or nothing known yet (measured).
+fn draw_state(straggling: &mut Straggling, sample: &mut RoundSample) {
+    match straggling {
+        Straggling::Model(model) => model.sample(sample),
+        Straggling::Measured { .. } => sample.clear(),
+    }
 }
 
 impl Driver {
@@ -252,6 +265,7 @@ impl Driver {
             timing: Timing::new(timing),
             current: RoundSample::new(k),
             previous: RoundSample::new(k),
+            next: RoundSample::new(k),
             report: RoundReport::default(),
             order: Vec::new(),
             combined: Vec::new(),
@@ -310,10 +324,19 @@ impl Driver {
         let mut completed = first;
         let mut interrupted = None;
         let last = iterations.end;
+        // A training run of one lane prepares each next iteration (its
+        // straggler state and plan) right after the update and hands its
+        // task to the round ([`Round::send_ahead`]) before the observers
+        // and any snapshot run: the workers compute meanwhile. Every draw
+        // comes in the same order as without it, so results are the same.
+        let ahead = self.lanes.len() == 1 && self.lanes[0].learner.is_some();
+        let mut prepared = false;
         'iterations: for t in iterations {
-            match straggling {
-                Straggling::Model(model) => model.sample(&mut self.current),
-                Straggling::Measured { .. } => self.current.clear(),
+            let planned = std::mem::take(&mut prepared);
+            if planned {
+                std::mem::swap(&mut self.current, &mut self.next);
+            } else {
+                draw_state(straggling, &mut self.current);
             }
             for lane in 0..self.lanes.len() {
                 let status = self.iterate(
@@ -325,6 +348,9 @@ impl Driver {
                     round,
                     observers,
                     wants_workers,
+                    planned,
+                    ahead && t + 1 < last,
+                    &mut prepared,
                 )?;
                 if let RoundStatus::Interrupted { signal } = status {
                     interrupted = Some(signal);
@@ -505,7 +531,11 @@ impl Driver {
         Ok(signal)
     }
 
-    /// One iteration of one lane.
+    /// One iteration of one lane; `planned`: the last iteration made its
+    /// plan. With `prepare`, once θ is updated the next iteration's state
+    /// is drawn and its plan made (into `next` and the lane's plan;
+    /// `prepared` says so) and its task handed to the round to send ahead,
+    /// before the observers run.
     #[allow(clippy::too_many_arguments)]
     fn iterate(
         &mut self,
@@ -513,10 +543,13 @@ impl Driver {
         t: u64,
         trial: u64,
         have_previous: bool,
-        straggling: &Straggling,
+        straggling: &mut Straggling,
         round: &mut dyn Round,
         observers: &mut [&mut dyn Observer],
         wants_workers: bool,
+        planned: bool,
+        prepare: bool,
+        prepared: &mut bool,
     ) -> Result<RoundStatus, EngineError> {
         let Self {
             lanes,
@@ -525,6 +558,7 @@ impl Driver {
             timing,
             current,
             previous,
+            next,
             report,
             order,
             combined,
@@ -532,7 +566,8 @@ impl Driver {
             ..
         } = self;
         let lane = &mut lanes[index];
-        if !lane.fixed {
+        // A plan made ahead (by the last iteration) is this iteration's.
+        if !lane.fixed && !planned {
             let ctx = state_context(*state_info, t, current, have_previous.then_some(&*previous));
             timing.time("plan", || lane.scheme.plan_round_into(&ctx, &mut lane.plan));
         }
@@ -660,7 +695,7 @@ impl Driver {
         let record = &mut lane.record;
         record.duration_s = duration_s;
         // The straggler state this iteration recorded, and kept for the next plan.
-        if let Straggling::Measured { rate_threshold } = straggling {
+        if let Straggling::Measured { rate_threshold } = &*straggling {
             infer_from_compute(
                 &report.per_computation_s,
                 *time_unit_s,
@@ -729,6 +764,28 @@ impl Driver {
             record.recovered_fraction,
             record.train_loss
         );
+        // The next iteration, ahead of the observers: its state (the one
+        // draw of the straggler model it would make at its start), its plan
+        // (on what the master knows then: this iteration's state is known
+        // now, after the inference above) and its task, sent to the workers.
+        if prepare && let Some(learner) = &lane.learner {
+            draw_state(straggling, next);
+            if !lane.fixed {
+                let ctx = state_context(*state_info, t + 1, next, Some(&*current));
+                timing.time("plan", || lane.scheme.plan_round_into(&ctx, &mut lane.plan));
+            }
+            *prepared = true;
+            let task = RoundTask {
+                lane: index,
+                iteration: t + 1,
+                plan: &lane.plan,
+                sample: next,
+                eval_point: Some(learner.eval_point()),
+            };
+            round
+                .send_ahead(&task, timing)
+                .map_err(EngineError::Round)?;
+        }
         let event = IterationEvent {
             lane: index,
             trial,
@@ -794,6 +851,14 @@ mod tests {
             timing: &mut Timing,
         ) -> Result<Option<f64>, RoundError> {
             self.0.full_loss(task, report, timing)
+        }
+
+        fn send_ahead(
+            &mut self,
+            task: &RoundTask<'_>,
+            timing: &mut Timing,
+        ) -> Result<(), RoundError> {
+            self.0.send_ahead(task, timing)
         }
 
         fn measures_time(&self) -> bool {
@@ -977,5 +1042,164 @@ mod tests {
         )
         .unwrap();
         assert!(clock.0.iter().all(|r| r.2.is_nan()));
+    }
+
+    /// What a round and an observer saw, in order: `run t` with the plan
+    /// and sample the round was given, `ahead t` for a task sent ahead,
+    /// `observe t` for an iteration event.
+    type Log = std::rc::Rc<std::cell::RefCell<Vec<String>>>;
+
+    struct Recording<R>(R, Log);
+
+    impl<R: Round> Round for Recording<R> {
+        fn run(
+            &mut self,
+            task: &RoundTask<'_>,
+            rule: &mut StopRule<'_>,
+            report: &mut RoundReport,
+            timing: &mut Timing,
+        ) -> Result<RoundStatus, RoundError> {
+            self.1.borrow_mut().push(format!(
+                "run {} {:?} {:?}",
+                task.iteration, task.plan, task.sample
+            ));
+            self.0.run(task, rule, report, timing)
+        }
+
+        fn combine(
+            &mut self,
+            order: &[usize],
+            weights: &[f64],
+            out: &mut Vec<f64>,
+        ) -> Result<bool, RoundError> {
+            self.0.combine(order, weights, out)
+        }
+
+        fn send_ahead(
+            &mut self,
+            task: &RoundTask<'_>,
+            _timing: &mut Timing,
+        ) -> Result<(), RoundError> {
+            self.1.borrow_mut().push(format!(
+                "ahead {} {:?} {:?} {:?}",
+                task.iteration,
+                task.plan,
+                task.sample,
+                task.eval_point.map(|e| e.to_vec())
+            ));
+            Ok(())
+        }
+    }
+
+    struct Logged(Log);
+
+    impl Observer for Logged {
+        fn iteration(&mut self, e: &IterationEvent<'_>) -> Result<(), ObserverError> {
+            self.0.borrow_mut().push(format!(
+                "observe {} {:?} {:?}",
+                e.iteration,
+                e.sample,
+                e.theta.map(|t| t.to_vec())
+            ));
+            Ok(())
+        }
+    }
+
+    /// Issue 23: a training lane prepares each next iteration after its
+    /// update and hands the task to the round before the observers run
+    /// (never past the last iteration), with θ after the update; the plans
+    /// and straggler samples of every iteration are those of a lane that
+    /// prepares nothing (no learner), draw for draw: a state-dependent
+    /// scheme (gc-dc, imperfect state information) on a Markov model.
+    #[test]
+    fn a_task_sent_ahead_has_the_plan_and_state_its_iteration_would_have_had() {
+        let text = "workers = 9\nseed = 3\n[scheme]\nkind = \"gc-dc\"\nload = 3\nclusters = 3\nclusters_per_worker = 3\nstraggler_threshold = 0.5\n[straggler]\nmodel = \"gilbert-elliott\"\nalpha = 0.01\nmu_fast = 10.0\nmu_slow = 0.1\nswitch_probability = 0.3\ninitial_stragglers = 2\nstate_info = \"imperfect\"\n[data]\ntrain_samples = 240\ntest_samples = 24\nfeatures = 5\n[train]\niterations = 8\neval_every = 1\n";
+        let config = crate::config::parse(text, "test", &[]).unwrap().config;
+        let spec = DelaySpec::from_config(&config).unwrap();
+        let run = |learning: bool| -> Vec<String> {
+            let log = Log::default();
+            let scheme = crate::coding::build(&config).unwrap();
+            assert!(!scheme.static_plan(), "the plans depend on the state");
+            let partitions = scheme.partitions();
+            let data = crate::learn::DataPlan::new(&config, partitions).unwrap();
+            let learner =
+                learning.then(|| Learner::new(&config, &data, data.load_test().unwrap()).unwrap());
+            let mut d = Driver::new(
+                vec![Lane::new(scheme, learner)],
+                config.straggler.state_info,
+                1e-3,
+                None,
+                false,
+            );
+            let mut straggling = Straggling::Model(spec.model(0));
+            let mut observer = Logged(log.clone());
+            if learning {
+                let ids: Vec<usize> = (0..partitions).collect();
+                let learner = d.lanes()[0].learner().unwrap();
+                let mut round = Recording(
+                    crate::engine::LearningRound::new(
+                        SimulatedRound::new(1e-3),
+                        learner.model().clone(),
+                        None,
+                        config.seed,
+                        data.load(&ids).unwrap(),
+                    ),
+                    log.clone(),
+                );
+                d.run(&mut straggling, &mut round, 0..8, 0, &mut [&mut observer])
+                    .unwrap();
+            } else {
+                let mut round = Recording(SimulatedRound::new(1e-3), log.clone());
+                d.run(&mut straggling, &mut round, 0..8, 0, &mut [&mut observer])
+                    .unwrap();
+            }
+            log.take()
+        };
+        let ahead = run(true);
+        let plain = run(false);
+        let runs = |log: &[String]| -> Vec<String> {
+            log.iter()
+                .filter(|l| l.starts_with("run "))
+                .cloned()
+                .collect()
+        };
+        // The final model's evaluation is a ninth round of the training lane.
+        assert_eq!(runs(&ahead)[..8], runs(&plain)[..], "plans and samples");
+        let plans: std::collections::BTreeSet<String> = runs(&plain)
+            .iter()
+            .map(|l| {
+                l.split(" RoundSample")
+                    .next()
+                    .unwrap()
+                    .split_once(' ')
+                    .unwrap()
+                    .1
+                    .split_once(' ')
+                    .unwrap()
+                    .1
+                    .to_string()
+            })
+            .collect();
+        assert!(plans.len() > 1, "the state changed the plan");
+        assert!(plain.iter().all(|l| !l.starts_with("ahead")));
+        let kind = |l: &String| l.split(' ').take(2).collect::<Vec<_>>().join(" ");
+        let mut expected = vec!["run 0".to_string()];
+        for t in 0..8 {
+            if t + 1 < 8 {
+                expected.push(format!("ahead {}", t + 1));
+            }
+            expected.push(format!("observe {t}"));
+            expected.push(format!("run {}", t + 1));
+        }
+        assert_eq!(ahead.iter().map(kind).collect::<Vec<_>>(), expected);
+        // Each task sent ahead is the next run's, with the θ its iteration's
+        // observers then see (gradient descent: the evaluation point is θ).
+        for (i, line) in ahead.iter().enumerate() {
+            if let Some(rest) = line.strip_prefix("ahead ") {
+                let (task, theta) = rest.rsplit_once(" Some(").unwrap();
+                assert!(ahead[i + 2].starts_with(&format!("run {task}")), "{line}");
+                assert!(ahead[i + 1].ends_with(&format!("Some({theta}")), "{line}");
+            }
+        }
     }
 }

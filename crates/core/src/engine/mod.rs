@@ -185,6 +185,21 @@ pub trait Round {
         0.0
     }
 
+    /// Send iteration `task.iteration`'s task ahead: the driver calls this
+    /// once the previous iteration has updated θ (`task.eval_point` is the
+    /// new one), before that iteration's observers and snapshot, so that
+    /// the workers compute while the master records. The next
+    /// [`run`](Round::run) of that iteration then only waits, its clock
+    /// started at this send. A round may ignore it (the default: a
+    /// simulated round, whose time is the model's) and send in `run`.
+    fn send_ahead(
+        &mut self,
+        _task: &RoundTask<'_>,
+        _timing: &mut Timing,
+    ) -> Result<(), RoundError> {
+        Ok(())
+    }
+
     /// Whether the round measures wall time (then decode times are measured
     /// and recorded); a simulated round does not.
     fn measures_time(&self) -> bool {

@@ -360,6 +360,14 @@ impl Round for Watched<'_> {
         self.round.combine(order, weights, out)
     }
 
+    fn send_ahead(
+        &mut self,
+        task: &RoundTask<'_>,
+        timing: &mut Timing,
+    ) -> Result<(), super::RoundError> {
+        self.round.send_ahead(task, timing)
+    }
+
     fn measures_time(&self) -> bool {
         self.round.measures_time()
     }
