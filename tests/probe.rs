@@ -96,9 +96,16 @@ fn json_has_a_fitted_link_per_worker_and_the_same_keys() {
         ));
         let one_way = w["one_way_s"].as_array().unwrap();
         assert_eq!(one_way.len(), sizes.len());
-        // The largest message takes longer than the smallest.
+        // The largest message takes longer than the smallest ones: than the
+        // least of the three smallest, since a load spike can slow any one
+        // message (8 bytes took 18.8 µs, 262,144 bytes 14.7 µs, under the
+        // full suite), but none can make 256 KiB cross faster than its bytes.
+        let least_small = one_way[..3]
+            .iter()
+            .map(|t| t.as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
         assert!(
-            one_way[sizes.len() - 1].as_f64() > one_way[0].as_f64(),
+            one_way[sizes.len() - 1].as_f64().unwrap() > least_small,
             "{w}"
         );
     }
