@@ -345,8 +345,9 @@ fn aggregate_line(
         }
         RuntimeAggregate::Reduce => format!("reduce: {reduce}{multi}"),
         RuntimeAggregate::Auto => format!(
-            "auto: reduce when a coded vector is at least {} bytes (d ≥ {}), gather below; \
-             reduce: {reduce}{multi}",
+            "auto: reduce when the ranks span several nodes and a coded vector is at least \
+             {} bytes (d ≥ {}), gather otherwise (on one node gathering was faster at every \
+             size measured); reduce: {reduce}{multi}",
             RuntimeAggregate::AUTO_REDUCE_BYTES,
             RuntimeAggregate::AUTO_REDUCE_BYTES.div_ceil(8) - 1
         ),

@@ -67,6 +67,9 @@ pub struct Node {
     pub ranks: usize,
     /// Cores the node's ranks may run on: the union of their affinity masks.
     pub cores: usize,
+    /// Every rank of the job is on this node: the same answer on every
+    /// rank (`runtime.aggregate = "auto"` gathers then).
+    pub one_node: bool,
 }
 
 impl Node {
@@ -82,6 +85,7 @@ impl Node {
         Self {
             ranks: node.size() as usize,
             cores: if cores == 0 { fallback } else { cores },
+            one_node: node.size() == world.size(),
         }
     }
 }

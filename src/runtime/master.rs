@@ -51,6 +51,9 @@ pub(super) struct Master<'a> {
     pub config: &'a Config,
     /// How this rank waits for results (`runtime.wait` resolved on this node).
     pub wait: WaitMode,
+    /// Every rank is on the master's node (`runtime.aggregate = "auto"`
+    /// gathers then).
+    pub one_node: bool,
     /// The scheme, until the training loop takes it.
     pub scheme: Option<Box<dyn Scheme>>,
     /// K.
@@ -281,12 +284,17 @@ impl Master<'_> {
         };
         let learner = Learner::new(config, data, test)?;
         let dim = learner.dim();
-        // The workers resolve it from the same config and d.
-        let reduce = config.runtime.aggregate.reduces(dim);
+        // The workers resolve it from the same config, d and node answer.
+        let reduce = config.runtime.aggregate.reduces(dim, self.one_node);
         log::info!(
-            "runtime.aggregate = {}: {} (d = {dim})",
+            "runtime.aggregate = {}: {} (d = {dim}, {})",
             config.runtime.aggregate.name(),
-            if reduce { "reduce" } else { "gather" }
+            if reduce { "reduce" } else { "gather" },
+            if self.one_node {
+                "every rank on the master's node"
+            } else {
+                "ranks on several nodes"
+            }
         );
         let scheme = self.scheme.take().expect("the scheme is trained once");
         let mut driver = Driver::new(

@@ -112,6 +112,7 @@ fn run_rank(
             comm,
             config,
             wait,
+            one_node: node.one_node,
             workers: scheme.workers(),
             scheme: Some(scheme),
         };
@@ -188,7 +189,7 @@ fn run_rank(
             .map_err(|_| anyhow::anyhow!("broadcast config is not UTF-8"))?;
         let config = crate::config::parse(text, "<broadcast config>", &[])?.config;
         let wait = comm::wait_mode(&config, node, comm.rank());
-        worker::run(comm, &config, wait)?;
+        worker::run(comm, &config, wait, node.one_node)?;
     }
     Ok(())
 }

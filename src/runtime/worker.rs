@@ -303,7 +303,14 @@ struct Worker<'a> {
 }
 
 /// Run worker rank `comm.rank()` with the broadcast `config`.
-pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::Result<()> {
+/// `one_node`: every rank of the job is on this node (as the master
+/// resolves `runtime.aggregate = "auto"`).
+pub(super) fn run(
+    comm: &Comm<'_>,
+    config: &Config,
+    wait: WaitMode,
+    one_node: bool,
+) -> anyhow::Result<()> {
     let mut backoff = Backoff::for_mode(wait, IDLE_CAP, SPIN);
     let mut link = Link {
         comm,
@@ -340,7 +347,7 @@ pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::R
     };
     let dim = model.dim();
     link.dim = dim;
-    let reduce = config.runtime.aggregate.reduces(dim);
+    let reduce = config.runtime.aggregate.reduces(dim, one_node);
     let mut index = vec![usize::MAX; setup.partitions];
     for (i, p) in data.iter().enumerate() {
         index[p.id] = i;

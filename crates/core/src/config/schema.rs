@@ -684,17 +684,22 @@ pub enum RuntimeAggregate {
     /// Results are headers only; the decodable set reduces its weighted
     /// vectors among itself and one of them sends the sum (one vector inbound).
     Reduce,
-    /// `reduce` when a coded vector is at least
-    /// [`RuntimeAggregate::AUTO_REDUCE_BYTES`], `gather` below.
+    /// `reduce` when the workers are not all on the master's node and a
+    /// coded vector is at least [`RuntimeAggregate::AUTO_REDUCE_BYTES`];
+    /// `gather` otherwise.
     Auto,
 }
 
 impl RuntimeAggregate {
-    /// Bytes of one coded vector (8·(d + 1)) from which `auto` reduces:
-    /// 128 KiB, d ≥ 16,383. Measured with `scripts/bench-aggregate.sh` (K =
-    /// 16, gc-cyclic load 2, 17 ranks on 2 cores, docs/performance.md):
-    /// gather is faster at d = 10^4 (80 KB; reduce 1.34× its time), reduce
-    /// from d = 3·10^4 (240 KB; 0.87×) to 10^6 (0.88×).
+    /// Bytes of one coded vector (8·(d + 1)) from which `auto` reduces when
+    /// the ranks span several nodes: 128 KiB, d ≥ 16,383. Measured with
+    /// `scripts/bench-aggregate.sh` (K = 16, gc-cyclic load 2, 17 ranks on
+    /// 2 cores, docs/performance.md) under load: gather faster at d = 10^4
+    /// (reduce 1.34× its time), reduce from d = 3·10^4 (0.87×) to 10^6
+    /// (0.88×). On a quiet machine, all ranks on one node, reduce was slower
+    /// at every size (1.61× at 3·10^4, 1.29× at 10^5, 1.13× at 10^6, 1.38×
+    /// at 10^7; the one-hot 26,210 × 241,915 case of `bench-sparse.sh`
+    /// 1.25×): there the master's "link" is memory, and `auto` gathers.
     pub const AUTO_REDUCE_BYTES: usize = 128 << 10;
 
     pub fn name(self) -> &'static str {
@@ -705,12 +710,15 @@ impl RuntimeAggregate {
         }
     }
 
-    /// Whether a run with `dim` parameters reduces.
-    pub fn reduces(self, dim: usize) -> bool {
+    /// Whether a run with `dim` parameters reduces; `one_node`: every rank
+    /// of the job is on the master's node (`train` finds it with
+    /// `MPI_Comm_split_type`, the same answer on every rank; the network
+    /// model of `simulate` times hosts apart).
+    pub fn reduces(self, dim: usize, one_node: bool) -> bool {
         match self {
             Self::Gather => false,
             Self::Reduce => true,
-            Self::Auto => 8 * (dim + 1) >= Self::AUTO_REDUCE_BYTES,
+            Self::Auto => !one_node && 8 * (dim + 1) >= Self::AUTO_REDUCE_BYTES,
         }
     }
 }

@@ -29,7 +29,8 @@ pub struct RoundNetwork {
     /// (`None` otherwise: the size does not matter then, and file data is
     /// not scanned).
     pub message_bytes: Option<f64>,
-    /// `runtime.aggregate` as `train` resolves it for the config's d
+    /// `runtime.aggregate` as `train` resolves it for the config's d with
+    /// the workers on other hosts than the master
     /// ([`crate::config::RuntimeAggregate::reduces`]): the reduce's costs,
     /// `None` when it gathers.
     pub reduce: Option<Reduce>,
@@ -72,7 +73,9 @@ pub fn in_time_unit(config: &Config, time_unit_s: f64) -> Result<Option<RoundNet
     };
     let delivery =
         Delivery::new(&network, bytes.unwrap_or(0.0), time_unit_s).map_err(into_input_error)?;
-    let reduces = aggregate.reduces(values.map_or(0, |v| v - 1));
+    // `[network]` models links between hosts: auto resolves as for a job
+    // whose workers are not on the master's node.
+    let reduces = aggregate.reduces(values.map_or(0, |v| v - 1), false);
     let reduce = if reduces {
         Some(Reduce::new(&network, bytes.unwrap_or(0.0), time_unit_s).map_err(into_input_error)?)
     } else {
