@@ -47,6 +47,7 @@ use crate::engine::{
     Decision, Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing,
 };
 use crate::error::Iteration;
+use crate::learn::kernel;
 
 /// How long a worker goes without taking its tasks before the master names
 /// it on stderr (seconds).
@@ -880,8 +881,15 @@ impl Round for MpiRound<'_> {
         if self.reduce {
             return self.reduce_combine(order, weights, out).map(|()| true);
         }
-        out.clear();
+        // Every value of `out` is written by the first term of nonzero
+        // weight (0 + weight · v): zeroed first only when there is none.
+        let written = order
+            .iter()
+            .any(|&i| weights[i] != 0.0 && self.vectors[i].is_some());
         out.resize(self.dim + 1, 0.0);
+        if !written {
+            out.fill(0.0);
+        }
         // Every vector received as it arrived (the usual case): one pass over
         // `out` in blocks that stay in cache, each block taking the terms in
         // `order`'s order, the same additions as one pass per vector (bit
@@ -924,7 +932,7 @@ impl Round for MpiRound<'_> {
             };
             let weight = weights[i];
             let finite = if weight == 0.0 {
-                vector.iter().all(|v| v.is_finite())
+                kernel::all_finite(vector)
             } else {
                 let finite = add_scaled_checked(out, weight, vector, first);
                 first = false;
@@ -1085,7 +1093,7 @@ fn combine_checked(out: &mut [f64], terms: &[(f64, &[f64])]) -> Vec<bool> {
         for (&(weight, v), finite) in terms.iter().zip(finite.iter_mut()) {
             let v = &v[start..end];
             *finite &= if weight == 0.0 {
-                v.iter().all(|x| x.is_finite())
+                kernel::all_finite(v)
             } else {
                 let ok = add_scaled_checked(block, weight, v, first);
                 first = false;

@@ -533,17 +533,15 @@ impl Worker<'_> {
         } else {
             self.link.comm.buffer(dim + 1)
         };
-        vector.clear();
-        let mut terms = message.codeword.terms.iter();
-        // The first term written as 0 + c·g (what adding it to zeros gives,
+        // Σ c·g in one blocked pass (what adding the terms to zeros gives,
         // bit for bit), without zeroing the buffer first.
-        match terms.next() {
-            Some(&(p, c)) => vector.extend(self.slots[self.slot_of[p]].iter().map(|g| 0.0 + c * g)),
-            None => vector.resize(dim + 1, 0.0),
-        }
-        for &(p, c) in terms {
-            kernel::axpy(c, &self.slots[self.slot_of[p]], &mut vector);
-        }
+        let terms: Vec<(f64, &[f64])> = message
+            .codeword
+            .terms
+            .iter()
+            .map(|&(p, c)| (c, self.slots[self.slot_of[p]].as_slice()))
+            .collect();
+        kernel::combination_into(&mut vector, &terms, dim + 1);
         let mut overrun_s = 0.0;
         if task.pace.emulate {
             // A due time beyond any clock (an emulated delay of 1e300 model
@@ -624,27 +622,24 @@ impl Worker<'_> {
         }
         let start = Instant::now();
         let dim = self.link.dim;
-        self.share.clear();
-        self.share.resize(dim + 1, 0.0);
-        for (i, &(m, a)) in order.terms.iter().enumerate() {
-            if !self.kept_ready.get(m).copied().unwrap_or(false) {
-                anyhow::bail!(
-                    "worker {rank}: an order uses message {} of {}, which it has not sent",
-                    m + 1,
-                    crate::error::Iteration(order.iteration)
-                );
-            }
-            let v = &self.kept[m];
-            if i == 0 {
-                // As the gather's combine: 0 + a·v for the first term.
-                self.share
-                    .iter_mut()
-                    .zip(v)
-                    .for_each(|(s, v)| *s = 0.0 + a * v);
-            } else {
-                kernel::axpy(a, v, &mut self.share);
-            }
+        if let Some(&(m, _)) = order
+            .terms
+            .iter()
+            .find(|&&(m, _)| !self.kept_ready.get(m).copied().unwrap_or(false))
+        {
+            anyhow::bail!(
+                "worker {rank}: an order uses message {} of {}, which it has not sent",
+                m + 1,
+                crate::error::Iteration(order.iteration)
+            );
         }
+        // As the gather's combine: 0 + a·v for the first term.
+        let terms: Vec<(f64, &[f64])> = order
+            .terms
+            .iter()
+            .map(|&(m, a)| (a, self.kept[m].as_slice()))
+            .collect();
+        kernel::combination_into(&mut self.share, &terms, dim + 1);
         let share_s = start.elapsed().as_secs_f64();
         let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, SPIN);
         let by = Instant::now() + REDUCE_TIMEOUT;

@@ -221,7 +221,7 @@ impl Learner {
         timing: &mut Timing,
     ) -> Result<StepLosses, EngineError> {
         let dim = self.dim();
-        if combined.iter().any(|v| !v.is_finite()) {
+        if !crate::learn::kernel::all_finite(combined) {
             return Err(EngineError::Diverged {
                 iteration,
                 what: "the decoded gradient is not finite (the model diverged)".into(),
@@ -262,7 +262,7 @@ impl Learner {
         self.opt.step(&combined[..dim], samples);
         self.update_s = update_start.elapsed().as_secs_f64();
         timing.add("update", self.update_s);
-        if self.opt.theta().iter().any(|v| !v.is_finite()) {
+        if !crate::learn::kernel::all_finite(self.opt.theta()) {
             return Err(EngineError::Diverged {
                 iteration,
                 what: "the model is not finite after the update (it diverged)".into(),

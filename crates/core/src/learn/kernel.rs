@@ -359,9 +359,104 @@ pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     }
 }
 
+/// Whether every value of `v` is finite, in one pass that vectorises
+/// (`x · 0` is 0 for a finite x and NaN otherwise, summed over eight lanes)
+/// where a search for the first non-finite value does not.
+pub fn all_finite(v: &[f64]) -> bool {
+    const LANES: usize = 8;
+    let mut check = [0.0; LANES];
+    let mut chunks = v.chunks_exact(LANES);
+    for c in &mut chunks {
+        for k in 0..LANES {
+            check[k] += c[k] * 0.0;
+        }
+    }
+    chunks.remainder().iter().for_each(|x| check[0] += x * 0.0);
+    check.iter().sum::<f64>() == 0.0
+}
+
+/// Values per block of [`combination_into`]: 8 KiB of the output, which
+/// stays in the first-level cache while every term is added to it.
+const COMBINATION_BLOCK: usize = 1024;
+
+/// `out = Σ c · v` over `terms` in their order, the first term as
+/// `0 + c · v` and each other added as [`axpy`] adds it (every term counted,
+/// a zero coefficient too): bit for bit what zeroing `out` and adding the
+/// terms one after another gives, but in one blocked pass that writes `out`
+/// once, without zeroing it first. `out` is replaced by `len` values (zeros
+/// when there is no term); every term has at least `len` values.
+pub fn combination_into(out: &mut Vec<f64>, terms: &[(f64, &[f64])], len: usize) {
+    out.clear();
+    let Some((&(c, first), rest)) = terms.split_first() else {
+        out.resize(len, 0.0);
+        return;
+    };
+    out.reserve(len);
+    let mut start = 0;
+    while start < len {
+        let end = (start + COMBINATION_BLOCK).min(len);
+        out.extend(first[start..end].iter().map(|g| 0.0 + c * g));
+        for &(c, v) in rest {
+            axpy(c, &v[start..end], &mut out[start..end]);
+        }
+        start = end;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Finite, or not for one infinity or NaN wherever it is (in a lane or
+    /// in the remainder), as the plain search says.
+    #[test]
+    fn all_finite_agrees_with_a_search_for_a_non_finite_value() {
+        for len in [0, 1, 7, 8, 9, 64, 101] {
+            let clean: Vec<f64> = (0..len).map(|i| i as f64 * 1e300 - 3e301).collect();
+            assert!(all_finite(&clean), "len {len}");
+            for at in 0..len {
+                for bad in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+                    let mut v = clean.clone();
+                    v[at] = bad;
+                    assert!(!all_finite(&v), "len {len}, {bad} at {at}");
+                }
+            }
+        }
+    }
+
+    /// The blocked combination equals zeroing and adding the terms one
+    /// after another, bit for bit, across block edges, with a zero
+    /// coefficient and with no term at all.
+    #[test]
+    fn a_blocked_combination_equals_adding_the_terms_in_turn_bit_for_bit() {
+        let len = 2 * COMBINATION_BLOCK + 37;
+        let vectors: Vec<Vec<f64>> = (0..3)
+            .map(|k| {
+                (0..len)
+                    .map(|i| ((i * 7 + k * 13) % 29) as f64 * 0.1 - 1.3)
+                    .collect()
+            })
+            .collect();
+        for coefficients in [vec![], vec![0.7], vec![0.7, -1.9], vec![0.3, 0.0, 2.5]] {
+            let terms: Vec<(f64, &[f64])> = coefficients
+                .iter()
+                .zip(&vectors)
+                .map(|(&c, v)| (c, v.as_slice()))
+                .collect();
+            let mut want = vec![0.0; len];
+            for &(c, v) in &terms {
+                axpy(c, v, &mut want);
+            }
+            let mut got = vec![f64::NAN; 5];
+            combination_into(&mut got, &terms, len);
+            assert_eq!(got.len(), len);
+            let differ = got
+                .iter()
+                .zip(&want)
+                .position(|(a, b)| a.to_bits() != b.to_bits());
+            assert_eq!(differ, None, "coefficients {coefficients:?}");
+        }
+    }
     use ndarray::array;
 
     /// Central differences of the summed loss.

@@ -120,8 +120,13 @@ impl Optimizer {
 
     /// The objective at `point` from the loss sum over `samples` at `point`.
     pub fn objective_at(&self, point: &[f64], loss_sum: f64, samples: usize) -> f64 {
+        let mean = loss_sum / samples as f64;
+        if self.l2 == 0.0 {
+            // No penalty term: no pass over the d values of `point`.
+            return mean;
+        }
         let norm2: f64 = point.iter().map(|v| v * v).sum();
-        loss_sum / samples as f64 + 0.5 * self.l2 * norm2
+        mean + 0.5 * self.l2 * norm2
     }
 
     /// One step with the gradient sum over `samples` recovered samples at the evaluation point.
@@ -150,6 +155,15 @@ impl Optimizer {
                 let before = *next;
                 *next = e - eta * (g * scale + self.l2 * e) + heavy_ball * (now - before);
             }
+        } else if self.kind == Kind::Gd {
+            // Gradient descent evaluates at θ: the new point written to both
+            // in one pass (no copy after it).
+            for ((next, e), &g) in self.theta.iter_mut().zip(&mut self.eval).zip(gradient_sum) {
+                *next = *e - eta * (g * scale + self.l2 * *e);
+                *e = *next;
+            }
+            self.iteration += 1;
+            return;
         } else {
             for ((next, &e), &g) in self.theta.iter_mut().zip(&self.eval).zip(gradient_sum) {
                 *next = e - eta * (g * scale + self.l2 * e);

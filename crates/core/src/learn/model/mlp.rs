@@ -96,8 +96,9 @@ impl Architecture for Mlp {
         batch: &DirectBatch<'_>,
         theta: &[f64],
         grad: &mut [f64],
+        overwrite: bool,
     ) -> Option<Result<f64, ModelError>> {
-        Some(self.pass(batch, theta, grad))
+        Some(self.pass(batch, theta, grad, overwrite))
     }
 }
 
@@ -124,6 +125,7 @@ impl Mlp {
         batch: &DirectBatch<'_>,
         theta: &[f64],
         grad: &mut [f64],
+        overwrite: bool,
     ) -> Result<f64, ModelError> {
         let rows = batch.rows;
         let layers = self.widths.len() - 1;
@@ -178,7 +180,7 @@ impl Mlp {
             let (n_in, n_out) = (self.widths[l], self.widths[l + 1]);
             let (w_at, b_at) = at[l];
             let input = if l == 0 { batch.x } else { &inputs[l - 1] };
-            // dW += inputᵀ (in × rows) · g (rows × out), straight into θ's gradient.
+            // dW (+)= inputᵀ (in × rows) · g (rows × out), straight into θ's gradient.
             gemm(
                 &mut grad[w_at..b_at],
                 n_in,
@@ -188,7 +190,7 @@ impl Mlp {
                 true,
                 &g,
                 false,
-                true,
+                !overwrite,
             );
             let mut db = vec![0.0; n_out];
             for row in g.chunks(n_out) {
@@ -197,7 +199,7 @@ impl Mlp {
                 }
             }
             for (o, d) in grad[b_at..b_at + n_out].iter_mut().zip(db) {
-                *o += 0.0 + d;
+                *o = if overwrite { 0.0 } else { *o } + (0.0 + d);
             }
             if l == 0 {
                 break;
@@ -301,6 +303,25 @@ mod tests {
                 assert_eq!(differ, None, "gradient of mlp {features}-{hidden:?}");
                 assert!(ours.iter().any(|&v| v != 0.0));
             }
+            // Written over whatever the buffer held (a worker's recycled
+            // slot): the graph's gradient from zeros, bit for bit.
+            let mut over = vec![f64::NAN; net.dim()];
+            let mut graph = vec![0.0; net.dim()];
+            let a = net
+                .gradient(&part, &picked, &theta, &mut over, key)
+                .unwrap();
+            let b = net
+                .accumulate_by_graph(&part, &picked, &theta, &mut graph, key)
+                .unwrap();
+            assert_eq!(a.to_bits(), b.to_bits(), "loss of {hidden:?}");
+            let differ = over
+                .iter()
+                .zip(&graph)
+                .position(|(x, y)| x.to_bits() != y.to_bits());
+            assert_eq!(
+                differ, None,
+                "overwritten gradient of mlp {features}-{hidden:?}"
+            );
         }
     }
 }

@@ -204,10 +204,17 @@ impl Model {
             dim + 1,
             "a partition's vector has dim + 1 entries"
         );
-        out.fill(0.0);
         let rows = batch_rows(key, part.len(), batch);
         let (grad, loss) = out.split_at_mut(dim);
-        loss[0] = self.accumulate(part, &rows, theta, grad, key)?;
+        loss[0] = match self {
+            // Written over `out` by the network's own pass when it has one
+            // (no pass zeroing 8·d bytes first).
+            Model::Net(net) => net.gradient(part, &rows, theta, grad, key)?,
+            Model::Linear { .. } => {
+                grad.fill(0.0);
+                self.accumulate(part, &rows, theta, grad, key)?
+            }
+        };
         Ok(())
     }
 

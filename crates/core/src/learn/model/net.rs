@@ -99,15 +99,17 @@ pub(crate) trait Architecture: Send + Sync + std::fmt::Debug {
         false
     }
     /// Adds the gradient of the summed cross-entropy of `batch` at `theta`
-    /// into `grad` and returns the loss sum, by a forward and backward pass
-    /// written out for this architecture that reads θ and writes the
-    /// gradient in place; None when the architecture has none (candle's
-    /// graph computes it then).
+    /// into `grad` (`overwrite`: writes it over `grad`'s values, as adding
+    /// it to zeros would, bit for bit) and returns the loss sum, by a
+    /// forward and backward pass written out for this architecture that
+    /// reads θ and writes the gradient in place; None when the architecture
+    /// has none (candle's graph computes it then).
     fn accumulate_f64(
         &self,
         _batch: &DirectBatch<'_>,
         _theta: &[f64],
         _grad: &mut [f64],
+        _overwrite: bool,
     ) -> Option<Result<f64, ModelError>> {
         None
     }
@@ -349,10 +351,33 @@ impl Net {
         grad: &mut [f64],
         key: StepKey,
     ) -> Result<f64, ModelError> {
-        if rows.is_empty() {
-            return Ok(0.0);
-        }
-        if self.dtype == DType::F64 && self.arch.has_direct_pass() {
+        self.pass(part, rows, theta, grad, key, false)
+    }
+
+    /// [`Self::accumulate`] into zeros: `grad`'s values are replaced by the
+    /// gradient (bit for bit what zeroing it and accumulating gives), without
+    /// a pass that zeroes it first when the architecture has its own pass.
+    pub fn gradient(
+        &self,
+        part: &Partition,
+        rows: &[usize],
+        theta: &[f64],
+        grad: &mut [f64],
+        key: StepKey,
+    ) -> Result<f64, ModelError> {
+        self.pass(part, rows, theta, grad, key, true)
+    }
+
+    fn pass(
+        &self,
+        part: &Partition,
+        rows: &[usize],
+        theta: &[f64],
+        grad: &mut [f64],
+        key: StepKey,
+        overwrite: bool,
+    ) -> Result<f64, ModelError> {
+        if self.dtype == DType::F64 && self.arch.has_direct_pass() && !rows.is_empty() {
             let (pixels, labels) = self.gather(part, rows)?;
             let mask = self.dropout_values(key, rows.len());
             let batch = DirectBatch {
@@ -362,9 +387,15 @@ impl Net {
                 classes: self.classes,
                 dropout: mask.as_deref(),
             };
-            if let Some(loss) = self.arch.accumulate_f64(&batch, theta, grad) {
+            if let Some(loss) = self.arch.accumulate_f64(&batch, theta, grad, overwrite) {
                 return loss;
             }
+        }
+        if overwrite {
+            grad.fill(0.0);
+        }
+        if rows.is_empty() {
+            return Ok(0.0);
         }
         self.accumulate_by_graph(part, rows, theta, grad, key)
     }
