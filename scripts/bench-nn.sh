@@ -13,12 +13,29 @@
 #     runs) beside PyTorch's on the same networks and precision
 #     (scripts/bench_nn_torch.py, when python3-torch is installed: Debian's
 #     python3-torch with libopenblas0-pthread; not a dependency of gradcode).
+# With --cpu-per-step, instead: where an MLP step's CPU goes (K = 4), less
+# disturbed by load than the wall clock: each rank's user and system CPU
+# (/usr/bin/time) in a run of LONG and one of SHORT iterations, differenced
+# so setup and loading cancel, per step. The line labelled master is the rank
+# with the most system time: the master when gathering (it reads the
+# workers' vectors), not always when reducing (the workers then read each
+# other's).
 # Usage: [AGGREGATE=gather|reduce|auto] scripts/bench-nn.sh [ITERATIONS]
-#   (default 60 per training run; AGGREGATE sets runtime.aggregate, default auto)
+#          (default 60 per training run; AGGREGATE sets runtime.aggregate, default auto)
+#        [AGGREGATE=...] scripts/bench-nn.sh --cpu-per-step [SHORT LONG]
+#          (default 20 and 200 iterations; AGGREGATE default gather)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-iterations=${1:-60}
-aggregate=${AGGREGATE:-auto}
+cpu_per_step=
+if [ "${1:-}" = --cpu-per-step ]; then
+  cpu_per_step=1
+  short=${2:-20} long=${3:-200}
+  iterations=$long
+  aggregate=${AGGREGATE:-gather}
+else
+  iterations=${1:-60}
+  aggregate=${AGGREGATE:-auto}
+fi
 command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --locked --bin gradcode
 bin=$PWD/target/release/gradcode
@@ -52,9 +69,33 @@ batch_size = 32
 eval_every = 1000000
 TOML
 }
+problem mlp-k4 4 'kind = "mlp"'
+
+if [ -n "$cpu_per_step" ]; then
+  for n in "$short" "$long"; do
+    # One line per rank: user and system seconds, sorted by system time.
+    mpirun --oversubscribe -n 5 /usr/bin/time -f 'cpu %U %S' "$bin" train --config "$work/mlp-k4.toml" \
+      --out "$work/mlp.h5" --force --json --quiet --set "train.iterations=$n" \
+      --set "runtime.aggregate=\"$aggregate\"" 2> "$work/$n.err" > /dev/null
+    grep -o 'cpu [0-9.]* [0-9.]*' "$work/$n.err" | sort -n -k3 > "$work/$n.cpu"
+  done
+  python3 - "$work/$short.cpu" "$work/$long.cpu" "$((long - short))" "$aggregate" "$(uptime)" <<'PY'
+import sys
+def ranks(path):
+    return [tuple(map(float, l.split()[1:])) for l in open(path)]
+a, b, steps = ranks(sys.argv[1]), ranks(sys.argv[2]), int(sys.argv[3])
+per = [((ub - ua) / steps * 1e3, (sb - sa) / steps * 1e3) for (ua, sa), (ub, sb) in zip(a, b)]
+print(f"CPU per MLP step, K = 4, aggregate {sys.argv[4]} ({steps} steps differenced; {sys.argv[5].strip()}):")
+for i, (u, s) in enumerate(per):
+    who = "master" if i == len(per) - 1 else "worker"
+    print(f"  {who}: {u:.1f} ms user, {s:.1f} ms system")
+print(f"  all ranks: {sum(u + s for u, s in per):.1f} ms")
+PY
+  exit 0
+fi
+
 problem cnn-k4 4 'kind = "cnn"'
 problem cnn-k8 8 'kind = "cnn"'
-problem mlp-k4 4 'kind = "mlp"'
 problem mlp-k8 8 'kind = "mlp"'
 runs=()
 for p in cnn-k4 cnn-k8 mlp-k4 mlp-k8; do
