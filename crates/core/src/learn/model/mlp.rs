@@ -290,7 +290,7 @@ mod tests {
             for from in [vec![0.0; net.dim()], start] {
                 let (mut ours, mut graph) = (from.clone(), from);
                 let a = net
-                    .accumulate(&part, &picked, &theta, &mut ours, key)
+                    .accumulate(&part, &picked, &theta, &mut ours, key, false)
                     .unwrap();
                 let b = net
                     .accumulate_by_graph(&part, &picked, &theta, &mut graph, key)
@@ -308,7 +308,7 @@ mod tests {
             let mut over = vec![f64::NAN; net.dim()];
             let mut graph = vec![0.0; net.dim()];
             let a = net
-                .gradient(&part, &picked, &theta, &mut over, key)
+                .accumulate(&part, &picked, &theta, &mut over, key, true)
                 .unwrap();
             let b = net
                 .accumulate_by_graph(&part, &picked, &theta, &mut graph, key)

@@ -181,7 +181,7 @@ impl Model {
                     .map(|&r| part.accumulate(*loss, r..r + 1, theta, grad))
                     .sum(),
             }),
-            Model::Net(net) => net.accumulate(part, rows, theta, grad, key),
+            Model::Net(net) => net.accumulate(part, rows, theta, grad, key, false),
         }
     }
 
@@ -209,7 +209,7 @@ impl Model {
         loss[0] = match self {
             // Written over `out` by the network's own pass when it has one
             // (no pass zeroing 8·d bytes first).
-            Model::Net(net) => net.gradient(part, &rows, theta, grad, key)?,
+            Model::Net(net) => net.accumulate(part, &rows, theta, grad, key, true)?,
             Model::Linear { .. } => {
                 grad.fill(0.0);
                 self.accumulate(part, &rows, theta, grad, key)?

@@ -341,34 +341,11 @@ impl Net {
     }
 
     /// Adds the gradient of the summed cross-entropy of the samples `rows`
-    /// of `part` at `theta` into `grad`; returns the loss sum. Dropout masks
-    /// come from `key`.
+    /// of `part` at `theta` into `grad` (`overwrite`: replaces `grad`'s
+    /// values by it, bit for bit what zeroing `grad` and adding gives,
+    /// without a zeroing pass when the architecture has its own pass);
+    /// returns the loss sum. Dropout masks come from `key`.
     pub fn accumulate(
-        &self,
-        part: &Partition,
-        rows: &[usize],
-        theta: &[f64],
-        grad: &mut [f64],
-        key: StepKey,
-    ) -> Result<f64, ModelError> {
-        self.pass(part, rows, theta, grad, key, false)
-    }
-
-    /// [`Self::accumulate`] into zeros: `grad`'s values are replaced by the
-    /// gradient (bit for bit what zeroing it and accumulating gives), without
-    /// a pass that zeroes it first when the architecture has its own pass.
-    pub fn gradient(
-        &self,
-        part: &Partition,
-        rows: &[usize],
-        theta: &[f64],
-        grad: &mut [f64],
-        key: StepKey,
-    ) -> Result<f64, ModelError> {
-        self.pass(part, rows, theta, grad, key, true)
-    }
-
-    fn pass(
         &self,
         part: &Partition,
         rows: &[usize],
