@@ -114,8 +114,12 @@ done
 mkdir -p results/bench-network
 cp "$work"/*.h5 results/bench-network/
 # h5py (scripts/python-env.sh's .venv) reads the traces' arrival times; without it they are left out.
+# Otherwise the system's python3 when it has h5py (Debian's python3-h5py).
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] && python=.venv/bin/python
+if ! "$python" -c 'import h5py' 2>/dev/null && /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+  python=/usr/bin/python3
+fi
 "$python" - "$work" "$rate" "$iterations" <<'PY'
 import json, os, sys, tomllib
 work, rate, iterations = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -189,6 +193,9 @@ for r in rows:
           f"{num(r['first_header_s'])} {num(r['vector_gap_s'])}")
 print(f"vector at probe's master bandwidth: {8 * 100001 / network['master_bandwidth_bytes_per_s']:.4f} s (d = 1e5), "
       f"{8 * 1000001 / network['master_bandwidth_bytes_per_s']:.4f} s (d = 1e6)")
-within = all(abs(r["error_percent"]) <= 10 for r in rows)
-print("target (prediction within 10%; gather: of mean_decodable_s, reduce: of mean_iteration_s): " + ("met" if within else "MISSED"))
+# Issue 26's target is the gather's (uncoded and gc-cyclic at both sizes);
+# the reduce's prediction is reported beside it.
+for aggregate, what in (("gather", "mean_decodable_s"), ("reduce", "mean_iteration_s")):
+    within = all(abs(r["error_percent"]) <= 10 for r in rows if r["aggregate"] == aggregate)
+    print(f"{aggregate}: prediction within 10% of {what} in every run: " + ("met" if within else "MISSED"))
 PY
