@@ -28,7 +28,7 @@ use super::interrupt;
 use super::protocol::{self, Order, ResultHeader, Setup, Task};
 use crate::config::Config;
 use crate::error::InputError;
-use crate::learn::{DataPlan, Model, Partition, StepKey, kernel};
+use crate::learn::{DataPlan, Features, Model, Partition, StepKey, kernel};
 
 /// Longest sleep between probes of an idle or waiting worker.
 const IDLE_CAP: Duration = Duration::from_micros(500);
@@ -284,6 +284,14 @@ struct Worker<'a> {
     theta: Vec<f64>,
     /// Per computation slot of a task: gradient sum and loss sum (dim + 1).
     slots: Vec<Vec<f64>>,
+    /// Per stored partition, for a linear model's full-batch gradient on
+    /// sparse features: the entries it can make non-zero (the columns its
+    /// rows store, then the loss at d), when they are at most a quarter of
+    /// d + 1; None otherwise.
+    supports: Vec<Option<Vec<u32>>>,
+    /// Per slot: the stored partition whose support holds every non-zero
+    /// value of the slot (zeroed and formed over that support alone), if any.
+    slot_holds: Vec<Option<usize>>,
     /// Partition id → slot of the current task.
     slot_of: Vec<usize>,
     header: Vec<f64>,
@@ -352,6 +360,7 @@ pub(super) fn run(
     for (i, p) in data.iter().enumerate() {
         index[p.id] = i;
     }
+    let supports = gradient_supports(&model, config.train.batch_size, &data, dim);
     let samples: usize = data.iter().map(Partition::len).sum();
     log::info!(
         "worker {}: {} partitions stored, {samples} samples x {dim} features",
@@ -368,6 +377,8 @@ pub(super) fn run(
         index,
         theta: vec![0.0; dim],
         slots: Vec::new(),
+        supports,
+        slot_holds: Vec::new(),
         slot_of: vec![usize::MAX; setup.partitions],
         header: Vec::new(),
         counts: Counts::default(),
@@ -429,6 +440,27 @@ struct ComputeTime {
 
 /// CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID; the
 /// gradient kernel runs on the worker's one thread).
+/// [`Worker::supports`]: for a linear model's full-batch gradient, per
+/// stored partition on sparse features, the columns its rows store and the
+/// loss entry (d), when they are at most a quarter of the d + 1 values.
+fn gradient_supports(
+    model: &Model,
+    batch: Option<usize>,
+    data: &[Partition],
+    dim: usize,
+) -> Vec<Option<Vec<u32>>> {
+    data.iter()
+        .map(|part| match (&part.x, model.linear_loss(), batch) {
+            (Features::Sparse(x), Some(_), None) if dim < u32::MAX as usize => {
+                let mut support = x.column_support();
+                support.push(dim as u32);
+                (support.len() * 4 <= dim + 1).then_some(support)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn thread_cpu_s() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -453,6 +485,7 @@ impl Worker<'_> {
         let work = &task.work;
         while self.slots.len() < work.compute.len() {
             self.slots.push(vec![0.0; dim + 1]);
+            self.slot_holds.push(None);
         }
         if self.reduce {
             self.kept_iteration = Some(task.iteration);
@@ -476,7 +509,14 @@ impl Worker<'_> {
                 // Full-batch linear models: the fused kernel in blocks, with
                 // a probe for a newer task between them.
                 (Some(linear), None) => {
-                    g.iter_mut().for_each(|v| *v = 0.0);
+                    // Zeroed where the slot can hold non-zeros: all of it,
+                    // or the support of the partition it was formed for.
+                    match self.slot_holds[slot].and_then(|q| self.supports[q].as_deref()) {
+                        Some(support) => support.iter().for_each(|&j| g[j as usize] = 0.0),
+                        None => g.iter_mut().for_each(|v| *v = 0.0),
+                    }
+                    let q = self.index[p];
+                    self.slot_holds[slot] = self.supports[q].is_some().then_some(q);
                     let (grad, loss) = g.split_at_mut(dim);
                     let mut row = 0;
                     while row < part.len() {
@@ -493,6 +533,7 @@ impl Worker<'_> {
                 }
                 // A mini-batch (or a network): one pass over the batch.
                 _ => {
+                    self.slot_holds[slot] = None;
                     let key = StepKey {
                         seed: self.seed,
                         partition: p,
@@ -533,15 +574,31 @@ impl Worker<'_> {
         } else {
             self.link.comm.buffer(dim + 1)
         };
-        // Σ c·g in one blocked pass (what adding the terms to zeros gives,
-        // bit for bit), without zeroing the buffer first.
-        let terms: Vec<(f64, &[f64])> = message
+        // Σ c·g (what adding the terms to zeros gives, bit for bit): over
+        // the terms' supports when every slot holds one (sparse features),
+        // else in one blocked pass, without zeroing the buffer first.
+        let sparse: Option<Vec<(f64, &[f64], &[u32])>> = message
             .codeword
             .terms
             .iter()
-            .map(|&(p, c)| (c, self.slots[self.slot_of[p]].as_slice()))
+            .map(|&(p, c)| {
+                let slot = self.slot_of[p];
+                let support = self.supports[self.slot_holds[slot]?].as_deref()?;
+                Some((c, self.slots[slot].as_slice(), support))
+            })
             .collect();
-        kernel::combination_into(&mut vector, &terms, dim + 1);
+        match sparse {
+            Some(terms) => kernel::sparse_combination_into(&mut vector, &terms, dim + 1),
+            None => {
+                let terms: Vec<(f64, &[f64])> = message
+                    .codeword
+                    .terms
+                    .iter()
+                    .map(|&(p, c)| (c, self.slots[self.slot_of[p]].as_slice()))
+                    .collect();
+                kernel::combination_into(&mut vector, &terms, dim + 1);
+            }
+        }
         let mut overrun_s = 0.0;
         if task.pace.emulate {
             // A due time beyond any clock (an emulated delay of 1e300 model

@@ -359,6 +359,23 @@ pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     }
 }
 
+/// [`combination_into`] of vectors each zero outside its support (the
+/// indices of `support`, ascending, below `len`): `out` is zeroed, then each
+/// term adds `c · v` at its support only, in the terms' order. Bit for bit
+/// [`combination_into`]'s result for such vectors (a skipped `c · 0` adds
+/// a signed zero, which leaves a value unchanged and `+0` at `+0`), with
+/// a pass over the supports instead of over every term's `len` values.
+pub fn sparse_combination_into(out: &mut Vec<f64>, terms: &[(f64, &[f64], &[u32])], len: usize) {
+    out.clear();
+    out.resize(len, 0.0);
+    for &(c, v, support) in terms {
+        for &j in support {
+            let j = j as usize;
+            out[j] += c * v[j];
+        }
+    }
+}
+
 /// Whether every value of `v` is finite, in one pass that vectorises
 /// (`x · 0` is 0 for a finite x and NaN otherwise, summed over eight lanes)
 /// where a search for the first non-finite value does not.
@@ -421,6 +438,61 @@ mod tests {
                     assert!(!all_finite(&v), "len {len}, {bad} at {at}");
                 }
             }
+        }
+    }
+
+    /// On vectors zero outside their supports, the sparse combination
+    /// equals the dense one bit for bit: overlapping and disjoint supports,
+    /// negative coefficients (signed zeros), an empty support.
+    #[test]
+    fn a_sparse_combination_equals_the_dense_one_bit_for_bit() {
+        let len = 50;
+        let supports: [Vec<u32>; 4] = [
+            vec![0, 3, 4, 17, 49],
+            vec![3, 5, 17, 20],
+            vec![],
+            vec![1, 4, 20, 33, 49],
+        ];
+        let vectors: Vec<Vec<f64>> = supports
+            .iter()
+            .enumerate()
+            .map(|(k, support)| {
+                let mut v = vec![0.0; len];
+                for (n, &j) in support.iter().enumerate() {
+                    // A zero inside the support too, and values that cancel.
+                    v[j as usize] = [1.5, -0.0, 0.0, -2.25, 1e300][(n + k) % 5];
+                }
+                v
+            })
+            .collect();
+        for coefficients in [
+            vec![-1.0, 0.5, 2.0, -3.0],
+            vec![1.0],
+            vec![-0.5, -0.5],
+            vec![],
+        ] {
+            let dense: Vec<(f64, &[f64])> = coefficients
+                .iter()
+                .zip(&vectors)
+                .map(|(&c, v)| (c, v.as_slice()))
+                .collect();
+            let sparse: Vec<(f64, &[f64], &[u32])> = coefficients
+                .iter()
+                .zip(&vectors)
+                .zip(&supports)
+                .map(|((&c, v), s)| (c, v.as_slice(), s.as_slice()))
+                .collect();
+            let (mut want, mut got) = (Vec::new(), vec![f64::NAN; 3]);
+            combination_into(&mut want, &dense, len);
+            sparse_combination_into(&mut got, &sparse, len);
+            let differ = got
+                .iter()
+                .zip(&want)
+                .position(|(a, b)| a.to_bits() != b.to_bits());
+            assert_eq!(
+                differ, None,
+                "coefficients {coefficients:?}: {got:?} against {want:?}"
+            );
         }
     }
 

@@ -122,6 +122,18 @@ impl CsrMatrix {
         self.values.len()
     }
 
+    /// The columns with at least one stored entry, ascending: where a
+    /// linear model's gradient over these rows can be non-zero.
+    pub fn column_support(&self) -> Vec<u32> {
+        let mut seen = vec![false; self.columns];
+        for &j in &self.indices {
+            seen[j as usize] = true;
+        }
+        (0..self.columns as u32)
+            .filter(|&j| seen[j as usize])
+            .collect()
+    }
+
     /// Column indices and values of row `i`.
     #[inline]
     pub fn row(&self, i: usize) -> (&[u32], &[f64]) {
@@ -194,6 +206,18 @@ impl Features {
 mod tests {
     use super::*;
     use ndarray::array;
+
+    /// The support is every stored column once, ascending, whatever its
+    /// repeats across rows (a stored zero counts).
+    #[test]
+    fn the_column_support_is_the_stored_columns_once_ascending() {
+        let mut x = CsrMatrix::new(10).unwrap();
+        x.push_row(&[(2, -0.5), (7, 1.0)]).unwrap();
+        x.push_row(&[]).unwrap();
+        x.push_row(&[(0, 1.0), (2, 3.0), (9, 0.0)]).unwrap();
+        assert_eq!(x.column_support(), vec![0, 2, 7, 9]);
+        assert!(CsrMatrix::new(4).unwrap().column_support().is_empty());
+    }
 
     #[test]
     fn dense_to_csr_and_back_is_exact() {
