@@ -577,7 +577,7 @@ impl Worker<'_> {
         // Σ c·g (what adding the terms to zeros gives, bit for bit): over
         // the terms' supports when every slot holds one (sparse features),
         // else in one blocked pass, without zeroing the buffer first.
-        let sparse: Option<Vec<(f64, &[f64], &[u32])>> = message
+        let sparse: Option<Vec<kernel::SparseTerm<'_>>> = message
             .codeword
             .terms
             .iter()

@@ -359,13 +359,16 @@ pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     }
 }
 
+/// A term of [`sparse_combination_into`]: coefficient, vector, support.
+pub type SparseTerm<'a> = (f64, &'a [f64], &'a [u32]);
+
 /// [`combination_into`] of vectors each zero outside its support (the
 /// indices of `support`, ascending, below `len`): `out` is zeroed, then each
 /// term adds `c · v` at its support only, in the terms' order. Bit for bit
 /// [`combination_into`]'s result for such vectors (a skipped `c · 0` adds
 /// a signed zero, which leaves a value unchanged and `+0` at `+0`), with
 /// a pass over the supports instead of over every term's `len` values.
-pub fn sparse_combination_into(out: &mut Vec<f64>, terms: &[(f64, &[f64], &[u32])], len: usize) {
+pub fn sparse_combination_into(out: &mut Vec<f64>, terms: &[SparseTerm<'_>], len: usize) {
     out.clear();
     out.resize(len, 0.0);
     for &(c, v, support) in terms {
@@ -476,7 +479,7 @@ mod tests {
                 .zip(&vectors)
                 .map(|(&c, v)| (c, v.as_slice()))
                 .collect();
-            let sparse: Vec<(f64, &[f64], &[u32])> = coefficients
+            let sparse: Vec<SparseTerm<'_>> = coefficients
                 .iter()
                 .zip(&vectors)
                 .zip(&supports)
