@@ -438,8 +438,6 @@ struct ComputeTime {
     cpu_s: f64,
 }
 
-/// CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID; the
-/// gradient kernel runs on the worker's one thread).
 /// [`Worker::supports`]: for a linear model's full-batch gradient, per
 /// stored partition on sparse features, the columns its rows store and the
 /// loss entry (d), when they are at most a quarter of the d + 1 values.
@@ -461,6 +459,8 @@ fn gradient_supports(
         .collect()
 }
 
+/// CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID; the
+/// gradient kernel runs on the worker's one thread).
 fn thread_cpu_s() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
