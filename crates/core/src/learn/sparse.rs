@@ -125,13 +125,10 @@ impl CsrMatrix {
     /// The columns with at least one stored entry, ascending: where a
     /// linear model's gradient over these rows can be non-zero.
     pub fn column_support(&self) -> Vec<u32> {
-        let mut seen = vec![false; self.columns];
-        for &j in &self.indices {
-            seen[j as usize] = true;
-        }
-        (0..self.columns as u32)
-            .filter(|&j| seen[j as usize])
-            .collect()
+        let mut columns = self.indices.clone();
+        columns.sort_unstable();
+        columns.dedup();
+        columns
     }
 
     /// Column indices and values of row `i`.
