@@ -1074,20 +1074,16 @@ fn warn_non_finite(worker: usize, vector: &[f64], dim: usize) {
     log::warn!("worker {} sent a non-finite {what}", worker + 1);
 }
 
-/// Values per block of [`combine_checked`]: 8 KiB of `out`, which stays in
-/// the first-level cache while every term is added to it.
-const COMBINE_BLOCK: usize = 1024;
-
 /// `out = Σ weight · v` over `terms` in their order (a term of weight 0 is
 /// only checked), the first written as `0 + weight · v`: per value the same
 /// additions in the same order as [`add_scaled_checked`] once per term, bit
-/// for bit, but in blocks of [`COMBINE_BLOCK`] so `out` is read and written
+/// for bit, but in blocks of [`kernel::COMBINATION_BLOCK`] so `out` is read and written
 /// once. Per term, whether all its values are finite.
 fn combine_checked(out: &mut [f64], terms: &[(f64, &[f64])]) -> Vec<bool> {
     let mut finite = vec![true; terms.len()];
     let mut start = 0;
     while start < out.len() {
-        let end = (start + COMBINE_BLOCK).min(out.len());
+        let end = (start + kernel::COMBINATION_BLOCK).min(out.len());
         let block = &mut out[start..end];
         let mut first = true;
         for (&(weight, v), finite) in terms.iter().zip(finite.iter_mut()) {
@@ -1128,7 +1124,8 @@ fn add_scaled_checked(out: &mut [f64], weight: f64, v: &[f64], overwrite: bool) 
 
 #[cfg(test)]
 mod tests {
-    use super::{COMBINE_BLOCK, add_scaled_checked, combine_checked};
+    use super::{add_scaled_checked, combine_checked};
+    use crate::learn::kernel::COMBINATION_BLOCK;
 
     #[test]
     fn a_checked_addition_equals_the_plain_one_and_finds_non_finite_values() {
@@ -1164,9 +1161,9 @@ mod tests {
         for len in [
             1,
             7,
-            COMBINE_BLOCK,
-            COMBINE_BLOCK + 3,
-            3 * COMBINE_BLOCK + 17,
+            COMBINATION_BLOCK,
+            COMBINATION_BLOCK + 3,
+            3 * COMBINATION_BLOCK + 17,
         ] {
             let vectors: Vec<Vec<f64>> = (0..4)
                 .map(|j| {

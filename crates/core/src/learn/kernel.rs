@@ -395,9 +395,11 @@ pub fn all_finite(v: &[f64]) -> bool {
     check.iter().sum::<f64>() == 0.0
 }
 
-/// Values per block of [`combination_into`]: 8 KiB of the output, which
-/// stays in the first-level cache while every term is added to it.
-const COMBINATION_BLOCK: usize = 1024;
+/// Values per block of a blocked linear combination ([`combination_into`],
+/// and the master's checked combine of the gathered vectors): 8 KiB of the
+/// output, which stays in the first-level cache while every term is added
+/// to it.
+pub const COMBINATION_BLOCK: usize = 1024;
 
 /// `out = Σ c · v` over `terms` in their order, the first term as
 /// `0 + c · v` and each other added as [`axpy`] adds it (every term counted,
