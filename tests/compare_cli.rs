@@ -65,7 +65,7 @@ fn s(p: &Path) -> &str {
 
 /// A column of `/iteration/` (or of a simulation trial's `group`), read with the hdf5 crate.
 fn column(path: &Path, group: &str, name: &str) -> Vec<f64> {
-    hdf5::File::open(path)
+    common::h5(path, common::H5::Read)
         .unwrap()
         .dataset(&format!("{group}iteration/{name}"))
         .unwrap()
@@ -333,7 +333,7 @@ fn repeated_seeds_are_grouped_and_paired_by_seed() {
 fn a_trace_without_elapsed_times_says_so_and_times_targets_by_iteration_time() {
     let old = common::scratch(DIR, "old.h5");
     std::fs::copy(trace("uncoded", 1), &old).unwrap();
-    hdf5::File::open_rw(&old)
+    common::h5(&old, common::H5::Write)
         .unwrap()
         .unlink("iteration/elapsed_s")
         .unwrap();
@@ -441,7 +441,7 @@ fn bad_input_exits_2_naming_the_file_or_flag_and_writes_nothing() {
     std::fs::write(&not_trace, config("uncoded", 1)).unwrap();
     let empty_h5 = common::scratch(DIR, "empty.h5");
     let _ = std::fs::remove_file(&empty_h5);
-    drop(hdf5::File::create(&empty_h5).unwrap());
+    drop(common::h5(&empty_h5, common::H5::Create).unwrap());
     let missing = common::scratch(DIR, "missing.h5");
     let _ = std::fs::remove_file(&missing);
     let cfg = common::scratch(DIR, "sim-bad.toml");

@@ -310,7 +310,7 @@ mod with_hdf5 {
         let _serial = serial();
         let path = write_run("run-extras.h5");
         {
-            let file = hdf5::File::open_rw(&path).unwrap();
+            let file = common::h5(&path, common::H5::Write).unwrap();
             file.unlink("iteration/stale_dropped").unwrap();
             file.unlink("iteration/test_loss").unwrap();
             file.unlink("iteration/test_accuracy").unwrap();
@@ -788,7 +788,7 @@ mod with_hdf5 {
         // HDF5, but not written by gradcode.
         let other = dir().join("other.h5");
         {
-            let file = hdf5::File::create(&other).unwrap();
+            let file = common::h5(&other, common::H5::Create).unwrap();
             file.new_dataset::<f64>().shape(3).create("x").unwrap();
         }
         assert_rejected(
@@ -798,7 +798,7 @@ mod with_hdf5 {
         );
         // A gradcode trace without its iteration times.
         let cut = write_run("no-duration.h5");
-        hdf5::File::open_rw(&cut)
+        common::h5(&cut, common::H5::Write)
             .unwrap()
             .unlink("iteration/duration_s")
             .unwrap();
@@ -810,7 +810,7 @@ mod with_hdf5 {
         // A dataset of the wrong length is named.
         let bad = write_run("misshapen.h5");
         {
-            let file = hdf5::File::open_rw(&bad).unwrap();
+            let file = common::h5(&bad, common::H5::Write).unwrap();
             file.unlink("iteration/train_loss").unwrap();
             file.group("iteration")
                 .unwrap()
@@ -1184,7 +1184,7 @@ mod with_hdf5 {
         w.write_theta(4, &[1e300, 1e300]).unwrap();
         w.close().unwrap();
         {
-            let f = hdf5::File::open_rw(&path).unwrap();
+            let f = common::h5(&path, common::H5::Write).unwrap();
             f.create_group("notes")
                 .unwrap()
                 .new_dataset_builder()
@@ -1247,7 +1247,7 @@ mod with_hdf5 {
             let file = dir().join(format!("bad-attribute-{name}.h5"));
             hostile_trace(&file, None, 0);
             {
-                let f = hdf5::File::open_rw(&file).unwrap();
+                let f = common::h5(&file, common::H5::Write).unwrap();
                 f.delete_attr(name).unwrap();
                 damage(&f);
             }

@@ -5,6 +5,8 @@
 //! guarded reader, as `inspect` refuses it.
 #![cfg(all(feature = "mpi", feature = "hdf5"))]
 
+mod common;
+
 #[path = "fuzz_support/hostile.rs"]
 mod hostile;
 
@@ -210,7 +212,7 @@ fn resuming_a_trace_whose_dataset_claims_more_than_the_file_is_an_input_error() 
     );
     assert!(o.stdout.is_empty());
     // Refused before anything was cut.
-    let f = hdf5::File::open(&file).unwrap();
+    let f = common::h5(&file, common::H5::Read).unwrap();
     assert_eq!(
         f.dataset("iteration/duration_s").unwrap().shape(),
         [hostile::HOSTILE_ROWS]

@@ -141,7 +141,7 @@ fn a_resume_that_would_be_another_run_is_refused_and_changes_nothing() {
     );
     // A trace without elapsed_s (an older gradcode's): the resume adds it,
     // NaN throughout, never a clock restarted at 0.
-    hdf5::File::open_rw(&trace)
+    common::h5(&trace, common::H5::Write)
         .unwrap()
         .unlink("iteration/elapsed_s")
         .unwrap();

@@ -42,7 +42,7 @@ fn a_killed_simulation_leaves_a_readable_trace() {
         String::from_utf8_lossy(&inspected.stderr)
     );
     // Otherwise every trial group that exists reads back with consistent lengths.
-    let f = hdf5::File::open(&out).expect("the killed trace opens");
+    let f = common::h5(&out, common::H5::Read).expect("the killed trace opens");
     let trials = f.group("sim/gc").unwrap().member_names().unwrap();
     drop(f);
     assert!(!trials.is_empty(), "nothing flushed in 4 s");

@@ -57,7 +57,7 @@ fn trained(name: &str) -> PathBuf {
 }
 
 fn set_string(trace: &Path, name: &str, value: Option<&str>) {
-    let f = hdf5::File::open_rw(trace).unwrap();
+    let f = common::h5(trace, common::H5::Write).unwrap();
     if f.attr(name).is_ok() {
         f.delete_attr(name).unwrap();
     }
@@ -72,7 +72,7 @@ fn set_string(trace: &Path, name: &str, value: Option<&str>) {
 }
 
 fn set_schema(trace: &Path, value: Option<u64>) {
-    let f = hdf5::File::open_rw(trace).unwrap();
+    let f = common::h5(trace, common::H5::Write).unwrap();
     if f.attr("trace_schema").is_ok() {
         f.delete_attr("trace_schema").unwrap();
     }
@@ -121,7 +121,7 @@ fn traces_of_an_unknown_schema_or_version_are_refused_by_inspect_and_resume() {
     let trace = scratch("edited.h5");
     // Written with the schema attribute; a 0.1.x trace without it is read.
     std::fs::copy(&source, &trace).unwrap();
-    let f = hdf5::File::open(&trace).unwrap();
+    let f = common::h5(&trace, common::H5::Read).unwrap();
     assert_eq!(
         f.attr("trace_schema")
             .unwrap()
@@ -162,7 +162,7 @@ fn traces_of_an_unknown_schema_or_version_are_refused_by_inspect_and_resume() {
 #[test]
 fn a_snapshot_whose_model_is_not_finite_is_an_input_error() {
     let trace = trained("nan.h5");
-    let f = hdf5::File::open_rw(&trace).unwrap();
+    let f = common::h5(&trace, common::H5::Write).unwrap();
     let committed: u64 = f
         .group("model")
         .unwrap()

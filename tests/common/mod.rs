@@ -131,6 +131,35 @@ pub fn scratch(dir: &str, name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// How a test opens an HDF5 file itself: without HDF5's file lock.
+///
+/// A test binary runs its tests on threads of one process, and other threads
+/// start child processes (gradcode, mpirun, sh) at any moment. HDF5 opens
+/// its file without `O_CLOEXEC`, so a child started while a test holds a
+/// file inherits the descriptor and with it the `flock` lock, which then
+/// outlives the test's own handle: the test's next open of that file fails
+/// with "unable to lock file, errno = 11" for as long as the child runs.
+/// Without the lock there is nothing to inherit. gradcode itself, run as a
+/// child, still takes its locks.
+#[cfg(feature = "hdf5")]
+pub enum H5 {
+    Read,
+    Write,
+    Create,
+}
+
+/// `path` opened as `mode` says, with HDF5's file lock off (see [`H5`]).
+#[cfg(feature = "hdf5")]
+pub fn h5(path: impl AsRef<std::path::Path>, mode: H5) -> hdf5::Result<hdf5::File> {
+    let mut options = hdf5::File::with_options();
+    options.with_fapl(|fapl| fapl.file_locking(false));
+    match mode {
+        H5::Read => options.open(path),
+        H5::Write => options.open_rw(path),
+        H5::Create => options.create(path),
+    }
+}
+
 /// |a − b| / |b| in the Euclidean norm.
 pub fn relative_error(a: &[f64], b: &[f64]) -> f64 {
     let num: f64 = a
