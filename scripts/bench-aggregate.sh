@@ -2,7 +2,9 @@
 # runtime.aggregate = gather against reduce (issue 28, item 3; docs/aggregate.md):
 # K = 16 workers (17 ranks, oversubscribed), gc-cyclic with load 2, measured
 # mode, synthetic one-hot data with few samples (64 rows of 4 entries, so the
-# workers' compute is small), d in {10^4, 3·10^4, 10^5, 10^6, 10^7} by default. Runs gather
+# workers' compute is small; runtime.pack_sparse = false, so every coded
+# vector has its d + 1 values, as a dense model's: a packed one of these
+# partitions would hold a few hundred), d in {10^4, 3·10^4, 10^5, 10^6, 10^7} by default. Runs gather
 # and reduce alternately REPEATS times each and keeps the best mean iteration
 # time of each; prints it with the master's inbound bytes per iteration (in
 # coded vectors of 8(d + 1) bytes) and writes results/bench-aggregate.json.
@@ -46,6 +48,8 @@ iterations = $iterations
 learning_rate = 0.1
 eval_every = 1000
 result_timeout_s = 120.0
+[runtime]
+pack_sparse = false
 TOML
   declare -A best=([gather]=1e9 [reduce]=1e9) bytes=()
   for _ in $(seq "$repeats"); do

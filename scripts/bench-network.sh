@@ -14,7 +14,9 @@
 # 1. `probe` (rank 0 on host 1, the workers as train places them) prints the
 #    `[network]` section.
 # 2. For d = 1e5 and 1e6 (synthetic-onehot data of d one-hot features, few
-#    samples: the messages dominate), uncoded and gc-cyclic (load 2), and
+#    samples: the messages dominate; runtime.pack_sparse = false keeps
+#    every vector at d + 1 values, as the network model counts them),
+#    uncoded and gc-cyclic (load 2), and
 #    runtime.aggregate = "gather" and "reduce", `train` runs ITERATIONS
 #    iterations with straggler.mode = "measured".
 # 3. The prediction: `simulate` of the same config with probe's `[network]`
@@ -97,6 +99,7 @@ iterations = $iterations
 eval_every = $iterations
 [runtime]
 aggregate = "$aggregate"
+pack_sparse = false
 TOML
     mpi train --config "$run.toml" --out "$run.h5" --json --quiet > "$run.train.json"
     "$bin" inspect "$run.h5" --replay-csv "$run.csv" 2>/dev/null

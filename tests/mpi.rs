@@ -292,6 +292,74 @@ fn sparse_data_trains_to_the_full_batch_reference() {
     }
 }
 
+/// Issue 28: on one-hot features a worker's vectors are non-zero at the
+/// columns its partitions store alone, so it sends the values there
+/// (packed) and is sent θ there; the master adds them in at those entries.
+/// The gathered decode equals the reduction's (whose vectors stay dense),
+/// and each result carries fewer than half the d + 1 values.
+#[test]
+fn sparse_results_are_packed_and_decode_as_the_dense_reduction() {
+    let d = 100_000;
+    for scheme in ["kind = \"gc-cyclic\"\nload = 2", "kind = \"uncoded\""] {
+        let text = format!(
+            "workers = 4\n[scheme]\n{scheme}\n[straggler]\nmode = \"measured\"\n[data]\nkind = \"synthetic-onehot\"\ntrain_samples = 2000\ntest_samples = 200\nfeatures = {d}\nnonzeros_per_row = 10\n[model]\nloss = \"logistic\"\n[train]\niterations = 12\nlearning_rate = 0.5\noptimizer = \"nesterov\"\n"
+        );
+        let name = if scheme.contains("cyclic") {
+            "packed-cyclic"
+        } else {
+            "packed-uncoded"
+        };
+        let (packed, trace) = train(name, 5, &text, &["--set", "runtime.aggregate=\"gather\""]);
+        let (dense, _) = train(
+            &format!("{name}-reduce"),
+            5,
+            &text,
+            &["--set", "runtime.aggregate=\"reduce\""],
+        );
+        let err = common::relative_error(&common::theta(&packed), &common::theta(&dense));
+        assert!(
+            err <= 1e-12,
+            "{name}: gathered packed vs reduced dense: {err}"
+        );
+        let (reference, _) = common::full_batch(&parse(&text, "test", &[]).unwrap().config, 4);
+        let err = common::relative_error(&common::theta(&packed), &reference);
+        assert!(
+            err <= 1e-9,
+            "{name}: against the full-batch reference: {err}"
+        );
+        // Each worker's results have one size, under half of a dense one's.
+        let mut sizes = vec![Vec::new(); 4];
+        for r in &read(&trace).records {
+            for (w, &bytes) in r.message_bytes.iter().enumerate() {
+                if bytes.is_finite() {
+                    sizes[w].push(bytes);
+                }
+            }
+        }
+        for (w, s) in sizes.iter().enumerate() {
+            assert!(!s.is_empty(), "{name}: worker {} sent results", w + 1);
+            assert!(
+                s.iter().all(|&b| b == s[0]),
+                "{name}: worker {}: {s:?}",
+                w + 1
+            );
+            assert!(
+                s[0] < (8 * (d + 1) / 2) as f64,
+                "{name}: worker {}: {} bytes",
+                w + 1,
+                s[0]
+            );
+        }
+        let inbound = packed["master_inbound_bytes_per_iteration"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            inbound < (4 * 8 * (d + 1) / 2) as f64,
+            "{name}: {inbound} bytes in"
+        );
+    }
+}
+
 #[test]
 fn thirteen_ranks_on_two_cores_complete_at_the_emulated_speed() {
     let text = "workers = 12\n[scheme]\nkind = \"gc-dc\"\nload = 2\nclusters = 4\nclusters_per_worker = 2\n[straggler]\nmodel = \"gilbert-elliott\"\nmu_fast = 10.0\nmu_slow = 0.1\nswitch_probability = 0.05\ninitial_stragglers = 6\ntime_unit_ms = 5.0\n[data]\ntrain_samples = 1200\nfeatures = 50\n[train]\niterations = 40\n";

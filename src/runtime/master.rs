@@ -110,7 +110,7 @@ impl Master<'_> {
         observers: &mut [&mut dyn Observer],
         checkpoint: Option<&mut dyn Checkpoint>,
     ) -> RunEnd {
-        let (data, test) = match self.prepare() {
+        let (data, test, packed) = match self.prepare() {
             Ok(x) => x,
             Err(e) => {
                 let clean = self.shutdown().is_some();
@@ -120,7 +120,7 @@ impl Master<'_> {
                 };
             }
         };
-        let trained = self.train(&data, test, observers, checkpoint);
+        let trained = self.train(&data, test, packed, observers, checkpoint);
         let shutdown = self.shutdown();
         let result = trained.and_then(
             |Trained {
@@ -148,7 +148,11 @@ impl Master<'_> {
         }
     }
 
-    fn prepare(&mut self) -> anyhow::Result<(DataPlan, Partition)> {
+    /// Send the setups and wait for every worker's ready message: the data
+    /// plan, the test partition and, per worker, the entries of its packed
+    /// vectors (`None`: dense).
+    #[allow(clippy::type_complexity)]
+    fn prepare(&mut self) -> anyhow::Result<(DataPlan, Partition, Vec<Option<Vec<u32>>>)> {
         let k = self.workers;
         let scheme = self.scheme.as_deref().expect("prepared before training");
         let data = DataPlan::new(self.config, scheme.partitions())?;
@@ -171,19 +175,21 @@ impl Master<'_> {
             data.train_samples(),
             data.features()
         );
-        self.await_ready()?;
-        Ok((data, test))
+        let packed = self.await_ready()?;
+        Ok((data, test, packed))
     }
 
     /// Wait until every worker has loaded its partitions. A worker tells it
     /// is still loading a few times per `train.result_timeout_s`; one silent
     /// for that long (stopped, hung, gone) ends the setup with an error that
     /// names the workers not ready, and so do a data error on a worker and
-    /// SIGTERM or SIGINT (on this rank or a worker).
-    fn await_ready(&self) -> anyhow::Result<()> {
+    /// SIGTERM or SIGINT (on this rank or a worker). Returns each worker's
+    /// packing (see [`protocol::Ready`]).
+    fn await_ready(&self) -> anyhow::Result<Vec<Option<Vec<u32>>>> {
         let k = self.workers;
         let timeout_s = self.config.train.result_timeout_s;
         let mut ready = vec![false; k];
+        let mut packed = vec![None; k];
         let start = Instant::now();
         let mut heard = vec![start; k];
         let not_ready = |ready: &[bool]| {
@@ -235,6 +241,7 @@ impl Master<'_> {
             let w = (m.rank - 1) as usize;
             match m.tag {
                 protocol::TAG_READY => {
+                    packed[w] = protocol::Ready::decode(&m.data)?.packed;
                     ready[w] = true;
                     log::info!(
                         "master: worker {} ready after {:.3} s",
@@ -263,13 +270,14 @@ impl Master<'_> {
             "master: every worker ready after {:.3} s",
             start.elapsed().as_secs_f64()
         );
-        Ok(())
+        Ok(packed)
     }
 
     fn train(
         &mut self,
         data: &DataPlan,
         test: Partition,
+        packed: Vec<Option<Vec<u32>>>,
         observers: &mut [&mut dyn Observer],
         checkpoint: Option<&mut dyn Checkpoint>,
     ) -> anyhow::Result<Trained> {
@@ -286,6 +294,24 @@ impl Master<'_> {
         let dim = learner.dim();
         // The workers resolve it from the same config, d and node answer.
         let reduce = config.runtime.aggregate.reduces(dim, self.one_node);
+        for (w, entries) in packed.iter().enumerate() {
+            if let Some(entries) = entries
+                && (reduce || entries.last() != Some(&(dim as u32)))
+            {
+                anyhow::bail!(
+                    "worker {}: packs its vectors to entries ending at {:?}, but the model has d = {dim} and results are {}",
+                    w + 1,
+                    entries.last(),
+                    if reduce { "reduced" } else { "gathered" }
+                );
+            }
+        }
+        let packed_workers = packed.iter().filter(|p| p.is_some()).count();
+        if packed_workers > 0 {
+            log::info!(
+                "master: {packed_workers} of {k} workers send packed vectors (sparse features: the entries their partitions can make non-zero)"
+            );
+        }
         log::info!(
             "runtime.aggregate = {}: {} (d = {dim}, {})",
             config.runtime.aggregate.name(),
@@ -314,6 +340,7 @@ impl Master<'_> {
             config.train.result_timeout_s,
             self.wait,
             reduce,
+            packed,
         );
         interrupt::panic_if_asked(0, "before the first iteration");
         // Resume: the session restores the learner from the checkpoint; the

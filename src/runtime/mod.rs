@@ -13,6 +13,7 @@ pub mod protocol;
 mod comm;
 mod interrupt;
 mod master;
+mod packing;
 mod prepare;
 mod progress;
 mod report;

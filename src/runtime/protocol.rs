@@ -8,12 +8,12 @@
 //! | kind | direction | payload |
 //! |---|---|---|
 //! | setup | master → worker | partitions in total, stored partitions, standardisation (centre and scale per feature, or none) |
-//! | ready | worker → master | samples loaded, features |
+//! | ready | worker → master | [`Ready`]: samples loaded, features, and the entries its vectors can make non-zero when it sends only those (packed) |
 //! | error | either way | one line of UTF-8, one byte per f64 |
 //! | task | master → worker | [`Task`]: the iteration's pace and work |
 //! | model | master → worker | right after a task: the evaluation point theta (d values), one buffer shared by the sends to all workers |
 //! | result | worker → master | [`ResultHeader`]: iteration, message, codeword, computations, compute seconds (wall clock and CPU) and overrun seconds, then the loss sum of each partition computed so far (uncoded) |
-//! | vector | worker → master | right after a result: its coded vector (gradient sum, loss sum; d + 1 values) |
+//! | vector | worker → master | right after a result: its coded vector (gradient sum, loss sum; d + 1 values), or a packed worker's values at the entries of its ready message |
 //! | stop | master → worker | nothing |
 //! | bye | worker → master | tasks received, tasks abandoned |
 //! | signal | worker → master | the signal the worker caught (SIGTERM, SIGINT) |
@@ -177,6 +177,69 @@ impl Setup {
             partitions,
             stored,
             standardization,
+        })
+    }
+}
+
+/// A worker's ready message: it has loaded `samples` samples of `features`
+/// features. `packed`: the entries of the d + 1 (gradient, then the loss)
+/// that its vectors can make non-zero, in increasing order and ending with
+/// the loss (d), when it sends only the values there (a linear model's
+/// full-batch gradient on sparse features, gathered: see the worker's
+/// `Packing`); `None`: its vectors have all d + 1 values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ready {
+    pub samples: usize,
+    pub features: usize,
+    pub packed: Option<Vec<u32>>,
+}
+
+impl Ready {
+    pub fn encode(&self) -> Vec<f64> {
+        let mut out = vec![self.samples as f64, self.features as f64];
+        if let Some(entries) = &self.packed {
+            out.push(entries.len() as f64);
+            out.extend(entries.iter().map(|&j| j as f64));
+        }
+        out
+    }
+
+    pub fn decode(data: &[f64]) -> Result<Self, ProtocolError> {
+        let mut r = Reader::new("ready", data);
+        let samples = r.count()?;
+        let features = r.count()?;
+        if r.at == data.len() {
+            return Ok(Self {
+                samples,
+                features,
+                packed: None,
+            });
+        }
+        let n = r.count()?;
+        let entries = r
+            .take(n)?
+            .iter()
+            .map(|&v| {
+                (v >= 0.0 && v.fract() == 0.0 && v <= features as f64)
+                    .then_some(v as u32)
+                    .ok_or_else(|| {
+                        malformed("ready", format!("entry {v} is not one of 0..={features}"))
+                    })
+            })
+            .collect::<Result<Vec<u32>, _>>()?;
+        if !entries.windows(2).all(|w| w[0] < w[1]) {
+            return Err(malformed("ready", "entries not in increasing order"));
+        }
+        if entries.last() != Some(&(features as u32)) {
+            return Err(malformed("ready", "entries do not end with the loss"));
+        }
+        if !r.rest().is_empty() {
+            return Err(malformed("ready", "values after the entries"));
+        }
+        Ok(Self {
+            samples,
+            features,
+            packed: Some(entries),
         })
     }
 }
@@ -599,6 +662,33 @@ mod tests {
             decode_text(&encode_text("data.path: cannot open: é")),
             "data.path: cannot open: é"
         );
+    }
+
+    #[test]
+    fn ready_round_trips_and_refuses_entries_that_are_not_a_packing() {
+        let dense = Ready {
+            samples: 40,
+            features: 7,
+            packed: None,
+        };
+        assert_eq!(Ready::decode(&dense.encode()).unwrap(), dense);
+        let packed = Ready {
+            packed: Some(vec![0, 3, 6, 7]),
+            ..dense.clone()
+        };
+        assert_eq!(Ready::decode(&packed.encode()).unwrap(), packed);
+        for (bad, why) in [
+            (vec![40.0, 7.0, 2.0, 3.0], "ends before"),
+            (vec![40.0, 7.0, 2.0, 3.0, 3.0], "increasing"),
+            (vec![40.0, 7.0, 2.0, 5.0, 3.0], "increasing"),
+            (vec![40.0, 7.0, 2.0, 3.0, 6.0], "end with the loss"),
+            (vec![40.0, 7.0, 2.0, 3.0, 8.0], "not one of 0..=7"),
+            (vec![40.0, 7.0, 2.0, 0.5, 7.0], "not one of 0..=7"),
+            (vec![40.0, 7.0, 1.0, 7.0, 1.0], "values after"),
+        ] {
+            let e = Ready::decode(&bad).unwrap_err();
+            assert!(e.to_string().contains(why), "{bad:?}: {e}");
+        }
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! It sends every worker its task and the model (nonblocking sends: the
 //! master never waits for a straggler to take its task; the model is one
-//! buffer shared by the K sends, see [`ModelPool`]), then receives until the engine's stop
+//! buffer shared by the K sends, see [`ModelPool`], but for a worker that
+//! packs its vectors, which is sent θ at its entries in a buffer of its
+//! own, see `packing`), then receives until the engine's stop
 //! rule says to decode: every result of this iteration goes to the rule with
 //! its arrival time in model time (wall seconds since the iteration started
 //! over `straggler.time_unit_ms`), and when a deadline is pending the wait
@@ -21,7 +23,9 @@
 //! waits at the worker (MPI's rendezvous protocol for messages above the
 //! eager limit), so the master holds at most `RECEIVED_BYTES` plus O(d) for
 //! results whatever K is. Stale vectors and those the rule does not use are
-//! received at once and dropped.
+//! received at once and dropped. A packed vector (sparse features, see
+//! `packing`) holds the values at its worker's entries alone and is added
+//! into the sum there.
 //!
 //! With `aggregate = reduce` (docs/aggregate.md) a result is its header
 //! alone and the worker keeps its vector. At the decode the master sends
@@ -41,6 +45,7 @@ use super::comm::{
     Backoff, Comm, ModelPool, Received, Wait, WaitMode, instant_after, receive_into,
 };
 use super::interrupt;
+use super::packing;
 use super::protocol::{self, Pace, ResultHeader, Task};
 use crate::coding::Arrival;
 use crate::engine::{
@@ -132,6 +137,9 @@ pub(super) struct MpiRound<'c> {
     unused_compute_s: (f64, f64),
     /// `aggregate = reduce`: results are headers, the decodable set reduces.
     reduce: bool,
+    /// Per worker: the entries of the d + 1 its packed vectors hold, in
+    /// their order (`None`: it sends all d + 1 values; see `packing`).
+    packed: Vec<Option<Vec<u32>>>,
     /// The iteration of the running round (the orders name it).
     iteration: u64,
     /// Bytes received by the master in the decoded iterations before this
@@ -166,6 +174,7 @@ impl<'c> MpiRound<'c> {
         result_timeout_s: f64,
         wait: WaitMode,
         reduce: bool,
+        packed: Vec<Option<Vec<u32>>>,
     ) -> Self {
         Self {
             comm,
@@ -190,6 +199,7 @@ impl<'c> MpiRound<'c> {
             counted_compute_s: Vec::new(),
             unused_compute_s: (0.0, 0.0),
             reduce,
+            packed,
             iteration: 0,
             inbound_bytes: 0,
             iterations_decoded: 0,
@@ -240,6 +250,14 @@ impl<'c> MpiRound<'c> {
         }
         self.partition_loss.clear();
         self.partition_loss.resize(self.partitions, f64::NAN);
+    }
+
+    /// The values of worker `w`'s vectors: d + 1, or its packed entries.
+    fn vector_len(&self, w: usize) -> usize {
+        match self.packed.get(w) {
+            Some(Some(entries)) => entries.len(),
+            _ => self.dim + 1,
+        }
     }
 
     /// Receive a matched vector into `buffer`, counting its bytes.
@@ -414,7 +432,7 @@ impl<'c> MpiRound<'c> {
         task: &RoundTask<'_>,
         report: &mut RoundReport,
     ) -> Result<Incoming, RoundError> {
-        let (t, dim) = (task.iteration, self.dim);
+        let t = task.iteration;
         self.round_bytes += (m.data.len() * size_of::<f64>()) as u64;
         match m.tag {
             protocol::TAG_ACK => {
@@ -472,10 +490,11 @@ impl<'c> MpiRound<'c> {
             };
             Some(vector)
         };
+        let expected_len = self.vector_len((m.rank - 1) as usize);
         let bad_len = vector
             .as_ref()
             .map(|&(_, len)| len)
-            .filter(|&len| len != dim + 1);
+            .filter(|&len| len != expected_len);
         if header.iteration < t || bad_len.is_some() {
             if let Some((vector, len)) = vector {
                 self.receive_counted(vector, len, None);
@@ -485,9 +504,8 @@ impl<'c> MpiRound<'c> {
             self.unused_compute_s.1 += cpu_s;
             if let Some(len) = bad_len {
                 return Err(format!(
-                    "worker {} sent a vector of {len} values, expected {}",
-                    m.rank,
-                    dim + 1
+                    "worker {} sent a vector of {len} values, expected {expected_len}",
+                    m.rank
                 )
                 .into());
             }
@@ -664,7 +682,15 @@ impl<'c> MpiRound<'c> {
         let rank = w as i32 + 1;
         self.comm
             .send_owned(rank, protocol::iteration_tag(t), header);
-        self.comm.send_shared(rank, protocol::TAG_MODEL, model);
+        match self.packed.get(w) {
+            // A packed worker reads θ at its entries alone.
+            Some(Some(entries)) => {
+                let mut packed = self.comm.buffer(entries.len());
+                packing::pack_model(model, entries, &mut packed);
+                self.comm.send_owned(rank, protocol::TAG_MODEL, packed);
+            }
+            _ => self.comm.send_shared(rank, protocol::TAG_MODEL, model),
+        }
     }
 }
 
@@ -886,8 +912,12 @@ impl Round for MpiRound<'_> {
         let written = order
             .iter()
             .any(|&i| weights[i] != 0.0 && self.vectors[i].is_some());
+        // A packed vector is added at its entries alone: into zeros.
+        let packed = order.iter().any(|&i| {
+            matches!(self.vectors[i], Some((_, w)) if matches!(self.packed.get(w), Some(Some(_))))
+        });
         out.resize(self.dim + 1, 0.0);
-        if !written {
+        if !written || packed {
             out.fill(0.0);
         }
         // Every vector received as it arrived (the usual case): one pass over
@@ -897,7 +927,7 @@ impl Round for MpiRound<'_> {
         let all_received = order
             .iter()
             .all(|&i| matches!(self.vectors[i], None | Some((Held::Received(_), _))));
-        if all_received {
+        if all_received && !packed {
             let mut terms = Vec::with_capacity(order.len());
             for &i in order {
                 if let Some((Held::Received(slot), worker)) = self.vectors[i].take() {
@@ -911,13 +941,13 @@ impl Round for MpiRound<'_> {
             let finite = combine_checked(out, &vectors);
             for (&(worker, slot, _), finite) in terms.iter().zip(finite) {
                 if !finite {
-                    warn_non_finite(worker, &self.received[slot], self.dim);
+                    warn_non_finite(worker, &self.received[slot], None, self.dim);
                 }
             }
             self.discard_vectors();
             return Ok(true);
         }
-        let mut first = true;
+        let mut first = !packed;
         for &i in order {
             let Some((held, worker)) = self.vectors[i].take() else {
                 continue;
@@ -931,15 +961,18 @@ impl Round for MpiRound<'_> {
                 Held::AtWorker(_) => unreachable!("a gathering round holds no vector at a worker"),
             };
             let weight = weights[i];
-            let finite = if weight == 0.0 {
-                kernel::all_finite(vector)
-            } else {
-                let finite = add_scaled_checked(out, weight, vector, first);
-                first = false;
-                finite
+            let entries = self.packed.get(worker).and_then(Option::as_deref);
+            let finite = match entries {
+                _ if weight == 0.0 => kernel::all_finite(vector),
+                Some(entries) => packing::scatter_add_checked(out, weight, vector, entries),
+                None => {
+                    let finite = add_scaled_checked(out, weight, vector, first);
+                    first = false;
+                    finite
+                }
             };
             if !finite {
-                warn_non_finite(worker, vector, self.dim);
+                warn_non_finite(worker, vector, entries, self.dim);
             }
         }
         self.discard_vectors();
@@ -1063,9 +1096,10 @@ impl Drop for MpiRound<'_> {
 }
 
 /// Say which value of worker `worker`'s vector (d gradient entries and the
-/// loss) is not finite.
-fn warn_non_finite(worker: usize, vector: &[f64], dim: usize) {
-    let bad = vector.iter().position(|v| !v.is_finite()).unwrap_or(0);
+/// loss, or its packed `entries`) is not finite.
+fn warn_non_finite(worker: usize, vector: &[f64], entries: Option<&[u32]>, dim: usize) {
+    let k = vector.iter().position(|v| !v.is_finite()).unwrap_or(0);
+    let bad = entries.map_or(k, |e| e[k] as usize);
     let what = if bad == dim {
         "loss".to_string()
     } else {

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::comm::{Backoff, Comm, Received, Wait, WaitMode, instant_after, receive_into};
 use super::interrupt;
+use super::packing::Packing;
 use super::protocol::{self, Order, ResultHeader, Setup, Task};
 use crate::config::Config;
 use crate::error::InputError;
@@ -75,6 +76,8 @@ struct Counts {
 struct Link<'a> {
     comm: &'a Comm<'a>,
     dim: usize,
+    /// Values of a model message: d, or a packed worker's entries but the loss.
+    model_len: usize,
     /// When the worker caught a signal (and told the master).
     signalled: Option<(i32, Instant)>,
     /// The model of the newest task received (swapped in when the task starts).
@@ -144,11 +147,11 @@ impl Link<'_> {
                         )
                     })?;
                 receive_into(model, len, &mut self.incoming);
-                if len != self.dim {
+                if len != self.model_len {
                     anyhow::bail!(
                         "worker {}: a model of {len} values, expected {}",
                         self.comm.rank(),
-                        self.dim
+                        self.model_len
                     );
                 }
                 // Acknowledged at once: the master bounds what it sends to a worker
@@ -292,6 +295,8 @@ struct Worker<'a> {
     /// Per slot: the stored partition whose support holds every non-zero
     /// value of the slot (zeroed and formed over that support alone), if any.
     slot_holds: Vec<Option<usize>>,
+    /// Gathering on sparse features: the entries its vectors are packed to.
+    packing: Option<Packing>,
     /// Partition id → slot of the current task.
     slot_of: Vec<usize>,
     header: Vec<f64>,
@@ -323,6 +328,7 @@ pub(super) fn run(
     let mut link = Link {
         comm,
         dim: 0,
+        model_len: 0,
         signalled: None,
         incoming: Vec::new(),
         wait,
@@ -361,13 +367,27 @@ pub(super) fn run(
         index[p.id] = i;
     }
     let supports = gradient_supports(&model, config.train.batch_size, &data, dim);
+    let packing = (!reduce && config.runtime.pack_sparse)
+        .then(|| Packing::new(&supports, dim + 1))
+        .flatten();
+    link.model_len = packing.as_ref().map_or(dim, Packing::model_len);
     let samples: usize = data.iter().map(Partition::len).sum();
     log::info!(
-        "worker {}: {} partitions stored, {samples} samples x {dim} features",
+        "worker {}: {} partitions stored, {samples} samples x {dim} features{}",
         comm.rank(),
-        data.len()
+        data.len(),
+        packing.as_ref().map_or(String::new(), |p| format!(
+            "; vectors packed to {} of {} entries",
+            p.entries().len(),
+            dim + 1
+        ))
     );
-    comm.send(0, protocol::TAG_READY, &[samples as f64, dim as f64]);
+    let ready = protocol::Ready {
+        samples,
+        features: dim,
+        packed: packing.as_ref().map(|p| p.entries().to_vec()),
+    };
+    comm.send(0, protocol::TAG_READY, &ready.encode());
     let mut worker = Worker {
         link,
         model,
@@ -379,6 +399,7 @@ pub(super) fn run(
         slots: Vec::new(),
         supports,
         slot_holds: Vec::new(),
+        packing,
         slot_of: vec![usize::MAX; setup.partitions],
         header: Vec::new(),
         counts: Counts::default(),
@@ -406,7 +427,10 @@ pub(super) fn run(
                     interrupt::panic_if_asked(comm.rank(), "at the first task");
                 }
                 worker.counts.tasks += 1;
-                std::mem::swap(&mut worker.theta, &mut worker.link.incoming);
+                match &worker.packing {
+                    Some(packing) => packing.unpack_model(&worker.link.incoming, &mut worker.theta),
+                    None => std::mem::swap(&mut worker.theta, &mut worker.link.incoming),
+                }
                 log::debug!(
                     "worker {}: task of {}",
                     comm.rank(),
@@ -572,24 +596,40 @@ impl Worker<'_> {
         let mut vector = if self.reduce {
             std::mem::take(&mut self.kept[m])
         } else {
-            self.link.comm.buffer(dim + 1)
+            let len = self.packing.as_ref().map_or(dim + 1, |p| p.entries().len());
+            self.link.comm.buffer(len)
         };
         // Σ c·g (what adding the terms to zeros gives, bit for bit): over
         // the terms' supports when every slot holds one (sparse features),
-        // else in one blocked pass, without zeroing the buffer first.
-        let sparse: Option<Vec<kernel::SparseTerm<'_>>> = message
+        // packed to the worker's entries when it packs its vectors, else in
+        // one blocked pass, without zeroing the buffer first. Each term with
+        // the stored partition whose support holds its non-zeros.
+        let held: Option<Vec<(f64, &[f64], usize)>> = message
             .codeword
             .terms
             .iter()
             .map(|&(p, c)| {
                 let slot = self.slot_of[p];
-                let support = self.supports[self.slot_holds[slot]?].as_deref()?;
-                Some((c, self.slots[slot].as_slice(), support))
+                Some((c, self.slots[slot].as_slice(), self.slot_holds[slot]?))
             })
             .collect();
-        match sparse {
-            Some(terms) => kernel::sparse_combination_into(&mut vector, &terms, dim + 1),
-            None => {
+        match (held, &self.packing) {
+            (Some(terms), Some(packing)) => packing.combination_into(&mut vector, &terms),
+            (None, Some(_)) => anyhow::bail!(
+                "worker {}: message {} of {} combines a slot without a support, but the worker packs its vectors",
+                self.link.comm.rank(),
+                m + 1,
+                crate::error::Iteration(task.iteration)
+            ),
+            (Some(terms), None) => {
+                // A slot holds a partition only when it has a support.
+                let sparse: Vec<kernel::SparseTerm<'_>> = terms
+                    .iter()
+                    .filter_map(|&(c, g, q)| Some((c, g, self.supports[q].as_deref()?)))
+                    .collect();
+                kernel::sparse_combination_into(&mut vector, &sparse, dim + 1);
+            }
+            (None, None) => {
                 let terms: Vec<(f64, &[f64])> = message
                     .codeword
                     .terms

@@ -724,11 +724,27 @@ impl RuntimeAggregate {
 }
 
 /// `[runtime]`: how the MPI ranks of `train` run.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RuntimeConfig {
     pub wait: RuntimeWait,
     pub aggregate: RuntimeAggregate,
+    /// Gathered results of a linear model's full-batch gradient on sparse
+    /// features carry only the entries the worker's partitions can make
+    /// non-zero, and the worker is sent θ there alone, when those are at
+    /// most half of the d + 1 (docs/aggregate.md, "Packed vectors").
+    /// `false`: every vector has all d + 1 values, as a dense model's.
+    pub pack_sparse: bool,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            wait: RuntimeWait::default(),
+            aggregate: RuntimeAggregate::default(),
+            pack_sparse: true,
+        }
+    }
 }
 
 /// `[simulate]`: the Monte Carlo simulator.
