@@ -296,6 +296,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             .unwrap_or(0),
         aggregate: aggregate_line(
             config.runtime.aggregate,
+            config.runtime.pack_sparse,
             plan.tasks
                 .iter()
                 .map(|t| t.messages.len())
@@ -328,6 +329,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
 /// what it does with several messages per worker.
 fn aggregate_line(
     aggregate: crate::config::RuntimeAggregate,
+    pack_sparse: bool,
     messages_per_worker: usize,
 ) -> String {
     use crate::config::RuntimeAggregate;
@@ -339,9 +341,15 @@ fn aggregate_line(
     } else {
         ""
     };
+    let packed = if pack_sparse {
+        " (packed on sparse features: a linear model's full-batch vectors carry the \
+         entries the worker's partitions can make non-zero alone, when at most half of d + 1)"
+    } else {
+        " (all d + 1 values: runtime.pack_sparse = false)"
+    };
     match aggregate {
         RuntimeAggregate::Gather => {
-            "gather: every result carries its coded vector to the master".to_string()
+            format!("gather: every result carries its coded vector to the master{packed}")
         }
         RuntimeAggregate::Reduce => format!("reduce: {reduce}{multi}"),
         RuntimeAggregate::Auto => format!(
