@@ -37,6 +37,8 @@
 # them is a dependency of gradcode or of its tests. Each numpy rank is held
 # to one BLAS thread (as gradcode's workers use one thread).
 # Usage: scripts/bench-peer.sh [ITERATIONS]   (default 200)
+#   BENCH_PEER_CASES=PATTERN runs only the cases whose name contains it
+#   (e.g. onehot); results/bench-peer.json then holds those rows alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-200}
@@ -137,6 +139,7 @@ peer_args() { # SCHEME
 rows=()
 for c in "${cases[@]}"; do
   read -r name data kind ext rate scheme <<< "$c"
+  [[ $name == *"${BENCH_PEER_CASES:-}"* ]] || continue
   case $scheme in
     naive) lines='kind = "uncoded"' ;;
     cyclic) lines=$'kind = "gc-cyclic"\nload = 2' ;;
