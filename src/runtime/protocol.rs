@@ -11,7 +11,7 @@
 //! | ready | worker → master | [`Ready`]: samples loaded, features, and the entries its vectors can make non-zero when it sends only those (packed) |
 //! | error | either way | one line of UTF-8, one byte per f64 |
 //! | task | master → worker | [`Task`]: the iteration's pace and work |
-//! | model | master → worker | right after a task: the evaluation point theta (d values), one buffer shared by the sends to all workers |
+//! | model | master → worker | right after a task: the evaluation point theta (d values), one buffer shared by the sends to all workers; to a packed worker, theta at its entries but the loss, in a buffer of its own |
 //! | result | worker → master | [`ResultHeader`]: iteration, message, codeword, computations, compute seconds (wall clock and CPU) and overrun seconds, then the loss sum of each partition computed so far (uncoded) |
 //! | vector | worker → master | right after a result: its coded vector (gradient sum, loss sum; d + 1 values), or a packed worker's values at the entries of its ready message |
 //! | stop | master → worker | nothing |
