@@ -252,12 +252,14 @@ impl<'c> MpiRound<'c> {
         self.partition_loss.resize(self.partitions, f64::NAN);
     }
 
+    /// The entries worker `w` packs its vectors to; `None`: it sends all d + 1 values.
+    fn entries(&self, w: usize) -> Option<&[u32]> {
+        self.packed.get(w).and_then(Option::as_deref)
+    }
+
     /// The values of worker `w`'s vectors: d + 1, or its packed entries.
     fn vector_len(&self, w: usize) -> usize {
-        match self.packed.get(w) {
-            Some(Some(entries)) => entries.len(),
-            _ => self.dim + 1,
-        }
+        self.entries(w).map_or(self.dim + 1, <[u32]>::len)
     }
 
     /// Receive a matched vector into `buffer`, counting its bytes.
@@ -682,14 +684,14 @@ impl<'c> MpiRound<'c> {
         let rank = w as i32 + 1;
         self.comm
             .send_owned(rank, protocol::iteration_tag(t), header);
-        match self.packed.get(w) {
+        match self.entries(w) {
             // A packed worker reads θ at its entries alone.
-            Some(Some(entries)) => {
+            Some(entries) => {
                 let mut packed = self.comm.buffer(entries.len());
                 packing::pack_model(model, entries, &mut packed);
                 self.comm.send_owned(rank, protocol::TAG_MODEL, packed);
             }
-            _ => self.comm.send_shared(rank, protocol::TAG_MODEL, model),
+            None => self.comm.send_shared(rank, protocol::TAG_MODEL, model),
         }
     }
 }
@@ -913,9 +915,9 @@ impl Round for MpiRound<'_> {
             .iter()
             .any(|&i| weights[i] != 0.0 && self.vectors[i].is_some());
         // A packed vector is added at its entries alone: into zeros.
-        let packed = order.iter().any(|&i| {
-            matches!(self.vectors[i], Some((_, w)) if matches!(self.packed.get(w), Some(Some(_))))
-        });
+        let packed = order
+            .iter()
+            .any(|&i| matches!(self.vectors[i], Some((_, w)) if self.entries(w).is_some()));
         out.resize(self.dim + 1, 0.0);
         if !written || packed {
             out.fill(0.0);
@@ -961,7 +963,7 @@ impl Round for MpiRound<'_> {
                 Held::AtWorker(_) => unreachable!("a gathering round holds no vector at a worker"),
             };
             let weight = weights[i];
-            let entries = self.packed.get(worker).and_then(Option::as_deref);
+            let entries = self.entries(worker);
             let finite = match entries {
                 _ if weight == 0.0 => kernel::all_finite(vector),
                 Some(entries) => packing::scatter_add_checked(out, weight, vector, entries),
