@@ -302,9 +302,12 @@ self_test() {
   for mode in INT TERM fail; do
     name=gradcode-selftest-$$-$RANDOM
     # Job control on: a background job then keeps SIGINT (bash ignores it
-    # in background jobs of a script otherwise).
+    # in background jobs of a script otherwise). env resets SIGINT and
+    # SIGTERM to their defaults: a shell that found a signal ignored when it
+    # started (this test run from a background job, `nohup cmd &`) can
+    # neither trap it nor undo the ignore, and the child would sleep on.
     set -m
-    bash "$script" --hold "$name" "$( [ "$mode" = fail ] && echo fail || echo signal )" > "$work/hold-$mode" 2>&1 &
+    env --default-signal=INT,TERM bash "$script" --hold "$name" "$( [ "$mode" = fail ] && echo fail || echo signal )" > "$work/hold-$mode" 2>&1 &
     child=$!
     set +m
     for _ in $(seq 100); do
