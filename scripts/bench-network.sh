@@ -24,9 +24,9 @@
 #    iteration (`inspect --replay-csv`, which reads `/worker/compute_s` of
 #    such a trace, replayed row by row by straggler.model = "trace"): what
 #    the run would take if its messages crossed the network as modelled.
-#    A second prediction drops probe's worker bandwidth (the bed's workers
-#    are unlimited; probe times a worker's path through the master's port),
-#    which only a reduce's tree crosses alone.
+#    A reduce's tree rounds cross probe's peer_bandwidth_bytes_per_s (the
+#    pairs of workers it timed); the leader's measured tree time (the
+#    trace's timing event "reduce: tree (leader)") is printed beside it.
 # 4. Compared: gathering, train --json's mean_decodable_s (until the master
 #    held a decodable set, what simulate predicts); reducing,
 #    mean_iteration_s (the tree and the sum come after the decodable set of
@@ -108,8 +108,6 @@ TOML
     printf '[simulate]\ntrials = 1\niterations = %s\n' "$iterations" >> "$run.sim.toml"
     grep -v '^#' "$work/network.toml" >> "$run.sim.toml"
     "$bin" simulate --config "$run.sim.toml" --json > "$run.sim.json"
-    grep -v '^worker_bandwidth_bytes_per_s' "$run.sim.toml" > "$run.sim-free.toml"
-    "$bin" simulate --config "$run.sim-free.toml" --json > "$run.sim-free.json"
    done
   done
 done
@@ -134,16 +132,21 @@ except ImportError:
 
 def arrivals(path):
     """Mean over iterations of the first header's arrival (min finish_s) and of the gaps between
-    consecutive vectors' last bytes (sorted received_s), from the trace; None without h5py."""
+    consecutive vectors' last bytes (sorted received_s), and a reduce leader's tree time per
+    iteration (timing event "reduce: tree (leader)"), from the trace; None without h5py."""
     if h5py is None:
-        return None, None
+        return None, None, None
     with h5py.File(path) as f:
         finish, received = f["worker/finish_s"][...], f["worker/received_s"][...]
+        events = [e.decode() if isinstance(e, bytes) else str(e) for e in f["timing/event"][...]]
+        totals = dict(zip(events, f["timing/total_s"][...]))
     first = np.nanmin(finish, axis=1)
     gaps = [np.diff(np.sort(r[np.isfinite(r)])) for r in received]
     gaps = [g for g in gaps if len(g)]
+    tree = totals.get("reduce: tree (leader)")
     # A reduce's results are headers: no vector, no gap.
-    return float(np.mean(first)), (float(np.mean(np.concatenate(gaps))) if gaps else None)
+    return (float(np.mean(first)), (float(np.mean(np.concatenate(gaps))) if gaps else None),
+            (float(tree) / len(finish) if tree is not None else None))
 network = tomllib.load(open(f"{work}/network.toml", "rb"))["network"]
 load = os.getloadavg()
 rows = []
@@ -153,15 +156,13 @@ for d in (100000, 1000000):
         run = f"{work}/{scheme}-{d}-{aggregate}"
         train = json.load(open(f"{run}.train.json"))
         unit_s = tomllib.load(open(f"{run}.sim.toml", "rb")).get("straggler", {}).get("time_unit_ms", 100.0) / 1000
-        predicted = {}
-        for variant in ("sim", "sim-free"):
-            sim = json.load(open(f"{run}.{variant}.json"))
-            assert sim["network"]["aggregate"] == aggregate, (run, sim["network"])
-            predicted[variant] = sim["schemes"][0]["mean_iteration_time"] * unit_s
+        sim = json.load(open(f"{run}.sim.json"))
+        assert sim["network"]["aggregate"] == aggregate, (run, sim["network"])
+        predicted_s = sim["schemes"][0]["mean_iteration_time"] * unit_s
         # What the model predicts: gathering, until the decodable set;
         # reducing, until the sum (the decodable set of headers, the tree).
         measured_s = train["mean_decodable_s"] if aggregate == "gather" else train["mean_iteration_s"]
-        first_header_s, vector_gap_s = arrivals(f"{run}.h5")
+        first_header_s, vector_gap_s, tree_s = arrivals(f"{run}.h5")
         rows.append({
             "first_header_s": first_header_s,
             "vector_gap_s": vector_gap_s,
@@ -172,10 +173,9 @@ for d in (100000, 1000000):
             "measured_mean_decodable_s": train["mean_decodable_s"],
             "measured_mean_iteration_s": train["mean_iteration_s"],
             "measured_s": measured_s,
-            "predicted_s": predicted["sim"],
-            "predicted_workers_unlimited_s": predicted["sim-free"],
-            "error_percent": 100 * (predicted["sim"] / measured_s - 1),
-            "workers_unlimited_error_percent": 100 * (predicted["sim-free"] / measured_s - 1),
+            "predicted_s": predicted_s,
+            "error_percent": 100 * (predicted_s / measured_s - 1),
+            "leader_tree_s": tree_s,
         })
 result = {
     "setup": f"netns test bed: master alone on host 1, what it receives limited to {rate} (tc tbf); "
@@ -188,12 +188,12 @@ result = {
 os.makedirs("results", exist_ok=True)
 json.dump(result, open("results/bench-network.json", "w"), indent=2)
 print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-print(f"{'scheme':<10} {'d':>8} {'aggregate':>9} {'decodable_s':>12} {'iteration_s':>12} {'predicted_s':>12} {'error':>8} {'free wkrs':>10} {'error':>8} {'1st header_s':>13} {'vector gap_s':>13}")
+print(f"{'scheme':<10} {'d':>8} {'aggregate':>9} {'decodable_s':>12} {'iteration_s':>12} {'predicted_s':>12} {'error':>8} {'1st header_s':>13} {'vector gap_s':>13} {'tree_s':>13}")
 num = lambda x: f"{x:>13.4f}" if x is not None else f"{'-':>13}"
 for r in rows:
     print(f"{r['scheme']:<10} {r['d']:>8} {r['aggregate']:>9} {r['measured_mean_decodable_s']:>12.4f} {r['measured_mean_iteration_s']:>12.4f} "
-          f"{r['predicted_s']:>12.4f} {r['error_percent']:>+7.1f}% {r['predicted_workers_unlimited_s']:>10.4f} {r['workers_unlimited_error_percent']:>+7.1f}% "
-          f"{num(r['first_header_s'])} {num(r['vector_gap_s'])}")
+          f"{r['predicted_s']:>12.4f} {r['error_percent']:>+7.1f}% "
+          f"{num(r['first_header_s'])} {num(r['vector_gap_s'])} {num(r['leader_tree_s'])}")
 print(f"vector at probe's master bandwidth: {8 * 100001 / network['master_bandwidth_bytes_per_s']:.4f} s (d = 1e5), "
       f"{8 * 1000001 / network['master_bandwidth_bytes_per_s']:.4f} s (d = 1e6)")
 # Issue 26's target is the gather's (uncoded and gc-cyclic at both sizes);

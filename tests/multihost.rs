@@ -9,8 +9,9 @@
 //! - a host whose link goes down mid-run ends the job within
 //!   `train.result_timeout_s` (and a margin), naming the workers lost, and
 //!   the trace says `failed`;
-//! - `probe` measures a 100 Mbit/s link's workers at 0.5..1.2 x the limit
-//!   and the unlimited hosts' workers faster;
+//! - `probe` measures a 100 Mbit/s link's workers, and pairs of workers
+//!   across it, at 0.5..1.2 x the limit, and the unlimited hosts' workers
+//!   and a pair inside one host faster;
 //! - a test bed left by a run killed with SIGKILL is removed by the next
 //!   test bed's setup (`netns-hosts.sh sweep`), one of a live process kept.
 //!
@@ -455,6 +456,29 @@ fn probe_measures_a_rate_limited_link() {
             bandwidth(w)
         );
     }
+    // Between workers: 1-2 and 3-4 cross host 2's link, 2-3 stay inside
+    // host 2; the key is the median of the three, a limited pair's.
+    let pair = |i: usize, workers: [usize; 2]| {
+        let p = &v["peers"][i];
+        assert_eq!(p["workers"], serde_json::json!(workers), "{v}");
+        let x = p["bandwidth_bytes_per_s"].as_f64().unwrap();
+        assert!(x.is_finite() && x > 0.0, "{v}");
+        x
+    };
+    for (i, workers) in [(0, [1, 2]), (2, [3, 4])] {
+        let ratio = pair(i, workers) / LIMIT;
+        assert!(
+            (0.5..=1.2).contains(&ratio),
+            "workers {workers:?} across the 100 Mbit/s link measured {ratio:.2} x the limit: {v}"
+        );
+    }
+    assert!(
+        pair(1, [2, 3]) > 2.0 * LIMIT,
+        "workers 2 and 3 inside host 2 measured {:.3e} B/s, not above 2 x the limit: {v}",
+        pair(1, [2, 3])
+    );
+    let key = v["network"]["peer_bandwidth_bytes_per_s"].as_f64().unwrap();
+    assert!((0.5..=1.2).contains(&(key / LIMIT)), "{v}");
 }
 
 #[test]

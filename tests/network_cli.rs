@@ -110,6 +110,16 @@ fn bad_network_values_are_refused_before_anything_is_written() {
             "master_per_message_s = 1e9",
             "network.master_per_message_s",
         ),
+        (
+            "zero bandwidth between workers",
+            "peer_bandwidth_bytes_per_s = 0",
+            "network.peer_bandwidth_bytes_per_s",
+        ),
+        (
+            "infinite bandwidth between workers",
+            "peer_bandwidth_bytes_per_s = inf",
+            "network.peer_bandwidth_bytes_per_s",
+        ),
         ("unknown key", "jitter_s = 0.1", "network.jitter_s"),
     ] {
         let cfg = write("bad.toml", &format!("{BASE}[network]\n{section}\n"));
@@ -339,12 +349,12 @@ fn sweep_takes_network_keys_as_grid_axes() {
 fn simulate_times_the_aggregate_train_would_use_and_says_which() {
     // gc-cyclic over 12 workers at d = 10^6 (8 MB vectors) and d = 10,
     // master link 100 Mbit/s, workers 10 Gbit/s, latency 1 ms.
-    let config = |d: usize, aggregate: &str| {
+    let config_with = |d: usize, aggregate: &str, extra: &str| {
         write(
-            &format!("aggregate-{d}-{aggregate}.toml"),
+            &format!("aggregate-{d}-{aggregate}{}.toml", if extra.is_empty() { "" } else { "-peer" }),
             &format!(
                 "{}[runtime]\naggregate = \"{aggregate}\"\n[network]\nlatency_s = 1e-3\n\
-                 worker_bandwidth_bytes_per_s = 1.25e9\nmaster_bandwidth_bytes_per_s = 1.25e7\n",
+                 worker_bandwidth_bytes_per_s = 1.25e9\nmaster_bandwidth_bytes_per_s = 1.25e7\n{extra}",
                 BASE.replace("features = 1000000", &format!("features = {d}"))
                     .replace(
                         "compare = [\"gc-cyclic\", \"uncoded\", \"gc-mmc\", \"uc-mmc\"]",
@@ -353,6 +363,7 @@ fn simulate_times_the_aggregate_train_would_use_and_says_which() {
             ),
         )
     };
+    let config = |d: usize, aggregate: &str| config_with(d, aggregate, "");
     let simulate = |d: usize, aggregate: &str| {
         let v = json(&gradcode(&[
             "simulate",
@@ -378,4 +389,35 @@ fn simulate_times_the_aggregate_train_would_use_and_says_which() {
         &config(1_000_000, "auto"),
     ]));
     assert!(text.contains("; aggregate reduce; "), "{text}");
+    // 100 Mbit/s between two workers: each of the tree's rounds takes an
+    // 8 MB vector's 0.64 s more than over the 10 Gbit/s worker links; a
+    // gather, which has no tree, is unchanged bit for bit.
+    let peer = "peer_bandwidth_bytes_per_s = 1.25e7\n";
+    let mean_with = |aggregate: &str, extra: &str| {
+        json(&gradcode(&[
+            "simulate",
+            "--config",
+            &config_with(1_000_000, aggregate, extra),
+            "--json",
+        ]))["schemes"][0]["mean_iteration_time"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(mean_with("gather", peer), mean_with("gather", ""));
+    let (slow, fast) = (mean_with("reduce", peer), mean_with("reduce", ""));
+    // Model time in seconds (BASE: time_unit_ms = 1000).
+    let per_round = 8.0 * 1_000_001.0 * (1.0 / 1.25e7 - 1.0 / 1.25e9);
+    let rounds = (slow - fast) / per_round;
+    // gc-cyclic, load 3 over 12 workers: every decodable set has 10
+    // members, ceil(log2 10) = 4 rounds in every iteration.
+    assert!(
+        (rounds - 4.0).abs() < 1e-6,
+        "reduce {slow} with the slow peers, {fast} without: {rounds} rounds"
+    );
+    let text = stdout(&gradcode(&[
+        "simulate",
+        "--config",
+        &config_with(1_000_000, "reduce", peer),
+    ]));
+    assert!(text.contains(" (shared), between workers 1.25e7 B/s, messages of "), "{text}");
 }

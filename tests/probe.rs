@@ -1,6 +1,7 @@
 //! `gradcode probe` under mpirun (issue 26, item 2): the `[network]` section
-//! it prints parses as TOML with the four keys the config reads, positive and
-//! finite; `--json` has one fitted link per worker; a run on one rank and bad
+//! it prints parses as TOML with the five keys the config reads, positive and
+//! finite (four with one worker: no pair to time between workers); `--json`
+//! has one fitted link per worker and per pair of neighbours; a run on one rank and bad
 //! flags end every rank with exit status 2 and one `error:` line naming the
 //! rule or the flag.
 #![cfg(feature = "mpi")]
@@ -28,7 +29,7 @@ fn positive(name: &str, x: Option<f64>) -> f64 {
 }
 
 #[test]
-fn the_section_parses_as_toml_with_the_four_keys() {
+fn the_section_parses_as_toml_with_the_five_keys() {
     let out = probe(4, QUICK);
     assert!(out.status.success(), "{}", common::stderr(&out));
     let text = common::stdout(&out);
@@ -44,6 +45,7 @@ fn the_section_parses_as_toml_with_the_four_keys() {
             "latency_s",
             "master_bandwidth_bytes_per_s",
             "master_link_shared",
+            "peer_bandwidth_bytes_per_s",
             "worker_bandwidth_bytes_per_s"
         ]
     );
@@ -51,9 +53,18 @@ fn the_section_parses_as_toml_with_the_four_keys() {
         "latency_s",
         "worker_bandwidth_bytes_per_s",
         "master_bandwidth_bytes_per_s",
+        "peer_bandwidth_bytes_per_s",
     ] {
         positive(key, network[key].as_float());
     }
+    // The pairs' table (comments): 1-2 and 2-3.
+    let pairs: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.contains('-') && w.split('-').all(|n| n.parse::<usize>().is_ok()))
+        .collect();
+    assert_eq!(pairs, ["1-2", "2-3"], "{text}");
     assert!(network["master_link_shared"].as_bool().is_some());
     // The per-worker table (comments): one row per worker, 1..3.
     let rows: Vec<&str> = text
@@ -122,6 +133,29 @@ fn json_has_a_fitted_link_per_worker_and_the_same_keys() {
         n["master_bandwidth_bytes_per_s"].as_f64().unwrap(),
         s["bytes"].as_f64().unwrap() / s["all_s"].as_f64().unwrap()
     );
+    // One pair, 1-2: the key is its fit.
+    let peers = v["peers"].as_array().unwrap();
+    assert_eq!(peers.len(), 1, "{v}");
+    assert_eq!(peers[0]["workers"], serde_json::json!([1, 2]));
+    assert_eq!(peers[0]["one_way_s"].as_array().unwrap().len(), sizes.len());
+    assert_eq!(
+        n["peer_bandwidth_bytes_per_s"].as_f64().unwrap(),
+        positive("pair bandwidth", peers[0]["bandwidth_bytes_per_s"].as_f64())
+    );
+}
+
+#[test]
+fn one_worker_has_no_pair_and_no_peer_key() {
+    let out = probe(2, QUICK);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let text = common::stdout(&out);
+    let value: toml::Table = text.parse().unwrap();
+    let network = value["network"].as_table().unwrap();
+    assert_eq!(network.len(), 4, "{text}");
+    assert!(!network.contains_key("peer_bandwidth_bytes_per_s"), "{text}");
+    let v = common::json(&probe(2, &[QUICK, &["--json"]].concat()));
+    assert_eq!(v["peers"], serde_json::json!([]));
+    assert!(v["network"]["peer_bandwidth_bytes_per_s"].is_null(), "{v}");
 }
 
 /// Exactly one line of ours on stderr (mpirun may add its own after it).

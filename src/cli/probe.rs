@@ -22,12 +22,18 @@
 //!    bandwidth is Σ b_i over the time until the last message arrived; its
 //!    link is shared (its receives serialised) when all at once took more
 //!    than 1.5 times the slowest worker alone.
+//! 3. **Between workers** (K >= 2), one pair at a time: workers w and w + 1
+//!    for w = 1..K-1 (neighbours in rank order, as a reduce's tree pairs
+//!    them first), ping-pong as in 1 with worker w timing the round trips;
+//!    each pair's line is fitted the same way.
 //!
 //! The `[network]` keys printed are those the simulator reads: `latency_s`
 //! and `worker_bandwidth_bytes_per_s` are the medians over the workers (the
 //! per-worker figures follow as TOML comments, so the whole output pastes
 //! into a config), `master_bandwidth_bytes_per_s` and `master_link_shared`
-//! come from measurement 2.
+//! come from measurement 2, `peer_bandwidth_bytes_per_s` (a reduce's tree
+//! rounds, docs/network.md) is the median over the pairs of measurement 3,
+//! left out with one worker.
 //!
 //! Every rank parses the same flags; rank 0 checks them and the world size
 //! and broadcasts the verdict before any measurement, so a bad flag or a run
@@ -205,6 +211,20 @@ pub struct Network {
     pub worker_bandwidth_bytes_per_s: f64,
     pub master_bandwidth_bytes_per_s: f64,
     pub master_link_shared: bool,
+    /// `None` with one worker (no pair to measure).
+    pub peer_bandwidth_bytes_per_s: Option<f64>,
+}
+
+/// One pair of workers' figures (measurement 3).
+#[derive(Debug, Clone, Serialize)]
+pub struct PeerLink {
+    /// 1-based MPI ranks: the first timed the round trips.
+    pub workers: [usize; 2],
+    pub hosts: [String; 2],
+    pub latency_s: f64,
+    pub bandwidth_bytes_per_s: f64,
+    /// The fastest one-way time of each ping-pong size.
+    pub one_way_s: Vec<f64>,
 }
 
 /// One worker's figures.
@@ -243,23 +263,29 @@ pub struct ProbeReport {
     pub repetitions: usize,
     pub workers: Vec<WorkerLink>,
     pub simultaneous: Simultaneous,
+    /// Pairs of neighbouring workers (empty with one worker).
+    pub peers: Vec<PeerLink>,
 }
 
 impl ProbeReport {
-    /// The `[network]` keys from the per-worker fits and the all-at-once times.
+    /// The `[network]` keys from the per-worker fits, the all-at-once times
+    /// and the pairs' fits.
     pub fn summarise(
         master_host: String,
         plan: &ProbePlan,
         workers: Vec<WorkerLink>,
         simultaneous: Simultaneous,
+        peers: Vec<PeerLink>,
     ) -> Self {
         let latencies: Vec<f64> = workers.iter().map(|w| w.latency_s).collect();
         let bandwidths: Vec<f64> = workers.iter().map(|w| w.bandwidth_bytes_per_s).collect();
+        let peer_bandwidths: Vec<f64> = peers.iter().map(|p| p.bandwidth_bytes_per_s).collect();
         let network = Network {
             latency_s: median(&latencies),
             worker_bandwidth_bytes_per_s: median(&bandwidths),
             master_bandwidth_bytes_per_s: simultaneous.bytes as f64 / simultaneous.all_s,
             master_link_shared: simultaneous.all_s > SHARED_FACTOR * simultaneous.slowest_alone_s,
+            peer_bandwidth_bytes_per_s: (!peers.is_empty()).then(|| median(&peer_bandwidths)),
         };
         Self {
             network,
@@ -268,6 +294,7 @@ impl ProbeReport {
             repetitions: plan.repetitions,
             workers,
             simultaneous,
+            peers,
         }
     }
 
@@ -292,6 +319,9 @@ impl ProbeReport {
             n.master_bandwidth_bytes_per_s
         );
         out += &format!("master_link_shared = {}\n", n.master_link_shared);
+        if let Some(b) = n.peer_bandwidth_bytes_per_s {
+            out += &format!("peer_bandwidth_bytes_per_s = {b:.4e}\n");
+        }
         let (lo, hi) = self
             .workers
             .iter()
@@ -327,6 +357,21 @@ impl ProbeReport {
             "# all workers at once: {} bytes in {:.4e} s (slowest alone {:.4e} s)\n",
             s.bytes, s.all_s, s.slowest_alone_s
         );
+        if !self.peers.is_empty() {
+            out += &format!(
+                "# {:>6}  {:<41} {:>12} {:>22}\n",
+                "pair", "hosts", "latency_s", "bandwidth_bytes_per_s"
+            );
+        }
+        for p in &self.peers {
+            out += &format!(
+                "# {:>6}  {:<41} {:>12.4e} {:>22.4e}\n",
+                format!("{}-{}", p.workers[0], p.workers[1]),
+                format!("{} {}", p.hosts[0], p.hosts[1]),
+                p.latency_s,
+                p.bandwidth_bytes_per_s
+            );
+        }
         out
     }
 }
@@ -352,13 +397,20 @@ mod measure {
     use super::*;
     use crate::error::QuietExit;
 
-    /// The master's commands to a worker: `[kind, bytes, count]`.
+    /// The master's commands to a worker: `[kind, bytes, count, peer]`
+    /// (`peer`: the other worker's rank of a pair, else 0).
     const TAG_COMMAND: i32 = 1;
     /// Payload messages.
     const TAG_DATA: i32 = 2;
+    /// A pair's fastest one-way time, from its first worker to the master.
+    const TAG_RESULT: i32 = 3;
     const PING_PONG: u64 = 1;
     const SEND: u64 = 2;
     const DONE: u64 = 3;
+    /// Time `count` round trips to `peer` and report the fastest half.
+    const PEER_PING: u64 = 4;
+    /// Answer `count` messages of `peer`.
+    const PEER_PONG: u64 = 5;
 
     /// How long an idle worker sleeps between probes for the next command
     /// (the ranks of a probe may share few cores: an idle rank must not spin).
@@ -400,7 +452,7 @@ mod measure {
             for w in 1..ranks as i32 {
                 world
                     .process_at_rank(w)
-                    .send_with_tag(&[DONE, 0, 0][..], TAG_COMMAND);
+                    .send_with_tag(&[DONE, 0, 0, 0][..], TAG_COMMAND);
             }
             let report = report?;
             if plan.json {
@@ -457,9 +509,9 @@ mod measure {
             while master.immediate_probe_with_tag(TAG_COMMAND).is_none() {
                 std::thread::sleep(IDLE_SLEEP);
             }
-            let mut command = [0u64; 3];
+            let mut command = [0u64; 4];
             master.receive_into_with_tag(&mut command[..], TAG_COMMAND);
-            let [kind, bytes, count] = command;
+            let [kind, bytes, count, peer] = command;
             let bytes = bytes as usize;
             if buffer.len() < bytes {
                 buffer.resize(bytes, 0u8);
@@ -472,6 +524,27 @@ mod measure {
                     }
                 }
                 SEND => master.send_with_tag(&buffer[..bytes], TAG_DATA),
+                PEER_PING => {
+                    let other = world.process_at_rank(peer as i32);
+                    let mut times = Vec::with_capacity(count as usize);
+                    // The first round trip is the untimed warm-up.
+                    for rep in 0..count {
+                        let start = Instant::now();
+                        other.send_with_tag(&buffer[..bytes], TAG_DATA);
+                        other.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
+                        if rep > 0 {
+                            times.push(start.elapsed().as_secs_f64() / 2.0);
+                        }
+                    }
+                    master.send_with_tag(&[fastest(&times)][..], TAG_RESULT);
+                }
+                PEER_PONG => {
+                    let other = world.process_at_rank(peer as i32);
+                    for _ in 0..count {
+                        other.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
+                        other.send_with_tag(&buffer[..bytes], TAG_DATA);
+                    }
+                }
                 _ => return,
             }
         }
@@ -494,7 +567,7 @@ mod measure {
             for &bytes in &plan.sizes_bytes {
                 // One untimed warm-up (it opens the connection, touches the pages).
                 let count = plan.repetitions + 1;
-                peer.send_with_tag(&[PING_PONG, bytes as u64, count as u64][..], TAG_COMMAND);
+                peer.send_with_tag(&[PING_PONG, bytes as u64, count as u64, 0][..], TAG_COMMAND);
                 let mut times = Vec::with_capacity(plan.repetitions);
                 for rep in 0..count {
                     let start = Instant::now();
@@ -555,12 +628,65 @@ mod measure {
             all_s,
             slowest_alone_s: alone.iter().copied().fold(0.0, f64::max),
         };
+        let mut peers = Vec::with_capacity(workers.saturating_sub(1));
+        for a in 1..workers {
+            peers.push(peer_link(world, plan, [a, a + 1], &hosts)?);
+        }
         Ok(ProbeReport::summarise(
             hosts[0].clone(),
             plan,
             links,
             simultaneous,
+            peers,
         ))
+    }
+
+    /// Measurement 3 for the workers `pair`: the first pings, the second
+    /// answers, the first reports each size's fastest one-way time.
+    fn peer_link(
+        world: &SimpleCommunicator,
+        plan: &ProbePlan,
+        pair: [usize; 2],
+        hosts: &[String],
+    ) -> anyhow::Result<PeerLink> {
+        let [a, b] = pair;
+        let mut one_way_s = Vec::with_capacity(plan.sizes_bytes.len());
+        for &bytes in &plan.sizes_bytes {
+            // One untimed warm-up, as measurement 1.
+            let count = (plan.repetitions + 1) as u64;
+            world.process_at_rank(b as i32).send_with_tag(
+                &[PEER_PONG, bytes as u64, count, a as u64][..],
+                TAG_COMMAND,
+            );
+            let first = world.process_at_rank(a as i32);
+            first.send_with_tag(&[PEER_PING, bytes as u64, count, b as u64][..], TAG_COMMAND);
+            // Waiting without spinning: the pair may share the master's cores.
+            while first.immediate_probe_with_tag(TAG_RESULT).is_none() {
+                std::thread::sleep(IDLE_SLEEP);
+            }
+            let mut fastest_s = [0f64];
+            first.receive_into_with_tag(&mut fastest_s[..], TAG_RESULT);
+            one_way_s.push(fastest_s[0]);
+        }
+        let points: Vec<(usize, f64)> = plan
+            .sizes_bytes
+            .iter()
+            .copied()
+            .zip(one_way_s.iter().copied())
+            .collect();
+        let fit = fit_link(&points).ok_or_else(|| {
+            anyhow::anyhow!(
+                "workers {a} and {b}: the one-way time did not grow with the message size ({one_way_s:?} s for {:?} bytes): no bandwidth to fit; raise --max-bytes",
+                plan.sizes_bytes
+            )
+        })?;
+        Ok(PeerLink {
+            workers: pair,
+            hosts: [hosts[a].clone(), hosts[b].clone()],
+            latency_s: fit.latency_s,
+            bandwidth_bytes_per_s: fit.bandwidth_bytes_per_s,
+            one_way_s,
+        })
     }
 
     /// The fastest, over a warm-up and `repetitions` timed rounds, of the time
@@ -719,6 +845,10 @@ mod tests {
     }
 
     fn report(all_s: f64, slowest_alone_s: f64) -> ProbeReport {
+        report_with_peers(all_s, slowest_alone_s, &[3e8, 1e8, 2e9])
+    }
+
+    fn report_with_peers(all_s: f64, slowest_alone_s: f64, peers: &[f64]) -> ProbeReport {
         let plan = flags("8", "1024", "3").check().unwrap();
         let link = |worker, bw| WorkerLink {
             worker,
@@ -738,6 +868,17 @@ mod tests {
                 all_s,
                 slowest_alone_s,
             },
+            peers
+                .iter()
+                .enumerate()
+                .map(|(i, &bw)| PeerLink {
+                    workers: [i + 1, i + 2],
+                    hosts: [format!("h{}", i + 1), format!("h{}", i + 2)],
+                    latency_s: 1e-5,
+                    bandwidth_bytes_per_s: bw,
+                    one_way_s: vec![1e-5; plan.sizes_bytes.len()],
+                })
+                .collect(),
         )
     }
 
@@ -754,7 +895,15 @@ mod tests {
             1.024e7
         );
         assert_eq!(n["master_link_shared"].as_bool(), Some(true));
+        // The median of the pairs' 3e8, 1e8 and 2e9.
+        assert_eq!(n["peer_bandwidth_bytes_per_s"].as_float().unwrap(), 3e8);
         assert!(text.contains("differ more than 2x"), "{text}");
+        assert!(text.contains("#    2-3  h2 h3"), "{text}");
         assert!(!report(1.2e-4, 1e-4).network.master_link_shared);
+        // No pair (one worker): no key, no pair table.
+        let alone = report_with_peers(3e-4, 1e-4, &[]).to_toml();
+        let value: toml::Table = alone.parse().unwrap();
+        assert!(!value["network"].as_table().unwrap().contains_key("peer_bandwidth_bytes_per_s"));
+        assert!(!alone.contains("pair"), "{alone}");
     }
 }

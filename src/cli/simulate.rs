@@ -201,7 +201,7 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
     if let Some(n) = &r.network {
         let rate = |b: Option<f64>| b.map_or("unlimited".to_string(), |b| format!("{b:e} B/s"));
         crate::outln!(
-            "network: latency {} s, worker links {}, master link {}{}{}; aggregate {}; times are arrivals at the master{}",
+            "network: latency {} s, worker links {}, master link {}{}{}{}; aggregate {}; times are arrivals at the master{}",
             n.config.latency_s,
             rate(n.config.worker_bandwidth_bytes_per_s),
             rate(n.config.master_bandwidth_bytes_per_s),
@@ -210,6 +210,10 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
             } else {
                 " (not shared)"
             },
+            n.config
+                .peer_bandwidth_bytes_per_s
+                .map(|b| format!(", between workers {}", rate(Some(b))))
+                .unwrap_or_default(),
             n.message_bytes
                 .map(|b| format!(", messages of {b} bytes"))
                 .unwrap_or_default(),

@@ -621,12 +621,13 @@ mod reference_tests {
 
     /// Keys of the sections besides `[scheme]` that have no default (absent
     /// from the serialised defaults).
-    const OPTIONAL: [&str; 11] = [
+    const OPTIONAL: [&str; 12] = [
         "network.latency_s",
         "network.worker_bandwidth_bytes_per_s",
         "network.master_bandwidth_bytes_per_s",
         "network.master_link_shared",
         "network.master_per_message_s",
+        "network.peer_bandwidth_bytes_per_s",
         "output.trace",
         "straggler.trace_file",
         "straggler.trace_columns",

@@ -610,6 +610,10 @@ pub struct NetworkConfig {
     /// Seconds the master's link spends on each message besides its bytes
     /// (a rendezvous hand-shake, a receive posted late); 0: none.
     pub master_per_message_s: f64,
+    /// Bandwidth between two workers, bytes per second: a reduce's tree
+    /// rounds; unset: a worker's link (`worker_bandwidth_bytes_per_s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_bandwidth_bytes_per_s: Option<f64>,
 }
 
 impl Default for NetworkConfig {
@@ -620,6 +624,7 @@ impl Default for NetworkConfig {
             master_bandwidth_bytes_per_s: None,
             master_link_shared: true,
             master_per_message_s: 0.0,
+            peer_bandwidth_bytes_per_s: None,
         }
     }
 }

@@ -73,6 +73,7 @@ pub fn validate(config: &Config) -> Result {
             n.master_link_shared,
         )
         .and_then(|net| net.with_master_per_message_s(n.master_per_message_s))
+        .and_then(|net| net.with_peer_bandwidth(n.peer_bandwidth_bytes_per_s))
         .map_err(crate::network::into_input_error)?;
     }
     Ok(())

@@ -51,6 +51,8 @@ pub struct Delivery {
     latency: f64,
     /// `b / Bw`.
     worker_transfer: f64,
+    /// `b / Bq`, `Bq` the bandwidth between two workers (`Bw` unless set).
+    peer_transfer: f64,
     /// `b / Bp + c`.
     path_transfer: f64,
     /// `b / Bm + c`.
@@ -87,9 +89,11 @@ impl Delivery {
         // (`master_per_message_s`; 0 leaves every time as it was, bit for bit).
         let per_message = network.master_per_message_s() / time_unit_s;
         let path_bytes = transfer(message_bytes, path, time_unit_s);
+        let peer = network.peer_bandwidth_bytes_per_s().or(worker);
         let delivery = Self {
             latency: network.latency_s() / time_unit_s,
             worker_transfer: transfer(message_bytes, worker, time_unit_s),
+            peer_transfer: transfer(message_bytes, peer, time_unit_s),
             path_transfer: path_bytes + per_message,
             master_transfer: transfer(message_bytes, master, time_unit_s) + per_message,
             shared: network.master_link_shared(),
@@ -104,6 +108,11 @@ impl Delivery {
                 delivery.worker_transfer,
             ),
             ("master_bandwidth_bytes_per_s", master, path_bytes),
+            (
+                "peer_bandwidth_bytes_per_s",
+                network.peer_bandwidth_bytes_per_s(),
+                delivery.peer_transfer,
+            ),
             (
                 "master_per_message_s",
                 Some(network.master_per_message_s()),
@@ -133,6 +142,13 @@ impl Delivery {
     /// `b / Bw`: a message over a worker's link, model time.
     pub fn worker_transfer(&self) -> f64 {
         self.worker_transfer
+    }
+
+    /// `b / Bq`: a message from one worker to another (a reduce's tree
+    /// round), model time; `Bq` is `network.peer_bandwidth_bytes_per_s`,
+    /// or `Bw` when it is unset.
+    pub fn peer_transfer(&self) -> f64 {
+        self.peer_transfer
     }
 
     /// `b / Bp + c`: a message over the path to the master, model time.

@@ -8,7 +8,8 @@
 //! time. With K vectors of d doubles over one master link, communication can
 //! decide which scheme wins; this is the model of it: a one-way latency per
 //! message, the bandwidth of each worker's link and of the master's, and
-//! whether the master's receives share its link. [`fit`] fits the latency
+//! whether the master's receives share its link (and, for a reduce's tree,
+//! the bandwidth between two workers). [`fit`] fits the latency
 //! and a link's bandwidth to the transfers a training run measured;
 //! [`reduce`] times `runtime.aggregate = "reduce"`.
 
@@ -49,6 +50,7 @@ pub struct Network {
     master_bandwidth_bytes_per_s: Option<f64>,
     master_link_shared: bool,
     master_per_message_s: f64,
+    peer_bandwidth_bytes_per_s: Option<f64>,
 }
 
 /// The longest time the master's link may spend on a message besides its
@@ -76,16 +78,7 @@ impl Network {
             ("master_bandwidth_bytes_per_s", master_bandwidth_bytes_per_s),
         ] {
             if let Some(b) = bandwidth {
-                if !(b.is_finite() && b >= MIN_BANDWIDTH_BYTES_PER_S) {
-                    return Err(NetworkError {
-                        field,
-                        value: b,
-                        rule: format!(
-                            "must be a finite number of bytes per second >= {MIN_BANDWIDTH_BYTES_PER_S} \
-                             (leave it out for an unlimited link)"
-                        ),
-                    });
-                }
+                check_bandwidth(field, b)?;
             }
         }
         Ok(Self {
@@ -94,7 +87,24 @@ impl Network {
             master_bandwidth_bytes_per_s,
             master_link_shared,
             master_per_message_s: 0.0,
+            peer_bandwidth_bytes_per_s: None,
         })
+    }
+
+    /// This network with `bytes_per_s` between two workers (a reduce's tree
+    /// rounds, [`reduce`]); `None` (the default): a worker's link, as
+    /// before the key existed. The rule is a bandwidth's.
+    pub fn with_peer_bandwidth(mut self, bytes_per_s: Option<f64>) -> Result<Self, NetworkError> {
+        if let Some(b) = bytes_per_s {
+            check_bandwidth("peer_bandwidth_bytes_per_s", b)?;
+        }
+        self.peer_bandwidth_bytes_per_s = bytes_per_s;
+        Ok(self)
+    }
+
+    /// Bandwidth between two workers (`None`: that of a worker's link).
+    pub fn peer_bandwidth_bytes_per_s(&self) -> Option<f64> {
+        self.peer_bandwidth_bytes_per_s
     }
 
     /// This network with the master's link spending `seconds` on every
@@ -144,6 +154,21 @@ impl Network {
     }
 }
 
+/// A bandwidth's rule: finite, at least [`MIN_BANDWIDTH_BYTES_PER_S`].
+fn check_bandwidth(field: &'static str, b: f64) -> Result<(), NetworkError> {
+    if b.is_finite() && b >= MIN_BANDWIDTH_BYTES_PER_S {
+        return Ok(());
+    }
+    Err(NetworkError {
+        field,
+        value: b,
+        rule: format!(
+            "must be a finite number of bytes per second >= {MIN_BANDWIDTH_BYTES_PER_S} \
+             (leave it out for an unlimited link)"
+        ),
+    })
+}
+
 /// A network error as an input error naming `network.<field>`.
 pub fn into_input_error(e: NetworkError) -> InputError {
     InputError::value(format!("network.{}", e.field), e.value, e.rule)
@@ -166,6 +191,12 @@ mod tests {
             assert_eq!(e.field, "worker_bandwidth_bytes_per_s", "{b}");
             let e = Network::new(0.0, Some(1e9), Some(b), false).unwrap_err();
             assert_eq!(e.field, "master_bandwidth_bytes_per_s", "{b}");
+            assert!(e.to_string().contains(">= 1"), "{e}");
+            let e = Network::new(0.0, None, None, true)
+                .unwrap()
+                .with_peer_bandwidth(Some(b))
+                .unwrap_err();
+            assert_eq!(e.field, "peer_bandwidth_bytes_per_s", "{b}");
             assert!(e.to_string().contains(">= 1"), "{e}");
         }
     }

@@ -14,10 +14,12 @@
 //!    messages are free, as the task and the iterate are);
 //! 3. the members sum by the binomial tree of `Comm::tree_sum`
 //!    (`src/runtime/comm.rs`): `ceil(log2 |S|)` rounds, in each of which a
-//!    member receives one vector from another over their links, `L + b / Bw`;
+//!    member receives one vector from another, `L + b / Bq`, `Bq` the
+//!    bandwidth between two workers (`network.peer_bandwidth_bytes_per_s`,
+//!    which `gradcode probe` measures; `Bw` when unset);
 //! 4. the lowest rank sends the sum (the `d + 1` values and its two timings,
 //!    `b + 16` bytes) over the path to the master: it arrives at
-//!    `T + ceil(log2 |S|) (L + b / Bw) + L + (b + 16) / Bp`. Every header S
+//!    `T + ceil(log2 |S|) (L + b / Bq) + L + (b + 16) / Bp`. Every header S
 //!    sent arrived by `T`, so the master's link is free for it but for
 //!    headers of workers outside S that come later, which are left out here
 //!    (at most `8 (8 + c)` bytes each).
@@ -85,7 +87,7 @@ impl Reduce {
             return 0.0;
         }
         let rounds = members.next_power_of_two().trailing_zeros() as f64;
-        rounds * (self.vector.latency() + self.vector.worker_transfer())
+        rounds * (self.vector.latency() + self.vector.peer_transfer())
             + self.sum.latency()
             + self.sum.path_transfer()
     }
@@ -113,6 +115,30 @@ mod tests {
                 r.after_stop(members)
             );
         }
+    }
+
+    #[test]
+    fn a_peer_bandwidth_times_the_tree_rounds_alone() {
+        // As above, with 8000 B/s between two workers: a round takes 1 s of
+        // bytes, not the worker link's 2 s; the sum's path is unchanged.
+        let n = Network::new(0.5, Some(4000.0), Some(2000.0), true)
+            .unwrap()
+            .with_peer_bandwidth(Some(8000.0))
+            .unwrap();
+        let r = Reduce::new(&n, 8000.0, 1.0).unwrap();
+        let sum = 0.5 + 8016.0 / 2000.0;
+        assert_eq!(r.after_stop(1), sum);
+        for (members, rounds) in [(2, 1.0), (4, 2.0), (5, 3.0)] {
+            let want = rounds * (0.5 + 1.0) + sum;
+            assert!((r.after_stop(members) - want).abs() < 1e-12, "{members}");
+        }
+        // Unset, it is the worker's link, bit for bit.
+        let plain = Network::new(0.5, Some(4000.0), Some(2000.0), true).unwrap();
+        let unset = plain.with_peer_bandwidth(None).unwrap();
+        assert_eq!(
+            Reduce::new(&plain, 8000.0, 1.0).unwrap().after_stop(6),
+            Reduce::new(&unset, 8000.0, 1.0).unwrap().after_stop(6)
+        );
     }
 
     #[test]

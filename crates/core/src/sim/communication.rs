@@ -40,7 +40,7 @@ impl Communication {
         let n = &self.network;
         let reduce = self.aggregate == "reduce";
         format!(
-            "latency {} s, worker links {}, master link {} ({}); {}: {}one alone arrives {:.6} s after it is sent, {what} sent together within {:.6} s{}",
+            "latency {} s, worker links {}, master link {} ({}){}; {}: {}one alone arrives {:.6} s after it is sent, {what} sent together within {:.6} s{}",
             n.latency_s,
             rate(n.worker_bandwidth_bytes_per_s),
             rate(n.master_bandwidth_bytes_per_s),
@@ -49,6 +49,9 @@ impl Communication {
             } else {
                 "not shared"
             },
+            n.peer_bandwidth_bytes_per_s
+                .map(|b| format!(", between workers {}", rate(Some(b))))
+                .unwrap_or_default(),
             match self.message_bytes {
                 Some(b) => format!("messages of {b} bytes"),
                 None => "message size irrelevant (no bandwidth limit)".to_string(),

@@ -17,7 +17,8 @@ pub fn network_of(c: &NetworkConfig) -> Result<Network, NetworkError> {
         c.master_bandwidth_bytes_per_s,
         c.master_link_shared,
     )?
-    .with_master_per_message_s(c.master_per_message_s)
+    .with_master_per_message_s(c.master_per_message_s)?
+    .with_peer_bandwidth(c.peer_bandwidth_bytes_per_s)
 }
 
 /// What a config's `[network]` does to its rounds.
