@@ -1,7 +1,10 @@
 //! A network's gradient throughput on one core: one mini-batch of 32
 //! random 28×28 images through `Model::accumulate` (forward, softmax
 //! cross-entropy summed over the batch, backward), for the MLP
-//! (784-512-512-10) and the LeNet-style CNN of 004 §VIII, in f64 and f32.
+//! (784-512-512-10), the LeNet-style CNN of 004 §VIII and a small ResNet
+//! (`model.resnet_blocks = [2, 2]`, `resnet_width = 16`: ResNet-18's basic
+//! blocks, two stages; the full ResNet-18 takes seconds per batch on one
+//! core), in f64 and f32.
 //! Criterion reports samples per second. The process is set up as the
 //! `gradcode` binary sets itself up (`process_setup`: one thread, the
 //! allocator keeping freed memory). `scripts/bench-nn.sh` runs it beside
@@ -19,6 +22,9 @@ use ndarray::Array2;
 use rand::RngExt;
 
 const BATCH: usize = 32;
+/// The small ResNet's stages and width (as `scripts/bench_nn_torch.py`'s).
+const RESNET_BLOCKS: [usize; 2] = [2, 2];
+const RESNET_WIDTH: usize = 16;
 
 fn images() -> Partition {
     let mut rng = stream(1, Stream::Data);
@@ -39,12 +45,14 @@ fn networks(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("gradient");
     group.throughput(Throughput::Elements(BATCH as u64));
-    for kind in [ModelKind::Mlp, ModelKind::Cnn] {
+    for kind in [ModelKind::Mlp, ModelKind::Cnn, ModelKind::Resnet] {
         for precision in [Precision::F64, Precision::F32] {
             let mut config = Config::default();
             config.model.kind = kind;
             config.model.precision = precision;
             config.model.dropout = 0.5;
+            config.model.resnet_blocks = RESNET_BLOCKS.to_vec();
+            config.model.resnet_width = RESNET_WIDTH;
             let model = Model::new(&config, input).unwrap();
             let theta = model.initial_theta(1);
             let mut grad = vec![0.0; model.dim()];

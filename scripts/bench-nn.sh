@@ -10,7 +10,8 @@
 #  2. peak memory (maximum resident set) of each rank of those runs;
 #  3. each model's gradient throughput on one core (samples per second,
 #     `cargo bench --bench nn`: the same forward and backward pass a worker
-#     runs) beside PyTorch's on the same networks and precision
+#     runs; the MLP, the CNN and a small ResNet, resnet_blocks = [2, 2],
+#     resnet_width = 16) beside PyTorch's on the same networks and precision
 #     (scripts/bench_nn_torch.py, when python3-torch is installed: Debian's
 #     python3-torch with libopenblas0-pthread; not a dependency of gradcode).
 # With --cpu-per-step, instead: where an MLP step's CPU goes (K = 4), less
@@ -121,7 +122,9 @@ for p in cnn-k4 cnn-k8 mlp-k4 mlp-k8; do
 done
 
 cargo bench --locked --bench nn -- --noplot > "$work/nn.txt" 2>&1
-ours() { grep -A3 "gradient/$1" "$work/nn.txt" | grep -m1 'thrpt' | sed -E 's/.*\[[^ ]+ [^ ]+ ([0-9.]+) ([K]?)elem\/s.*/\1 \2/'; }
+# The middle estimate of criterion's "thrpt: [low U mid U high U]" (below 100
+# elements per second criterion pads the unit with a second space).
+ours() { grep -A3 "gradient/$1" "$work/nn.txt" | grep -m1 'thrpt' | sed -E 's/.*\[[^ ]+ +[^ ]+ +([0-9.]+) +([K]?)elem\/s.*/\1 \2/'; }
 torch_py=""
 for py in python3 /usr/bin/python3; do
   if "$py" -c 'import torch' 2>/dev/null; then torch_py=$py; break; fi
@@ -134,20 +137,21 @@ else
 fi
 
 python3 - "$cores" "$iterations" "$work/torch.jsonl" "$(ours 'mlp f64')" "$(ours 'mlp f32')" \
-  "$(ours 'cnn f64')" "$(ours 'cnn f32')" "${runs[@]}" <<'PY'
+  "$(ours 'cnn f64')" "$(ours 'cnn f32')" "$(ours 'resnet f64')" "$(ours 'resnet f32')" "${runs[@]}" <<'PY'
 import json, sys
 a = sys.argv[1:]
 cores, iterations, torch_file = int(a[0]), int(a[1]), a[2]
 def rate(s):
     v, *k = s.split()
     return float(v) * (1000 if k and k[0] == "K" else 1)
-single = {"mlp f64": rate(a[3]), "mlp f32": rate(a[4]), "cnn f64": rate(a[5]), "cnn f32": rate(a[6])}
+single = {"mlp f64": rate(a[3]), "mlp f32": rate(a[4]), "cnn f64": rate(a[5]), "cnn f32": rate(a[6]),
+          "resnet f64": rate(a[7]), "resnet f32": rate(a[8])}
 torch = {}
 for line in open(torch_file):
     r = json.loads(line)
     torch[f"{r['model']} {r['precision']}"] = {"samples_per_s": r["samples_per_s"], "version": r["torch"]}
 runs = {}
-for r in a[7:]:
+for r in a[9:]:
     name, values = r.split("=")
     step, floor, peak = values.split(",")
     runs[name] = {"step_s": float(step), "compute_floor_s": float(floor),
