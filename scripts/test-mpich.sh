@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The MPI tests under MPICH (issue 26, item 5): build gradcode against
 # Debian's MPICH (mpicc.mpich, in target/mpich so that the OpenMPI build
-# stays as it is) and run the MPI training tests and the job-script tests
-# with MPICH's own launcher (mpiexec.mpich, through GRADCODE_TEST_MPIEXEC).
+# stays as it is) and run the MPI test binaries that launch through the
+# tests' common launcher with MPICH's own (mpiexec.mpich, through
+# GRADCODE_TEST_MPIEXEC).
 # CI runs it after scripts/test.sh (.ci/run); installs mpich and
 # libmpich-dev when missing (as root or through sudo).
 #
@@ -27,8 +28,13 @@ fi
 export MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich GRADCODE_TEST_MPIEXEC=mpiexec.mpich
 # The debug information of the release profile is not needed here: a faster build.
 export CARGO_PROFILE_RELEASE_DEBUG=false
-echo "== cargo test under MPICH (tests/mpi.rs, tests/job_scripts.rs)"
-cargo test --locked --release --test mpi --test job_scripts
+# Every test binary that launches through tests/common's launcher
+# (GRADCODE_TEST_MPIEXEC); the rest pass OpenMPI's own mpirun options
+# (--mca, a rank's pid from its environment, the netns test bed) and run
+# under OpenMPI only.
+tests=(mpi job_scripts aggregate bit_reproducible nn probe resume_same_run scale trace_versions)
+echo "== cargo test under MPICH (tests/{$(IFS=,; echo "${tests[*]}")}.rs)"
+cargo test --locked --release $(printf -- '--test %s ' "${tests[@]}")
 ldd target/mpich/release/gradcode | grep -q libmpich \
   || { echo "test-mpich.sh: target/mpich/release/gradcode is not linked against MPICH" >&2; exit 1; }
 echo "== MPICH: all tests passed"

@@ -383,6 +383,32 @@ fn fig4a_ranks_gc_dc_over_gc_sc_as_the_paper_does() {
         assert_eq!(row["p99"], c["p99"], "{c}");
         assert_eq!(row["mean_iteration_time"], c["objective"], "{c}");
     }
+    // With no --schemes, every kind at the paper's P = 5, r = 3, n = 3:
+    // gc-dc is the advice, and gc-sc ranks below it.
+    let mut every = vec![
+        "advise",
+        "--json",
+        "--config",
+        FIG4A,
+        "--trials",
+        "4",
+        "--iterations",
+        "100",
+    ];
+    every.extend(PAPER_GRID);
+    let v = json(&gradcode(&every));
+    let ranking = v["ranking"].as_array().unwrap();
+    assert_eq!(ranking[0]["scheme"], "gc-dc", "{v}");
+    let rank = |scheme: &str| {
+        ranking
+            .iter()
+            .find(|c| c["scheme"] == scheme)
+            .unwrap_or_else(|| panic!("{scheme} not ranked: {v}"))["rank"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(rank("gc-dc") < rank("gc-sc"), "{v}");
+    assert!(ranking.len() >= 5, "every applicable kind ranked: {v}");
 }
 
 #[test]
