@@ -351,7 +351,10 @@ fn simulate_times_the_aggregate_train_would_use_and_says_which() {
     // master link 100 Mbit/s, workers 10 Gbit/s, latency 1 ms.
     let config_with = |d: usize, aggregate: &str, extra: &str| {
         write(
-            &format!("aggregate-{d}-{aggregate}{}.toml", if extra.is_empty() { "" } else { "-peer" }),
+            &format!(
+                "aggregate-{d}-{aggregate}{}.toml",
+                if extra.is_empty() { "" } else { "-peer" }
+            ),
             &format!(
                 "{}[runtime]\naggregate = \"{aggregate}\"\n[network]\nlatency_s = 1e-3\n\
                  worker_bandwidth_bytes_per_s = 1.25e9\nmaster_bandwidth_bytes_per_s = 1.25e7\n{extra}",
@@ -419,5 +422,8 @@ fn simulate_times_the_aggregate_train_would_use_and_says_which() {
         "--config",
         &config_with(1_000_000, "reduce", peer),
     ]));
-    assert!(text.contains(" (shared), between workers 1.25e7 B/s, messages of "), "{text}");
+    assert!(
+        text.contains(" (shared), between workers 1.25e7 B/s, messages of "),
+        "{text}"
+    );
 }

@@ -152,7 +152,10 @@ fn one_worker_has_no_pair_and_no_peer_key() {
     let value: toml::Table = text.parse().unwrap();
     let network = value["network"].as_table().unwrap();
     assert_eq!(network.len(), 4, "{text}");
-    assert!(!network.contains_key("peer_bandwidth_bytes_per_s"), "{text}");
+    assert!(
+        !network.contains_key("peer_bandwidth_bytes_per_s"),
+        "{text}"
+    );
     let v = common::json(&probe(2, &[QUICK, &["--json"]].concat()));
     assert_eq!(v["peers"], serde_json::json!([]));
     assert!(v["network"]["peer_bandwidth_bytes_per_s"].is_null(), "{v}");

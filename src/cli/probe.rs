@@ -654,10 +654,9 @@ mod measure {
         for &bytes in &plan.sizes_bytes {
             // One untimed warm-up, as measurement 1.
             let count = (plan.repetitions + 1) as u64;
-            world.process_at_rank(b as i32).send_with_tag(
-                &[PEER_PONG, bytes as u64, count, a as u64][..],
-                TAG_COMMAND,
-            );
+            world
+                .process_at_rank(b as i32)
+                .send_with_tag(&[PEER_PONG, bytes as u64, count, a as u64][..], TAG_COMMAND);
             let first = world.process_at_rank(a as i32);
             first.send_with_tag(&[PEER_PING, bytes as u64, count, b as u64][..], TAG_COMMAND);
             // Waiting without spinning: the pair may share the master's cores.
@@ -903,7 +902,12 @@ mod tests {
         // No pair (one worker): no key, no pair table.
         let alone = report_with_peers(3e-4, 1e-4, &[]).to_toml();
         let value: toml::Table = alone.parse().unwrap();
-        assert!(!value["network"].as_table().unwrap().contains_key("peer_bandwidth_bytes_per_s"));
+        assert!(
+            !value["network"]
+                .as_table()
+                .unwrap()
+                .contains_key("peer_bandwidth_bytes_per_s")
+        );
         assert!(!alone.contains("pair"), "{alone}");
     }
 }
