@@ -23,6 +23,18 @@ fn gradcode(args: &[&str]) -> std::process::Output {
 const FIG4A: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/paper/gcdc-fig4a.toml");
 
 /// The paper's setting of Fig. 4(a): r = 3, P = 5, n = 3.
+/// `advise --json` of the Fig. 4(a) config with every scheme, 4 trials of 100 iterations.
+const FIG4A_ADVICE: [&str; 8] = [
+    "advise",
+    "--json",
+    "--config",
+    FIG4A,
+    "--trials",
+    "4",
+    "--iterations",
+    "100",
+];
+
 const PAPER_GRID: [&str; 6] = [
     "--grid",
     "scheme.load=3",
@@ -385,16 +397,7 @@ fn fig4a_ranks_gc_dc_over_gc_sc_as_the_paper_does() {
     }
     // With no --schemes, every kind at the paper's P = 5, r = 3, n = 3:
     // gc-dc is the advice, and gc-sc ranks below it.
-    let mut every = vec![
-        "advise",
-        "--json",
-        "--config",
-        FIG4A,
-        "--trials",
-        "4",
-        "--iterations",
-        "100",
-    ];
+    let mut every = FIG4A_ADVICE.to_vec();
     every.extend(PAPER_GRID);
     let v = json(&gradcode(&every));
     let ranking = v["ranking"].as_array().unwrap();
@@ -492,16 +495,7 @@ fn variants_with_the_same_results_are_one_row_with_aliases() {
 /// same clusters and load.
 #[test]
 fn advice_by_default_considers_every_scheme_at_the_configs_memory() {
-    let v = json(&gradcode(&[
-        "advise",
-        "--json",
-        "--config",
-        FIG4A,
-        "--trials",
-        "4",
-        "--iterations",
-        "100",
-    ]));
+    let v = json(&gradcode(&FIG4A_ADVICE));
     assert_eq!(v["memory_partitions"], 12, "{v}");
     let ranking = v["ranking"].as_array().unwrap();
     let skipped = v["skipped"].as_array().unwrap();

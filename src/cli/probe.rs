@@ -579,18 +579,7 @@ mod measure {
                 }
                 one_way_s.push(fastest(&times));
             }
-            let points: Vec<(usize, f64)> = plan
-                .sizes_bytes
-                .iter()
-                .copied()
-                .zip(one_way_s.iter().copied())
-                .collect();
-            let fit = fit_link(&points).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "worker {w}: the one-way time did not grow with the message size ({one_way_s:?} s for {:?} bytes): no bandwidth to fit; raise --max-bytes",
-                    plan.sizes_bytes
-                )
-            })?;
+            let fit = fit_sizes(plan, &one_way_s, &format!("worker {w}"))?;
             links.push(WorkerLink {
                 worker: w,
                 host: host.clone(),
@@ -641,6 +630,23 @@ mod measure {
         ))
     }
 
+    /// The line through the fastest one-way times of the plan's sizes, or
+    /// an error naming `who` when they did not grow with the size.
+    fn fit_sizes(plan: &ProbePlan, one_way_s: &[f64], who: &str) -> anyhow::Result<LinkFit> {
+        let points: Vec<(usize, f64)> = plan
+            .sizes_bytes
+            .iter()
+            .copied()
+            .zip(one_way_s.iter().copied())
+            .collect();
+        fit_link(&points).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{who}: the one-way time did not grow with the message size ({one_way_s:?} s for {:?} bytes): no bandwidth to fit; raise --max-bytes",
+                plan.sizes_bytes
+            )
+        })
+    }
+
     /// Measurement 3 for the workers `pair`: the first pings, the second
     /// answers, the first reports each size's fastest one-way time.
     fn peer_link(
@@ -667,18 +673,7 @@ mod measure {
             first.receive_into_with_tag(&mut fastest_s[..], TAG_RESULT);
             one_way_s.push(fastest_s[0]);
         }
-        let points: Vec<(usize, f64)> = plan
-            .sizes_bytes
-            .iter()
-            .copied()
-            .zip(one_way_s.iter().copied())
-            .collect();
-        let fit = fit_link(&points).ok_or_else(|| {
-            anyhow::anyhow!(
-                "workers {a} and {b}: the one-way time did not grow with the message size ({one_way_s:?} s for {:?} bytes): no bandwidth to fit; raise --max-bytes",
-                plan.sizes_bytes
-            )
-        })?;
+        let fit = fit_sizes(plan, &one_way_s, &format!("workers {a} and {b}"))?;
         Ok(PeerLink {
             workers: pair,
             hosts: [hosts[a].clone(), hosts[b].clone()],

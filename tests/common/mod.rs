@@ -288,9 +288,12 @@ pub fn objective_at(config: &gradcode::config::Config, partitions: usize, theta:
 
 /// The pid of MPI rank `rank` of the `gradcode train` job whose command line
 /// names `needle` (its trace, say), when it runs (OpenMPI sets
-/// OMPI_COMM_WORLD_RANK in each rank's environment).
+/// OMPI_COMM_WORLD_RANK in each rank's environment, MPICH's Hydra PMI_RANK).
 pub fn rank_pid_of(needle: &str, rank: usize) -> Option<u32> {
-    let rank_env = format!("OMPI_COMM_WORLD_RANK={rank}");
+    let rank_envs = [
+        format!("OMPI_COMM_WORLD_RANK={rank}"),
+        format!("PMI_RANK={rank}"),
+    ];
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
@@ -305,7 +308,10 @@ pub fn rank_pid_of(needle: &str, rank: usize) -> Option<u32> {
         let Ok(env) = std::fs::read(entry.path().join("environ")) else {
             continue;
         };
-        if env.split(|&b| b == 0).any(|v| v == rank_env.as_bytes()) {
+        if env
+            .split(|&b| b == 0)
+            .any(|v| rank_envs.iter().any(|r| v == r.as_bytes()))
+        {
             return Some(pid);
         }
     }
