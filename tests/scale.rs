@@ -103,10 +103,11 @@ fn ranks_of(job: &str) -> Vec<(u32, u32)> {
         {
             continue;
         }
-        if let Some(rank) = vars
-            .iter()
-            .find_map(|v| v.strip_prefix("OMPI_COMM_WORLD_RANK="))
-        {
+        // OpenMPI's rank variable, or MPICH's (Hydra).
+        if let Some(rank) = vars.iter().find_map(|v| {
+            v.strip_prefix("OMPI_COMM_WORLD_RANK=")
+                .or_else(|| v.strip_prefix("PMI_RANK="))
+        }) {
             found.push((rank.parse().unwrap(), pid));
         }
     }
