@@ -508,13 +508,13 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_lists_every_dataset_of_the_table() {
-        let readme = include_str!("../../README.md");
+    fn the_schema_in_the_docs_lists_every_dataset_of_the_table() {
+        let readme = include_str!("../../docs/traces.md");
         for group in [SchemaGroup::Iteration, SchemaGroup::Worker] {
             let open = format!("/{}/{{", group.name());
             let start = readme
                 .find(&open)
-                .unwrap_or_else(|| panic!("README has no {open}...}}"))
+                .unwrap_or_else(|| panic!("docs/traces.md has no {open}...}}"))
                 + open.len();
             let end = start + readme[start..].find('}').expect("closing brace");
             let mut listed: Vec<&str> = readme[start..end].split(',').map(str::trim).collect();
@@ -525,7 +525,12 @@ mod tests {
                 .collect();
             listed.sort_unstable();
             table.sort_unstable();
-            assert_eq!(listed, table, "README's /{}/ datasets", group.name());
+            assert_eq!(
+                listed,
+                table,
+                "docs/traces.md's /{}/ datasets",
+                group.name()
+            );
         }
     }
 }
