@@ -881,8 +881,13 @@ fn launch_sh_exits_128_plus_the_signal() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/launch.sh");
     for (sig, status) in [("TERM", 143), ("INT", 130)] {
         let trace = scratch(&format!("launch-{sig}.h5"));
-        let mut cmd = Command::new("bash");
+        // SIGINT and SIGTERM at their defaults, as under Slurm or a
+        // terminal: a shell started with a signal ignored (this test run
+        // from a background job, `nohup ... &`) cannot trap it.
+        let mut cmd = Command::new("env");
         cmd.args([
+            "--default-signal=INT,TERM",
+            "bash",
             "-c",
             &format!("source {script}; set -e; launch \"$@\" > /dev/null; echo unreachable >&2"),
             "launch",
