@@ -391,26 +391,43 @@ pub use measure::run;
 mod measure {
     use std::time::{Duration, Instant};
 
-    use mpi::topology::SimpleCommunicator;
+    use mpi::topology::{Process, SimpleCommunicator};
     use mpi::traits::*;
 
     use super::*;
     use crate::error::QuietExit;
 
     /// The master's commands to a worker: `[kind, bytes, count, peer]`
-    /// (`peer`: the other worker's rank of a pair, else 0).
+    /// (`peer`: the rank it exchanges messages with; 0, the master, but in a
+    /// pair of workers).
     const TAG_COMMAND: i32 = 1;
     /// Payload messages.
     const TAG_DATA: i32 = 2;
     /// A pair's fastest one-way time, from its first worker to the master.
     const TAG_RESULT: i32 = 3;
+    /// Answer `count` messages of `peer` (the master's ping-pong, or the
+    /// second worker of a pair).
     const PING_PONG: u64 = 1;
     const SEND: u64 = 2;
     const DONE: u64 = 3;
     /// Time `count` round trips to `peer` and report the fastest half.
     const PEER_PING: u64 = 4;
-    /// Answer `count` messages of `peer`.
-    const PEER_PONG: u64 = 5;
+
+    /// The fastest one-way time (half a round trip) of `count` round trips
+    /// of `bytes` with `other`, the first untimed (a warm-up: it opens the
+    /// connection, touches the pages).
+    fn fastest_one_way(other: &Process<'_>, buffer: &mut [u8], bytes: usize, count: usize) -> f64 {
+        let mut times = Vec::with_capacity(count.saturating_sub(1));
+        for rep in 0..count {
+            let start = Instant::now();
+            other.send_with_tag(&buffer[..bytes], TAG_DATA);
+            other.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
+            if rep > 0 {
+                times.push(start.elapsed().as_secs_f64() / 2.0);
+            }
+        }
+        fastest(&times)
+    }
 
     /// How long an idle worker sleeps between probes for the next command
     /// (the ranks of a probe may share few cores: an idle rank must not spin).
@@ -516,34 +533,18 @@ mod measure {
             if buffer.len() < bytes {
                 buffer.resize(bytes, 0u8);
             }
+            let other = world.process_at_rank(peer as i32);
             match kind {
                 PING_PONG => {
                     for _ in 0..count {
-                        master.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
-                        master.send_with_tag(&buffer[..bytes], TAG_DATA);
+                        other.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
+                        other.send_with_tag(&buffer[..bytes], TAG_DATA);
                     }
                 }
                 SEND => master.send_with_tag(&buffer[..bytes], TAG_DATA),
                 PEER_PING => {
-                    let other = world.process_at_rank(peer as i32);
-                    let mut times = Vec::with_capacity(count as usize);
-                    // The first round trip is the untimed warm-up.
-                    for rep in 0..count {
-                        let start = Instant::now();
-                        other.send_with_tag(&buffer[..bytes], TAG_DATA);
-                        other.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
-                        if rep > 0 {
-                            times.push(start.elapsed().as_secs_f64() / 2.0);
-                        }
-                    }
-                    master.send_with_tag(&[fastest(&times)][..], TAG_RESULT);
-                }
-                PEER_PONG => {
-                    let other = world.process_at_rank(peer as i32);
-                    for _ in 0..count {
-                        other.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
-                        other.send_with_tag(&buffer[..bytes], TAG_DATA);
-                    }
+                    let one_way = fastest_one_way(&other, &mut buffer, bytes, count as usize);
+                    master.send_with_tag(&[one_way][..], TAG_RESULT);
                 }
                 _ => return,
             }
@@ -565,19 +566,10 @@ mod measure {
             let peer = world.process_at_rank(w as i32);
             let mut one_way_s = Vec::with_capacity(plan.sizes_bytes.len());
             for &bytes in &plan.sizes_bytes {
-                // One untimed warm-up (it opens the connection, touches the pages).
+                // One untimed warm-up, then the timed repetitions.
                 let count = plan.repetitions + 1;
                 peer.send_with_tag(&[PING_PONG, bytes as u64, count as u64, 0][..], TAG_COMMAND);
-                let mut times = Vec::with_capacity(plan.repetitions);
-                for rep in 0..count {
-                    let start = Instant::now();
-                    peer.send_with_tag(&buffer[..bytes], TAG_DATA);
-                    peer.receive_into_with_tag(&mut buffer[..bytes], TAG_DATA);
-                    if rep > 0 {
-                        times.push(start.elapsed().as_secs_f64() / 2.0);
-                    }
-                }
-                one_way_s.push(fastest(&times));
+                one_way_s.push(fastest_one_way(&peer, &mut buffer, bytes, count));
             }
             let fit = fit_sizes(plan, &one_way_s, &format!("worker {w}"))?;
             links.push(WorkerLink {
@@ -662,7 +654,7 @@ mod measure {
             let count = (plan.repetitions + 1) as u64;
             world
                 .process_at_rank(b as i32)
-                .send_with_tag(&[PEER_PONG, bytes as u64, count, a as u64][..], TAG_COMMAND);
+                .send_with_tag(&[PING_PONG, bytes as u64, count, a as u64][..], TAG_COMMAND);
             let first = world.process_at_rank(a as i32);
             first.send_with_tag(&[PEER_PING, bytes as u64, count, b as u64][..], TAG_COMMAND);
             // Waiting without spinning: the pair may share the master's cores.
