@@ -65,18 +65,26 @@ pub fn validate(config: &Config) -> Result {
     validate_simulate(&config.simulate)?;
     validate_compare(config)?;
     if let Some(n) = &config.network {
-        // The rules live with the network's type (`crate::network`).
-        crate::network::Network::new(
-            n.latency_s,
-            n.worker_bandwidth_bytes_per_s,
-            n.master_bandwidth_bytes_per_s,
-            n.master_link_shared,
-        )
-        .and_then(|net| net.with_master_per_message_s(n.master_per_message_s))
-        .and_then(|net| net.with_peer_bandwidth(n.peer_bandwidth_bytes_per_s))
-        .map_err(crate::network::into_input_error)?;
+        n.network().map_err(crate::network::into_input_error)?;
     }
     Ok(())
+}
+
+impl NetworkConfig {
+    /// The network this section describes, checked: the rules live with
+    /// the network's type (`crate::network`), which imports no config.
+    pub fn network(
+        &self,
+    ) -> std::result::Result<crate::network::Network, crate::network::NetworkError> {
+        crate::network::Network::new(
+            self.latency_s,
+            self.worker_bandwidth_bytes_per_s,
+            self.master_bandwidth_bytes_per_s,
+            self.master_link_shared,
+        )?
+        .with_master_per_message_s(self.master_per_message_s)?
+        .with_peer_bandwidth(self.peer_bandwidth_bytes_per_s)
+    }
 }
 
 /// The largest `straggler.time_unit_ms`: one day of wall time per model time

@@ -1,25 +1,13 @@
-//! The network of a config: its `[network]` section as a [`Network`], a
+//! The network of a config: its `[network]` section's network (`NetworkConfig::network`), a
 //! [`Delivery`] for its messages (issue 26, item 1) and, when
 //! `runtime.aggregate` resolves to `reduce`, its [`Reduce`] (issue 28,
 //! item 3); what they do is `crate::network::delivery` and
 //! `crate::network::reduce`.
 
 use super::message_size::{F64_BYTES, message_values};
-use crate::config::{Config, NetworkConfig, RuntimeAggregate};
+use crate::config::{Config, RuntimeAggregate};
 use crate::error::InputError;
-use crate::network::{Delivery, Network, NetworkError, Reduce, into_input_error};
-
-/// The network of a `[network]` section.
-pub fn network_of(c: &NetworkConfig) -> Result<Network, NetworkError> {
-    Network::new(
-        c.latency_s,
-        c.worker_bandwidth_bytes_per_s,
-        c.master_bandwidth_bytes_per_s,
-        c.master_link_shared,
-    )?
-    .with_master_per_message_s(c.master_per_message_s)?
-    .with_peer_bandwidth(c.peer_bandwidth_bytes_per_s)
-}
+use crate::network::{Delivery, Reduce, into_input_error};
 
 /// What a config's `[network]` does to its rounds.
 #[derive(Debug, Clone)]
@@ -59,7 +47,7 @@ pub fn in_time_unit(config: &Config, time_unit_s: f64) -> Result<Option<RoundNet
     let Some(section) = &config.network else {
         return Ok(None);
     };
-    let network = network_of(section).map_err(into_input_error)?;
+    let network = section.network().map_err(into_input_error)?;
     let aggregate = config.runtime.aggregate;
     // d is needed for a bandwidth, or for `auto` to choose.
     let values = if network.limits_bandwidth() || aggregate == RuntimeAggregate::Auto {
