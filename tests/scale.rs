@@ -103,12 +103,8 @@ fn ranks_of(job: &str) -> Vec<(u32, u32)> {
         {
             continue;
         }
-        // OpenMPI's rank variable, or MPICH's (Hydra).
-        if let Some(rank) = vars.iter().find_map(|v| {
-            v.strip_prefix("OMPI_COMM_WORLD_RANK=")
-                .or_else(|| v.strip_prefix("PMI_RANK="))
-        }) {
-            found.push((rank.parse().unwrap(), pid));
+        if let Some(rank) = common::mpi_rank_in(&environ) {
+            found.push((rank as u32, pid));
         }
     }
     found.sort_unstable();

@@ -286,14 +286,22 @@ pub fn objective_at(config: &gradcode::config::Config, partitions: usize, theta:
     opt.objective_at(theta, loss, plan.train_samples())
 }
 
+/// The MPI rank a process's environment (`/proc/PID/environ`) gives it:
+/// OpenMPI sets OMPI_COMM_WORLD_RANK in each rank's environment, MPICH's
+/// Hydra PMI_RANK; `None` for a process that is no rank (the launcher).
+pub fn mpi_rank_in(environ: &[u8]) -> Option<usize> {
+    environ.split(|&b| b == 0).find_map(|v| {
+        let v = std::str::from_utf8(v).ok()?;
+        v.strip_prefix("OMPI_COMM_WORLD_RANK=")
+            .or_else(|| v.strip_prefix("PMI_RANK="))?
+            .parse()
+            .ok()
+    })
+}
+
 /// The pid of MPI rank `rank` of the `gradcode train` job whose command line
-/// names `needle` (its trace, say), when it runs (OpenMPI sets
-/// OMPI_COMM_WORLD_RANK in each rank's environment, MPICH's Hydra PMI_RANK).
+/// names `needle` (its trace, say), when it runs ([`mpi_rank_in`]).
 pub fn rank_pid_of(needle: &str, rank: usize) -> Option<u32> {
-    let rank_envs = [
-        format!("OMPI_COMM_WORLD_RANK={rank}"),
-        format!("PMI_RANK={rank}"),
-    ];
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
@@ -308,10 +316,7 @@ pub fn rank_pid_of(needle: &str, rank: usize) -> Option<u32> {
         let Ok(env) = std::fs::read(entry.path().join("environ")) else {
             continue;
         };
-        if env
-            .split(|&b| b == 0)
-            .any(|v| rank_envs.iter().any(|r| v == r.as_bytes()))
-        {
+        if mpi_rank_in(&env) == Some(rank) {
             return Some(pid);
         }
     }
