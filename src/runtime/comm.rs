@@ -492,7 +492,11 @@ impl<'a> Comm<'a> {
 
     /// End the whole job now (MPI_Abort): for when a clean shutdown cannot
     /// happen (a rank is gone or does not answer).
+    ///
+    /// The launcher is first given (at most a second) to read what this
+    /// rank printed, the error that says why.
     pub fn abort(&self, code: u8) -> ! {
+        crate::output::drain_to_launcher(std::time::Duration::from_secs(1));
         self.world.abort(i32::from(code))
     }
 

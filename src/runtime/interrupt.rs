@@ -47,6 +47,7 @@ pub fn abort_on_panic(rank: i32) {
             crate::errln!("{backtrace}");
         }
         if mpi::is_initialized() && !mpi::is_finalized() {
+            crate::output::drain_to_launcher(std::time::Duration::from_secs(1));
             // SAFETY: MPI is initialised and not finalised; MPI_Abort may be
             // called from any thread and does not return.
             unsafe {
