@@ -683,15 +683,16 @@ impl Driver {
         // evaluation is not part of it: elapsed_s counts it); simulated, the
         // model's time until the decodable set and, reducing, the sum's
         // arrival (nothing models the decode itself).
-        let duration_s = if measured {
+        // Simulated, the model time itself is kept: seconds converted back
+        // would differ from it in the last digit.
+        let (duration_s, duration) = if measured {
             let update_s = lane.learner.as_ref().map_or(0.0, Learner::last_update_s);
-            decodable_s + decode_s + update_s
-        } else if after_stop == 0.0 {
-            decodable_s
+            let duration_s = decodable_s + decode_s + update_s;
+            (duration_s, duration_s / *time_unit_s)
         } else {
-            (stop.time + after_stop) * *time_unit_s
+            let duration = stop.time + after_stop;
+            (duration * *time_unit_s, duration)
         };
-        let duration = duration_s / *time_unit_s;
         let record = &mut lane.record;
         record.duration_s = duration_s;
         // The straggler state this iteration recorded, and kept for the next plan.
