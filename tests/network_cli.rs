@@ -274,6 +274,20 @@ fn check_and_explain_print_what_the_network_costs_the_messages() {
         text_out.contains("[network]"),
         "the resolved config: {text_out}"
     );
+    // The master's time per message is part of the links' description, in
+    // check's text as in simulate's (one formatter).
+    let per_message = write(
+        "per-message.toml",
+        &format!("{text}master_per_message_s = 0.002\n[simulate]\ntrials = 1\niterations = 2\n"),
+    );
+    let with = "master link 8e5 B/s (shared: one message at a time) and 2e-3 s per message; messages of 8000 bytes";
+    let text_out = stdout(&gradcode(&["check", "--config", &per_message]));
+    assert!(text_out.contains(with), "{text_out}");
+    let sim_out = stdout(&gradcode(&["simulate", "--config", &per_message]));
+    assert!(
+        sim_out.contains(&with.replace("; messages", ", messages")),
+        "{sim_out}"
+    );
     let explain = json(&gradcode(&[
         "explain",
         "--config",
@@ -423,7 +437,7 @@ fn simulate_times_the_aggregate_train_would_use_and_says_which() {
         &config_with(1_000_000, "reduce", peer),
     ]));
     assert!(
-        text.contains(" (shared), between workers 1.25e7 B/s, messages of "),
+        text.contains(" (shared: one message at a time), between workers 1.25e7 B/s, messages of "),
         "{text}"
     );
 }

@@ -199,21 +199,9 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
         super::units::unit_note(unit_s)
     );
     if let Some(n) = &r.network {
-        let rate = |b: Option<f64>| b.map_or("unlimited".to_string(), |b| format!("{b:e} B/s"));
         crate::outln!(
-            "network: latency {} s, worker links {}, master link {}{}{}{}; aggregate {}; times are arrivals at the master{}",
-            n.config.latency_s,
-            rate(n.config.worker_bandwidth_bytes_per_s),
-            rate(n.config.master_bandwidth_bytes_per_s),
-            if n.config.master_link_shared {
-                " (shared)"
-            } else {
-                " (not shared)"
-            },
-            n.config
-                .peer_bandwidth_bytes_per_s
-                .map(|b| format!(", between workers {}", rate(Some(b))))
-                .unwrap_or_default(),
+            "network: {}{}; aggregate {}; times are arrivals at the master{}",
+            crate::sim::communication::links(&n.config),
             n.message_bytes
                 .map(|b| format!(", messages of {b} bytes"))
                 .unwrap_or_default(),

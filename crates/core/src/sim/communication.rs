@@ -36,22 +36,10 @@ impl Communication {
     /// One line: the links, the message size and the two times; `what`
     /// names the messages counted ("the plan's 12 messages").
     pub fn describe(&self, what: &str) -> String {
-        let rate = |b: Option<f64>| b.map_or("unlimited".to_string(), |b| format!("{b:e} B/s"));
-        let n = &self.network;
         let reduce = self.aggregate == "reduce";
         format!(
-            "latency {} s, worker links {}, master link {} ({}){}; {}: {}one alone arrives {:.6} s after it is sent, {what} sent together within {:.6} s{}",
-            n.latency_s,
-            rate(n.worker_bandwidth_bytes_per_s),
-            rate(n.master_bandwidth_bytes_per_s),
-            if n.master_link_shared {
-                "shared: one message at a time"
-            } else {
-                "not shared"
-            },
-            n.peer_bandwidth_bytes_per_s
-                .map(|b| format!(", between workers {}", rate(Some(b))))
-                .unwrap_or_default(),
+            "{}; {}: {}one alone arrives {:.6} s after it is sent, {what} sent together within {:.6} s{}",
+            links(&self.network),
             match self.message_bytes {
                 Some(b) => format!("messages of {b} bytes"),
                 None => "message size irrelevant (no bandwidth limit)".to_string(),
@@ -70,6 +58,34 @@ impl Communication {
             }
         )
     }
+}
+
+/// A `[network]`'s links in words, as `simulate`, `check` and `explain`
+/// print them: the latency, each link's bandwidth ("unlimited" when unset),
+/// whether the master's link is shared, and the keys that only matter when
+/// set (the time per message on the master's link, the bandwidth between
+/// workers).
+pub fn links(n: &NetworkConfig) -> String {
+    let rate = |b: Option<f64>| b.map_or("unlimited".to_string(), |b| format!("{b:e} B/s"));
+    format!(
+        "latency {} s, worker links {}, master link {} ({}){}{}",
+        n.latency_s,
+        rate(n.worker_bandwidth_bytes_per_s),
+        rate(n.master_bandwidth_bytes_per_s),
+        if n.master_link_shared {
+            "shared: one message at a time"
+        } else {
+            "not shared"
+        },
+        if n.master_per_message_s > 0.0 {
+            format!(" and {:e} s per message", n.master_per_message_s)
+        } else {
+            String::new()
+        },
+        n.peer_bandwidth_bytes_per_s
+            .map(|b| format!(", between workers {}", rate(Some(b))))
+            .unwrap_or_default(),
+    )
 }
 
 /// The cost of `config`'s `[network]` (`None` when it has none) for the
