@@ -21,6 +21,8 @@ cargo fmt --all -- --check
 echo "== cargo clippy (default features, then none)"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo clippy --locked --workspace --all-targets --no-default-features -- -D warnings
+echo "== cargo doc (every doc link resolves, none to a private item)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps
 echo "== cargo test (default features: mpi, hdf5)"
 cargo test --locked --release --workspace
 echo "== examples: each asserts what it shows"

@@ -259,7 +259,7 @@ pub fn inputs_of(config: &crate::config::Config, config_file: Option<&Path>) -> 
 
 /// Refuse, in words, an output path whose target must not be replaced:
 /// anything but a regular file (a FIFO, a device such as `/dev/null`, a
-/// socket; a folder is named by [`claim`]) or one of `inputs` (the same
+/// socket; a folder is named by `claim`) or one of `inputs` (the same
 /// file: device and inode, so another name or a link to it counts too).
 /// A path where nothing is yet passes.
 pub fn check_target(path: &Path, inputs: &[Input]) -> Result<(), String> {
@@ -303,9 +303,9 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 }
 
 /// Every check an output path gets before any work starts, nothing created
-/// or changed: [`check_target`], then [`claim`] (an existing file only with
+/// or changed: [`check_target`], then `claim` (an existing file only with
 /// `overwrite`, and only when no process holds its lock), then
-/// [`check_writable`].
+/// `check_writable`.
 pub fn check_output(path: &Path, overwrite: bool, inputs: &[Input]) -> Result<(), String> {
     check_target(path, inputs)?;
     drop(claim(path, overwrite)?);
@@ -328,7 +328,7 @@ pub fn check_folder(path: &Path) -> Result<(), String> {
 }
 
 /// Write `bytes` to `path` whole: under a temporary name in its folder,
-/// then renamed into place ([`claim`] and [`install`]: an existing file only
+/// then renamed into place (`claim` and `install`: an existing file only
 /// with `overwrite` and when no process holds its lock). The temporary file
 /// is removed when anything fails.
 pub fn write_whole(path: &Path, overwrite: bool, bytes: &[u8]) -> Result<(), String> {

@@ -5,10 +5,10 @@
 //! attributes, `/timing/event`) live, make its read spin at 100% CPU, which
 //! no check in this process can interrupt. So before a command reads a
 //! trace it did not write (`inspect`, `inspect --replay-csv`, `advise
-//! --trace`, `train --resume`), [`check`] runs this same executable as a
+//! --trace`, `train --resume`), `check` runs this same executable as a
 //! child (`gradcode __probe-trace FILE`), which opens the trace and reads
-//! every string it holds ([`child`]), and waits for it at most
-//! [`deadline`]: a child still running then is killed and the trace refused
+//! every string it holds (`child`), and waits for it at most
+//! `deadline`: a child still running then is killed and the trace refused
 //! as corrupted. Only the strings are read, so the probe takes milliseconds
 //! whatever the size of the numeric datasets.
 

@@ -1011,7 +1011,7 @@ impl TraceFile {
     /// dataset is listed with the first's summary, and a second link to a
     /// group (a group linked into itself, a soft link to a parent) is an
     /// error, as are a link into another file (never followed) and a group
-    /// more than [`MAX_GROUP_DEPTH`] below `group`. The walk keeps its own
+    /// more than `MAX_GROUP_DEPTH` below `group`. The walk keeps its own
     /// stack: no recursion.
     pub fn extras(&self, group: &str) -> Result<(Vec<ExtraDataset>, Vec<ExtraGroup>)> {
         let root = self.group(group)?;

@@ -1,5 +1,5 @@
 //! The trace sink: the one factory of traces a run writes, an observer of
-//! the run and its checkpoint ([`Checkpoint`]: snapshots, and the state a
+//! the run and its checkpoint (`Checkpoint`: snapshots, and the state a
 //! resumed run restores), and the only place that knows whether HDF5 is
 //! compiled in. A training run's trace (`train`, [`TraceSink::for_run`],
 //! [`TraceSink::resume`]) holds a row per iteration, snapshots, the timing

@@ -163,7 +163,7 @@ impl Assignment {
     /// whole set, is one such case), and [`AssignmentSource`] says so.
     ///
     /// Limits: those of [`Self::circular_shifts`], and `1 <= draws <=`
-    /// [`MAX_ASSIGNMENT_DRAWS`].
+    /// `MAX_ASSIGNMENT_DRAWS`.
     pub fn default_matrix(
         workers: usize,
         clusters: usize,

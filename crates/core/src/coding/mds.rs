@@ -34,7 +34,7 @@ pub struct CyclicMds {
 }
 
 /// Codes of at least this many positions are decoded by their structure
-/// ([`Structured`]: O(size·r + r³) per arrival set after one dense
+/// (`Structured`: O(size·r + r³) per arrival set after one dense
 /// factorisation) instead of one dense least-squares solve per set
 /// (O(size³): 3.5 s per set at size 4096). Below it the dense solve is as
 /// fast or faster (`cargo bench --bench decode`, `examples/structured_decode.rs`)
@@ -314,7 +314,7 @@ impl CyclicMds {
         self.solve_dense(positions, tolerance)
     }
 
-    /// [`Self::solve`] by the code's structure (see [`Structured`]), whatever
+    /// [`Self::solve`] by the code's structure (see `Structured`), whatever
     /// the size; the dense solve when the code does not factor accurately.
     pub fn solve_structured(&self, positions: &[usize], tolerance: f64) -> Option<Solution> {
         if self.load == self.size || self.load == 1 || positions.len() < self.needed() {

@@ -154,7 +154,7 @@ pub struct UncorrelatedCode {
 impl UncorrelatedCode {
     /// The code for `orders` (distinct, each in 1..=size; sent in ascending
     /// order). Row `t·size + i` is message t of position i, supported on the
-    /// local partitions i, ..., i + orders[t] − 1 (mod size).
+    /// local partitions i, ..., i + orders\[t\] − 1 (mod size).
     ///
     /// The rows get equispaced points of [−1, 1], row q at point (s·q) mod
     /// rows with s the first stride >= 7 coprime with the row count, so that
@@ -470,7 +470,7 @@ impl MultiMessageCode {
         ))
     }
 
-    /// UC-MMC (003 §IV; its ref. [19]): cyclic placement over all K workers,
+    /// UC-MMC (003 §IV; its ref. \[19\]): cyclic placement over all K workers,
     /// every partial gradient sent as soon as it is computed; the master needs
     /// every partition once. It is the correlated design with m = 1, P = 1.
     /// Limits: K >= 1, 1 <= r <= K.

@@ -385,7 +385,7 @@ impl StaticCode {
     /// over its own l partitions; the master needs l-r+1 codewords from every
     /// cluster. `assignment` is the l × P worker assignment matrix (0-based
     /// ids; column p lists cluster p in position order); without it the
-    /// default of [`default_assignment`] is used. All clusters share one random
+    /// default of `default_assignment` is used. All clusters share one random
     /// code matrix. Limits: P >= 1, P | K, 1 <= r <= l.
     pub fn static_clustering(
         workers: usize,

@@ -116,7 +116,7 @@ fn parse_value(raw: &str) -> toml::Value {
 impl LoadedConfig {
     /// This config with `settings` applied in order, as `--set` applies
     /// them after a config file that holds this config, then checked whole
-    /// ([`validate`]): the same errors as `--set`. The settings' keys become
+    /// (`validate`): the same errors as `--set`. The settings' keys become
     /// explicit; `[scheme]` is taken as given (the loader `setup` checks
     /// it), and the warnings the loader fills in are cleared.
     pub fn with_settings(&self, settings: &[Setting]) -> Result<LoadedConfig, InputError> {

@@ -31,7 +31,7 @@ pub struct LongRun {
 }
 
 impl LongRun {
-    /// Sample [`ITERATIONS`] iterations of trial 0 of `spec` (a replayed
+    /// Sample `ITERATIONS` iterations of trial 0 of `spec` (a replayed
     /// trace wraps around its rows).
     pub fn measure(spec: &DelaySpec) -> Self {
         let k = spec.workers();

@@ -48,7 +48,7 @@ pub struct TraceTable {
 impl TraceTable {
     /// Read and validate a trace file, row by row (at most
     /// [`MAX_LINE_BYTES`](crate::csvfile::MAX_LINE_BYTES) per row and
-    /// [`MAX_TRACE_VALUES`] values in all).
+    /// `MAX_TRACE_VALUES` values in all).
     pub fn load(path: &Path) -> Result<Self, InputError> {
         let origin = path.display().to_string();
         let file = crate::files::open_input(path).map_err(|e| {
@@ -238,7 +238,7 @@ pub const CLOCK_CHECK_MIN_ROWS: usize = 8;
 
 /// Whether a column of a trace looks like readings of a clock (a time stamp
 /// per round) rather than the durations the replay expects. Two signs, each
-/// judged only with at least [`CLOCK_CHECK_MIN_ROWS`] rows:
+/// judged only with at least `CLOCK_CHECK_MIN_ROWS` rows:
 /// - the values never decrease from one row to the next and rise in at least
 ///   half of the steps: time stamps do, while the durations of independent
 ///   rounds fall somewhere with near certainty (all of 8 independent

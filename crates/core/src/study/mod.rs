@@ -7,9 +7,9 @@
 //!   and those that repeat an earlier one; [`skipped`]: those not run, with
 //!   the reason;
 //! - [`search`]: the candidates `advise` searches per scheme and the memory
-//!   they store; [`rank`]: their ranking with paired intervals;
+//!   they store; [`rank`](mod@rank): their ranking with paired intervals;
 //! - [`model`]: the straggler model simulated, the config's or fitted to
-//!   measured times, and [`sensitivity`]: the advice at the ends of the
+//!   measured times, and [`sensitivity`](mod@sensitivity): the advice at the ends of the
 //!   fitted parameters' intervals;
 //! - [`speedup`]: the speedup of runs over a baseline's, paired by seed
 //!   where they can be.

@@ -217,7 +217,7 @@ impl Net {
         )
     }
 
-    /// θ at the start: each parameter from its [`Init`], from the seed's
+    /// θ at the start: each parameter from its `Init`, from the seed's
     /// model-initialisation stream (parameter `i` from sub-stream `i`).
     pub fn initial_theta(&self, seed: u64) -> Vec<f64> {
         let mut theta = Vec::with_capacity(self.dim());
@@ -415,7 +415,7 @@ impl Net {
 
     /// The summed cross-entropy and the correctly classified samples of
     /// every sample of `part` at `theta` (no dropout), in chunks of
-    /// [`EVAL_CHUNK`].
+    /// `EVAL_CHUNK`.
     pub fn evaluate(&self, part: &Partition, theta: &[f64]) -> Result<(f64, usize), ModelError> {
         let (tensors, _) = self.tensors(theta, false)?;
         let (mut loss_sum, mut correct) = (0.0, 0);
