@@ -98,3 +98,27 @@ fn every_paper_figure_regenerates_bit_for_bit() {
     }
     assert!(checked.len() >= 12, "paper configs simulated: {checked:?}");
 }
+
+/// The README's first experiment quotes `simulate`'s output on the Fig. 3
+/// config: the quoted block is what the command prints, character for
+/// character.
+#[test]
+fn the_readme_quotes_what_its_simulate_command_prints() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let command = "gradcode simulate --config configs/paper/gcdc-fig3.toml\n";
+    assert!(
+        readme.contains(&format!("```sh\n{command}```")),
+        "README.md runs {command}"
+    );
+    let head = "```\ngradcode simulate: configs/paper/gcdc-fig3.toml\n";
+    let start = readme.find(head).expect("README.md quotes the output") + 4;
+    let quoted = &readme[start..start + readme[start..].find("```").unwrap()];
+    let out = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .current_dir(root())
+        .args(["simulate", "--config", "configs/paper/gcdc-fig3.toml"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(quoted, printed, "README.md's quote of simulate's output");
+}
