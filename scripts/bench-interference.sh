@@ -256,7 +256,12 @@ hog_test() {
   [ -z "$held" ] || { echo "self-test failed: busy loop $pid holds$held" >&2; return 1; }
   [ "$(taskset -pc "$pid" | sed 's/.*: //')" = 1 ] ||
     { echo "self-test failed: busy loop $pid not pinned to CPU 1: $(taskset -pc "$pid")" >&2; return 1; }
-  wait "$worker"
+  # The slowed rank's own status (set -e would end the self-test without a
+  # word; CI once saw exit 1 here and nothing else).
+  local status=0
+  wait "$worker" || status=$?
+  [ "$status" -eq 0 ] ||
+    { echo "self-test failed: the slowed rank (taskset -c 1 sleep 0.5) exited $status: $(tr '\n' ' ' < "$work/hog-out")" >&2; return 1; }
   # Running: it exists and is no zombie (init reaps an orphan when it can).
   running() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2> /dev/null; }
   for _ in $(seq 100); do
