@@ -248,3 +248,30 @@ fn the_extraction_finds_what_it_should() {
     assert_eq!(split_code("a ``x ` y`` b").0, ["x ` y"]);
     assert_eq!(split_code("a `b\nc` d").0, ["b c"]);
 }
+
+/// The README's emulation-fidelity figures are those of the committed
+/// `results/bench-runtime.json`, the output of the run they quote.
+#[test]
+fn the_readme_fidelity_figures_are_the_committed_bench_runtime_output() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let bench: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("results/bench-runtime.json"))
+            .expect("results/bench-runtime.json, written by scripts/bench-runtime.sh"),
+    )
+    .unwrap();
+    let percent = |kind: &str| {
+        format!(
+            "{:+.2}%",
+            100.0 * bench[kind]["difference"].as_f64().unwrap()
+        )
+    };
+    let quoted = format!(
+        "measured {} (gc-sc) and {} (gc-dc)",
+        percent("gc-sc"),
+        percent("gc-dc")
+    );
+    assert!(
+        readme.contains(&quoted),
+        "README.md should quote `{quoted}` from results/bench-runtime.json"
+    );
+}
