@@ -53,7 +53,8 @@ pub fn write_stderr(args: fmt::Arguments<'_>) {
 /// forwarded the last lines, the error that says why the job ends (MPICH's
 /// Hydra lost a rank's last line in 11 of 60 aborts on this machine, and in
 /// none of 60 after this wait; tests/mpi.rs
-/// `the_error_before_an_abort_always_reaches_the_user` aborts twenty times).
+/// `the_error_before_an_abort_always_reaches_the_user` aborts forty times in
+/// a row under MPICH).
 /// A stream that is not a pipe (a terminal, a file) has nothing to wait for.
 pub fn drain_to_launcher(limit: std::time::Duration) -> bool {
     let _ = std::io::stdout().lock().flush();
