@@ -46,7 +46,7 @@ pub fn write_stderr(args: fmt::Arguments<'_>) {
 }
 
 /// Wait, at most `limit`, until what this process wrote to stdout and
-/// stderr has been read from their pipes; returns whether it has.
+/// stderr has been read from their pipes.
 ///
 /// For just before `MPI_Abort`: a launcher reads a rank's output from a
 /// pipe and may act on the abort first, killing the job before it has
@@ -56,20 +56,16 @@ pub fn write_stderr(args: fmt::Arguments<'_>) {
 /// `the_error_before_an_abort_always_reaches_the_user` aborts forty times in
 /// a row under MPICH).
 /// A stream that is not a pipe (a terminal, a file) has nothing to wait for.
-pub fn drain_to_launcher(limit: std::time::Duration) -> bool {
+pub fn drain_to_launcher(limit: std::time::Duration) {
     let _ = std::io::stdout().lock().flush();
     let deadline = std::time::Instant::now() + limit;
-    [libc::STDOUT_FILENO, libc::STDERR_FILENO]
-        .into_iter()
-        .all(|fd| {
-            loop {
-                match unread_in_pipe(fd) {
-                    Some(0) | None => break true,
-                    Some(_) if std::time::Instant::now() >= deadline => break false,
-                    Some(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
-                }
-            }
-        })
+    for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+        while unread_in_pipe(fd).is_some_and(|unread| unread > 0)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
 }
 
 /// The bytes written to pipe `fd` that its reader has not read yet; `None`

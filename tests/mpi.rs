@@ -928,25 +928,16 @@ fn the_error_before_an_abort_always_reaches_the_user() {
     );
     let trace = scratch("abort-line.h5");
     let mpich = std::env::var("GRADCODE_TEST_MPIEXEC").is_ok_and(|m| m.contains("mpich"));
+    let args = common::train_args(&path, &trace);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     for attempt in 1..=if mpich { 40 } else { 5 } {
         let out = {
             let _one = common::one_at_a_time();
-            common::mpirun_command(
-                3,
-                &[
-                    "train",
-                    "--config",
-                    path.to_str().unwrap(),
-                    "--out",
-                    trace.to_str().unwrap(),
-                    "--force",
-                    "--quiet",
-                ],
-            )
-            .env("GRADCODE_TEST_PANIC_RANK", "0")
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .expect("mpirun must be installed")
+            common::mpirun_command(3, &args)
+                .env("GRADCODE_TEST_PANIC_RANK", "0")
+                .env("RUST_BACKTRACE", "0")
+                .output()
+                .expect("mpirun must be installed")
         };
         let err = common::stderr(&out);
         assert!(!out.status.success(), "abort {attempt}: {err}");
