@@ -13,6 +13,8 @@ pub use gradcode_core::{
 };
 
 pub mod cli;
+#[cfg(feature = "mpi")]
+pub mod finalize;
 pub mod logging;
 pub mod output;
 pub mod process_setup;

@@ -33,6 +33,11 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
+            // Under mpirun every rank parses the same command line: one line
+            // from rank 0, not one per rank run together.
+            if gradcode::output::launcher_rank().is_some_and(|rank| rank != 0) {
+                return ExitCode::from(2);
+            }
             // clap's first paragraph (the error and what it is about), on one line.
             let text = e.to_string();
             let first: Vec<&str> = text

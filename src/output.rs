@@ -111,3 +111,18 @@ macro_rules! errln {
         $crate::output::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
+
+/// This process's rank as its MPI launcher set it in the environment
+/// (OpenMPI's `OMPI_COMM_WORLD_RANK`, PMIx's `PMIX_RANK`, MPICH's
+/// `PMI_RANK`, Slurm's `SLURM_PROCID` under srun), before MPI starts:
+/// `None` outside a launcher.
+pub fn launcher_rank() -> Option<u32> {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+}

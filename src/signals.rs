@@ -75,6 +75,27 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// The environment variable of [`stop_if_asked`].
+pub const TEST_STOP_VAR: &str = "GRADCODE_TEST_STOP_RANK";
+
+/// Fault injection for the tests only (tests/reliability.rs, tests/probe.rs): with
+/// `GRADCODE_TEST_STOP_RANK=R` in the environment rank R stops itself here
+/// (SIGSTOP, as `kill -STOP` or a suspended job would), so that a test can
+/// show that the other ranks do not wait for it without a bound. Nothing
+/// else reads it.
+pub fn stop_if_asked(rank: i32, place: &str) {
+    let asked = std::env::var(TEST_STOP_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok());
+    if asked == Some(rank) {
+        log::warn!("{TEST_STOP_VAR}={rank}: stopping {place}, on purpose");
+        // SAFETY: raise only sends a signal to this process.
+        unsafe {
+            libc::raise(libc::SIGSTOP);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -384,8 +384,13 @@ fn read_data_files(
     }
     let data = crate::learn::DataPlan::new(config, partitions)?;
     data.standardization()?;
-    data.load_test()?;
-    let model = crate::learn::Model::new(config, data.input())?.describe();
+    let test = data.load_test()?;
+    let model = crate::learn::Model::new(config, data.input())?;
+    // As train's master: the test samples' labels fit the model.
+    model
+        .check_labels(&test)
+        .map_err(|e| crate::error::InputError::new("data: the test samples", e))?;
+    let model = model.describe();
     Ok((
         Some(DataFilesReport {
             train_samples: data.train_samples(),

@@ -77,6 +77,9 @@ pub struct Member {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TargetRow {
     pub target: f64,
+    /// Runs that recorded the series at all (a finite value; a regression
+    /// records no accuracy): the others can never reach the target.
+    pub recorded: usize,
     /// Runs that recorded a value at or past the target.
     pub reached: usize,
     /// Mean over the runs of the 1-based iteration at which the target was
@@ -317,11 +320,13 @@ pub fn compare(
             })
             .collect();
         let reached = reaches.iter().filter(|r| r.reached).count();
+        let recorded = reaches.iter().filter(|r| r.evaluated > 0).count();
         let all = reached == runs.len() && !runs.is_empty();
         let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
         let times = target_times(runs, loss);
         TargetRow {
             target,
+            recorded,
             reached,
             iterations: all.then(|| {
                 mean(
@@ -520,7 +525,13 @@ pub fn text(c: &Comparison) -> String {
             out += &format!(
                 "{:<24} {:>8} {:>10} {:>10}  {}\n",
                 r.label,
-                format!("{}/{}", t.reached, r.runs.len()),
+                match (t.recorded, r.runs.len()) {
+                    (0, _) => "not recorded".to_string(),
+                    (recorded, runs) if recorded < runs => {
+                        format!("{}/{} ({} not recorded)", t.reached, runs, runs - recorded)
+                    }
+                    (_, runs) => format!("{}/{runs}", t.reached),
+                },
                 t.iterations.map_or("-".to_string(), count),
                 opt(t.time_s),
                 speedup_text(&t.speedup, r.baseline)
@@ -711,12 +722,14 @@ pub(super) fn run(flags: &CompareFlags) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The same file: equal paths, or equal once canonical.
+/// The same file: equal paths, or one file under two names (a symbolic or
+/// a hard link: the same device and inode).
 fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
     a == b
         || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(x), Ok(y)) if x == y
+            (std::fs::metadata(a), std::fs::metadata(b)),
+            (Ok(x), Ok(y)) if (x.dev(), x.ino()) == (y.dev(), y.ino())
         )
 }
 

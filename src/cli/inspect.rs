@@ -61,6 +61,10 @@ pub(super) fn run(path: &Path, json: bool, targets: Targets) -> anyhow::Result<(
         )
         .into());
     }
+    // Values no run writes: said first, on stderr, whatever the format.
+    for warning in &report.warnings {
+        crate::errln!("warning: {}: {warning}", report.file);
+    }
     if json {
         crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {

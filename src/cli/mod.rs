@@ -140,6 +140,15 @@ pub enum Command {
             allow_negative_numbers = true
         )]
         repetitions: String,
+        /// How long the master waits for a worker's answer, seconds: a worker
+        /// (or a pair of workers) silent for longer is named and the job ends.
+        #[arg(
+            long,
+            value_name = "S",
+            default_value = "60",
+            allow_negative_numbers = true
+        )]
+        timeout_s: String,
         /// Print JSON instead of TOML.
         #[arg(long)]
         json: bool,
@@ -390,11 +399,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             min_bytes,
             max_bytes,
             repetitions,
+            timeout_s,
             json,
         } => probe::run(&probe::ProbeFlags {
             min_bytes,
             max_bytes,
             repetitions,
+            timeout_s,
             json,
         }),
         #[cfg(not(feature = "mpi"))]

@@ -36,8 +36,11 @@
 //! left out with one worker.
 //!
 //! Every rank parses the same flags; rank 0 checks them and the world size
-//! and broadcasts the verdict before any measurement, so a bad flag or a run
-//! on one rank ends every rank with exit status 2 and one `error:` line.
+//! and sends each worker the verdict before any measurement, so a bad flag
+//! or a run on one rank ends every rank with exit status 2 and one `error:`
+//! line. There is no collective: every wait of rank 0 for a worker is
+//! bounded by `--timeout-s`, after which the silent worker (or pair) is
+//! named and the job ends with `MPI_Abort`.
 
 use serde::Serialize;
 
@@ -49,17 +52,21 @@ pub struct ProbeFlags {
     pub min_bytes: String,
     pub max_bytes: String,
     pub repetitions: String,
+    pub timeout_s: String,
     pub json: bool,
 }
 
 /// The checked plan of a probe.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProbePlan {
     /// Message sizes of the ping-pong, ascending: `min`, 4 `min`, ..., `max`.
     pub sizes_bytes: Vec<usize>,
     /// Timed repetitions per size (one untimed warm-up comes first); the
     /// fastest counts.
     pub repetitions: usize,
+    /// How long the master waits for any one answer of a worker (or a pair)
+    /// before it names the silent ranks and ends the job.
+    pub timeout_s: f64,
     pub json: bool,
 }
 
@@ -67,6 +74,8 @@ pub struct ProbePlan {
 pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
 /// At most this many timed repetitions per size.
 pub const MAX_REPETITIONS: usize = 1000;
+/// The longest `--timeout-s`: a week.
+pub const MAX_TIMEOUT_S: f64 = 7.0 * 24.0 * 3600.0;
 /// The factor between consecutive ping-pong sizes.
 const SIZE_FACTOR: usize = 4;
 /// All-at-once counts as serialised on the master's link when it took more
@@ -116,9 +125,23 @@ impl ProbeFlags {
                 format!("must be in 1..={MAX_REPETITIONS}"),
             ));
         }
+        let timeout_s = self
+            .timeout_s
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|t| t.is_finite() && *t > 0.0 && *t <= MAX_TIMEOUT_S)
+            .ok_or_else(|| {
+                InputError::value(
+                    "--timeout-s",
+                    &self.timeout_s,
+                    format!("must be a number of seconds in (0, {MAX_TIMEOUT_S}]"),
+                )
+            })?;
         Ok(ProbePlan {
             sizes_bytes: sizes(min, max),
             repetitions,
+            timeout_s,
             json: self.json,
         })
     }
@@ -435,52 +458,101 @@ mod measure {
     /// (and the rounds of each worker alone alike).
     const IDLE_SLEEP: Duration = Duration::from_micros(100);
 
+    /// The verdict on the flags, rank 0 → every worker.
+    const TAG_VERDICT: i32 = 4;
+    /// A worker's host name, worker → rank 0.
+    const TAG_HOST: i32 = 5;
+
     /// `gradcode probe` on every rank.
+    ///
+    /// No collective: rank 0 sends each worker the verdict on the flags and
+    /// receives each worker's host name, and every wait of rank 0 for a
+    /// worker is watched ([`Watchdog`]): a worker (or a pair) silent for
+    /// `--timeout-s` is named and the job ends.
     pub fn run(flags: &ProbeFlags) -> anyhow::Result<()> {
-        let universe =
-            mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+        let inherited = crate::finalize::InheritedSockets::record();
+        // Funneled: the watchdog thread may end the job (MPI_Abort).
+        let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+            .ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+        let outcome = probe_rank(&universe, flags);
+        // MPI_Finalize (dropping the universe) cannot hang the finished job.
+        let library = mpi::environment::library_version().unwrap_or_default();
+        crate::finalize::FinalizeGuard::arm(&inherited, &library);
+        drop(universe);
+        outcome
+    }
+
+    /// This rank's part of the probe.
+    fn probe_rank(universe: &mpi::environment::Universe, flags: &ProbeFlags) -> anyhow::Result<()> {
         let world = universe.world();
-        let root = world.process_at_rank(0);
         let ranks = world.size() as usize;
-        // Rank 0 checks and tells the others before anything is measured.
-        let mut verdict = [0u8];
-        let mut checked = None;
-        if world.rank() == 0 {
-            match check(flags, ranks) {
-                Ok(plan) => checked = Some(plan),
-                Err(e) => {
-                    // Printed before the broadcast: the others exit as soon as
-                    // they hear, and mpirun may then end rank 0 first.
-                    crate::errln!("error: {e}");
-                    verdict[0] = 1;
-                }
+        if world.rank() != 0 {
+            crate::signals::stop_if_asked(world.rank(), "before it says its host");
+            let master = world.process_at_rank(0);
+            wait_for(&master, TAG_VERDICT);
+            let (verdict, _) = master.receive_with_tag::<u8>(TAG_VERDICT);
+            if verdict != 0 {
+                return Err(QuietExit(2).into());
             }
-        }
-        if ranks > 1 {
-            root.broadcast_into(&mut verdict[..]);
-        }
-        if verdict[0] != 0 {
-            return Err(QuietExit(2).into());
-        }
-        let hosts = gather_hosts(&world);
-        if world.rank() == 0 {
-            let plan = checked.expect("rank 0 checked the plan");
-            let report = master(&world, &plan, hosts);
-            for w in 1..ranks as i32 {
-                world
-                    .process_at_rank(w)
-                    .send_with_tag(&[DONE, 0, 0, 0][..], TAG_COMMAND);
-            }
-            let report = report?;
-            if plan.json {
-                crate::outln!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                crate::outln!("{}", report.to_toml().trim_end());
-            }
-        } else {
+            let name = host_name();
+            master.send_with_tag(name.as_bytes(), TAG_HOST);
             worker(&world);
+            return Ok(());
+        }
+        // Rank 0 checks and tells the others before anything is measured.
+        let plan = match check(flags, ranks) {
+            Ok(plan) => plan,
+            Err(e) => {
+                crate::errln!("error: {e}");
+                for w in 1..ranks as i32 {
+                    world.process_at_rank(w).send_with_tag(&1u8, TAG_VERDICT);
+                }
+                return Err(QuietExit(2).into());
+            }
+        };
+        let watchdog = Watchdog::start(plan.timeout_s);
+        let mut hosts = vec![host_name()];
+        for w in 1..ranks as i32 {
+            let worker = world.process_at_rank(w);
+            worker.send_with_tag(&0u8, TAG_VERDICT);
+            watchdog.waiting(format!("worker {w} (its host name, at the start)"));
+            wait_for(&worker, TAG_HOST);
+            let (name, _) = worker.receive_vec_with_tag::<u8>(TAG_HOST);
+            hosts.push(String::from_utf8_lossy(&name).into_owned());
+        }
+        let report = master(&world, &plan, hosts, &watchdog);
+        for w in 1..ranks as i32 {
+            world
+                .process_at_rank(w)
+                .send_with_tag(&[DONE, 0, 0, 0][..], TAG_COMMAND);
+        }
+        watchdog.idle();
+        let report = report?;
+        if plan.json {
+            crate::outln!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            crate::outln!("{}", report.to_toml().trim_end());
         }
         Ok(())
+    }
+
+    /// Wait without spinning until `from` has sent a message with `tag`.
+    fn wait_for(from: &Process<'_>, tag: i32) {
+        while from.immediate_probe_with_tag(tag).is_none() {
+            std::thread::sleep(IDLE_SLEEP);
+        }
+    }
+
+    /// This rank's host name (`MPI_Get_processor_name`), at most 255 bytes.
+    fn host_name() -> String {
+        let mut name =
+            mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
+        let mut end = name.len().min(255);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+        name
     }
 
     fn check(flags: &ProbeFlags, ranks: usize) -> Result<ProbePlan, InputError> {
@@ -495,27 +567,61 @@ mod measure {
         Ok(plan)
     }
 
-    /// Every rank's host name on rank 0 (empty elsewhere).
-    fn gather_hosts(world: &SimpleCommunicator) -> Vec<String> {
-        const WIDTH: usize = 256;
-        let name =
-            mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
-        let mut mine = [0u8; WIDTH];
-        let n = name.len().min(WIDTH - 1);
-        mine[..n].copy_from_slice(&name.as_bytes()[..n]);
-        let root = world.process_at_rank(0);
-        if world.rank() != 0 {
-            root.gather_into(&mine[..]);
-            return Vec::new();
+    /// What rank 0 waits for, and since when: a thread ends the job when one
+    /// wait lasts longer than `--timeout-s`, naming what it waited for
+    /// (rank 0's own MPI calls block, so the bound must come from beside them).
+    struct Watchdog {
+        waiting: std::sync::Arc<std::sync::Mutex<Option<(Instant, String)>>>,
+    }
+
+    impl Watchdog {
+        fn start(timeout_s: f64) -> Self {
+            let waiting: std::sync::Arc<std::sync::Mutex<Option<(Instant, String)>>> =
+                std::sync::Arc::default();
+            let watched = std::sync::Arc::clone(&waiting);
+            let limit = Duration::from_secs_f64(timeout_s);
+            let spawned = std::thread::Builder::new()
+                .name("probe-watchdog".to_string())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(Duration::from_millis(100).min(limit));
+                        let late = watched
+                            .lock()
+                            .ok()
+                            .and_then(|w| w.as_ref().filter(|(since, _)| since.elapsed() >= limit).map(|(_, what)| what.clone()));
+                        if let Some(what) = late {
+                            crate::errln!(
+                                "error: probe: no answer from {what} within {timeout_s} s (--timeout-s): it is stopped, hung or gone; ending the job (MPI_Abort)"
+                            );
+                            crate::output::drain_to_launcher(Duration::from_secs(1));
+                            // SAFETY: MPI is initialised (the watchdog starts
+                            // after MPI_Init) and rank 0 finalises only after
+                            // it has stopped waiting; MPI_Abort does not return.
+                            unsafe {
+                                mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 1);
+                            }
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                log::warn!("probe: no watchdog thread ({e}): a silent worker is not timed out");
+            }
+            Self { waiting }
         }
-        let mut all = vec![0u8; WIDTH * world.size() as usize];
-        root.gather_into_root(&mine[..], &mut all[..]);
-        all.chunks(WIDTH)
-            .map(|c| {
-                let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
-                String::from_utf8_lossy(&c[..end]).into_owned()
-            })
-            .collect()
+
+        /// Rank 0 now waits for `what` (a worker, a pair, the workers).
+        fn waiting(&self, what: String) {
+            if let Ok(mut w) = self.waiting.lock() {
+                *w = Some((Instant::now(), what));
+            }
+        }
+
+        /// Rank 0 waits for no one.
+        fn idle(&self) {
+            if let Ok(mut w) = self.waiting.lock() {
+                *w = None;
+            }
+        }
     }
 
     /// A worker: wait for each command without spinning, carry it out.
@@ -556,6 +662,7 @@ mod measure {
         world: &SimpleCommunicator,
         plan: &ProbePlan,
         hosts: Vec<String>,
+        watchdog: &Watchdog,
     ) -> anyhow::Result<ProbeReport> {
         let workers = world.size() as usize - 1;
         let max = *plan.sizes_bytes.last().expect("at least two sizes");
@@ -568,6 +675,7 @@ mod measure {
             for &bytes in &plan.sizes_bytes {
                 // One untimed warm-up, then the timed repetitions.
                 let count = plan.repetitions + 1;
+                watchdog.waiting(format!("worker {w} (ping-pong of {bytes} bytes)"));
                 peer.send_with_tag(&[PING_PONG, bytes as u64, count as u64, 0][..], TAG_COMMAND);
                 one_way_s.push(fastest_one_way(&peer, &mut buffer, bytes, count));
             }
@@ -592,6 +700,7 @@ mod measure {
         }
         let mut alone = Vec::with_capacity(workers);
         for w in 1..=workers {
+            watchdog.waiting(format!("worker {w} (its message alone)"));
             alone.push(timed_sends(
                 world,
                 &[w],
@@ -603,6 +712,7 @@ mod measure {
         for (link, &t) in links.iter_mut().zip(&alone) {
             link.alone_s = t;
         }
+        watchdog.waiting(format!("one of workers 1..{workers} (all sending at once)"));
         let all_s = timed_sends(world, &everyone, &sends, plan.repetitions, &mut buffer);
         let simultaneous = Simultaneous {
             bytes: total,
@@ -611,6 +721,7 @@ mod measure {
         };
         let mut peers = Vec::with_capacity(workers.saturating_sub(1));
         for a in 1..workers {
+            watchdog.waiting(format!("workers {a} and {} (their ping-pong)", a + 1));
             peers.push(peer_link(world, plan, [a, a + 1], &hosts)?);
         }
         Ok(ProbeReport::summarise(
@@ -729,6 +840,7 @@ mod tests {
             min_bytes: min.into(),
             max_bytes: max.into(),
             repetitions: reps.into(),
+            timeout_s: "60".into(),
             json: false,
         }
     }
@@ -758,6 +870,19 @@ mod tests {
             let e = f.check().unwrap_err();
             assert_eq!(e.field, field, "{e}");
         }
+        for timeout in ["0", "-1", "nan", "inf", "1e300", "abc", ""] {
+            let f = ProbeFlags {
+                timeout_s: timeout.into(),
+                ..flags("8", "64", "3")
+            };
+            let e = f.check().unwrap_err();
+            assert_eq!(e.field, "--timeout-s", "{timeout}: {e}");
+        }
+        let f = ProbeFlags {
+            timeout_s: "2.5".into(),
+            ..flags("8", "64", "3")
+        };
+        assert_eq!(f.check().unwrap().timeout_s, 2.5);
     }
 
     #[test]

@@ -63,7 +63,7 @@ impl WaitMode {
 /// What a rank knows about its node: its ranks and its cores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Node {
-    /// Ranks of this job on this node (`MPI_Comm_split_type`, shared memory).
+    /// Ranks of this job on this node (the ranks whose host is this one's).
     pub ranks: usize,
     /// Cores the node's ranks may run on: the union of their affinity masks.
     pub cores: usize,
@@ -72,28 +72,10 @@ pub struct Node {
     pub one_node: bool,
 }
 
-impl Node {
-    /// Collective over `world`: every rank must call it.
-    pub fn probe(world: &SimpleCommunicator) -> Self {
-        use mpi::collective::{CommunicatorCollectives, SystemOperation};
-        let node = world.split_shared(world.rank());
-        let mine = affinity_mask();
-        let mut union = [0u64; MASK_WORDS];
-        node.all_reduce_into(&mine[..], &mut union[..], SystemOperation::bitwise_or());
-        let cores = union.iter().map(|w| w.count_ones() as usize).sum::<usize>();
-        let fallback = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Self {
-            ranks: node.size() as usize,
-            cores: if cores == 0 { fallback } else { cores },
-            one_node: node.size() == world.size(),
-        }
-    }
-}
-
-const MASK_WORDS: usize = 16; // 1024 CPUs, glibc's CPU_SETSIZE
+pub(super) const MASK_WORDS: usize = 16; // 1024 CPUs, glibc's CPU_SETSIZE
 
 /// This process's CPU affinity as a bit set (empty when it cannot be read).
-fn affinity_mask() -> [u64; MASK_WORDS] {
+pub(super) fn affinity_mask() -> [u64; MASK_WORDS] {
     let mut mask = [0u64; MASK_WORDS];
     // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
     unsafe {
@@ -425,11 +407,6 @@ pub const SUSPENDED_GAP: Duration = Duration::from_secs(1);
 /// The world communicator with tracked nonblocking sends and matched-probe receives.
 pub struct Comm<'a> {
     world: &'a SimpleCommunicator,
-    /// A duplicate of the world for `aggregate = reduce`: the partial sums
-    /// of [`Comm::tree_sum`] travel on it, so they never meet the
-    /// any-source probes on the world (a worker may get another member's
-    /// partial sum before the master's order).
-    reductions: SimpleCommunicator,
     sends: RefCell<SendPool>,
     /// Time this process was found suspended inside its waits, in all.
     suspended: std::cell::Cell<Duration>,
@@ -438,11 +415,10 @@ pub struct Comm<'a> {
 }
 
 impl<'a> Comm<'a> {
-    /// Collective over `world` (it duplicates it): every rank calls it.
+    /// Not a collective: a rank that is stopped or gone holds up no other.
     pub fn new(world: &'a SimpleCommunicator) -> Self {
         Self {
             world,
-            reductions: world.duplicate(),
             sends: RefCell::default(),
             suspended: std::cell::Cell::new(Duration::ZERO),
             last_look: std::cell::Cell::new(Instant::now()),
@@ -565,10 +541,12 @@ impl<'a> Comm<'a> {
 
     /// Sum `sum` over `members` (world ranks, ascending, this rank among
     /// them) into `members[0]`'s `sum`, by a binomial tree of point-to-point
-    /// messages on the duplicate of the world: in round r = 0, 1, ... the
+    /// messages: in round r = 0, 1, ... the
     /// member at position i with i mod 2^(r+1) = 2^r sends its partial sum
     /// to position i − 2^r and is done; ceil(log2 |members|) rounds. No
-    /// other rank takes part. Every wait is a probe or a test and a
+    /// other rank takes part. The partial sums never meet a worker's probes
+    /// for the master's messages, which match rank 0 alone
+    /// ([`Comm::try_receive`]). Every wait is a probe or a test and a
     /// [`Backoff`] pause, so the members that wait sleep instead of
     /// spinning in MPI (an `MPI_Reduce` on a communicator of the members,
     /// made with `MPI_Comm_create_group`, busy-polls in every member: at
@@ -595,7 +573,7 @@ impl<'a> Comm<'a> {
             }
             if me + step < members.len() {
                 let from = members[me + step];
-                let source = self.reductions.process_at_rank(from);
+                let source = self.world.process_at_rank(from);
                 let mut deadline = deadline;
                 let (message, status) = loop {
                     let now = self.look(&mut deadline);
@@ -625,8 +603,7 @@ impl<'a> Comm<'a> {
         Ok(())
     }
 
-    /// Send `data` to `rank` on the duplicate of the world and wait (probe,
-    /// pause) until the send completes.
+    /// Send `data` to `rank` and wait (probe, pause) until the send completes.
     fn send_and_wait(
         &self,
         rank: i32,
@@ -648,7 +625,7 @@ impl<'a> Comm<'a> {
                 f64::equivalent_datatype().as_raw(),
                 rank,
                 tag,
-                self.reductions.as_raw(),
+                self.world.as_raw(),
                 &mut request,
             );
         }
@@ -674,9 +651,15 @@ impl<'a> Comm<'a> {
         }
     }
 
-    /// A message if one has arrived from anyone.
+    /// A message if one has arrived: on the master from anyone, on a worker
+    /// from the master (the partial sums workers send each other are
+    /// received by [`Comm::tree_sum`] alone).
     pub fn try_receive(&self) -> Option<Received> {
-        let (message, status) = self.world.any_process().immediate_matched_probe()?;
+        let (message, status) = if self.rank() == 0 {
+            self.world.any_process().immediate_matched_probe()?
+        } else {
+            self.world.process_at_rank(0).immediate_matched_probe()?
+        };
         let (rank, tag) = (status.source_rank(), status.tag());
         let mut data = vec![0.0; count_f64(&status)];
         message.matched_receive_into(&mut data[..]);
@@ -699,6 +682,34 @@ impl<'a> Comm<'a> {
             if let Some((message, status)) = source.immediate_matched_probe_with_tag(tag) {
                 backoff.reset();
                 return Some((message, count_f64(&status)));
+            }
+            if deadline.is_some_and(|d| now >= d) {
+                return None;
+            }
+            backoff.pause(deadline);
+        }
+    }
+
+    /// A message with `tag` from anyone, waiting up to `deadline`: its
+    /// source rank and its data.
+    pub fn probe_any(
+        &self,
+        tag: i32,
+        backoff: &mut Backoff,
+        deadline: Option<Instant>,
+    ) -> Option<(i32, Vec<f64>)> {
+        let mut deadline = deadline;
+        loop {
+            let now = self.look(&mut deadline);
+            if let Some((message, status)) = self
+                .world
+                .any_process()
+                .immediate_matched_probe_with_tag(tag)
+            {
+                backoff.reset();
+                let mut data = Vec::new();
+                receive_into(message, count_f64(&status), &mut data);
+                return Some((status.source_rank(), data));
             }
             if deadline.is_some_and(|d| now >= d) {
                 return None;
@@ -783,33 +794,6 @@ pub fn wait_mode(config: &crate::config::Config, node: Node, rank: i32) -> WaitM
         log::debug!("{text}");
     }
     mode
-}
-
-/// Rank 0 learns every rank's host (MPI_Get_processor_name, at most 255
-/// bytes each) for the trace's provenance.
-pub fn gather_hosts(world: &mpi::topology::SimpleCommunicator) {
-    use mpi::traits::*;
-    const WIDTH: usize = 256;
-    let name =
-        mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
-    let mut mine = [0u8; WIDTH];
-    let n = name.len().min(WIDTH - 1);
-    mine[..n].copy_from_slice(&name.as_bytes()[..n]);
-    let root = world.process_at_rank(0);
-    if world.rank() == 0 {
-        let mut all = vec![0u8; WIDTH * world.size() as usize];
-        root.gather_into_root(&mine[..], &mut all[..]);
-        let hosts: Vec<String> = all
-            .chunks(WIDTH)
-            .map(|c| {
-                let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
-                String::from_utf8_lossy(&c[..end]).into_owned()
-            })
-            .collect();
-        crate::provenance::set_hosts(&hosts);
-    } else {
-        root.gather_into(&mine[..]);
-    }
 }
 
 #[cfg(test)]

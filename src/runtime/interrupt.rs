@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-pub use crate::signals::{exit_status, install, name, received};
+pub use crate::signals::{exit_status, install, name, received, stop_if_asked};
 
 /// How long a signalled worker waits for the master's stop before it exits by itself.
 pub const WORKER_GRACE: Duration = Duration::from_secs(4);

@@ -46,6 +46,15 @@ struct Trained {
 /// The end of a training run (`train --json`).
 pub type TrainSummary = RunSummary;
 
+/// A round's error as the run's: an input error (a worker's data does not
+/// fit the model) stays one, so that the run exits with status 2.
+fn run_error(error: crate::engine::RoundError) -> anyhow::Error {
+    match error.downcast::<InputError>() {
+        Ok(input) => anyhow::Error::new(*input),
+        Err(other) => crate::engine::EngineError::Round(other).into(),
+    }
+}
+
 pub(super) struct Master<'a> {
     pub comm: &'a Comm<'a>,
     pub config: &'a Config,
@@ -260,8 +269,8 @@ impl Master<'_> {
                     .into());
                 }
                 protocol::TAG_ERROR => {
-                    let text = protocol::decode_text(&m.data);
-                    return Err(InputError::new(format!("worker {}", m.rank), text).into());
+                    let error = protocol::WorkerError::decode(&m.data).at_rank(m.rank);
+                    return Err(run_error(error));
                 }
                 tag => anyhow::bail!("worker {} sent tag {tag} during setup", m.rank),
             }
@@ -373,6 +382,9 @@ impl Master<'_> {
                         Err(other) => crate::engine::EngineError::Observer(other).into(),
                     }
                 }
+                // A worker's error about the input (its data does not fit the
+                // model): exit 2 too.
+                crate::engine::EngineError::Round(inner) => run_error(inner),
                 e => e.into(),
             })?;
         let mut summary = ended.summary.expect("a session of one trial sums it up");

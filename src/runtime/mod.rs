@@ -1,9 +1,10 @@
 //! The MPI runtime: `mpirun -n K+1 gradcode train`.
 //!
 //! SPMD: rank 0 is the master, ranks 1..K the workers. Rank 0 reads the
-//! config and broadcasts the resolved TOML; workers never need the file. A
-//! world size other than K + 1 is reported by rank 0 in one line and every
-//! rank exits with status 2.
+//! config and, once every worker has said hello (`setup`, no collective:
+//! a silent worker is named after `train.result_timeout_s`), sends each
+//! the resolved TOML; workers never need the file. A world size other than
+//! K + 1 is reported by rank 0 in one line and every rank exits with status 2.
 //!
 //! The whole module is compiled with the `mpi` feature only (`lib.rs`); a
 //! build without it says so when asked to train (`cli`).
@@ -19,6 +20,7 @@ mod progress;
 mod report;
 mod resume;
 mod round;
+mod setup;
 mod worker;
 
 pub use master::TrainSummary;
@@ -41,16 +43,15 @@ pub struct TrainOptions {
 }
 
 pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
-    use mpi::traits::*;
-
     use crate::error::QuietExit;
 
+    // The launcher's sockets, which the finalize guard never touches.
+    let inherited = crate::finalize::InheritedSockets::record();
     // Funneled: a worker loads its partitions on a second thread while the
     // main thread, the only one that calls MPI, keeps talking to the master.
     let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
         .ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
     let world = universe.world();
-    let root = world.process_at_rank(0);
     let comm = comm::Comm::new(&world);
     // A panic on any rank ends the job at once, with its message.
     interrupt::abort_on_panic(comm.rank());
@@ -58,139 +59,185 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     interrupt::install()?;
     crate::logging::set_rank(comm.rank());
     log::info!("MPI world of {} ranks", comm.size());
-    comm::gather_hosts(&world);
-    // Rank 0 prepares, then broadcasts [status, length] and the resolved TOML.
-    let mut prepared = None;
-    let mut status = [0u64; 2];
-    let mut text = Vec::new();
-    if comm.rank() == 0 {
-        match prepare::prepare(options, comm.size() as usize) {
-            Ok(p) => {
-                text = p.loaded.config.to_toml().into_bytes();
-                prepared = Some(p);
+    interrupt::stop_if_asked(comm.rank(), "before the setup");
+    let fallback_cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let outcome = if comm.rank() == 0 {
+        // Rank 0 prepares, hears every worker's hello (at most the result
+        // timeout), then sends each the verdict: the config and its node.
+        let prepared = prepare::prepare(options, comm.size() as usize);
+        let timeout_s = prepared.as_ref().map_or_else(
+            |_| crate::config::Config::default().train.result_timeout_s,
+            |p| p.loaded.config.train.result_timeout_s,
+        );
+        let hellos = match setup::await_hellos(&comm, timeout_s) {
+            Ok(hellos) => hellos,
+            Err(e) => {
+                if let Err(input) = &prepared {
+                    crate::errln!("error: {input}");
+                }
+                crate::errln!("error: {e}");
+                comm.abort(1);
             }
-            // Print before the broadcast: the workers exit as soon as they hear,
-            // and mpirun may kill rank 0 before it gets to print afterwards.
-            Err(e) => crate::errln!("error: {e}"),
+        };
+        let hosts: Vec<String> = hellos.iter().map(|h| h.host.clone()).collect();
+        crate::provenance::set_hosts(&hosts);
+        let nodes = setup::nodes(&hellos, fallback_cores);
+        match prepared {
+            Ok(p) => {
+                let toml = p.loaded.config.to_toml();
+                for (w, node) in nodes.iter().enumerate().skip(1) {
+                    let verdict = setup::Verdict::Config {
+                        toml: toml.clone(),
+                        node: *node,
+                    };
+                    comm.send(w as i32, protocol::TAG_CONFIG, &verdict.encode());
+                }
+                run_master(&comm, p, nodes[0], options)
+            }
+            Err(e) => {
+                crate::errln!("error: {e}");
+                for w in 1..comm.size() {
+                    comm.send(w, protocol::TAG_CONFIG, &setup::Verdict::Refused.encode());
+                }
+                Err(QuietExit(2).into())
+            }
         }
-        status = [u64::from(prepared.is_none()), text.len() as u64];
-    }
-    root.broadcast_into(&mut status[..]);
-    if status[0] != 0 {
-        return Err(QuietExit(2).into());
-    }
-    text.resize(status[1] as usize, 0);
-    root.broadcast_into(&mut text[..]);
-
-    // Collective: how many ranks share this node and how many cores they have.
-    let node = comm::Node::probe(&world);
-    let outcome = run_rank(&comm, prepared, &text, node, options);
+    } else {
+        match setup::worker_setup(&comm)? {
+            setup::Verdict::Refused => Err(QuietExit(2).into()),
+            setup::Verdict::Config { toml, node } => {
+                let config = crate::config::parse(&toml, "<config from the master>", &[])?.config;
+                let wait = comm::wait_mode(&config, node, comm.rank());
+                worker::run(&comm, &config, wait, node.one_node)
+            }
+        }
+    };
     // Every send completes before MPI finalises (the destinations have
     // received them all by the end of the stop/bye handshake).
     // How long a rank tests its sends in flight at the end of a clean run.
-    comm.drain(std::time::Instant::now() + std::time::Duration::from_secs(3));
+    let left = comm.drain(std::time::Instant::now() + std::time::Duration::from_secs(3));
+    if left > 0 {
+        // A peer never took them: MPI_Finalize would wait for it for ever.
+        crate::errln!(
+            "error: rank {}: {left} message(s) to rank(s) {:?} not taken within 3 s of the end; ending the job with MPI_Abort",
+            comm.rank(),
+            comm.pending_ranks()
+        );
+        comm.abort(exit_code(&outcome));
+    }
+    drop(comm);
+    // MPI_Finalize (dropping the universe) cannot hang the finished job.
+    let library = mpi::environment::library_version().unwrap_or_default();
+    crate::finalize::FinalizeGuard::arm(&inherited, &library);
+    drop(universe);
     outcome
 }
 
-/// The master's or a worker's part of the run.
-fn run_rank(
+/// The exit status `outcome` ends this rank with (as `main` maps it).
+fn exit_code(outcome: &anyhow::Result<()>) -> u8 {
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => match e.downcast_ref::<crate::error::QuietExit>() {
+            Some(q) => q.0,
+            None if e.is::<crate::error::InputError>() => 2,
+            None => 1,
+        },
+    }
+}
+
+/// The master's part of the run.
+fn run_master(
     comm: &comm::Comm<'_>,
-    prepared: Option<prepare::Prepared>,
-    text: &[u8],
+    prepared: prepare::Prepared,
     node: comm::Node,
     options: &TrainOptions,
 ) -> anyhow::Result<()> {
     use crate::error::QuietExit;
-    if let Some(prepare::Prepared {
+    let prepare::Prepared {
         loaded,
         scheme,
         trace,
-    }) = prepared
-    {
-        let config = &loaded.config;
-        let wait = comm::wait_mode(config, node, comm.rank());
-        let mut master = master::Master {
-            comm,
-            config,
-            wait,
-            one_node: node.one_node,
-            workers: scheme.workers(),
-            scheme: Some(scheme),
-        };
-        let mut progress = progress::Progress::new(config, options.quiet);
-        let mut trace = trace;
-        if let Some(trace) = trace.as_mut() {
-            trace.set_losses(config);
-            trace.set_wait(
-                wait.name(),
-                &format!(
-                    "runtime.wait = {}; {} ranks on the master's node, {} cores",
-                    config.runtime.wait.name(),
-                    node.ranks,
-                    node.cores
-                ),
+    } = prepared;
+    let config = &loaded.config;
+    let wait = comm::wait_mode(config, node, comm.rank());
+    let mut master = master::Master {
+        comm,
+        config,
+        wait,
+        one_node: node.one_node,
+        workers: scheme.workers(),
+        scheme: Some(scheme),
+    };
+    let mut progress = progress::Progress::new(config, options.quiet);
+    let mut trace = trace;
+    if let Some(trace) = trace.as_mut() {
+        trace.set_losses(config);
+        trace.set_wait(
+            wait.name(),
+            &format!(
+                "runtime.wait = {}; {} ranks on the master's node, {} cores",
+                config.runtime.wait.name(),
+                node.ranks,
+                node.cores
+            ),
+        );
+    }
+    // The session finishes the observers: the trace records how the run
+    // ended and is closed, before any abort below.
+    let end = master.run(
+        &mut [&mut progress],
+        trace
+            .as_mut()
+            .map(|t| t as &mut dyn crate::engine::Checkpoint),
+    );
+    let master::RunEnd { result, clean } = end;
+    // The path as created (a made name is final only then).
+    let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
+    let trace_opened = trace.as_ref().is_some_and(|t| t.opened());
+    drop(trace);
+    let outcome = result.and_then(|mut summary| {
+        summary.trace = trace_file.clone();
+        report::report(&summary, options.json)
+    });
+    if let Err(e) = &outcome {
+        if options.json {
+            // The job's summary file says how the run ended, not only the trace.
+            crate::outln!(
+                "{}",
+                serde_json::to_string_pretty(&report::ended_early(
+                    e,
+                    progress.completed() as u64,
+                    trace_file.as_deref().filter(|_| trace_opened),
+                ))?
             );
         }
-        // The session finishes the observers: the trace records how the run
-        // ended and is closed, before any abort below.
-        let end = master.run(
-            &mut [&mut progress],
-            trace
-                .as_mut()
-                .map(|t| t as &mut dyn crate::engine::Checkpoint),
-        );
-        let master::RunEnd { result, clean } = end;
-        // The path as created (a made name is final only then).
-        let trace_file = trace.as_ref().map(|t| t.path().display().to_string());
-        let trace_opened = trace.as_ref().is_some_and(|t| t.opened());
-        drop(trace);
-        let outcome = result.and_then(|mut summary| {
-            summary.trace = trace_file.clone();
-            report::report(&summary, options.json)
-        });
-        if let Err(e) = &outcome {
-            if options.json {
-                // The job's summary file says how the run ended, not only the trace.
-                crate::outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&report::ended_early(e, trace_file.as_deref()))?
-                );
-            }
-            // Every run that wrote a trace says where (an input error,
-            // which leaves no trace, stays one line).
-            if let (Some(path), true) = (&trace_file, trace_opened) {
-                crate::errln!("trace: {path}");
-            }
-            if let Some(stop) = e.downcast_ref::<master::Interrupted>() {
-                crate::errln!("gradcode: {stop}");
-                if !clean {
-                    comm.abort(interrupt::exit_status(stop.signal));
-                }
-                return Err(QuietExit(interrupt::exit_status(stop.signal)).into());
-            }
+        // Every run that wrote a trace says where (an input error,
+        // which leaves no trace, stays one line).
+        if let (Some(path), true) = (&trace_file, trace_opened) {
+            crate::errln!("trace: {path}");
         }
-        if !clean {
-            // A worker is gone or hangs: MPI cannot shut down cleanly. The trace is closed.
-            match &outcome {
-                Ok(()) => {
-                    crate::errln!(
-                        "warning: training completed and the trace is closed; ending the job with MPI_Abort"
-                    );
-                    comm.abort(0);
-                }
-                Err(e) => {
-                    crate::errln!("error: {e:#}");
-                    comm.abort(1);
-                }
+        if let Some(stop) = e.downcast_ref::<master::Interrupted>() {
+            crate::errln!("gradcode: {stop}");
+            if !clean {
+                comm.abort(interrupt::exit_status(stop.signal));
             }
+            return Err(QuietExit(interrupt::exit_status(stop.signal)).into());
         }
-        outcome?;
-    } else {
-        let text = std::str::from_utf8(text)
-            .map_err(|_| anyhow::anyhow!("broadcast config is not UTF-8"))?;
-        let config = crate::config::parse(text, "<broadcast config>", &[])?.config;
-        let wait = comm::wait_mode(&config, node, comm.rank());
-        worker::run(comm, &config, wait, node.one_node)?;
     }
-    Ok(())
+    if !clean {
+        // A worker is gone or hangs: MPI cannot shut down cleanly. The trace is closed.
+        match &outcome {
+            Ok(()) => {
+                crate::errln!(
+                    "warning: training completed and the trace is closed; ending the job with MPI_Abort"
+                );
+                comm.abort(0);
+            }
+            Err(e) => {
+                crate::errln!("error: {e:#}");
+                comm.abort(1);
+            }
+        }
+    }
+    outcome
 }

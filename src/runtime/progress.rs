@@ -19,6 +19,8 @@ pub struct Progress {
     /// iterations before it (a resumed run's).
     started: Instant,
     first: usize,
+    /// Iterations completed so far, a resumed run's earlier ones included.
+    completed: usize,
 }
 
 impl Progress {
@@ -42,7 +44,14 @@ impl Progress {
             total: config.train.iterations,
             started: Instant::now(),
             first: 0,
+            completed: 0,
         }
+    }
+
+    /// Iterations completed so far, a resumed run's earlier ones included:
+    /// what a run that fails has done (the trace holds them).
+    pub fn completed(&self) -> usize {
+        self.completed
     }
 }
 
@@ -54,6 +63,7 @@ impl Observer for Progress {
     fn start(&mut self, start: &Start<'_>) -> Result<(), ObserverError> {
         self.total_s = start.carried.duration_s;
         self.first = start.carried.iterations as usize;
+        self.completed = self.first;
         Ok(())
     }
 
@@ -69,6 +79,7 @@ impl Observer for Progress {
         let r = event.record;
         self.total_s += r.duration_s;
         let done = event.iteration as usize + 1;
+        self.completed = self.completed.max(done);
         let mean = self.total_s / done as f64;
         // The wall clock per iteration of this run: every wait included (an
         // evaluation's wait for a partition's loss, the trace), which the

@@ -7,9 +7,11 @@
 //!
 //! | kind | direction | payload |
 //! |---|---|---|
+//! | hello | worker → master | its host name and the CPUs it may run on (the first message of a run) |
+//! | config | master → worker | after every hello: the verdict on the config; when good, the worker's node (ranks, cores, one node) and the resolved TOML |
 //! | setup | master → worker | partitions in total, stored partitions, standardisation (centre and scale per feature, or none) |
 //! | ready | worker → master | [`Ready`]: samples loaded, features, and the entries its vectors can make non-zero when it sends only those (packed) |
-//! | error | either way | one line of UTF-8, one byte per f64 |
+//! | error | worker → master | [`WorkerError`]: 1 when it is about the input (exit status 2), else 0; then one line of UTF-8, one byte per f64 |
 //! | task | master → worker | [`Task`]: the iteration's pace and work |
 //! | model | master → worker | right after a task: the evaluation point theta (d values), one buffer shared by the sends to all workers; to a packed worker, theta at its entries but the loss, in a buffer of its own |
 //! | result | worker → master | [`ResultHeader`]: iteration, message, codeword, computations, compute seconds (wall clock and CPU) and overrun seconds, then the loss sum of each partition computed so far (uncoded) |
@@ -21,7 +23,7 @@
 //! | loading | worker → master | nothing: still loading its partitions (a heartbeat during setup) |
 //! | order | master → worker | [`Order`], `aggregate = reduce` only: the iteration, the decodable set's ranks, this worker's decode coefficient of each of its messages |
 //! | reduced | worker → master | `aggregate = reduce`: Σ a·(coded vector) over the decodable set (d + 1 values), from its lowest rank, then the seconds it spent on its own share and on the tree |
-//! | partial sum | worker → worker | `aggregate = reduce`, on a duplicate of the world: a partial sum of the reduction tree (d + 1 values) |
+//! | partial sum | worker → worker | `aggregate = reduce`: a partial sum of the reduction tree (d + 1 values) |
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
 use crate::learn::Standardization;
@@ -46,9 +48,15 @@ pub const TAG_VECTOR: i32 = 10;
 pub const TAG_ORDER: i32 = 11;
 /// Worker → master, `aggregate = reduce`: the reduced vector, from the set's lowest rank.
 pub const TAG_REDUCED: i32 = 12;
-/// Worker → worker on the duplicate of the world, `aggregate = reduce`: a
-/// partial sum of the reduction tree (d + 1 values).
+/// Worker → worker, `aggregate = reduce`: a partial sum of the reduction
+/// tree (d + 1 values); a worker's probes for the master's messages match
+/// rank 0 alone, so they never take one.
 pub const TAG_PARTIAL_SUM: i32 = 13;
+/// Worker → master, first of all: its host and cores (`setup::Hello`).
+pub const TAG_HELLO: i32 = 14;
+/// Master → worker, after every hello: the verdict on the config and, when
+/// good, the resolved TOML and the worker's node (`setup::Verdict`).
+pub const TAG_CONFIG: i32 = 15;
 /// Tasks a worker may have sent to it and not yet taken; past this the master
 /// skips it (it is stopped, hung or gone), which bounds the messages waiting
 /// for it and the models it holds in flight (see `round::MAX_MODELS_IN_FLIGHT`).
@@ -499,15 +507,73 @@ impl Order {
     }
 }
 
-/// An error text as a message (one byte per f64, at most 1000 bytes).
-pub fn encode_text(text: &str) -> Vec<f64> {
-    text.bytes().take(1000).map(f64::from).collect()
+/// A rank's error, as the master prints it: whether it is about the user's
+/// input (the run exits with status 2) or not (status 1), and its one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerError {
+    pub input: bool,
+    pub text: String,
 }
 
-/// The text of an error message; invalid bytes become U+FFFD.
-pub fn decode_text(data: &[f64]) -> String {
-    let bytes: Vec<u8> = data.iter().map(|&b| b.clamp(0.0, 255.0) as u8).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+impl WorkerError {
+    /// The most bytes of text a message carries.
+    pub const MAX_TEXT_BYTES: usize = 1000;
+
+    /// From the error a worker's step returned: an [`InputError`] or a
+    /// model's input error anywhere in its chain is the user's input.
+    ///
+    /// [`InputError`]: crate::error::InputError
+    pub fn from_error(error: &anyhow::Error) -> Self {
+        let input = error.chain().any(|cause| {
+            cause.is::<crate::error::InputError>()
+                || matches!(
+                    cause.downcast_ref::<crate::learn::ModelError>(),
+                    Some(crate::learn::ModelError::Input(_))
+                )
+        });
+        // One line: a chain's causes are joined by ": ".
+        let text = format!("{error:#}").replace(['\n', '\r'], " ");
+        Self { input, text }
+    }
+
+    /// `[input, bytes...]`, one byte per f64, the text cut at
+    /// [`MAX_TEXT_BYTES`](Self::MAX_TEXT_BYTES) on a character boundary.
+    pub fn encode(&self) -> Vec<f64> {
+        let mut end = self.text.len().min(Self::MAX_TEXT_BYTES);
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        std::iter::once(f64::from(u8::from(self.input)))
+            .chain(self.text[..end].bytes().map(f64::from))
+            .collect()
+    }
+
+    /// The error of a message; invalid bytes become U+FFFD.
+    pub fn decode(data: &[f64]) -> Self {
+        let input = data.first().is_some_and(|&v| v == 1.0);
+        let bytes: Vec<u8> = data
+            .iter()
+            .skip(1)
+            .map(|&b| b.clamp(0.0, 255.0) as u8)
+            .collect();
+        Self {
+            input,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    }
+
+    /// The error the master's run ends with, naming the rank: an
+    /// [`InputError`](crate::error::InputError) (exit 2) for input.
+    pub fn at_rank(&self, rank: i32) -> Box<dyn std::error::Error + Send + Sync> {
+        if self.input {
+            Box::new(crate::error::InputError::new(
+                format!("worker {rank}"),
+                &self.text,
+            ))
+        } else {
+            format!("worker {rank}: {}", self.text).into()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -658,10 +724,18 @@ mod tests {
             Setup::decode(&[2.0, 1.0, 1.0]).is_err(),
             "no standardisation count"
         );
-        assert_eq!(
-            decode_text(&encode_text("data.path: cannot open: é")),
-            "data.path: cannot open: é"
-        );
+        let error = WorkerError {
+            input: true,
+            text: "data.path: cannot open: é".to_string(),
+        };
+        assert_eq!(WorkerError::decode(&error.encode()), error);
+        let long = WorkerError {
+            input: false,
+            text: "é".repeat(600),
+        };
+        let cut = WorkerError::decode(&long.encode());
+        assert!(!cut.input);
+        assert_eq!(cut.text, "é".repeat(500), "cut on a character boundary");
     }
 
     #[test]

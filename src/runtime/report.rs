@@ -6,10 +6,17 @@ use super::master::Interrupted;
 
 /// `train --json` of a run that did not complete: its status
 /// (`interrupted` or `failed`), the error, the iterations done and the trace.
-pub(super) fn ended_early(error: &anyhow::Error, trace: Option<&str>) -> serde_json::Value {
+/// The JSON summary of a run that did not complete: how it ended, the
+/// iterations `completed` (as the trace holds them), and the trace when
+/// this run wrote one (`None`: no file, or one it left as it was).
+pub(super) fn ended_early(
+    error: &anyhow::Error,
+    completed: u64,
+    trace: Option<&str>,
+) -> serde_json::Value {
     let (status, iterations, signal) = match error.downcast_ref::<Interrupted>() {
-        Some(stop) => ("interrupted", Some(stop.iterations), Some(stop.signal)),
-        None => ("failed", None, None),
+        Some(stop) => ("interrupted", stop.iterations, Some(stop.signal)),
+        None => ("failed", completed, None),
     };
     serde_json::json!({
         "status": status,

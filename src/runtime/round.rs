@@ -69,9 +69,11 @@ const SPIN: Duration = Duration::from_micros(200);
 /// the current iteration and the one before need two more.
 pub(super) const MAX_MODELS_IN_FLIGHT: usize = 6;
 /// Bytes of accepted result vectors the master receives as they arrive (and
-/// keeps for the next iterations): 64 vectors of a model with a million
-/// parameters. Vectors beyond it wait at their workers until the decode.
-pub(super) const RECEIVED_BYTES: usize = 512 << 20;
+/// keeps for the next iterations): 8 vectors of a model with a million
+/// parameters, whatever K is. Vectors beyond it wait at their workers until
+/// the decode. (At 512 MiB the master held every accepted vector of K = 12
+/// workers at d = 2·10^6, and its peak grew with K past issue 10's bound.)
+pub(super) const RECEIVED_BYTES: usize = 64 << 20;
 
 /// An accepted result's vector: received into one of the round's buffers,
 /// or matched and waiting at its worker.
@@ -461,9 +463,7 @@ impl<'c> MpiRound<'c> {
                 return Ok(Incoming::Signal(m.data.first().map_or(15, |&s| s as i32)));
             }
             protocol::TAG_ERROR => {
-                return Err(
-                    format!("worker {}: {}", m.rank, protocol::decode_text(&m.data)).into(),
-                );
+                return Err(protocol::WorkerError::decode(&m.data).at_rank(m.rank));
             }
             tag if !protocol::is_iteration_tag(tag) => {
                 return Err(

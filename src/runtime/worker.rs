@@ -191,11 +191,17 @@ impl Link<'_> {
         );
     }
 
-    /// After an error report: wait for the master's stop, then say goodbye.
-    fn wait_for_stop(&mut self) {
+    /// Report `error` to the master, which prints it with this rank and
+    /// stops every worker; wait for the stop, say goodbye, and end this rank
+    /// with the run's exit status (2 for an input error, else 1) and no word
+    /// of its own: the master's line is the one the user reads.
+    fn fail(&mut self, error: &protocol::WorkerError) -> anyhow::Result<()> {
+        log::debug!("worker {}: {}", self.comm.rank(), error.text);
+        self.comm.send(0, protocol::TAG_ERROR, &error.encode());
         let mut backoff = Backoff::new(IDLE_CAP);
         while self.next(&mut backoff).tag != protocol::TAG_STOP {}
         self.goodbye(&Counts::default());
+        Err(crate::error::QuietExit(if error.input { 2 } else { 1 }).into())
     }
 }
 
@@ -203,8 +209,8 @@ impl Link<'_> {
 enum Loaded {
     /// The model and the partitions.
     Data(Box<Model>, Vec<Partition>),
-    /// A data error, for the master to report.
-    Failed(String),
+    /// An error (the data, the model), for the master to report.
+    Failed(protocol::WorkerError),
     /// The master's stop came first.
     Stopped,
 }
@@ -235,11 +241,21 @@ fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
             }
             let model = Model::new(&own, plan.input())?;
             let data = plan.load(&stored)?;
+            for part in &data {
+                model
+                    .check_labels(part)
+                    .map_err(|e| InputError::new(format!("data: partition {}", part.id + 1), e))?;
+            }
             Ok::<_, InputError>((model, data))
         });
     let loader = match spawned {
         Ok(handle) => handle,
-        Err(e) => return Loaded::Failed(format!("cannot start a thread to load the data: {e}")),
+        Err(e) => {
+            return Loaded::Failed(protocol::WorkerError {
+                input: false,
+                text: format!("cannot start a thread to load the data: {e}"),
+            });
+        }
     };
     let every = Duration::try_from_secs_f64(config.train.result_timeout_s / 4.0)
         .unwrap_or(HEARTBEAT_MAX)
@@ -268,7 +284,10 @@ fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
     }
     match loader.join() {
         Ok(Ok((model, data))) => Loaded::Data(Box::new(model), data),
-        Ok(Err(e)) => Loaded::Failed(e.to_string()),
+        Ok(Err(e)) => Loaded::Failed(protocol::WorkerError {
+            input: true,
+            text: e.to_string(),
+        }),
         // The panic hook has ended the job already (see `interrupt::abort_on_panic`).
         Err(panic) => std::panic::resume_unwind(panic),
     }
@@ -347,12 +366,7 @@ pub(super) fn run(
     };
     let (model, data) = match load(&mut link, config, &setup) {
         Loaded::Data(model, data) => (model, data),
-        Loaded::Failed(e) => {
-            // The master prints it and stops everyone.
-            comm.send(0, protocol::TAG_ERROR, &protocol::encode_text(&e));
-            link.wait_for_stop();
-            return Ok(());
-        }
+        Loaded::Failed(error) => return link.fail(&error),
         Loaded::Stopped => {
             // The master gave up on the setup (another worker failed, a signal).
             link.goodbye(&Counts::default());
@@ -410,47 +424,64 @@ pub(super) fn run(
         share: Vec::new(),
         partial: Vec::new(),
     };
-    let mut next: Option<Control> = None;
-    loop {
-        let control = match next.take() {
-            Some(c) => c,
-            None => {
-                let m = worker.link.next(&mut backoff);
-                worker.link.control(m)?
-            }
-        };
-        match control {
-            Control::Stop => break,
-            Control::Order(order) => worker.reduce(&order)?,
-            Control::Task(task) => {
-                if worker.counts.tasks == 0 {
-                    interrupt::panic_if_asked(comm.rank(), "at the first task");
+    match worker.serve(&mut backoff) {
+        Ok(()) => {
+            worker.link.goodbye(&worker.counts);
+            Ok(())
+        }
+        // The master prints it, naming this rank, and stops the run.
+        Err(e) => worker.link.fail(&protocol::WorkerError::from_error(&e)),
+    }
+}
+
+impl Worker<'_> {
+    /// Run tasks and orders until the master's stop.
+    fn serve(&mut self, backoff: &mut Backoff) -> anyhow::Result<()> {
+        let worker = self;
+        let comm = worker.link.comm;
+        let mut next: Option<Control> = None;
+        loop {
+            let control = match next.take() {
+                Some(c) => c,
+                None => {
+                    let m = worker.link.next(backoff);
+                    worker.link.control(m)?
                 }
-                worker.counts.tasks += 1;
-                match &worker.packing {
-                    Some(packing) => packing.unpack_model(&worker.link.incoming, &mut worker.theta),
-                    None => std::mem::swap(&mut worker.theta, &mut worker.link.incoming),
-                }
-                log::debug!(
-                    "worker {}: task of {}",
-                    comm.rank(),
-                    crate::error::Iteration(task.iteration)
-                );
-                next = worker.execute(&task)?;
-                // An order ends the task (the iteration is decoded) without abandoning it.
-                if matches!(next, Some(Control::Task(_) | Control::Stop)) {
-                    worker.counts.abandoned += 1;
+            };
+            match control {
+                Control::Stop => break,
+                Control::Order(order) => worker.reduce(&order)?,
+                Control::Task(task) => {
+                    if worker.counts.tasks == 0 {
+                        interrupt::panic_if_asked(comm.rank(), "at the first task");
+                    }
+                    worker.counts.tasks += 1;
+                    match &worker.packing {
+                        Some(packing) => {
+                            packing.unpack_model(&worker.link.incoming, &mut worker.theta)
+                        }
+                        None => std::mem::swap(&mut worker.theta, &mut worker.link.incoming),
+                    }
                     log::debug!(
-                        "worker {}: abandoned {} for a newer task or a stop",
+                        "worker {}: task of {}",
                         comm.rank(),
                         crate::error::Iteration(task.iteration)
                     );
+                    next = worker.execute(&task)?;
+                    // An order ends the task (the iteration is decoded) without abandoning it.
+                    if matches!(next, Some(Control::Task(_) | Control::Stop)) {
+                        worker.counts.abandoned += 1;
+                        log::debug!(
+                            "worker {}: abandoned {} for a newer task or a stop",
+                            comm.rank(),
+                            crate::error::Iteration(task.iteration)
+                        );
+                    }
                 }
             }
         }
+        Ok(())
     }
-    worker.link.goodbye(&worker.counts);
-    Ok(())
 }
 
 /// Seconds a task's computations took so far.

@@ -29,15 +29,25 @@ pub const DEADLINE_ENV: &str = "GRADCODE_TRACE_PROBE_S";
 /// strings takes milliseconds on a local disk.
 pub const DEFAULT_DEADLINE_S: f64 = 2.0;
 
-/// How long [`check`] waits for the child: [`DEADLINE_ENV`] when it holds a
-/// positive number of seconds, else [`DEFAULT_DEADLINE_S`].
-pub fn deadline() -> Duration {
-    std::env::var(DEADLINE_ENV)
+/// How long [`check`] waits for the child: [`DEFAULT_DEADLINE_S`] when
+/// [`DEADLINE_ENV`] is unset, else its value, which must be a positive
+/// number of seconds (`Err` says so: a typo is never silently the default).
+pub fn deadline() -> Result<Duration, String> {
+    let Some(value) = std::env::var_os(DEADLINE_ENV) else {
+        return Ok(Duration::from_secs_f64(DEFAULT_DEADLINE_S));
+    };
+    let text = value.to_string_lossy();
+    text.trim()
+        .parse::<f64>()
         .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .unwrap_or(Duration::from_secs_f64(DEFAULT_DEADLINE_S))
+        .ok_or_else(|| {
+            format!(
+                "{DEADLINE_ENV} = {:?} must be a positive number of seconds (unset: {DEFAULT_DEADLINE_S})",
+                text
+            )
+        })
 }
 
 /// Probe the trace at `path` in a child process; `Err` (in words) when the
@@ -47,6 +57,7 @@ pub fn deadline() -> Duration {
 /// opens a file whose probe failed. A probe that cannot be started is an
 /// error too.
 pub fn check(path: &Path) -> Result<(), String> {
+    let limit = deadline()?;
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find the gradcode executable to probe the trace: {e}"))?;
     let mut child = Command::new(exe)
@@ -57,7 +68,6 @@ pub fn check(path: &Path) -> Result<(), String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start the trace probe: {e}"))?;
-    let limit = deadline();
     let start = Instant::now();
     let mut pause = Duration::from_micros(200);
     loop {

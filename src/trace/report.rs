@@ -51,6 +51,10 @@ pub struct Report {
     pub schemes: Option<Vec<SchemeReport>>,
     pub extra_datasets: Vec<ExtraDataset>,
     pub extra_groups: Vec<ExtraGroup>,
+    /// Stored values no run of gradcode writes (a negative duration, an
+    /// accuracy above 1, more workers than a run may have, an unknown
+    /// status), one line each: the file was altered or damaged.
+    pub warnings: Vec<String>,
 }
 
 /// One simulated scheme.
@@ -116,10 +120,12 @@ impl Report {
             schemes: None,
             extra_datasets: Vec::new(),
             extra_groups: Vec::new(),
+            warnings: root_warnings(root.workers, root.status.as_deref()),
         };
         match root.kind {
             TraceKind::Train => {
                 let columns = file.columns("/", root.workers)?;
+                report.warnings.extend(column_warnings(&columns, ""));
                 report.summary = Some(summarize(&[&columns]).with_targets(&columns, targets));
                 report.model = Some(file.model("/")?);
                 report.snapshot_iteration = Some(file.snapshot_iteration("/")?);
@@ -133,6 +139,10 @@ impl Report {
                         .iter()
                         .map(|(k, g)| Ok((*k, file.columns(g, root.workers)?)))
                         .collect::<Result<_, TraceError>>()?;
+                    for (k, c) in &trials {
+                        let place = format!("{} trial {k}: ", s.name);
+                        report.warnings.extend(column_warnings(c, &place));
+                    }
                     let parts: Vec<&TraceColumns> = trials.iter().map(|(_, c)| c).collect();
                     schemes.push(SchemeReport {
                         name: s.name.clone(),
@@ -157,4 +167,67 @@ impl Report {
         (report.extra_datasets, report.extra_groups) = file.extras("/")?;
         Ok(report)
     }
+}
+
+/// The statuses a run records (`running` until it ends).
+const STATUSES: [&str; 4] = ["running", "completed", "interrupted", "failed"];
+
+/// [`Report::warnings`] of the root attributes.
+fn root_warnings(workers: Option<u64>, status: Option<&str>) -> Vec<String> {
+    let max = crate::config::MAX_WORKERS as u64;
+    let mut warnings = Vec::new();
+    if let Some(k) = workers.filter(|&k| k == 0 || k > max) {
+        warnings.push(format!(
+            "workers = {k}: a run has 1 to {max} workers; the file was altered or damaged"
+        ));
+    }
+    if let Some(status) = status.filter(|s| !STATUSES.contains(s)) {
+        warnings.push(format!(
+            "status = {status:?} is none of {}; the file was altered or damaged",
+            STATUSES.join(", ")
+        ));
+    }
+    warnings
+}
+
+/// [`Report::warnings`] of one group's datasets: times, losses and counts
+/// below 0, fractions outside [0, 1] (NaN: not recorded, never a warning).
+/// `place` starts each line (a simulation's scheme and trial).
+pub fn column_warnings(c: &TraceColumns, place: &str) -> Vec<String> {
+    let non_negative = [
+        ("duration_s", &c.duration_s),
+        ("decodable_s", &c.decodable_s),
+        ("decode_s", &c.decode_s),
+        ("elapsed_s", &c.elapsed_s),
+        ("train_loss", &c.train_loss),
+        ("test_loss", &c.test_loss),
+    ];
+    let fractions = [
+        ("test_accuracy", &c.test_accuracy),
+        ("recovered_fraction", &c.recovered_fraction),
+    ];
+    let mut warnings = Vec::new();
+    let mut first_bad = |name: &str, values: &Option<Vec<f64>>, ok: fn(f64) -> bool, rule: &str| {
+        let Some(values) = values else { return };
+        let bad: Vec<(usize, f64)> = values
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|&(_, v)| !v.is_nan() && !ok(v))
+            .collect();
+        if let Some(&(i, v)) = bad.first() {
+            warnings.push(format!(
+                "{place}/iteration/{name} holds {} value(s) {rule} (the first {v} at iteration {}); the file was altered or damaged",
+                bad.len(),
+                i + 1
+            ));
+        }
+    };
+    for (name, values) in non_negative {
+        first_bad(name, values, |v| v >= 0.0, "below 0");
+    }
+    for (name, values) in fractions {
+        first_bad(name, values, |v| (0.0..=1.0).contains(&v), "outside [0, 1]");
+    }
+    warnings
 }

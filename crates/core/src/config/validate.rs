@@ -345,6 +345,25 @@ fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
                 ),
             ));
         }
+        if matches!(
+            d.kind,
+            DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot
+        ) {
+            return Err(InputError::value(
+                "model.kind",
+                format!("\"{}\"", m.kind.name()),
+                format!(
+                    "needs class labels 0..model.classes, but data.kind = {} generates {} labels \
+                     (use data.kind = \"idx\", \"csv\" or \"libsvm\" with class labels, or model.kind = \"linear\")",
+                    kind_name(d.kind),
+                    if d.kind == DataKind::SyntheticLinear {
+                        "real-valued"
+                    } else {
+                        "±1"
+                    }
+                ),
+            ));
+        }
         if d.kind != DataKind::Idx && d.format == DataFormat::Sparse {
             return Err(InputError::value(
                 "data.format",

@@ -168,7 +168,8 @@ pub struct RunSummary {
     /// counted in every total above), absent for a run from the start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed_at: Option<u64>,
-    /// Wall time of the training loop (setup and shutdown excluded).
+    /// Wall time of the training loop (setup and shutdown excluded), a
+    /// resumed run's earlier part included (as in its timing events).
     pub wall_s: f64,
     pub stale_dropped: u64,
     /// Worker-iterations whose real work ran past the emulated due time.
@@ -421,7 +422,8 @@ impl Driver {
             mean_iteration_s: l.totals.duration_s / n,
             mean_decodable_s: l.totals.decodable_s / n,
             resumed_at: (end.first > 0).then_some(end.first),
-            wall_s: end.wall_s,
+            // The timing events hold the earlier part's too: so does the wall.
+            wall_s: end.wall_s + l.carried_elapsed_s.max(0.0),
             stale_dropped: l.totals.stale_dropped,
             overruns: l.totals.overruns,
             final_train_loss: losses.map_or(f64::NAN, |x| x.train),

@@ -46,6 +46,9 @@ impl Learner {
     /// the model's initial θ (0 for linear models).
     pub fn new(config: &Config, data: &DataPlan, test: Partition) -> Result<Self, InputError> {
         let model = Arc::new(Model::new(config, data.input())?);
+        model
+            .check_labels(&test)
+            .map_err(|e| InputError::new("data: the test samples", e))?;
         Ok(Self::with_model(config, data, test, model))
     }
 

@@ -119,6 +119,17 @@ impl Model {
         ))))
     }
 
+    /// Whether `part`'s labels fit the model: a network's are classes in
+    /// 0..`model.classes`; a linear model takes any label. What `train`'s
+    /// master checks on the test partition and each worker on the
+    /// partitions it loads, and what `check` checks on the data it reads.
+    pub fn check_labels(&self, part: &Partition) -> Result<(), ModelError> {
+        match self {
+            Model::Linear { .. } => Ok(()),
+            Model::Net(net) => net.check_labels(part),
+        }
+    }
+
     /// d: the number of parameters.
     pub fn dim(&self) -> usize {
         match self {

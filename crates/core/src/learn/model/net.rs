@@ -284,16 +284,29 @@ impl Net {
         let mut labels = Vec::with_capacity(rows.len());
         for &r in rows {
             pixels.extend_from_slice(&data[r * width..(r + 1) * width]);
-            let y = part.y[r];
-            if !(y >= 0.0 && y < self.classes as f64 && y.fract() == 0.0) {
-                return Err(ModelError::Input(format!(
-                    "label {y} is not a class in 0..{}",
-                    self.classes
-                )));
-            }
-            labels.push(y as u32);
+            labels.push(self.class_of(part.y[r])?);
         }
         Ok((pixels, labels))
+    }
+
+    /// The class a label names: an integer in 0..classes.
+    fn class_of(&self, y: f64) -> Result<u32, ModelError> {
+        if !(y >= 0.0 && y < self.classes as f64 && y.fract() == 0.0) {
+            return Err(ModelError::Input(format!(
+                "label {y} is not a class in 0..{}",
+                self.classes
+            )));
+        }
+        Ok(y as u32)
+    }
+
+    /// Every label of `part` names a class (see [`Model::check_labels`](super::Model::check_labels)).
+    pub fn check_labels(&self, part: &Partition) -> Result<(), ModelError> {
+        for (i, &y) in part.y.iter().enumerate() {
+            self.class_of(y)
+                .map_err(|e| ModelError::Input(format!("sample {}: {e}", i + 1)))?;
+        }
+        Ok(())
     }
 
     /// The images of `rows` of `x` as a batch tensor, and their labels.
