@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from .summary import reach, summarize
-from .trace import Trace, TraceError
+from .table import file_id, once
+from .trace import Trace, TraceError, TraceWarning
 
 #: The columns, as `gradcode compare --csv` writes them.
 COLUMNS = [
@@ -188,11 +189,8 @@ def _rows(members):
 
 
 def _same(a, b):
-    a, b = pathlib.Path(a), pathlib.Path(b)
-    try:
-        return a == b or a.resolve(strict=True) == b.resolve(strict=True)
-    except OSError:
-        return False
+    """The same file: equal paths, or the same device and inode (a hard link, a symbolic link)."""
+    return pathlib.Path(a) == pathlib.Path(b) or (file_id(a) is not None and file_id(a) == file_id(b))
 
 
 def compare_traces(paths, baseline=None, target_loss=None, target_accuracy=None):
@@ -216,9 +214,11 @@ def compare_traces(paths, baseline=None, target_loss=None, target_accuracy=None)
             choice = ("file", b)
         else:
             choice = ("label", b)
-    for i, p in enumerate(paths):
-        if any(_same(q, p) for q in paths[:i]):
-            raise TraceError(f"{p}: is given twice: each trace is one run, compared once")
+    same = []
+    paths = once(paths, same)
+    for first, repeat in same:
+        warnings.warn(f"{repeat}: is the same file as {first} (the same device and inode): one run, compared once",
+                      TraceWarning, stacklevel=2)
     kind, members = _members(paths, target_loss is not None or target_accuracy is not None)
     rows = _rows(members)
     if choice[0] == "file":

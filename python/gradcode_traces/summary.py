@@ -72,9 +72,15 @@ def reach(run, loss=None, accuracy=None):
     >= ACCURACY); give one of the two. {target, evaluated, reached, iteration (1-based), value,
     iterations_before, time_s (the finite duration_s of iterations 1..iteration summed), elapsed_s
     (elapsed_s at iteration; None when the trace does not record it)}; the last five None when not
-    reached (evaluated 0: nothing recorded)."""
+    reached (evaluated 0: nothing recorded). A target outside its domain raises ValueError, as inspect
+    refuses it: loss a finite number, accuracy in (0, 1]."""
     if (loss is None) == (accuracy is None):
         raise ValueError("reach: give one of loss= or accuracy=")
+    if loss is not None and not np.isfinite(float(loss)):
+        raise ValueError(f"reach: loss = {loss} must be a finite number")
+    if accuracy is not None and not (np.isfinite(float(accuracy)) and 0 < float(accuracy) <= 1):
+        raise ValueError(f"reach: accuracy = {accuracy} must be in (0, 1]: the share of the test samples "
+                         "classified correctly")
     values = run.train_loss if loss is not None else run.test_accuracy
     target = float(loss if loss is not None else accuracy)
     v = np.array([], dtype=float) if values is None else np.asarray(values, dtype=float)

@@ -11,12 +11,17 @@ final and best test accuracy (a network's run; none otherwise), and the
 status. A run of a sweep (jobs/sweep.sbatch: `run.txt` beside
 `trace.h5`) is labelled by its line of the runs file; other runs by their
 path below the folder (and `: scheme` in a simulation file). A file that
-cannot be read gets a row with status `unreadable` and the reason.
+cannot be read gets a row with status `unreadable` and the reason. One
+file under several names (a hard link, a symbolic link, the same path
+given twice: the same device and inode) is one run, read once under its
+first name.
 """
 
 import json
 import math
+import os
 import pathlib
+import stat
 
 import pandas as pd
 
@@ -77,24 +82,61 @@ def _row(label, rel, trace, scheme, runs):
     }
 
 
-def trace_files(results_dir, exclude=None):
-    """Every *.h5 below results_dir, sorted, leaving out those under `exclude` (a report folder)."""
+def file_id(path):
+    """(st_dev, st_ino) of the file at path (links followed); None when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def file_kind(mode):
+    """What a file of this st_mode is, in words ("a regular file", "a folder", "a FIFO (named pipe)", ...)."""
+    for test, words in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"),
+                        (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def once(paths, same=None):
+    """paths without the repeats of a file (the same device and inode: a hard link, a symbolic link,
+    the same path twice), each kept under its first name; `same`, a list, receives (first, repeat)."""
+    seen, out = {}, []
+    for p in paths:
+        key = file_id(p)
+        if key is not None and key in seen:
+            if same is not None:
+                same.append((seen[key], p))
+            continue
+        if key is not None:
+            seen[key] = p
+        out.append(p)
+    return out
+
+
+def trace_files(results_dir, exclude=None, same=None):
+    """Every *.h5 below results_dir, sorted, each file once (see `once`; `same` receives the repeats),
+    leaving out those under `exclude` (a report folder)."""
     root = pathlib.Path(results_dir)
     files = sorted(root.rglob("*.h5"))
     if exclude is not None:
         ex = pathlib.Path(exclude).resolve()
         files = [p for p in files if ex not in p.resolve().parents]
-    return files
+    return once(files, same)
 
 
-def compare(results_dir, exclude=None, errors=None):
+def compare(results_dir, exclude=None, errors=None, same=None):
     """The comparison table of every trace below results_dir (see the module).
-    `errors`, a list, receives one message per unreadable file."""
+    `errors`, a list, receives one message per unreadable file; `same`, a list, the
+    (first name, other name) of each file found under two names (counted once)."""
     root = pathlib.Path(results_dir)
     if not root.is_dir():
         raise TraceError(f"{results_dir}: not a directory")
     rows = []
-    for path in trace_files(root, exclude):
+    for path in trace_files(root, exclude, same):
         rel = str(path.relative_to(root))
         label = run_label(path, root)
         try:

@@ -283,6 +283,19 @@ class TracesTest(unittest.TestCase):
         self.assertEqual((got["reached"], got["evaluated"], got["iteration"]), (False, 0, None))
         with self.assertRaises(ValueError):
             gt.reach(r)
+        # Issue 38: a target outside its domain is refused, naming the argument and the rule, as inspect refuses
+        # it (accuracy=-1 was "reached at iteration 1").
+        for kw, rule in (({"accuracy": -1}, r"accuracy = -1 must be in \(0, 1\]"),
+                         ({"accuracy": 1.5}, r"accuracy = 1.5 must be in \(0, 1\]"),
+                         ({"accuracy": 0}, r"accuracy = 0 must be in \(0, 1\]"),
+                         ({"accuracy": float("nan")}, r"accuracy = nan must be in \(0, 1\]"),
+                         ({"loss": float("nan")}, "loss = nan must be a finite number"),
+                         ({"loss": float("inf")}, "loss = inf must be a finite number")):
+            with self.assertRaisesRegex(ValueError, rule):
+                gt.reach(r, **kw)
+            (name, value), = kw.items()
+            out = run(GRADCODE, "inspect", self.net, f"--target-{name}={value}")
+            self.assertEqual(out.returncode, 2, f"{kw}: inspect refuses it too: {out.stderr}")
 
     def test_a_real_run_records_its_message_bytes_compute_and_receive_times(self):
         # Issue 26, item 2: per worker the bytes of the results the master received, as the protocol
@@ -396,12 +409,81 @@ class TracesTest(unittest.TestCase):
             np.testing.assert_allclose(csv[col].to_numpy(dtype=float), df[col].to_numpy(dtype=float), rtol=1e-12,
                                        err_msg=col)
         # Bad input: errors naming the file.
-        with self.assertRaisesRegex(gt.TraceError, "given twice"):
-            gt.compare_traces([files[0], files[0]])
         with self.assertRaisesRegex(gt.TraceError, "simulation trace"):
             gt.compare_traces([files[0], str(self.sim)])
         with self.assertRaisesRegex(ValueError, "names neither a trace nor a row"):
             gt.compare_traces(files, baseline="gc")
+
+    def test_one_file_under_several_names_is_one_run(self):
+        # Issue 38: a hard link, a symbolic link or the same path twice is one run, counted once
+        # (the same device and inode), and stderr says which names were the same file.
+        d = self.tmp / "same-file"
+        d.mkdir()
+        a = d / "a.h5"
+        shutil.copy(self.cmp[0], a)
+        os.link(a, d / "b-hard.h5")
+        os.symlink("a.h5", d / "c-sym.h5")
+        shutil.copy(self.cmp[2], d / "d-other.h5")  # gc-dc: a row of its own beside uncoded's
+        table = gt.compare(d)
+        self.assertEqual(list(table["file"]), ["a.h5", "d-other.h5"])
+        r = run(sys.executable, "-m", "gradcode_traces", "compare", d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = [line for line in r.stdout.splitlines() if line.startswith("| ")][1:]
+        self.assertEqual(len(rows), 2, r.stdout)
+        self.assertNotIn("b-hard.h5", r.stdout)
+        self.assertNotIn("c-sym.h5", r.stdout)
+        same = [line for line in r.stderr.splitlines() if line.startswith("same file: ")]
+        self.assertEqual(len(same), 2, r.stderr)
+        self.assertIn("b-hard.h5 is", same[0])
+        self.assertIn("c-sym.h5 is", same[1])
+        self.assertTrue(all(str(a) in line and "counted once" in line for line in same), r.stderr)
+        # compare_traces: one run in the row, the repeat named in a TraceWarning.
+        for twice in (a, d / "b-hard.h5", d / "c-sym.h5"):
+            with self.assertWarns(gt.TraceWarning) as w:
+                df = gt.compare_traces([a, twice, d / "d-other.h5"])
+            self.assertEqual(list(df["runs"]), [1, 1], twice)
+            self.assertEqual(list(df["files"]), [str(a), str(d / "d-other.h5")], twice)
+            self.assertIn(f"{twice}: is the same file as {a}", str(w.warning))
+        # A baseline given as another name of one of the traces is that trace, not one more run.
+        os.link(d / "d-other.h5", self.tmp / "other-hard.h5")
+        df = gt.compare_traces([a, d / "d-other.h5"], baseline=self.tmp / "other-hard.h5")
+        self.assertEqual(list(df["runs"]), [1, 1])
+        self.assertEqual(list(df["baseline"]), [False, True])
+
+    def test_compare_command_never_writes_its_csv_over_a_trace(self):
+        # Issue 38: `compare DIR --csv DIR/base.h5` wrote the CSV over the trace. Refused, exit 2, one line naming
+        # --csv, nothing created or changed: an input (under any name), any HDF5 file, a FIFO, a folder.
+        d = self.tmp / "csv-out"
+        d.mkdir()
+        base = d / "base.h5"
+        shutil.copy(self.cmp[0], base)
+        os.link(base, d / "hard.h5")
+        os.symlink("base.h5", d / "sym.h5")
+        (d / "run.txt").write_text("configs/x.toml --set seed=1\n")
+        elsewhere = self.tmp / "csv-out-trace.h5"
+        shutil.copy(self.cmp[1], elsewhere)
+        fifo = self.tmp / "csv-out.fifo"
+        os.mkfifo(fifo)
+        before = {p: p.read_bytes() for p in (base, elsewhere, d / "run.txt")}
+        listing = sorted(os.listdir(d))
+        for out, needle in ((base, "is this command's trace"), (d / "hard.h5", "is this command's trace"),
+                            (d / "sym.h5", "is this command's trace"), (d / "run.txt", "is this command's run label"),
+                            (elsewhere, "is an HDF5 file"), (fifo, "is a FIFO"), (d, "is a folder"),
+                            (self.tmp / "no-such-folder" / "t.csv", "does not exist")):
+            r = run(sys.executable, "-m", "gradcode_traces", "compare", d, "--csv", out, timeout=60)
+            self.assertEqual(r.returncode, 2, f"{out}: {r.stderr}")
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertTrue(r.stderr.startswith("error: --csv: "), r.stderr)
+            self.assertIn(needle, r.stderr)
+            self.assertEqual(r.stdout, "", out)
+            self.assertEqual({p: p.read_bytes() for p in before}, before, out)
+            self.assertEqual(sorted(os.listdir(d)), listing, out)
+        self.assertFalse((self.tmp / "no-such-folder").exists())
+        # A CSV beside the traces is written (over an older CSV too).
+        for _ in range(2):
+            r = run(sys.executable, "-m", "gradcode_traces", "compare", d, "--csv", d / "table.csv")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(list(pd.read_csv(d / "table.csv")["file"]), ["base.h5"])
 
     def test_compare_table_has_the_final_and_best_test_accuracy(self):
         table = gt.compare(self.accuracy_results).set_index("file")
