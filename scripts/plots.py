@@ -15,6 +15,10 @@ FILE.h5:SCHEME (all its trials) or FILE.h5:SCHEME:TRIAL.
                                              loss and accuracy against iterations, accuracy against wall-clock time)
     plots.py report RESULTS_DIR [-o OUT]     every *.h5 under RESULTS_DIR: PNGs and an index (OUT = RESULTS_DIR/report)
 
+-o of a plot names an image file, its format by its extension (png, pdf, svg,
+... as matplotlib writes them); an input trace, a FIFO, a device or a folder
+is refused before anything is read (one line on stderr, exit status 2).
+
 scripts/report.sh RESULTS_DIR sets up the pinned Python environment and runs
 `report`. Everything here is also a function for use from Python; the traces
 are read with the gradcode_traces package (python/).
@@ -33,6 +37,7 @@ import math
 import os
 import pathlib
 import re
+import stat
 import subprocess
 import sys
 import zlib
@@ -52,6 +57,7 @@ from gradcode_traces import table as gtt  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 from matplotlib.colors import BoundaryNorm, ListedColormap, to_rgb  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
@@ -547,11 +553,54 @@ def figure_overview(label, run, pooled=None, note="", pooled_label=None):
     return fig
 
 
+class ArgumentError(Exception):
+    """A bad command-line argument: one line on stderr, exit status 2."""
+
+
+#: The extensions of the image formats matplotlib writes (png, pdf, svg, ...): what -o may end in.
+IMAGE_FORMATS = sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def check_out(out, traces):
+    """Refuse (ArgumentError) a plot's -o OUT before anything is read or written: an existing file
+    that is not a regular one (a FIFO, a device, a folder), one of the TRACE arguments (the same
+    file: device and inode, so a hard or symbolic link counts), a name whose extension is not an
+    image format matplotlib writes (it would write another file or fail), or a path under a file."""
+    path = pathlib.Path(out)
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError as e:
+        raise ArgumentError(f"-o: {out}: {e.strerror}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise ArgumentError(f"-o: {out} is {gtt.file_kind(st.st_mode)}: a plot is written only over a regular file; "
+                            "it was not touched")
+    for t in traces:
+        trace = parse_selector(t)[0]
+        if st is not None and gtt.file_id(trace) == (st.st_dev, st.st_ino):
+            raise ArgumentError(f"-o: {out} is this command's trace ({trace}): an output never replaces an input; "
+                                "it was not touched")
+    ext = path.suffix[1:].lower()
+    if ext not in IMAGE_FORMATS:
+        what = f"its extension .{path.suffix[1:]} is" if ext else "it has no extension, which is"
+        raise ArgumentError(f"-o: {out}: {what} not an image format matplotlib writes ({', '.join(IMAGE_FORMATS)})")
+    for up in path.parents:
+        if up.exists():
+            if not up.is_dir():
+                raise ArgumentError(f"-o: cannot create {out}: {up} is not a folder")
+            break
+
+
 def save(fig, path):
     path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    except OSError as e:
+        raise ArgumentError(f"-o: cannot write {path}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -776,6 +825,12 @@ def main(argv=None):
     c.add_argument("--gradcode", metavar="BIN", help="also save `BIN inspect` of each trace")
     args = ap.parse_args(argv)
     try:
+        # -o first: nothing is read or written before it is known to be a plot's path.
+        if args.command == "report":
+            if args.out and pathlib.Path(args.out).exists() and not pathlib.Path(args.out).is_dir():
+                raise ArgumentError(f"-o: {args.out} is not a folder (report writes a folder of PNGs and an index)")
+        else:
+            check_out(args.out, getattr(args, "traces", None) or [args.trace])
         if args.command == "cdf":
             sel = [s for t in args.traces for s in load_selection(t)]
             print(save(figure_cdf(sel), args.out))
@@ -806,7 +861,7 @@ def main(argv=None):
             if errors:
                 print(f"report: {len(errors)} trace(s) not rendered, see the index", file=sys.stderr)
                 return 1
-    except TraceError as e:
+    except (TraceError, ArgumentError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

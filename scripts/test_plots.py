@@ -13,6 +13,7 @@ import json
 import os
 import pathlib
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -346,6 +347,49 @@ class PlotsTest(unittest.TestCase):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertIn(needle, r.stderr)
         self.assertFalse((out / "x.png").exists())
+
+    def test_out_is_refused_unless_an_image_path_that_is_no_input(self):
+        # Issue 38: `-o x.h5` ended in a traceback and `-o FIFO` printed a path it did not write (FIFO.png). -o is
+        # refused, one line, exit 2, before anything is read or written: a FIFO, a folder, a device, an extension
+        # that is no image format, one of the input traces (under any name).
+        out = self.tmp / "bad-out"
+        out.mkdir()
+        fifo, fifo_png = out / "pipe", out / "pipe.png"
+        os.mkfifo(fifo)
+        os.mkfifo(fifo_png)
+        as_png = out / "trace.png"  # a trace named like an image: the input rule, not the extension's
+        shutil.copy(self.train["gc-sc"], as_png)
+        os.symlink(as_png, out / "link.png")
+        trace = self.train["gc-dc"]
+        before = {p: p.read_bytes() for p in (trace, as_png)}
+        for args, needle in (
+            (["cdf", trace, "-o", out / "x.h5"], ".h5 is not an image format matplotlib writes (avif, eps, "),
+            (["cdf", trace, "-o", out / "x"], "it has no extension"),
+            (["cdf", trace, "-o", fifo], "is a FIFO (named pipe)"),
+            (["heatmap", trace, "-o", fifo_png], "is a FIFO (named pipe)"),
+            (["loss", trace, "-o", "/dev/null"], "is a character device"),
+            (["overview", trace, "-o", out], "is a folder"),
+            (["cdf", trace, "-o", trace], "is this command's trace"),
+            (["overview", as_png, "-o", as_png], "is this command's trace"),
+            (["loss", trace, as_png, "-o", out / "link.png"], "is this command's trace"),
+            (["cdf", trace, "-o", trace / "x.png"], "is not a folder"),
+            (["report", self.results, "-o", trace], "is not a folder"),
+        ):
+            r = run(sys.executable, HERE / "plots.py", *args, timeout=60)
+            self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
+            self.assertNotIn("Traceback", r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertTrue(r.stderr.startswith("error: -o: "), r.stderr)
+            self.assertIn(needle, r.stderr)
+            self.assertEqual(r.stdout, "", args)
+        self.assertEqual({p: p.read_bytes() for p in before}, before)
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["link.png", "pipe", "pipe.png", "trace.png"])
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        # Another image format by its extension: the path printed is the file written.
+        r = run(sys.executable, HERE / "plots.py", "cdf", trace, "-o", out / "cdf.pdf")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), str(out / "cdf.pdf"))
+        self.assertEqual((out / "cdf.pdf").read_bytes()[:5], b"%PDF-")
 
     def test_report_renders_every_trace_of_a_results_folder(self):
         env = dict(os.environ, GRADCODE=GRADCODE)
