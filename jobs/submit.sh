@@ -19,18 +19,39 @@
 # `--export=NONE`): GRADCODE_HOME (this checkout), GRADCODE (the binary),
 # GRADCODE_RESULTS, GRADCODE_SITE_SETUP (a file the job sources before
 # launching, e.g. with `module load openmpi hdf5`), GRADCODE_LAUNCHER.
+#
+# Missing or bad arguments: one usage line on stderr naming what is missing,
+# exit status 2, before anything is checked with the binary or submitted.
 set -euo pipefail
 home=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 absolute() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac; }
-script=${1:?usage: jobs/submit.sh jobs/train.sbatch CONFIG [--set k=v ...] [-- sbatch options]}
+train_usage="jobs/submit.sh jobs/train.sbatch CONFIG [--set key=value ...] [-- SBATCH_OPTIONS...]"
+resume_usage="jobs/submit.sh jobs/train.sbatch --resume TRACE [--set train.iterations=N] [-- SBATCH_OPTIONS...]"
+sweep_usage="jobs/submit.sh jobs/sweep.sbatch RUNS [--throttle N] [-- SBATCH_OPTIONS...]"
+# usage FORM WHAT: the usage line of FORM saying what is missing or wrong, exit 2.
+usage() { echo "usage: $1: $2" >&2; exit 2; }
+case "${1:-}" in
+  "") usage "$train_usage | $sweep_usage" "no batch script given" ;;
+  -h | --help) printf 'usage: %s\n   or: %s\n   or: %s\n' "$train_usage" "$resume_usage" "$sweep_usage"; exit 0 ;;
+esac
+script=$1
 shift
 [ -f "$script" ] || { echo "error: $script: no such batch script" >&2; exit 2; }
+[ "$(head -c 2 "$script" 2>/dev/null)" = "#!" ] \
+  || usage "$train_usage | $sweep_usage" "$script is not a batch script (no #! line; a CONFIG goes after jobs/train.sbatch)"
 script=$(absolute "$script")
 args=() sbatch_opts=()
 while (($#)); do
   if [ "$1" = "--" ]; then shift; sbatch_opts=("$@"); break; fi
   args+=("$1"); shift
 done
+if [ "$(basename "$script")" = sweep.sbatch ]; then
+  [ -n "${args[0]:-}" ] || usage "$sweep_usage" "no RUNS file given"
+elif [ "${args[0]:-}" = "--resume" ]; then
+  [ -n "${args[1]:-}" ] || usage "$resume_usage" "no TRACE given after --resume"
+else
+  [ -n "${args[0]:-}" ] || usage "$train_usage" "no CONFIG given"
+fi
 bin=$(absolute "${GRADCODE:-$home/target/release/gradcode}")
 [ -x "$bin" ] || { echo "error: $bin is not built (cargo build --release, or set GRADCODE)" >&2; exit 2; }
 results=$(absolute "${GRADCODE_RESULTS:-results}")
@@ -53,7 +74,7 @@ source "$home/jobs/launch.sh" # run_words
 
 case "$(basename "$script")" in
   sweep.sbatch)
-    runs=${args[0]:?a sweep needs a RUNS file}
+    runs=${args[0]}
     [ -f "$runs" ] || { echo "error: $runs: no such runs file" >&2; exit 2; }
     mapfile -t lines < <(grep -v -e '^[[:space:]]*$' -e '^[[:space:]]*#' "$runs" || true)
     ((${#lines[@]})) || { echo "error: $runs lists no runs" >&2; exit 2; }
@@ -83,13 +104,13 @@ case "$(basename "$script")" in
     ;;
   *)
     if [ "${args[0]:-}" = "--resume" ]; then
-      trace=${args[1]:?--resume needs a TRACE}
+      trace=${args[1]}
       [ -f "$trace" ] || { echo "error: $trace: no such trace" >&2; exit 2; }
       workers=$("$bin" inspect "$trace" --json | "$bin" job field - workers)
       ranks=$((workers + 1))
       args[1]=$(absolute "$trace")
     else
-      ranks=$("$bin" check --config "${args[0]:?a run needs a CONFIG}" "${args[@]:1}" --ranks)
+      ranks=$("$bin" check --config "${args[0]}" "${args[@]:1}" --ranks)
     fi
     ((output_set)) || sbatch_opts+=("--output=$results/slurm-%x-%j.out")
     mkdir -p "$results"

@@ -4,7 +4,8 @@
 # (scripts/test_plots.py), the paper figures (scripts/test_figures.py) and the
 # replay study's statistics against gradcode's (scripts/test_replay_study.py)
 # and the maths of scripts/bench-peer.sh's mpi4py peer (scripts/test_bench_peer.py;
-# its run under mpirun is skipped, saying so, without Debian's python3-mpi4py).
+# its run under mpirun is skipped, saying so, without Debian's python3-mpi4py),
+# and jobs/submit.sh's usage errors, without Slurm (scripts/test_submit.py).
 # Needs python3 with venv and pip access to PyPI for the pinned packages of
 # scripts/requirements.txt; without them this prints SKIPPED and exits 0, so
 # a machine without Python still runs the Rust tests, and says so loudly.
@@ -32,3 +33,4 @@ export GRADCODE=$PWD/target/release/gradcode SYNTHETIC_TRACE=$PWD/target/release
 "$PYTHON" scripts/test_figures.py
 "$PYTHON" scripts/test_replay_study.py
 "$PYTHON" scripts/test_bench_peer.py
+"$PYTHON" scripts/test_submit.py

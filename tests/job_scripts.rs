@@ -272,6 +272,57 @@ fn a_bad_throttle_or_sweep_option_is_refused_before_anything_is_submitted() {
     }
 }
 
+#[test]
+fn submit_without_or_with_bad_arguments_prints_its_usage_and_exits_2() {
+    // Issue 38: no arguments, a config in the batch script's place, or a
+    // form without its CONFIG, TRACE or RUNS ended with bash's own words
+    // (`args[0]: a run needs a CONFIG`), exit 1. Now: one usage line naming
+    // what is missing, exit 2, nothing submitted, no results folder.
+    let dir = fakes("submit-usage", None, "none");
+    fake_sbatch(&dir);
+    let config = dir.join("k4.toml");
+    std::fs::write(&config, "workers = 4\n[scheme]\nkind = \"uncoded\"\n").unwrap();
+    let config = config.to_str().unwrap();
+    let train = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/train.sbatch");
+    let sweep = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/sweep.sbatch");
+    let train_usage = "usage: jobs/submit.sh jobs/train.sbatch CONFIG";
+    let resume_usage = "usage: jobs/submit.sh jobs/train.sbatch --resume TRACE";
+    let sweep_usage = "usage: jobs/submit.sh jobs/sweep.sbatch RUNS";
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    for (args, usage, missing) in [
+        (&[][..], train_usage, "no batch script given"),
+        (&[config][..], train_usage, "k4.toml is not a batch script"),
+        (&[train][..], train_usage, "no CONFIG given"),
+        (
+            &[train, "--", "--time=5"][..],
+            train_usage,
+            "no CONFIG given",
+        ),
+        (&[train, "--resume"][..], resume_usage, "no TRACE given"),
+        (&[sweep][..], sweep_usage, "no RUNS file given"),
+    ] {
+        let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/submit.sh"))
+            .args(args)
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .env("GRADCODE", env!("CARGO_BIN_EXE_gradcode"))
+            .env("GRADCODE_RESULTS", dir.join("results"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with(usage) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(missing), "{args:?}: {err}");
+        assert!(!err.contains("unbound variable"), "{args:?}: {err}");
+    }
+    assert!(!dir.join("calls").exists(), "nothing is submitted");
+    assert!(!dir.join("results").exists(), "no results folder is made");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `gradcode job ARGS` with `stdin`: (exit status, stdout, stderr).
 fn job(args: &[&str], stdin: &str) -> (i32, String, String) {
     use std::io::Write;
