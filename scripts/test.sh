@@ -25,6 +25,12 @@ echo "== cargo doc (every doc link resolves, none to a private item)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps
 echo "== cargo test (default features: mpi, hdf5)"
 cargo test --locked --release --workspace
+echo "== MPI tests under OpenMPI over TCP (--mca btl tcp,self)"
+# The transport between nodes, on one machine: every job of these tests must
+# end (tests/common's launcher bounds each with timeout).
+OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self cargo test --locked --release \
+  --test mpi --test aggregate --test bit_reproducible --test probe \
+  --test resume_same_run --test scale --test trace_versions --test reliability
 echo "== examples: each asserts what it shows"
 cargo build --locked --release --examples
 examples=target/release/examples

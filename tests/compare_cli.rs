@@ -458,11 +458,28 @@ fn bad_input_exits_2_naming_the_file_or_flag_and_writes_nothing() {
     let fresh = common::scratch(DIR, "fresh.csv");
     let _ = std::fs::remove_file(&fresh);
     let nowhere = common::scratch(DIR, "no-such-folder/out.csv");
+    // One run under two names: counted once is the rule, so refused.
+    let hard_link = common::scratch(DIR, "hard-link.h5");
+    let _ = std::fs::remove_file(&hard_link);
+    std::fs::hard_link(u, &hard_link).unwrap();
+    let sym_link = common::scratch(DIR, "sym-link.h5");
+    let _ = std::fs::remove_file(&sym_link);
+    std::os::unix::fs::symlink(u, &sym_link).unwrap();
     let cases: Vec<(&str, Vec<&str>, &str)> = vec![
         ("missing file", vec![u, s(&missing)], s(&missing)),
         ("not HDF5", vec![s(&not_trace), u], s(&not_trace)),
         ("HDF5, not a trace", vec![u, s(&empty_h5)], s(&empty_h5)),
         ("given twice", vec![u, u], u),
+        (
+            "a hard link to a trace given",
+            vec![u, s(&hard_link)],
+            s(&hard_link),
+        ),
+        (
+            "a symbolic link to a trace given",
+            vec![u, s(&sym_link)],
+            s(&sym_link),
+        ),
         ("training and simulation", vec![u, s(&sim)], s(&sim)),
         (
             "target loss of a simulation",
@@ -511,4 +528,33 @@ fn bad_input_exits_2_naming_the_file_or_flag_and_writes_nothing() {
             .unwrap()
             .starts_with("label,scheme,")
     );
+}
+
+#[test]
+fn a_target_accuracy_of_a_regression_is_not_recorded_not_missed() {
+    // Linear regression records no accuracy: "not recorded", not "0/1 reached".
+    let u = s(trace("uncoded", 1));
+    let o = common::gradcode(&[
+        "compare",
+        u,
+        s(trace("gc-sc", 1)),
+        "--target-accuracy",
+        "0.5",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("target test accuracy"))
+        .skip(2)
+        .take(2)
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for row in rows {
+        assert!(row.contains(" not recorded "), "{row}\n{text}");
+    }
+    let v = compare(&[u, "--target-accuracy", "0.5"]);
+    let row = &v["rows"][0]["target_accuracy"];
+    assert_eq!(row["recorded"], 0, "{row}");
+    assert_eq!(row["reached"], 0, "{row}");
 }

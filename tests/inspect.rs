@@ -723,6 +723,91 @@ mod with_hdf5 {
     }
 
     #[test]
+    fn impossible_stored_values_are_named_in_a_warning() {
+        // A trace gradcode never writes: a negative duration, an accuracy of
+        // 500%, a negative loss. inspect still reads it, and says so.
+        let _serial = serial();
+        let path = dir().join("impossible.h5");
+        let meta = TraceMeta {
+            scheme: "gc-dc".into(),
+            workers: K,
+            config_toml: "workers = 6\n".into(),
+            seed: 7,
+        };
+        let mut w = TraceWriter::create(&path, &meta).unwrap();
+        for i in 0..ITERATIONS {
+            let mut r = record(i);
+            if i == 4 {
+                r.duration_s = -3.0;
+            }
+            if i >= 6 {
+                r.test_accuracy = 5.0;
+            }
+            if i == 9 {
+                r.train_loss = -1.0;
+            }
+            w.append(&r).unwrap();
+        }
+        w.close().unwrap();
+        let o = gradcode(&["inspect", path.to_str().unwrap(), "--json"]);
+        let v = json(&o);
+        let warnings: Vec<&str> = v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        let err = stderr(&o);
+        for expected in [
+            "/iteration/duration_s holds 1 value(s) below 0 (the first -3 at iteration 5)",
+            "/iteration/train_loss holds 1 value(s) below 0 (the first -1 at iteration 10)",
+            &format!(
+                "/iteration/test_accuracy holds {} value(s) outside [0, 1] (the first 5 at iteration 7)",
+                ITERATIONS - 6
+            ),
+        ] {
+            assert!(
+                warnings.iter().any(|w| w.starts_with(expected)),
+                "{expected}: {warnings:?}"
+            );
+            assert!(
+                err.lines()
+                    .any(|l| l.starts_with("warning: ") && l.contains(expected)),
+                "{expected}: {err}"
+            );
+        }
+        // A sound trace has none.
+        let o = gradcode(&["inspect", write_run("sound.h5").to_str().unwrap(), "--json"]);
+        assert_eq!(json(&o)["warnings"], serde_json::json!([]));
+        assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    }
+
+    #[test]
+    fn a_bad_probe_deadline_is_refused_naming_the_variable() {
+        let _serial = serial();
+        let path = write_run("probe-deadline.h5");
+        for bad in ["abc", "-1", "nan", "0", "inf"] {
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_gradcode"))
+                .args(["inspect", path.to_str().unwrap()])
+                .env("GRADCODE_TRACE_PROBE_S", bad)
+                .output()
+                .unwrap();
+            assert_rejected(&o, &path, "GRADCODE_TRACE_PROBE_S");
+            assert!(
+                stderr(&o).contains("must be a positive number of seconds"),
+                "{bad}: {}",
+                stderr(&o)
+            );
+        }
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_gradcode"))
+            .args(["inspect", path.to_str().unwrap()])
+            .env("GRADCODE_TRACE_PROBE_S", "5")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+
+    #[test]
     fn bad_target_flags_are_refused_naming_the_flag_before_the_file_is_read() {
         let _serial = serial();
         let path = write_network_run("network-flags.h5");

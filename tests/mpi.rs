@@ -949,3 +949,192 @@ fn the_error_before_an_abort_always_reaches_the_user() {
         );
     }
 }
+
+/// `gradcode ARGS` in one process: (exit code, stderr).
+fn gradcode(args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gradcode"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_network_on_labels_that_are_not_classes_is_refused_by_check_and_by_train_naming_the_worker() {
+    // A network on synthetic data (±1 or real labels): refused by the config's
+    // validation, in check and in train alike.
+    for kind in ["synthetic-linear", "synthetic-logistic", "synthetic-onehot"] {
+        let set = format!("data.kind=\"{kind}\"");
+        let (code, err) = gradcode(&["check", "--set", "model.kind=\"mlp\"", "--set", &set]);
+        assert_eq!(code, Some(2), "{kind}: {err}");
+        assert!(
+            err.starts_with("error: model.kind = \"mlp\" needs class labels 0..model.classes")
+                && err.lines().count() == 1,
+            "{kind}: {err}"
+        );
+    }
+    // A CSV file whose labels are real values (diabetes progression): check
+    // reads the data and refuses it; train's workers find it when they load
+    // their partitions, and the run ends at once naming the worker, exit 2.
+    let data = format!("{}/data/diabetes.csv", env!("CARGO_MANIFEST_DIR"));
+    let text = format!(
+        "workers = 2\n[scheme]\nkind = \"uncoded\"\n[model]\nkind = \"mlp\"\nhidden = [4]\nclasses = 2\n\
+         [data]\nkind = \"csv\"\npath = \"{data}\"\n[train]\niterations = 3\nlearning_rate = 0.01\n"
+    );
+    let path = write_config("mlp-on-real-labels", &text);
+    let (code, err) = gradcode(&["check", "--config", path.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is not a class in 0..2"), "{err}");
+    let trace = scratch("mlp-on-real-labels.h5");
+    let _ = std::fs::remove_file(&trace);
+    let started = std::time::Instant::now();
+    let out = mpirun(
+        3,
+        &[
+            "train",
+            "--config",
+            path.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert!(
+        errors.len() == 1
+            && errors[0].starts_with("error: worker ")
+            && errors[0].contains(": data: partition ")
+            && errors[0].contains(" is not a class in 0..2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_worker_failing_during_training_ends_the_run_naming_it_and_the_trace_says_failed() {
+    let trace = scratch("worker-fails.h5");
+    let text = EMULATED.replace("iterations = 30", "iterations = 100000");
+    let path = write_config("worker-fails", &text);
+    let out = {
+        let _one = common::one_at_a_time();
+        common::mpirun_command(
+            7,
+            &[
+                "train",
+                "--config",
+                path.to_str().unwrap(),
+                "--out",
+                trace.to_str().unwrap(),
+                "--force",
+                "--json",
+                "--quiet",
+            ],
+        )
+        .env("GRADCODE_TEST_FAIL_RANK", "3")
+        .output()
+        .unwrap()
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Not an input error: exit 1, the worker's own line, named by its rank.
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines().any(|l| l.starts_with("error: ")
+            && l.contains("worker 3: ")
+            && l.contains("GRADCODE_TEST_FAIL_RANK=3: failed at its sixth task, on purpose")),
+        "{err}"
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["status"], "failed", "{summary}");
+    assert_eq!(summary["trace"], trace.to_str().unwrap(), "{summary}");
+    let report = gradcode::trace::Report::read(&trace).unwrap();
+    assert_eq!(report.status.as_deref(), Some("failed"));
+    assert!(
+        report
+            .status_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("worker 3")),
+        "{:?}",
+        report.status_reason
+    );
+    assert_eq!(
+        summary["iterations"].as_u64(),
+        Some(read(&trace).records.len() as u64),
+        "the JSON counts the iterations the trace holds"
+    );
+}
+
+#[test]
+fn a_finished_run_exits_within_ten_seconds_of_its_summary() {
+    // Whatever the transport (the CI runs this binary under OpenMPI and MPICH,
+    // over shared memory and over TCP): the job ends soon after it printed its
+    // JSON summary (MPICH before 4.2 over UCX/TCP could hang in MPI_Finalize).
+    use std::io::BufRead;
+    let _one = common::one_at_a_time();
+    for (name, ranks, text) in [
+        (
+            "exit-uncoded",
+            3,
+            "workers = 2\n[scheme]\nkind = \"uncoded\"\n[train]\niterations = 5\n",
+        ),
+        (
+            "exit-cyclic",
+            5,
+            "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[train]\niterations = 5\n",
+        ),
+    ] {
+        for attempt in 0..3 {
+            let (mut command, _) = common::train_command("mpi-tests", name, ranks, text, &[]);
+            let mut child = command
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut summary_at = None;
+            for line in stdout.lines() {
+                if line.unwrap() == "}" {
+                    summary_at = Some(std::time::Instant::now());
+                }
+            }
+            let summary_at = summary_at.unwrap_or_else(|| panic!("{name}: no JSON summary"));
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if summary_at.elapsed() > std::time::Duration::from_secs(10) {
+                    let _ = child.kill();
+                    panic!("{name} (attempt {attempt}): the job still runs 10 s after its summary");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            assert!(status.success(), "{name}: {status}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_flag_under_mpirun_is_one_line_from_rank_0() {
+    // Every rank parses the command line; only rank 0 says what is wrong
+    // (before, each rank printed it, run together on one line).
+    let out = mpirun(4, &["train", "--no-such-flag"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("--no-such-flag"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("error: unexpected argument '--no-such-flag'")
+            && lines[0].matches("error:").count() == 1,
+        "{err}"
+    );
+}

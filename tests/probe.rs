@@ -201,3 +201,27 @@ fn bad_flags_end_every_rank_naming_the_flag() {
         assert!(line.starts_with(&format!("error: {flag} = ")), "{line}");
     }
 }
+
+#[test]
+fn a_stopped_worker_is_named_within_the_timeout_and_the_job_ends() {
+    // Worker 2 stops itself (SIGSTOP) before it says its host: rank 0 waits
+    // for it at most --timeout-s, names it and ends the job.
+    let _one = common::one_at_a_time();
+    let started = std::time::Instant::now();
+    let out = common::mpirun_command(4, &["probe", "--timeout-s", "2", "--max-bytes", "4096"])
+        .env("GRADCODE_TEST_STOP_RANK", "2")
+        .output()
+        .expect("mpirun must be installed");
+    let took = started.elapsed();
+    let err = common::stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines().any(|l| l
+            == "error: probe: no answer from worker 2 (its host name, at the start) within 2 s (--timeout-s): it is stopped, hung or gone; ending the job (MPI_Abort)"),
+        "{err}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(2 + 5 + 10),
+        "took {took:?}"
+    );
+}

@@ -1125,3 +1125,43 @@ fn a_stopped_worker_under_a_partial_scheme_is_named_once_and_not_waited_for() {
     let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["status"], "completed");
 }
+
+#[test]
+fn a_worker_stopped_before_the_setup_is_named_within_the_result_timeout() {
+    // Worker 2 stops itself (SIGSTOP) right after MPI starts, before it says
+    // hello: the master names it after train.result_timeout_s and ends the
+    // job, instead of waiting in a collective for as long as it is stopped.
+    let _one = common::one_at_a_time();
+    let cfg = config(
+        "stopped-before-setup",
+        "workers = 3\n[scheme]\nkind = \"uncoded\"\n[train]\niterations = 3\nresult_timeout_s = 2.0\n",
+    );
+    let trace = scratch("stopped-before-setup.h5");
+    let _ = std::fs::remove_file(&trace);
+    let mut cmd = common::mpirun_command(
+        4,
+        &[
+            "train",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+        ],
+    );
+    cmd.env("GRADCODE_TEST_STOP_RANK", "2");
+    let started = Instant::now();
+    let job = Job::spawn(cmd);
+    let (code, _, err) = job.wait_exit(Duration::from_secs(60));
+    let took = started.elapsed();
+    assert_eq!(code, Some(1), "{err}");
+    let errors = error_lines(&err);
+    assert!(
+        errors.iter().any(|l| l.starts_with(
+            "error: setup: no word from worker(s) 2 for 2 s (train.result_timeout_s) after MPI started"
+        )),
+        "{err}"
+    );
+    // The timeout, MPI's start and the abort; never the stop's length.
+    assert!(took < Duration::from_secs(2 + 5 + 10), "took {took:?}");
+    assert!(!trace.exists(), "no trace before the setup ends");
+}

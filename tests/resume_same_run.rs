@@ -124,6 +124,27 @@ fn a_resume_that_would_be_another_run_is_refused_and_changes_nothing() {
         !err.contains("warning"),
         "no warnings from the stored config: {err}"
     );
+    // The timing table counts both parts, and so does the wall it is a share
+    // of: no event takes more than all of it (a resumed run once showed
+    // "wait ... 428.07%").
+    let text = common::stdout(&out);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("event "))
+        .skip(1)
+        .take_while(|l| l.ends_with('%'))
+        .collect();
+    assert!(rows.iter().any(|r| r.starts_with("wait ")), "{text}");
+    for row in rows {
+        let share: f64 = row
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .trim_end_matches('%')
+            .parse()
+            .unwrap();
+        assert!(share <= 100.0, "{row}\n{text}");
+    }
     let after = gradcode::trace::read_trace(&trace, "/").unwrap().records;
     assert_eq!(after.len(), 6);
     let elapsed: Vec<f64> = after.iter().map(|r| r.elapsed_s).collect();

@@ -386,10 +386,18 @@ fn read_data_files(
     data.standardization()?;
     let test = data.load_test()?;
     let model = crate::learn::Model::new(config, data.input())?;
-    // As train's master: the test samples' labels fit the model.
+    // As train's master (the test samples) and its workers (every
+    // partition they load): the labels fit the model.
     model
         .check_labels(&test)
         .map_err(|e| crate::error::InputError::new("data: the test samples", e))?;
+    let every: Vec<usize> = (0..partitions).collect();
+    let classifier = !matches!(model, crate::learn::Model::Linear { .. });
+    for part in data.load(if classifier { &every } else { &[] })? {
+        model.check_labels(&part).map_err(|e| {
+            crate::error::InputError::new(format!("data: partition {}", part.id + 1), e)
+        })?;
+    }
     let model = model.describe();
     Ok((
         Some(DataFilesReport {

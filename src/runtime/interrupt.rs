@@ -73,3 +73,20 @@ pub fn panic_if_asked(rank: i32, place: &str) {
         panic!("{TEST_PANIC_VAR}={rank}: panic {place}, on purpose");
     }
 }
+
+/// The environment variable of [`fail_if_asked`].
+pub const TEST_FAIL_VAR: &str = "GRADCODE_TEST_FAIL_RANK";
+
+/// Fault injection for the tests only (tests/mpi.rs): with
+/// `GRADCODE_TEST_FAIL_RANK=R` in the environment worker R's step fails
+/// here with an error (not a panic), so that a test can show the error
+/// reaches the user, naming the worker. Nothing else reads it.
+pub fn fail_if_asked(rank: i32, place: &str) -> anyhow::Result<()> {
+    let asked = std::env::var(TEST_FAIL_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok());
+    if asked == Some(rank) {
+        anyhow::bail!("{TEST_FAIL_VAR}={rank}: failed {place}, on purpose");
+    }
+    Ok(())
+}

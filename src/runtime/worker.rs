@@ -455,6 +455,9 @@ impl Worker<'_> {
                     if worker.counts.tasks == 0 {
                         interrupt::panic_if_asked(comm.rank(), "at the first task");
                     }
+                    if worker.counts.tasks == 5 {
+                        interrupt::fail_if_asked(comm.rank(), "at its sixth task")?;
+                    }
                     worker.counts.tasks += 1;
                     match &worker.packing {
                         Some(packing) => {

@@ -231,3 +231,22 @@ pub fn column_warnings(c: &TraceColumns, place: &str) -> Vec<String> {
     }
     warnings
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_values_no_run_writes_are_named() {
+        assert!(root_warnings(Some(4), Some("completed")).is_empty());
+        assert!(root_warnings(None, None).is_empty());
+        for status in STATUSES {
+            assert!(root_warnings(Some(1), Some(status)).is_empty(), "{status}");
+        }
+        let w = root_warnings(Some(1 << 62), Some("exploded"));
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("workers = 4611686018427387904: a run has 1 to 4096 workers"));
+        assert!(w[1].starts_with("status = \"exploded\" is none of running, completed"));
+        assert_eq!(root_warnings(Some(0), None).len(), 1);
+    }
+}

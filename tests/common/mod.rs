@@ -20,26 +20,40 @@ pub fn one_at_a_time() -> MutexGuard<'static, ()> {
 /// root (OpenMPI refuses otherwise; CI runs as root). With
 /// `GRADCODE_TEST_MPIEXEC` set (scripts/test.sh's MPICH run:
 /// `mpiexec.mpich`), that launcher with `-n RANKS` instead.
+///
+/// Every job runs under coreutils' `timeout` (`--foreground`: the process
+/// group stays the test's; SIGTERM and SIGINT are passed on to the
+/// launcher): a job that outlives [`mpi_job_limit_s`] is ended with SIGTERM,
+/// then SIGKILL, and exits 124, so that a hang fails its test instead of
+/// holding CI.
 pub fn mpirun_command(ranks: usize, args: &[&str]) -> Command {
     let launcher = std::env::var("GRADCODE_TEST_MPIEXEC").unwrap_or_default();
     let mut words = launcher.split_whitespace();
-    let mut cmd = match words.next() {
+    let mut cmd = Command::new("timeout");
+    cmd.args(["--foreground", "--kill-after=10"])
+        .arg(mpi_job_limit_s().to_string());
+    match words.next() {
         Some(program) => {
-            let mut cmd = Command::new(program);
-            cmd.args(words);
-            cmd
+            cmd.arg(program).args(words);
         }
         None => {
-            let mut cmd = Command::new("mpirun");
-            cmd.arg("--oversubscribe");
-            cmd
+            cmd.args(["mpirun", "--oversubscribe"]);
         }
-    };
+    }
     cmd.args(["-n", &ranks.to_string(), env!("CARGO_BIN_EXE_gradcode")])
         .args(args);
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     cmd
+}
+
+/// Seconds an MPI job of a test may run: `GRADCODE_TEST_MPI_LIMIT_S`, or
+/// 420.
+pub fn mpi_job_limit_s() -> u64 {
+    std::env::var("GRADCODE_TEST_MPI_LIMIT_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(420)
 }
 
 /// `mpirun ... gradcode train` of the config `text`, written to the scratch
