@@ -334,7 +334,7 @@ struct Worker<'a> {
     partial: Vec<f64>,
 }
 
-/// Run worker rank `comm.rank()` with the broadcast `config`.
+/// Run worker rank `comm.rank()` with the `config` the master sent.
 /// `one_node`: every rank of the job is on this node (as the master
 /// resolves `runtime.aggregate = "auto"`).
 pub(super) fn run(
