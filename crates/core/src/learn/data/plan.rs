@@ -103,22 +103,9 @@ impl DataPlan {
                 synthetic_density(d.features),
             ),
             DataKind::Idx => {
+                // Checks the matrices against data.max_matrix_mib.
                 let images = ImageSource::new(d, config.seed, config.model.classes)?;
                 let features = images.features();
-                check_dense_matrix(
-                    "data.train_samples",
-                    "training",
-                    d.train_samples,
-                    features,
-                    d.max_matrix_mib,
-                )?;
-                check_dense_matrix(
-                    "data.test_samples",
-                    "test",
-                    d.test_samples,
-                    features,
-                    d.max_matrix_mib,
-                )?;
                 (
                     Source::Images(images),
                     features,
