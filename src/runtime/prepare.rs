@@ -88,7 +88,7 @@ fn prepare_resume(
     crate::learn::data::check_data_files(&loaded.config, scheme.partitions())?;
     if !resume::check_data(trace.stored_data_fingerprint(), &loaded.config)? {
         crate::errln!(
-            "warning: {} has no data fingerprint (written by an older gradcode): the data files are not checked",
+            "warning: {} has no fingerprint of the data files, or none of the named set's (written by an older gradcode): those files are not checked",
             path.display()
         );
     }

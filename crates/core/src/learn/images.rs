@@ -42,6 +42,31 @@ const NAMED_SETS: &[(&str, &str, &str, [&str; 4])] = &[(
     ],
 )];
 
+/// The four files of `folder` under the data set root
+/// ([`DATASET_ROOT_ENV`], default `/usr/share/datasets`).
+fn set_paths(folder: &str, files: &[&str; 4]) -> Vec<PathBuf> {
+    let root = std::env::var_os(DATASET_ROOT_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATASET_ROOT));
+    let dir = root.join(folder);
+    files.iter().map(|f| dir.join(f)).collect()
+}
+
+/// The files of the named set `set` (`data.set`) where the data set root
+/// puts them, each with its name (`train-images-idx3-ubyte.gz`), whether or
+/// not they exist; None for a name that is not a named set. A resumed run's
+/// data fingerprint covers them as it covers `data.path` and its kin.
+pub fn named_set_files(set: &str) -> Option<Vec<(&'static str, PathBuf)>> {
+    let (_, folder, _, files) = NAMED_SETS.iter().find(|s| s.0 == set)?;
+    Some(
+        files
+            .iter()
+            .copied()
+            .zip(set_paths(folder, files))
+            .collect(),
+    )
+}
+
 /// Images (samples × pixels, normalised) and their labels.
 pub type Samples = (Array2<f64>, Vec<f64>);
 
@@ -83,11 +108,7 @@ impl ImageFiles {
                     ));
                 }
             }
-            let root = std::env::var_os(DATASET_ROOT_ENV)
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATASET_ROOT));
-            let dir = root.join(folder);
-            let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
+            let paths = set_paths(folder, files);
             if let Some(missing) = paths.iter().find(|p| !p.is_file()) {
                 return Err(InputError::value(
                     "data.set",
