@@ -524,11 +524,20 @@ mod tests {
         assert_eq!(e.at("scheme").field, "scheme.renamed_key[1]");
     }
 
+    /// A key that takes a name, as gc-dc's `clustering` does.
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    enum Clustering {
+        #[default]
+        Greedy,
+        Optimal,
+    }
+
     #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
     #[serde(default)]
     struct Named {
         load: usize,
-        clustering: crate::coding::dynamic::ClusteringKind,
+        clustering: Clustering,
     }
 
     /// A scheme key that takes a name, given a value of another type: the
