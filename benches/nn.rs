@@ -42,6 +42,7 @@ fn networks(c: &mut Criterion) {
     let input = Input {
         features: 784,
         image: Some([1, 28, 28]),
+        partition_rows: BATCH,
     };
     let mut group = c.benchmark_group("gradient");
     group.throughput(Throughput::Elements(BATCH as u64));

@@ -342,6 +342,38 @@ const INVALID: &[(&str, &str, &[&str], &str)] = &[
         &[],
         "scheme.clusters = 5",
     ),
+    // A value of another type where a key takes a name: the key, the value
+    // and the names (issue 38), in every section alike.
+    (
+        "precision-integer",
+        "[model]\nprecision = 32\n",
+        &[],
+        "model.precision: 32 is not one of \"f64\", \"f32\"",
+    ),
+    (
+        "precision-set-integer",
+        "",
+        &["model.precision=32"],
+        "model.precision: 32 is not one of \"f64\", \"f32\"",
+    ),
+    (
+        "mode-boolean",
+        "[straggler]\nmode = true\n",
+        &[],
+        "straggler.mode: true is not one of \"emulate\", \"measured\"",
+    ),
+    (
+        "clustering-integer",
+        "[scheme]\nkind = \"gc-dc\"\nclustering = 3\n",
+        &[],
+        "scheme.clustering: 3 is not one of \"greedy\", \"optimal\"",
+    ),
+    (
+        "max-memory-zero",
+        "[model]\nmax_memory_mib = 0\n",
+        &[],
+        "model.max_memory_mib = 0 must be in 1..=1073741824",
+    ),
     ("toml-syntax", "workers = 12\n[scheme\n", &[], "toml:2:"),
     ("set-without-equals", "", &["scheme.load"], "--set"),
     (

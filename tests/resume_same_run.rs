@@ -179,3 +179,120 @@ fn a_resume_that_would_be_another_run_is_refused_and_changes_nothing() {
     assert_eq!(after.len(), 8);
     assert!(after.iter().all(|r| r.elapsed_s.is_nan()), "{after:?}");
 }
+
+/// A named data set (`data.set`) is fingerprinted as the files of a path
+/// are (issue 38, item 5): a CNN run on `fashion-mnist`, resumed with
+/// `GRADCODE_DATASET_ROOT` at a copy whose one test label differs, is
+/// refused naming the file, the trace unchanged; resumed at another copy
+/// with the same bytes, it goes on (files are matched by what they are,
+/// not where). The set is a small slice of the installed Fashion-MNIST
+/// (synthetic images where it is not installed), so the runs take seconds.
+#[test]
+fn a_named_set_that_changed_is_refused_on_resume() {
+    use gradcode::learn::idx::{read_idx, write_idx};
+    const FILES: [&str; 4] = [
+        "train-images-idx3-ubyte.gz",
+        "train-labels-idx1-ubyte.gz",
+        "t10k-images-idx3-ubyte.gz",
+        "t10k-labels-idx1-ubyte.gz",
+    ];
+    let installed = Path::new("/usr/share/datasets/fashion-mnist");
+    let root = |name: &str| {
+        let root = scratch(name);
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("fashion-mnist")).unwrap();
+        root
+    };
+    // Root a: 120 training and 20 test images with their labels.
+    let a = root("set-a");
+    for (i, file) in FILES.iter().enumerate() {
+        let n = if i < 2 { 120 } else { 20 };
+        let (dims, data) = if installed.join(file).is_file() {
+            let read = read_idx(&installed.join(file), 4096, |k, _| k < n).unwrap();
+            let mut dims = read.dims.clone();
+            dims[0] = n;
+            (dims, read.data)
+        } else if i % 2 == 0 {
+            let pixels = (0..n * 784).map(|k| (k * 37 % 251) as u8).collect();
+            (vec![n, 28, 28], pixels)
+        } else {
+            (vec![n], (0..n).map(|k| (k % 10) as u8).collect())
+        };
+        write_idx(&a.join("fashion-mnist").join(file), &dims, &data, true).unwrap();
+    }
+    let copy = |name: &str| {
+        let to = root(name);
+        for file in FILES {
+            let from = a.join("fashion-mnist").join(file);
+            std::fs::copy(from, to.join("fashion-mnist").join(file)).unwrap();
+        }
+        to
+    };
+    // Root b: one test label changed.
+    let b = copy("set-b");
+    let labels = b.join("fashion-mnist").join(FILES[3]);
+    let mut read = read_idx(&labels, 4096, |_, _| true).unwrap();
+    read.data[0] = (read.data[0] + 1) % 10;
+    write_idx(&labels, &read.dims, &read.data, true).unwrap();
+    // Root c: the same bytes elsewhere.
+    let c = copy("set-c");
+
+    let config = scratch("set.toml");
+    std::fs::write(
+        &config,
+        "workers = 2\nseed = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\n\
+         [data]\nkind = \"idx\"\nset = \"fashion-mnist\"\ntrain_samples = 120\ntest_samples = 20\n\
+         [model]\nkind = \"cnn\"\n[train]\niterations = 4\nbatch_size = 8\nlearning_rate = 0.05\n[output]\nsnapshot_every = 2\n",
+    )
+    .unwrap();
+    let trace = scratch("set.h5");
+    let t = trace.to_str().unwrap();
+    let train_at = |root: &Path, args: &[&str]| {
+        let _one = common::one_at_a_time();
+        common::mpirun_command(3, args)
+            .env(gradcode::learn::images::DATASET_ROOT_ENV, root)
+            .output()
+            .unwrap()
+    };
+    let c_str = config.to_str().unwrap();
+    let out = train_at(
+        &a,
+        &["train", "--config", c_str, "--out", t, "--force", "--quiet"],
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let stored = gradcode::trace::read_attr_string(&trace, "/", "data_fingerprint").unwrap();
+    assert_eq!(stored.lines().count(), 4, "{stored}");
+    assert!(
+        stored.contains("data.set/t10k-labels-idx1-ubyte.gz "),
+        "{stored}"
+    );
+    let before = std::fs::read(&trace).unwrap();
+    let resume = [
+        "train",
+        "--resume",
+        t,
+        "--set",
+        "train.iterations=6",
+        "--quiet",
+    ];
+    let out = train_at(&b, &resume);
+    assert_refused(
+        "a test label changed",
+        &out,
+        "data.set/t10k-labels-idx1-ubyte.gz",
+    );
+    assert!(common::stderr(&out).contains("changed since the run started"));
+    assert!(
+        std::fs::read(&trace).unwrap() == before,
+        "a test label changed: the trace changed"
+    );
+    let out = train_at(&c, &resume);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(
+        !common::stderr(&out).contains("warning"),
+        "{}",
+        common::stderr(&out)
+    );
+    let after = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    assert_eq!(after.len(), 6);
+}

@@ -210,7 +210,8 @@ fn sample_amplification(
 pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
     let setup = load(args)?;
     // The data files train would read: they exist, and their first rows parse.
-    let format = crate::learn::data::check_data_files(&setup.loaded.config)?;
+    let format =
+        crate::learn::data::check_data_files(&setup.loaded.config, setup.scheme.partitions())?;
     // The straggler model train and simulate would build: a trace file is
     // read and checked; what the model does in the long run.
     let delays = crate::straggler::DelaySpec::from_config(&setup.loaded.config)?;

@@ -353,7 +353,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let setup = load(&args)?;
             // The data files too: jobs/submit.sh asks for the ranks before
             // it submits, and a missing data.path must stop it there.
-            crate::learn::data::check_data_files(&setup.loaded.config)?;
+            crate::learn::data::check_data_files(&setup.loaded.config, setup.scheme.partitions())?;
             print_warnings(&setup.loaded);
             crate::outln!("{}", setup.loaded.config.workers + 1);
             Ok(())

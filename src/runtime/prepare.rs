@@ -31,7 +31,7 @@ pub(super) fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepa
     let crate::setup::Setup { loaded, scheme, .. } = setup;
     check_world(&loaded.config, world_size)?;
     check_trainable(&loaded.config, scheme.as_ref())?;
-    crate::learn::data::check_data_files(&loaded.config)?;
+    crate::learn::data::check_data_files(&loaded.config, scheme.partitions())?;
     check_batch(&loaded.config, scheme.as_ref())?;
     // Last: the path is checked, the file created when training starts,
     // with the data files' fingerprint a resume checks.
@@ -85,10 +85,10 @@ fn prepare_resume(
             ),
         ));
     }
-    crate::learn::data::check_data_files(&loaded.config)?;
+    crate::learn::data::check_data_files(&loaded.config, scheme.partitions())?;
     if !resume::check_data(trace.stored_data_fingerprint(), &loaded.config)? {
         crate::errln!(
-            "warning: {} has no data fingerprint (written by an older gradcode): the data files are not checked",
+            "warning: {} has no fingerprint of the data files, or none of the named set's (written by an older gradcode): those files are not checked",
             path.display()
         );
     }

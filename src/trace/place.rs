@@ -236,7 +236,7 @@ impl Input {
 
 /// The files a run of `config` reads: the config file itself (when it was
 /// read from one), the data and label files and the straggler trace file it
-/// names.
+/// names, and the files of a named image set (`data.set`).
 pub fn inputs_of(config: &crate::config::Config, config_file: Option<&Path>) -> Vec<Input> {
     let d = &config.data;
     let mut inputs: Vec<Input> = config_file
@@ -252,6 +252,17 @@ pub fn inputs_of(config: &crate::config::Config, config_file: Option<&Path>) -> 
     ] {
         if let Some(path) = path {
             inputs.push(Input::new(what, path));
+        }
+    }
+    // A named image set's four files, named by the set and the file
+    // (`data.set/t10k-labels-idx1-ubyte.gz`) wherever the root puts them.
+    if d.kind == crate::config::DataKind::Idx {
+        let files = d
+            .set
+            .as_deref()
+            .and_then(crate::learn::images::named_set_files);
+        for (name, path) in files.into_iter().flatten() {
+            inputs.push(Input::new(format!("data.set/{name}"), path));
         }
     }
     inputs

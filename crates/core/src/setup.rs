@@ -621,7 +621,7 @@ mod reference_tests {
 
     /// Keys of the sections besides `[scheme]` that have no default (absent
     /// from the serialised defaults).
-    const OPTIONAL: [&str; 12] = [
+    const OPTIONAL: [&str; 13] = [
         "network.latency_s",
         "network.worker_bandwidth_bytes_per_s",
         "network.master_bandwidth_bytes_per_s",
@@ -634,6 +634,7 @@ mod reference_tests {
         "simulate.baseline",
         "data.path",
         "data.test_path",
+        "model.max_memory_mib",
     ];
 
     /// The body of `[section]` of `text` (`""`: the top level).

@@ -34,6 +34,7 @@ fn model(kind: ModelKind, shape: [usize; 3], tweak: impl Fn(&mut Config)) -> Mod
         Input {
             features: shape.iter().product(),
             image: Some(shape),
+            partition_rows: 0,
         },
     )
     .unwrap()

@@ -155,21 +155,35 @@ fn deserialize_params<P: DeserializeOwned>(params: &toml::Table) -> Result<P, Pa
             .collect();
         table.insert(CODE_FIELD.to_string(), toml::Value::Table(block));
     }
-    serde_path_to_error::deserialize(table).map_err(|e| {
-        let path = e.path().to_string();
-        // A code key is named as it is written: `decode_tolerance`, not `code.decode_tolerance`.
-        let path = match path
-            .strip_prefix(CODE_FIELD)
-            .and_then(|p| p.strip_prefix('.'))
-        {
-            Some(inner) if code => inner.to_string(),
-            _ => path,
-        };
-        ParamError {
-            path,
-            message: e.into_inner().to_string(),
+    let e = match serde_path_to_error::deserialize(table) {
+        Ok(typed) => return Ok(typed),
+        Err(e) => e,
+    };
+    let path = e.path().to_string();
+    // A code key is named as it is written: `decode_tolerance`, not `code.decode_tolerance`.
+    let path = match path
+        .strip_prefix(CODE_FIELD)
+        .and_then(|p| p.strip_prefix('.'))
+    {
+        Some(inner) if code => inner.to_string(),
+        _ => path,
+    };
+    let mut message = e.into_inner().to_string();
+    // A value of another type where the key takes a name: the names
+    // (`3 is not one of "greedy", "optimal"`), as for the other sections.
+    if message.starts_with("invalid type:") {
+        if let Some((probe, given)) = crate::config::probe_names(params, &path) {
+            if let Err(again) = deserialize_params::<P>(&probe) {
+                if let (true, Some(rule)) = (
+                    again.path == path,
+                    crate::config::not_one_of(&given, &again.message),
+                ) {
+                    message = rule;
+                }
+            }
         }
-    })
+    }
+    Err(ParamError { path, message })
 }
 
 /// The parameters as a `[scheme]` table: the code keys at the top level.
@@ -380,9 +394,16 @@ impl Registry {
             .cloned()
             .or_else(|| self.default_of(key));
         match value {
-            Some(v) => {
-                T::deserialize(v).map_err(|e| crate::config::serde_error(&field, &e.to_string()))
-            }
+            Some(v) => T::deserialize(v.clone()).map_err(|e| {
+                let probe = T::deserialize(toml::Value::from(crate::config::NO_NAME));
+                match probe
+                    .map(|_| ())
+                    .map_err(|p| crate::config::not_one_of(&v, &p.to_string()))
+                {
+                    Err(Some(rule)) => InputError::new(field.clone(), rule),
+                    _ => crate::config::serde_error(&field, &e.to_string()),
+                }
+            }),
             None => T::deserialize(de::value::UnitDeserializer::<de::value::Error>::new())
                 .map_err(|_| InputError::new(field, "is not set and has no default")),
         }
@@ -501,6 +522,50 @@ mod tests {
         assert_eq!(e.path, "renamed_key[1]");
         assert_eq!(e.key(), "renamed_key");
         assert_eq!(e.at("scheme").field, "scheme.renamed_key[1]");
+    }
+
+    /// A key that takes a name, as gc-dc's `clustering` does.
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    enum Clustering {
+        #[default]
+        Greedy,
+        Optimal,
+    }
+
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default)]
+    struct Named {
+        load: usize,
+        clustering: Clustering,
+    }
+
+    /// A scheme key that takes a name, given a value of another type: the
+    /// key, the value and the names, as for the keys of the other sections.
+    #[test]
+    fn a_value_of_another_type_for_a_scheme_name_lists_the_names() {
+        for value in ["3", "true", "[1]"] {
+            let bad: toml::Table = toml::from_str(&format!("clustering = {value}\n")).unwrap();
+            let e = resolve_params::<Named>(&bad).unwrap_err();
+            assert_eq!(e.path, "clustering");
+            assert_eq!(
+                e.at("scheme").to_string(),
+                format!("scheme.clustering: {value} is not one of \"greedy\", \"optimal\"")
+            );
+        }
+        // Other keys keep serde's words; a wrong name keeps its own message.
+        let bad: toml::Table = toml::from_str("load = \"x\"\n").unwrap();
+        let e = resolve_params::<Named>(&bad).unwrap_err();
+        assert!(e.message.starts_with("invalid type"), "{e:?}");
+        let bad: toml::Table = toml::from_str("clustering = \"best\"\n").unwrap();
+        let e = resolve_params::<Named>(&bad)
+            .unwrap_err()
+            .at("scheme")
+            .to_string();
+        assert!(
+            e.contains("\"best\" is not known (expected `greedy` or `optimal`)"),
+            "{e}"
+        );
     }
 
     /// Parameters with the shared code options between two keys of their own.

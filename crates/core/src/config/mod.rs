@@ -208,11 +208,15 @@ fn checked(
     origin: String,
     explicit: BTreeSet<String>,
 ) -> Result<LoadedConfig, InputError> {
-    let config: Config = serde_path_to_error::deserialize(table).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        serde_error(&path, &inner)
-    })?;
+    let config: Config = match serde_path_to_error::deserialize(table.clone()) {
+        Ok(config) => config,
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            return Err(enum_type_error(&table, &path, &inner)
+                .unwrap_or_else(|| serde_error(&path, &inner)));
+        }
+    };
     validate(&config)?;
     Ok(LoadedConfig {
         config,
@@ -221,6 +225,70 @@ fn checked(
         unused_scheme_keys: Vec::new(),
         threshold_warnings: Vec::new(),
     })
+}
+
+/// A string no key takes as a name: put in place of a value of the wrong
+/// type, it makes a key that takes one of a list of names say the list.
+pub(crate) const NO_NAME: &str = "\u{1}";
+
+/// `{given} is not one of "a", "b"` when `probe` is serde's message for
+/// [`NO_NAME`] at a key that takes names (`unknown variant ..., expected
+/// `a` or `b``); None for any other message (a key of another type).
+pub(crate) fn not_one_of(given: &toml::Value, probe: &str) -> Option<String> {
+    // The toml deserializer appends a line "in `path`".
+    let message = probe.lines().next().unwrap_or("");
+    let expected = message.strip_prefix(&format!("unknown variant `{NO_NAME}`, expected "))?;
+    let names: Vec<String> = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|name| format!("\"{name}\""))
+        .collect();
+    if names.is_empty() || given.is_str() {
+        return None;
+    }
+    Some(format!("{given} is not one of {}", names.join(", ")))
+}
+
+/// `table` with the value at the dotted `path` replaced by [`NO_NAME`],
+/// and the value it had; None when `path` is not a key of nested tables or
+/// its value is a string (a name already: its error says so).
+pub(crate) fn probe_names(table: &toml::Table, path: &str) -> Option<(toml::Table, toml::Value)> {
+    let mut probe = table.clone();
+    let (parents, key) = match path.rsplit_once('.') {
+        Some((parents, key)) => (Some(parents), key),
+        None => (None, path),
+    };
+    let mut section = &mut probe;
+    for name in parents.into_iter().flat_map(|p| p.split('.')) {
+        section = section.get_mut(name)?.as_table_mut()?;
+    }
+    let value = section.get_mut(key)?;
+    if value.is_str() {
+        return None;
+    }
+    let given = std::mem::replace(value, toml::Value::from(NO_NAME));
+    Some((probe, given))
+}
+
+/// A value of the wrong type (an integer, a boolean, an array, a table)
+/// where a key takes one of a list of names: the key, the value given and
+/// the names (`model.precision: 32 is not one of "f64", "f32"`), for every
+/// such key alike. serde's own message names neither the value nor the
+/// names; the names are found by deserializing the table again with the
+/// value replaced by [`NO_NAME`], which every such key refuses with its
+/// list. None when the error is another one.
+fn enum_type_error(table: &toml::Table, path: &str, message: &str) -> Option<InputError> {
+    if !message.starts_with("invalid type:") {
+        return None;
+    }
+    let (probe, given) = probe_names(table, path)?;
+    let e = serde_path_to_error::deserialize::<_, Config>(probe).err()?;
+    if e.path().to_string() != path {
+        return None;
+    }
+    let rule = not_one_of(&given, &e.into_inner().to_string())?;
+    Some(InputError::new(path, rule))
 }
 
 /// Turn a serde error at `path` into an error naming the full key.
@@ -360,6 +428,57 @@ mod tests {
     fn wrong_type_names_the_key() {
         let e = parse_err("[train]\niterations = \"two\"\n", &[]);
         assert_eq!(e.field, "train.iterations");
+    }
+
+    #[test]
+    fn a_value_of_another_type_for_a_named_choice_lists_the_choices() {
+        let e = parse_err("[model]\nprecision = 32\n", &[]);
+        assert_eq!(e.field, "model.precision");
+        assert_eq!(
+            e.to_string(),
+            "model.precision: 32 is not one of \"f64\", \"f32\""
+        );
+        let e = parse_err("", &["model.precision=32"]);
+        assert_eq!(
+            e.to_string(),
+            "model.precision: 32 is not one of \"f64\", \"f32\""
+        );
+        // Every key that takes a name, whatever the wrong type.
+        for (key, value, names) in [
+            (
+                "data.kind",
+                "true",
+                "\"synthetic-linear\", \"synthetic-logistic\"",
+            ),
+            ("data.format", "[1, 2]", "\"auto\", \"dense\", \"sparse\""),
+            (
+                "model.kind",
+                "1.5",
+                "\"linear\", \"mlp\", \"cnn\", \"resnet\"",
+            ),
+            ("model.loss", "0", "\"least-squares\", \"logistic\""),
+            ("train.optimizer", "1979-05-27", "\"gd\", \"nesterov\""),
+            ("train.schedule", "2", "\"constant\", \"inverse-time\""),
+            ("straggler.model", "7", "\"shifted-exponential\""),
+            ("straggler.state_info", "7", "\"imperfect\", \"perfect\""),
+            ("straggler.mode", "7", "\"emulate\", \"measured\""),
+            ("runtime.wait", "7", "\"auto\", \"spin\", \"backoff\""),
+            ("runtime.aggregate", "7", "\"gather\", \"reduce\", \"auto\""),
+        ] {
+            let (section, name) = key.split_once('.').unwrap();
+            let e = parse_err(&format!("[{section}]\n{name} = {value}\n"), &[]);
+            assert_eq!(e.field, key);
+            let line = e.to_string();
+            assert!(
+                line.starts_with(&format!("{key}: {value} is not one of "))
+                    && line.contains(names)
+                    && !line.contains("invalid type"),
+                "{line}"
+            );
+        }
+        // Other type errors keep serde's words, which name the type.
+        let e = parse_err("[train]\niterations = \"two\"\n", &[]);
+        assert!(e.to_string().contains("invalid type"), "{e}");
     }
 
     #[test]

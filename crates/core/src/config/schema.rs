@@ -510,6 +510,11 @@ pub struct ModelConfig {
     pub resnet_blocks: Vec<usize>,
     /// resnet: the channels of the first stage (ResNet-18: 64), doubled at each stage.
     pub resnet_width: usize,
+    /// Networks: the most memory one process may need, in MiB (its
+    /// parameters' vectors and a batch's activations, `learn::model::memory`);
+    /// unset: the machine's physical memory, read when the process starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_memory_mib: Option<usize>,
 }
 
 impl Default for ModelConfig {
@@ -524,6 +529,7 @@ impl Default for ModelConfig {
             precision: Precision::F64,
             resnet_blocks: vec![2, 2, 2, 2],
             resnet_width: 64,
+            max_memory_mib: None,
         }
     }
 }

@@ -108,7 +108,7 @@ fn validate_straggler(s: &StragglerConfig) -> Result {
     Ok(())
 }
 
-/// Upper limit of `data.max_matrix_mib` (1 PiB): keeps every size computation far from overflow.
+/// Upper limit of `data.max_matrix_mib` and `model.max_memory_mib` (1 PiB): keeps every size computation far from overflow.
 pub const MAX_MATRIX_MIB_LIMIT: usize = 1 << 30;
 
 /// Check that a dense `rows × features` f64 matrix fits in `data.max_matrix_mib`;
@@ -320,6 +320,15 @@ fn kind_name(kind: DataKind) -> &'static str {
 
 fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
     non_negative("model.l2", m.l2)?;
+    if let Some(mib) = m.max_memory_mib {
+        if !(1..=MAX_MATRIX_MIB_LIMIT).contains(&mib) {
+            return Err(InputError::value(
+                "model.max_memory_mib",
+                mib,
+                format!("must be in 1..={MAX_MATRIX_MIB_LIMIT}"),
+            ));
+        }
+    }
     if m.kind != ModelKind::Linear {
         if !(2..=MAX_CLASSES).contains(&m.classes) {
             return Err(InputError::value(

@@ -18,7 +18,7 @@ use ndarray::Array2;
 use rand::seq::SliceRandom;
 
 use super::idx::{idx_header, read_idx};
-use crate::config::DataConfig;
+use crate::config::{DataConfig, check_dense_matrix};
 use crate::error::InputError;
 use crate::rng::{Stream, substream};
 
@@ -41,6 +41,31 @@ const NAMED_SETS: &[(&str, &str, &str, [&str; 4])] = &[(
         "t10k-labels-idx1-ubyte.gz",
     ],
 )];
+
+/// The four files of `folder` under the data set root
+/// ([`DATASET_ROOT_ENV`], default `/usr/share/datasets`).
+fn set_paths(folder: &str, files: &[&str; 4]) -> Vec<PathBuf> {
+    let root = std::env::var_os(DATASET_ROOT_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATASET_ROOT));
+    let dir = root.join(folder);
+    files.iter().map(|f| dir.join(f)).collect()
+}
+
+/// The files of the named set `set` (`data.set`) where the data set root
+/// puts them, each with its name (`train-images-idx3-ubyte.gz`), whether or
+/// not they exist; None for a name that is not a named set. A resumed run's
+/// data fingerprint covers them as it covers `data.path` and its kin.
+pub fn named_set_files(set: &str) -> Option<Vec<(&'static str, PathBuf)>> {
+    let (_, folder, _, files) = NAMED_SETS.iter().find(|s| s.0 == set)?;
+    Some(
+        files
+            .iter()
+            .copied()
+            .zip(set_paths(folder, files))
+            .collect(),
+    )
+}
 
 /// Images (samples × pixels, normalised) and their labels.
 pub type Samples = (Array2<f64>, Vec<f64>);
@@ -83,11 +108,7 @@ impl ImageFiles {
                     ));
                 }
             }
-            let root = std::env::var_os(DATASET_ROOT_ENV)
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATASET_ROOT));
-            let dir = root.join(folder);
-            let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
+            let paths = set_paths(folder, files);
             if let Some(missing) = paths.iter().find(|p| !p.is_file()) {
                 return Err(InputError::value(
                     "data.set",
@@ -134,6 +155,8 @@ pub struct ImageSource {
     train_items: Vec<usize>,
     test_items: Vec<usize>,
     standardize: bool,
+    /// `data.max_matrix_mib`: what an IDX header may declare ([`read_idx`]).
+    max_matrix_mib: usize,
 }
 
 /// Per-channel normalisation: pixel / 255, minus the mean, over the standard deviation.
@@ -149,11 +172,16 @@ const MAX_CHANNELS: usize = 4;
 
 impl ImageSource {
     /// Plan the set of `d` with `classes` classes: reads the headers and the
-    /// label files (small), checks they agree and every label is a class.
+    /// label files (small), checks they agree and every label is a class,
+    /// and that the training and test matrices fit in `data.max_matrix_mib`.
+    /// Every header is checked against its file and `data.max_matrix_mib`
+    /// first, so nothing is allocated in proportion to what a header
+    /// declares before it is known to be within the limit.
     pub fn new(d: &DataConfig, seed: u64, classes: usize) -> Result<Self, InputError> {
         let files = ImageFiles::of(d)?;
-        let shape = image_shape(&files.train_images)?;
-        let test_shape = image_shape(&files.test_images)?;
+        let limit = d.max_matrix_mib;
+        let shape = image_shape(&files.train_images, limit)?;
+        let test_shape = image_shape(&files.test_images, limit)?;
         if test_shape != shape {
             return Err(InputError::new(
                 files.test_images.display().to_string(),
@@ -163,8 +191,8 @@ impl ImageSource {
                 ),
             ));
         }
-        let train_n = check_labels(&files.train_labels, &files.train_images, classes)?;
-        let test_n = check_labels(&files.test_labels, &files.test_images, classes)?;
+        let train_n = check_labels(&files.train_labels, &files.train_images, classes, limit)?;
+        let test_n = check_labels(&files.test_labels, &files.test_images, classes, limit)?;
         for (field, wanted, available, file) in [
             (
                 "data.train_samples",
@@ -190,18 +218,40 @@ impl ImageSource {
                 ));
             }
         }
-        let order = |n: usize, index: u64, take: usize| {
-            let mut items: Vec<usize> = (0..n).collect();
+        let features: usize = shape.iter().product();
+        check_dense_matrix(
+            "data.train_samples",
+            "training",
+            d.train_samples,
+            features,
+            limit,
+        )?;
+        check_dense_matrix("data.test_samples", "test", d.test_samples, features, limit)?;
+        // n indices of 8 bytes: within data.max_matrix_mib (the header's
+        // check), and refused in words where the memory is not there.
+        let order = |n: usize, index: u64, take: usize, file: &Path| {
+            let mut items: Vec<usize> = Vec::new();
+            items.try_reserve_exact(n).map_err(|_| {
+                InputError::new(
+                    file.display().to_string(),
+                    format!(
+                        "cannot allocate the order of its {n} items ({} MiB)",
+                        (n as u128 * 8).div_ceil(1 << 20)
+                    ),
+                )
+            })?;
+            items.extend(0..n);
             items.shuffle(&mut substream(seed, Stream::Data, index));
             items.truncate(take);
-            items
+            Ok::<_, InputError>(items)
         };
         Ok(Self {
-            train_items: order(train_n, TRAIN_ORDER, d.train_samples),
-            test_items: order(test_n, TEST_ORDER, d.test_samples),
+            train_items: order(train_n, TRAIN_ORDER, d.train_samples, &files.train_images)?,
+            test_items: order(test_n, TEST_ORDER, d.test_samples, &files.test_images)?,
             files,
             shape,
             standardize: d.standardize,
+            max_matrix_mib: limit,
         })
     }
 
@@ -210,8 +260,8 @@ impl ImageSource {
     /// than when a worker loads its partitions. The label files were read
     /// whole by [`Self::new`].
     pub fn check_files(&self) -> Result<(), InputError> {
-        read_idx(&self.files.train_images, |_, _| false)?;
-        read_idx(&self.files.test_images, |_, _| false)?;
+        read_idx(&self.files.train_images, self.max_matrix_mib, |_, _| false)?;
+        read_idx(&self.files.test_images, self.max_matrix_mib, |_, _| false)?;
         Ok(())
     }
 
@@ -272,13 +322,13 @@ impl ImageSource {
         };
         let is_train_file = images == self.files.train_images;
         if self.standardize {
-            let n = idx_header(&self.files.train_images)?[0];
+            let n = idx_header(&self.files.train_images, self.max_matrix_mib)?[0];
             training = vec![false; n];
             for &i in &self.train_items {
                 training[i] = true;
             }
             if !is_train_file {
-                read_idx(&self.files.train_images, |i, item| {
+                read_idx(&self.files.train_images, self.max_matrix_mib, |i, item| {
                     if training[i] {
                         add(&mut stats, item);
                     }
@@ -286,19 +336,19 @@ impl ImageSource {
                 })?;
             }
         }
-        let mut wanted = vec![false; idx_header(images)?[0]];
+        let mut wanted = vec![false; idx_header(images, self.max_matrix_mib)?[0]];
         for list in items {
             for &i in list {
                 wanted[i] = true;
             }
         }
-        let array = read_idx(images, |i, item| {
+        let array = read_idx(images, self.max_matrix_mib, |i, item| {
             if is_train_file && self.standardize && training[i] {
                 add(&mut stats, item);
             }
             wanted[i]
         })?;
-        let label_bytes = read_idx(labels, |i, _| wanted[i])?;
+        let label_bytes = read_idx(labels, self.max_matrix_mib, |i, _| wanted[i])?;
         let (mean, inv_std) = self.normalisation(&stats);
         let position: std::collections::HashMap<usize, usize> = array
             .kept
@@ -349,8 +399,8 @@ impl ImageSource {
 
 /// (channels, height, width) of the images of an IDX file: items ×
 /// height × width (one channel) or items × channels × height × width.
-fn image_shape(path: &Path) -> Result<[usize; 3], InputError> {
-    let dims = idx_header(path)?;
+fn image_shape(path: &Path, max_matrix_mib: usize) -> Result<[usize; 3], InputError> {
+    let dims = idx_header(path, max_matrix_mib)?;
     let shape = match dims.as_slice() {
         [_, h, w] => [1, *h, *w],
         [_, c, h, w] if *c <= MAX_CHANNELS => [*c, *h, *w],
@@ -368,10 +418,15 @@ fn image_shape(path: &Path) -> Result<[usize; 3], InputError> {
 
 /// The number of labels in `labels`, checked: one per image of `images`,
 /// each below `classes`.
-fn check_labels(labels: &Path, images: &Path, classes: usize) -> Result<usize, InputError> {
+fn check_labels(
+    labels: &Path,
+    images: &Path,
+    classes: usize,
+    max_matrix_mib: usize,
+) -> Result<usize, InputError> {
     let name = labels.display().to_string();
     let mut bad: Option<(usize, u8)> = None;
-    let array = read_idx(labels, |i, item| {
+    let array = read_idx(labels, max_matrix_mib, |i, item| {
         if bad.is_none() && item.first().is_some_and(|&l| l as usize >= classes) {
             bad = Some((i, item[0]));
         }
@@ -395,7 +450,7 @@ fn check_labels(labels: &Path, images: &Path, classes: usize) -> Result<usize, I
             ),
         ));
     }
-    let n = idx_header(images)?[0];
+    let n = idx_header(images, max_matrix_mib)?[0];
     if array.dims[0] != n {
         return Err(InputError::new(
             &name,

@@ -19,7 +19,8 @@ pub const F64_BYTES: usize = 8;
 /// scanned once to count its features).
 pub fn message_values(config: &Config) -> Result<usize, InputError> {
     let data = DataPlan::new(config, 1)?;
-    Ok(Model::new(config, data.input())?.dim() + 1)
+    // Only the size: a network too large to train still has one.
+    Ok(Model::sized(config, data.input())?.dim() + 1)
 }
 
 /// The bytes of one message: 8 (d + 1).

@@ -49,10 +49,13 @@ pub struct FormatChoice {
 /// rows and features). `DataPlan::new` reads the whole files later.
 /// Synthetic data has nothing to check. Returns the storage `data.format`
 /// gives; with `auto` and a LIBSVM file, as the density of the rows read
-/// suggests (train decides on the whole file).
-pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
+/// suggests (train decides on the whole file). `partitions`: the scheme's,
+/// for the largest partition a full-batch network's memory check counts.
+pub fn check_data_files(config: &Config, partitions: usize) -> Result<FormatChoice, InputError> {
     let d = &config.data;
-    // The model must fit the data: checked here, before anything is written.
+    let partition_rows = d.train_samples.div_ceil(partitions.max(1));
+    // The model must fit the data and the memory: checked here, before
+    // anything is written.
     let input = match d.kind {
         DataKind::Idx => {
             let images = ImageSource::new(d, config.seed, config.model.classes)?;
@@ -60,12 +63,14 @@ pub fn check_data_files(config: &Config) -> Result<FormatChoice, InputError> {
             Some(Input {
                 features: images.features(),
                 image: Some(images.shape),
+                partition_rows,
             })
         }
         DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot => {
             Some(Input {
                 features: d.features,
                 image: None,
+                partition_rows,
             })
         }
         DataKind::Libsvm | DataKind::Csv => None,

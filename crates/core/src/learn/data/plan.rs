@@ -103,22 +103,9 @@ impl DataPlan {
                 synthetic_density(d.features),
             ),
             DataKind::Idx => {
+                // Checks the matrices against data.max_matrix_mib.
                 let images = ImageSource::new(d, config.seed, config.model.classes)?;
                 let features = images.features();
-                check_dense_matrix(
-                    "data.train_samples",
-                    "training",
-                    d.train_samples,
-                    features,
-                    d.max_matrix_mib,
-                )?;
-                check_dense_matrix(
-                    "data.test_samples",
-                    "test",
-                    d.test_samples,
-                    features,
-                    d.max_matrix_mib,
-                )?;
                 (
                     Source::Images(images),
                     features,
@@ -281,6 +268,7 @@ impl DataPlan {
                 Source::Images(images) => Some(images.shape),
                 _ => None,
             },
+            partition_rows: self.train_samples.div_ceil(self.partitions.max(1)),
         }
     }
 
@@ -940,12 +928,12 @@ mod tests {
             ))
         };
         let missing = dir.join("missing.libsvm");
-        let e = check_data_files(&cfg(&missing)).unwrap_err().to_string();
+        let e = check_data_files(&cfg(&missing), 1).unwrap_err().to_string();
         assert!(
             e.starts_with("data.path = ") && e.contains("missing.libsvm"),
             "{e}"
         );
-        let e = check_data_files(&cfg(dir)).unwrap_err().to_string();
+        let e = check_data_files(&cfg(dir), 1).unwrap_err().to_string();
         assert!(e.contains("is a folder"), "{e}");
         let rows: Vec<String> = (0..2 * CHECK_ROWS)
             .map(|i| format!("{} 1:{i}", i % 3))
@@ -958,13 +946,13 @@ mod tests {
             p
         };
         let early = write("early.libsvm", 2, "yes 1:1");
-        let e = check_data_files(&cfg(&early)).unwrap_err().to_string();
+        let e = check_data_files(&cfg(&early), 1).unwrap_err().to_string();
         assert!(
             e.contains("early.libsvm:2: label `yes` is not a number"),
             "{e}"
         );
         let late = write("late.libsvm", CHECK_ROWS + 500, "1 1:zero");
-        check_data_files(&cfg(&late)).unwrap();
+        check_data_files(&cfg(&late), 1).unwrap();
         let e = DataPlan::new(&cfg(&late), 2).unwrap_err().to_string();
         assert!(
             e.contains(&format!("late.libsvm:{}", CHECK_ROWS + 500)),
@@ -975,12 +963,12 @@ mod tests {
         sparse.push("1 3:1".to_string());
         let p = dir.join("sparse.libsvm");
         std::fs::write(&p, sparse.join("\n") + "\n").unwrap();
-        check_data_files(&cfg(&p)).unwrap();
+        check_data_files(&cfg(&p), 1).unwrap();
         // Synthetic data has nothing to check.
-        let choice = check_data_files(&config("workers = 2\n")).unwrap();
+        let choice = check_data_files(&config("workers = 2\n"), 2).unwrap();
         assert_eq!(choice.storage, Storage::Dense);
         // The format the rows read suggest: 1 entry per row of 3 features.
-        let choice = check_data_files(&cfg(&p)).unwrap();
+        let choice = check_data_files(&cfg(&p), 1).unwrap();
         assert_eq!(choice.storage, Storage::Sparse, "{}", choice.reason);
         assert!(
             choice.reason.contains("over the first 1000 rows"),
@@ -988,7 +976,10 @@ mod tests {
             choice.reason
         );
         let onehot = config("workers = 2\n[data]\nkind = \"synthetic-onehot\"\n");
-        assert_eq!(check_data_files(&onehot).unwrap().storage, Storage::Sparse);
+        assert_eq!(
+            check_data_files(&onehot, 1).unwrap().storage,
+            Storage::Sparse
+        );
     }
 
     #[test]

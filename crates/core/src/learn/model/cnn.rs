@@ -22,6 +22,7 @@ const HIDDEN: usize = 50;
 #[derive(Debug)]
 pub(crate) struct Cnn {
     flat: usize,
+    classes: usize,
     params: Vec<ParamSpec>,
 }
 
@@ -57,7 +58,11 @@ impl Cnn {
             ParamSpec::uniform("fc2.weight", &[HIDDEN, classes], HIDDEN),
             ParamSpec::uniform("fc2.bias", &[classes], HIDDEN),
         ];
-        Some(Self { flat, params })
+        Some(Self {
+            flat,
+            classes,
+            params,
+        })
     }
 }
 
@@ -83,6 +88,23 @@ impl Architecture for Cnn {
 
     fn dropout_units(&self) -> Option<usize> {
         Some(HIDDEN)
+    }
+
+    fn activations(&self, input: [usize; 3]) -> u128 {
+        let [c, h, w] = input.map(|v| v as u128);
+        let k = KERNEL as u128 - 1;
+        let (h1, w1) = ((h - k) / 2, (w - k) / 2);
+        let (h2, w2) = ((h1 - k) / 2, (w1 - k) / 2);
+        let (conv1, conv2) = (CONV1 as u128, CONV2 as u128);
+        // The input; each convolution's output, its pool and ReLU; the
+        // hidden layer before and after its ReLU; the logits.
+        c * h * w
+            + conv1 * (h - k) * (w - k)
+            + 2 * conv1 * h1 * w1
+            + conv2 * (h1 - k) * (w1 - k)
+            + 2 * conv2 * h2 * w2
+            + 2 * HIDDEN as u128
+            + self.classes as u128
     }
 
     fn describe(&self) -> String {

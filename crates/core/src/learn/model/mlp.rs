@@ -82,6 +82,15 @@ impl Architecture for Mlp {
         (self.widths.len() > 2).then(|| self.widths[self.widths.len() - 2])
     }
 
+    fn activations(&self, _input: [usize; 3]) -> u128 {
+        // The input, each hidden layer before and after its ReLU, the logits.
+        let hidden: u128 = self.widths[1..self.widths.len() - 1]
+            .iter()
+            .map(|&w| w as u128)
+            .sum();
+        self.widths[0] as u128 + 2 * hidden + *self.widths.last().unwrap() as u128
+    }
+
     fn describe(&self) -> String {
         let w: Vec<String> = self.widths.iter().map(usize::to_string).collect();
         format!("mlp {}", w.join("-"))

@@ -14,6 +14,7 @@
 //!   from a seeded PyTorch-style initialisation.
 
 mod cnn;
+pub mod memory;
 mod mlp;
 mod net;
 mod ops;
@@ -46,11 +47,14 @@ impl From<candle_core::Error> for ModelError {
 }
 
 /// What a model reads: `features` per sample, as an image of (channels,
-/// height, width) when the data is one.
+/// height, width) when the data is one; and the samples of the largest
+/// partition, the batch of a full-batch gradient (0 when not known), for
+/// the network's memory check ([`memory`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Input {
     pub features: usize,
     pub image: Option<[usize; 3]>,
+    pub partition_rows: usize,
 }
 
 /// The loss sum of a set of samples and, for classifiers, how many of them
@@ -69,8 +73,22 @@ pub enum Model {
 }
 
 impl Model {
-    /// The model of `config` over samples shaped as `input`.
+    /// The model of `config` over samples shaped as `input`; a network
+    /// whose least memory in one process is more than `model.max_memory_mib`
+    /// is refused ([`memory`]).
     pub fn new(config: &Config, input: Input) -> Result<Self, InputError> {
+        let model = Self::sized(config, input)?;
+        if let Model::Net(net) = &model {
+            check_memory(config, net, input)?;
+        }
+        Ok(model)
+    }
+
+    /// The model of `config` over samples shaped as `input`, without the
+    /// memory check of [`Self::new`]: for what needs only its structure and
+    /// size (the message sizes `simulate` models), never to train it.
+    /// Nothing in proportion to its parameters is allocated.
+    pub fn sized(config: &Config, input: Input) -> Result<Self, InputError> {
         let m = &config.model;
         let image = || {
             input.image.ok_or_else(|| {
@@ -245,6 +263,31 @@ impl Model {
                 })
             }
         }
+    }
+}
+
+/// Refuse a network whose least memory in one process ([`memory`]) is
+/// more than `model.max_memory_mib` (unset: the machine's memory, when it
+/// can be read), before anything of its size is allocated. The batch is
+/// `train.batch_size`, or the largest partition's samples (full batch).
+fn check_memory(config: &Config, net: &Net, input: Input) -> Result<(), InputError> {
+    let (limit, whose) = match config.model.max_memory_mib {
+        Some(limit) => (limit, ""),
+        None => match memory::machine_memory_mib() {
+            Some(limit) => (limit, " (unset: this machine's memory)"),
+            None => return Ok(()),
+        },
+    };
+    let batch = config.train.batch_size.unwrap_or(input.partition_rows);
+    match net.memory(batch).exceeds(limit) {
+        None => Ok(()),
+        Some(rule) => Err(InputError::new(
+            "model.max_memory_mib",
+            format!(
+                "the network {} {rule}, more than model.max_memory_mib = {limit}{whose}",
+                net.describe()
+            ),
+        )),
     }
 }
 

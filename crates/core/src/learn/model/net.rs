@@ -91,6 +91,12 @@ pub(crate) trait Architecture: Send + Sync + std::fmt::Debug {
     ) -> candle_core::Result<Tensor>;
     /// The units of the layer dropout applies to (None: no dropout layer).
     fn dropout_units(&self) -> Option<usize>;
+    /// The values one sample of `input` = (channels, height, width) puts
+    /// into the forward pass's layer outputs (input, each linear or
+    /// convolution layer, normalisation, activation, pool and sum, and the
+    /// logits), which the backward pass keeps: a floor of the activations'
+    /// memory ([`super::memory`]).
+    fn activations(&self, input: [usize; 3]) -> u128;
     /// One line: the layers and their sizes (`gradcode check`).
     fn describe(&self) -> String;
     /// Whether [`Self::accumulate_f64`] computes the gradient (in f64)
@@ -193,6 +199,18 @@ impl Net {
     /// d: the number of parameters.
     pub fn dim(&self) -> usize {
         *self.offsets.last().unwrap()
+    }
+
+    /// The least memory of one process that trains this network on
+    /// batches of `batch` samples ([`super::memory`]).
+    pub fn memory(&self, batch: usize) -> super::memory::NetMemory {
+        super::memory::NetMemory {
+            parameters: self.dim() as u128,
+            precision_bytes: self.dtype.size_in_bytes() as u128,
+            graph: !(self.dtype == DType::F64 && self.arch.has_direct_pass()),
+            batch: batch as u128,
+            activations_per_sample: self.arch.activations(self.input),
+        }
     }
 
     pub fn describe(&self) -> String {

@@ -42,6 +42,7 @@ pub(crate) struct Resnet {
     blocks: Vec<Block>,
     stage_blocks: Vec<usize>,
     width: usize,
+    classes: usize,
     params: Vec<ParamSpec>,
 }
 
@@ -106,6 +107,7 @@ impl Resnet {
             blocks,
             stage_blocks: stage_blocks.to_vec(),
             width,
+            classes,
             params,
         }
     }
@@ -165,6 +167,25 @@ impl Architecture for Resnet {
 
     fn dropout_units(&self) -> Option<usize> {
         None
+    }
+
+    fn activations(&self, input: [usize; 3]) -> u128 {
+        let [c, mut h, mut w] = input.map(|v| v as u128);
+        let width = self.width as u128;
+        // The input; the stem's convolution, normalisation and ReLU.
+        let mut values = c * h * w + 3 * width * h * w;
+        for block in &self.blocks {
+            // A 3x3 convolution of padding 1 (and the 1x1 shortcut) at stride s.
+            let s = block.stride as u128;
+            (h, w) = ((h - 1) / s + 1, (w - 1) / s + 1);
+            // conv1, bn1, ReLU, conv2, bn2, the sum and its ReLU; the
+            // shortcut's convolution and normalisation where it projects.
+            let tensors = if block.projects() { 9 } else { 7 };
+            values += tensors * block.output as u128 * h * w;
+        }
+        // The pooled features and the logits.
+        let last = self.blocks.last().map_or(width, |b| b.output as u128);
+        values + last + self.classes as u128
     }
 
     fn describe(&self) -> String {
