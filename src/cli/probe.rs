@@ -76,6 +76,9 @@ pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
 pub const MAX_REPETITIONS: usize = 1000;
 /// The longest `--timeout-s`: a week.
 pub const MAX_TIMEOUT_S: f64 = 7.0 * 24.0 * 3600.0;
+/// `--timeout-s` by default (the wait for the workers' first word when the
+/// flags are refused): keep equal to the flag's default in `cli`.
+pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
 /// The factor between consecutive ping-pong sizes.
 const SIZE_FACTOR: usize = 4;
 /// All-at-once counts as serialised on the master's link when it took more
@@ -465,8 +468,11 @@ mod measure {
 
     /// `gradcode probe` on every rank.
     ///
-    /// No collective: rank 0 sends each worker the verdict on the flags and
-    /// receives each worker's host name, and every wait of rank 0 for a
+    /// No collective: each worker first sends rank 0 its host name (so that
+    /// every first contact goes to rank 0, as in train: under MPICH over
+    /// UCX/TCP a first message from rank 0 to worker 1 did not arrive while
+    /// worker 2 was stopped), then rank 0 sends each the verdict on the
+    /// flags; every wait of rank 0 for a
     /// worker is watched ([`Watchdog`]): a worker (or a pair) silent for
     /// `--timeout-s` is named and the job ends.
     pub fn run(flags: &ProbeFlags) -> anyhow::Result<()> {
@@ -488,38 +494,49 @@ mod measure {
         let ranks = world.size() as usize;
         if world.rank() != 0 {
             crate::signals::stop_if_asked(world.rank(), "before it says its host");
+            // Its host first (as train's hello): rank 0 hears from every
+            // worker before it sends anything.
             let master = world.process_at_rank(0);
+            master.send_with_tag(host_name().as_bytes(), TAG_HOST);
             wait_for(&master, TAG_VERDICT);
             let (verdict, _) = master.receive_with_tag::<u8>(TAG_VERDICT);
             if verdict != 0 {
                 return Err(QuietExit(2).into());
             }
-            let name = host_name();
-            master.send_with_tag(name.as_bytes(), TAG_HOST);
             worker(&world);
             return Ok(());
         }
-        // Rank 0 checks and tells the others before anything is measured.
-        let plan = match check(flags, ranks) {
-            Ok(plan) => plan,
-            Err(e) => {
-                crate::errln!("error: {e}");
-                for w in 1..ranks as i32 {
-                    world.process_at_rank(w).send_with_tag(&1u8, TAG_VERDICT);
-                }
-                return Err(QuietExit(2).into());
-            }
-        };
-        let watchdog = Watchdog::start(plan.timeout_s);
+        // Rank 0 checks the flags, hears every worker (each waited for at
+        // most --timeout-s, its default when the flags are bad), then tells
+        // them the verdict before anything is measured.
+        let checked = check(flags, ranks);
+        let timeout_s = checked
+            .as_ref()
+            .map_or(DEFAULT_TIMEOUT_S, |plan| plan.timeout_s);
+        let watchdog = Watchdog::start(timeout_s);
         let mut hosts = vec![host_name()];
         for w in 1..ranks as i32 {
             let worker = world.process_at_rank(w);
-            worker.send_with_tag(&0u8, TAG_VERDICT);
             watchdog.waiting(format!("worker {w} (its host name, at the start)"));
             wait_for(&worker, TAG_HOST);
             let (name, _) = worker.receive_vec_with_tag::<u8>(TAG_HOST);
             hosts.push(String::from_utf8_lossy(&name).into_owned());
         }
+        watchdog.idle();
+        // Printed before the verdict: the workers exit as soon as they hear,
+        // and the launcher may then end rank 0 first.
+        if let Err(e) = &checked {
+            crate::errln!("error: {e}");
+        }
+        let verdict = u8::from(checked.is_err());
+        for w in 1..ranks as i32 {
+            world
+                .process_at_rank(w)
+                .send_with_tag(&verdict, TAG_VERDICT);
+        }
+        let Ok(plan) = checked else {
+            return Err(QuietExit(2).into());
+        };
         let report = master(&world, &plan, hosts, &watchdog);
         for w in 1..ranks as i32 {
             world
