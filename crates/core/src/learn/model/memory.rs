@@ -12,7 +12,7 @@
 //!   candle's graph (the cnn, the resnet, and the mlp in f32) the graph's
 //!   copy of θ and its gradients, 2 · d values in the network's precision;
 //!   and the activations of one batch: the output of every layer for b
-//!   samples in the network's precision ([`Architecture::activations`]),
+//!   samples in the network's precision (`Architecture::activations`),
 //!   b being `train.batch_size` or, for full-batch descent, the largest
 //!   partition.
 //!
@@ -21,8 +21,6 @@
 //! unfolded inputs), the data matrices are `data.max_matrix_mib`'s. The
 //! larger of the two is compared with the limit, which is per process: ranks
 //! sharing a node share its memory.
-//!
-//! [`Architecture::activations`]: super::net::Architecture::activations
 
 use std::sync::OnceLock;
 
