@@ -135,30 +135,10 @@ fn tcp_peer(fd: RawFd) -> Option<Option<u16>> {
         if family != libc::AF_INET && family != libc::AF_INET6 {
             return None;
         }
-        let mut kind: libc::c_int = 0;
-        let mut kind_len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        if libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TYPE,
-            (&raw mut kind).cast(),
-            &mut kind_len,
-        ) != 0
-            || kind != libc::SOCK_STREAM
-        {
+        if socket_option(fd, libc::SO_TYPE) != Some(libc::SOCK_STREAM) {
             return None;
         }
-        let mut listening: libc::c_int = 0;
-        let mut listening_len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        if libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ACCEPTCONN,
-            (&raw mut listening).cast(),
-            &mut listening_len,
-        ) == 0
-            && listening != 0
-        {
+        if socket_option(fd, libc::SO_ACCEPTCONN).is_some_and(|listening| listening != 0) {
             return Some(None);
         }
         let mut peer: libc::sockaddr_storage = std::mem::zeroed();
@@ -175,6 +155,23 @@ fn tcp_peer(fd: RawFd) -> Option<Option<u16>> {
         };
         Some(Some(port))
     }
+}
+
+/// An integer option of socket `fd` at `SOL_SOCKET` (`None` when it cannot be read).
+fn socket_option(fd: RawFd, option: libc::c_int) -> Option<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the local `value`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&raw mut value).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(value)
 }
 
 #[cfg(test)]

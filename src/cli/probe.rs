@@ -422,6 +422,7 @@ mod measure {
 
     use super::*;
     use crate::error::QuietExit;
+    use crate::runtime::host_name;
 
     /// The master's commands to a worker: `[kind, bytes, count, peer]`
     /// (`peer`: the rank it exchanges messages with; 0, the master, but in a
@@ -558,18 +559,6 @@ mod measure {
         while from.immediate_probe_with_tag(tag).is_none() {
             std::thread::sleep(IDLE_SLEEP);
         }
-    }
-
-    /// This rank's host name (`MPI_Get_processor_name`), at most 255 bytes.
-    fn host_name() -> String {
-        let mut name =
-            mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
-        let mut end = name.len().min(255);
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        name.truncate(end);
-        name
     }
 
     fn check(flags: &ProbeFlags, ranks: usize) -> Result<ProbePlan, InputError> {

@@ -24,6 +24,7 @@ mod setup;
 mod worker;
 
 pub use master::TrainSummary;
+pub(crate) use setup::host_name;
 
 use std::path::PathBuf;
 

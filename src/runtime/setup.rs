@@ -21,6 +21,19 @@ const SETUP_CAP: Duration = Duration::from_millis(2);
 /// Bytes of a host name carried (MPI_MAX_PROCESSOR_NAME is 256 with the terminator).
 const HOST_BYTES: usize = 255;
 
+/// This rank's host name (`MPI_Get_processor_name`, else the host name), at
+/// most [`HOST_BYTES`] bytes: what `train`'s hello and `probe` send rank 0.
+pub(crate) fn host_name() -> String {
+    let mut name =
+        mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
+    let mut end = name.len().min(HOST_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name.truncate(end);
+    name
+}
+
 /// A worker's first message: where it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Hello {
@@ -33,14 +46,8 @@ pub(super) struct Hello {
 impl Hello {
     /// This process's hello.
     pub fn mine() -> Self {
-        let host =
-            mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
-        let mut end = host.len().min(HOST_BYTES);
-        while !host.is_char_boundary(end) {
-            end -= 1;
-        }
         Self {
-            host: host[..end].to_string(),
+            host: host_name(),
             mask: affinity_mask(),
         }
     }
