@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 use gradcode::cli::{Cli, run};
-use gradcode::error::{InputError, QuietExit};
 
 fn main() -> ExitCode {
     // The trace probe's child (see gradcode::trace::probe): not a command a
@@ -58,20 +57,6 @@ fn main() -> ExitCode {
             }
             None => ExitCode::SUCCESS,
         },
-        Err(e) => {
-            if let Some(QuietExit(code)) = e.downcast_ref::<QuietExit>() {
-                return ExitCode::from(*code);
-            }
-            match e.downcast_ref::<InputError>() {
-                Some(input) => {
-                    gradcode::errln!("error: {input}");
-                    ExitCode::from(2)
-                }
-                None => {
-                    gradcode::errln!("error: {e:#}");
-                    ExitCode::from(1)
-                }
-            }
-        }
+        Err(e) => ExitCode::from(gradcode::output::report_error(&e)),
     }
 }

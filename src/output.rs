@@ -112,6 +112,27 @@ macro_rules! errln {
     };
 }
 
+/// Print `error` as the one line the user reads and give the exit status it
+/// ends the process with: a [`crate::error::QuietExit`] prints nothing (its
+/// line was printed already) and keeps its status; an
+/// [`crate::error::InputError`] is bad input, status 2; anything else is a
+/// failure, status 1, printed with its context chain.
+pub fn report_error(error: &anyhow::Error) -> u8 {
+    if let Some(crate::error::QuietExit(code)) = error.downcast_ref::<crate::error::QuietExit>() {
+        return *code;
+    }
+    match error.downcast_ref::<crate::error::InputError>() {
+        Some(input) => {
+            write_stderr(format_args!("error: {input}\n"));
+            2
+        }
+        None => {
+            write_stderr(format_args!("error: {error:#}\n"));
+            1
+        }
+    }
+}
+
 /// This process's rank as its MPI launcher set it in the environment
 /// (OpenMPI's `OMPI_COMM_WORLD_RANK`, PMIx's `PMIX_RANK`, MPICH's
 /// `PMI_RANK`, Slurm's `SLURM_PROCID` under srun), before MPI starts:

@@ -113,6 +113,14 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             }
         }
     };
+    // Each rank prints its own error now, before MPI finalises: a worker that
+    // exits with a failure status after finalising makes the launcher kill
+    // the others, and rank 0's line must have reached the launcher by then.
+    let outcome = outcome.map_err(|e| {
+        let code = crate::output::report_error(&e);
+        crate::output::drain_to_launcher(std::time::Duration::from_secs(1));
+        QuietExit(code).into()
+    });
     // Every send completes before MPI finalises (the destinations have
     // received them all by the end of the stop/bye handshake).
     // How long a rank tests its sends in flight at the end of a clean run.
@@ -134,16 +142,13 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     outcome
 }
 
-/// The exit status `outcome` ends this rank with (as `main` maps it).
+/// The exit status `outcome` ends this rank with (its errors are all
+/// `QuietExit`s by now, printed).
 fn exit_code(outcome: &anyhow::Result<()>) -> u8 {
-    match outcome {
-        Ok(()) => 0,
-        Err(e) => match e.downcast_ref::<crate::error::QuietExit>() {
-            Some(q) => q.0,
-            None if e.is::<crate::error::InputError>() => 2,
-            None => 1,
-        },
-    }
+    outcome
+        .as_ref()
+        .err()
+        .map_or(0, |e| e.downcast_ref::<crate::error::QuietExit>().map_or(1, |q| q.0))
 }
 
 /// The master's part of the run.
