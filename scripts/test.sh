@@ -27,12 +27,11 @@ echo "== cargo test (default features: mpi, hdf5)"
 cargo test --locked --release --workspace
 echo "== MPI tests under OpenMPI over TCP (--mca btl tcp,self)"
 # The transport between nodes, on one machine: every job of these tests must
-# end (tests/common's launcher bounds each with timeout). Not tests/scale.rs:
-# over TCP a worker stopped in the middle of sending its vector holds the
-# master in MPI_Mrecv (a known defect, docs/reliability.md).
+# end (tests/common's launcher bounds each with timeout), a worker stopped in
+# the middle of sending its vector included (tests/scale.rs).
 OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self cargo test --locked --release \
   --test mpi --test aggregate --test bit_reproducible --test probe \
-  --test resume_same_run --test trace_versions --test reliability
+  --test resume_same_run --test trace_versions --test reliability --test scale
 echo "== examples: each asserts what it shows"
 cargo build --locked --release --examples
 examples=target/release/examples

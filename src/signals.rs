@@ -6,19 +6,53 @@
 
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 static RECEIVED: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+/// The process that sent the last signal caught (0: the kernel or unknown).
+static SENDER_PID: AtomicI32 = AtomicI32::new(0);
 
-/// Catch SIGTERM and SIGINT from now on.
+/// Catch SIGTERM and SIGINT from now on, noting who sent them.
 pub fn install() -> std::io::Result<()> {
     let flag = RECEIVED.get_or_init(|| Arc::new(AtomicUsize::new(0)));
     for signal in [SIGTERM, SIGINT] {
-        signal_hook::flag::register_usize(signal, Arc::clone(flag), signal as usize)?;
+        let flag = Arc::clone(flag);
+        // SAFETY: the action only stores into atomics, which is
+        // async-signal-safe; `si_pid` reads a field the kernel filled.
+        unsafe {
+            signal_hook_registry::register_sigaction(signal, move |info: &libc::siginfo_t| {
+                SENDER_PID.store(info.si_pid(), Ordering::SeqCst);
+                flag.store(signal as usize, Ordering::SeqCst);
+            })?;
+        }
     }
     Ok(())
+}
+
+/// Who sent the last signal caught, in words for a message: `" from
+/// mpirun (pid 4242), this process's launcher: ..."`; empty when the
+/// kernel sent it (a terminal's Ctrl-C) or it is not known. The launcher
+/// (the parent process: mpirun, orted, Hydra's proxy, slurmstepd) sends
+/// SIGTERM both when the job is cancelled or out of time and when another
+/// rank of the job died: its own output says which.
+pub fn sender() -> String {
+    let pid = SENDER_PID.load(Ordering::SeqCst);
+    if pid <= 0 {
+        return String::new();
+    }
+    let command = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim().to_string())
+        .unwrap_or_else(|_| "a process now gone".to_string());
+    // SAFETY: getppid has no preconditions.
+    if pid == unsafe { libc::getppid() } {
+        format!(
+            " from {command} (pid {pid}), this rank's launcher, which sends it when the job is cancelled or another rank died (its output says which)"
+        )
+    } else {
+        format!(" from {command} (pid {pid})")
+    }
 }
 
 /// The last signal caught, if any.
@@ -69,6 +103,10 @@ impl std::fmt::Display for Interrupted {
                 "interrupted by {signal} after {} iterations; the trace holds them and a snapshot: continue with `gradcode train --resume TRACE`",
                 self.iterations
             ),
+        }?;
+        match sender() {
+            from if from.is_empty() => Ok(()),
+            from => write!(f, "; {signal} came{from}"),
         }
     }
 }

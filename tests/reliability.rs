@@ -489,6 +489,17 @@ fn a_killed_worker_ends_the_job_and_the_trace_survives() {
     assert_ne!(code, Some(0), "OpenMPI ends the job when a rank dies");
     let data = read_trace(&trace, "/").expect("the trace survives a dead worker");
     assert!(!data.records.is_empty());
+    // mpirun ends the others with SIGTERM: the trace says it came from the
+    // launcher, which does so when a rank died (issue 38: it said only
+    // "interrupted by SIGTERM", as if the job had been cancelled).
+    let report = gradcode::trace::Report::read(&trace).unwrap();
+    let reason = report.status_reason.unwrap_or_default();
+    assert!(
+        reason.starts_with("interrupted by SIGTERM after ")
+            && reason.contains("; SIGTERM came from mpirun (pid ")
+            && reason.ends_with("this rank's launcher, which sends it when the job is cancelled or another rank died (its output says which)"),
+        "{reason}"
+    );
 }
 
 #[test]

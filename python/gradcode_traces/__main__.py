@@ -5,6 +5,7 @@ import os
 import pathlib
 import stat
 import sys
+import tempfile
 
 import h5py
 
@@ -46,6 +47,30 @@ def check_csv(out, read):
     return None
 
 
+def write_replacing(out, text):
+    """Write `text` to a new file beside `out`, then rename it over `out`: a run killed in the middle, or a
+    full disk, leaves the old `out` (or none) as it was, never half a table."""
+    path = pathlib.Path(out)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, 0o666 & ~current_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def current_umask():
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m gradcode_traces", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -67,8 +92,7 @@ def main(argv=None):
         return 2
     if args.csv:
         try:
-            with open(args.csv, "w", newline="") as f:
-                f.write(table.to_csv(index=False))
+            write_replacing(args.csv, table.to_csv(index=False))
         except OSError as e:
             print(f"error: --csv: cannot write {args.csv}: {e.strerror}", file=sys.stderr)
             return 2

@@ -484,6 +484,17 @@ class TracesTest(unittest.TestCase):
             r = run(sys.executable, "-m", "gradcode_traces", "compare", d, "--csv", d / "table.csv")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(list(pd.read_csv(d / "table.csv")["file"]), ["base.h5"])
+        # Written beside and renamed over, never in place: a second name of the old CSV keeps the old
+        # table (an interrupted write leaves the old file whole), and no temporary file is left.
+        kept = self.tmp / "csv-out-old-table.csv"
+        kept.unlink(missing_ok=True)
+        (d / "table.csv").write_text("old table\n")
+        os.link(d / "table.csv", kept)
+        r = run(sys.executable, "-m", "gradcode_traces", "compare", d, "--csv", d / "table.csv")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(kept.read_text(), "old table\n")
+        self.assertEqual(list(pd.read_csv(d / "table.csv")["file"]), ["base.h5"])
+        self.assertEqual(sorted(p.name for p in d.iterdir() if p.suffix != ".h5"), ["table.csv"])
 
     def test_compare_table_has_the_final_and_best_test_accuracy(self):
         table = gt.compare(self.accuracy_results).set_index("file")

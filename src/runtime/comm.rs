@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use mpi::datatype::Equivalence;
 use mpi::ffi;
 use mpi::point_to_point::{Message, Source, Status};
-use mpi::raw::AsRaw;
+use mpi::raw::{AsRaw, AsRawMut};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::config::RuntimeWait;
@@ -412,6 +412,73 @@ pub struct Comm<'a> {
     suspended: std::cell::Cell<Duration>,
     /// When this process last looked for messages in a wait.
     last_look: std::cell::Cell<Instant>,
+    /// Messages [`Comm::try_receive`] matched whose rest has not come yet.
+    receiving: RefCell<Vec<Receiving>>,
+    /// After how long a message in [`Comm::receiving`] is named on stderr.
+    rest_limit_s: std::cell::Cell<f64>,
+}
+
+/// How long a matched message's rest may take before its sender is named,
+/// until [`Comm::set_rest_limit_s`] says otherwise.
+const DEFAULT_REST_LIMIT_S: f64 = 10.0;
+
+/// A matched message being received (`MPI_Imrecv`): over TCP its rest comes
+/// only from its sender, which may be stopped in the middle of it. Its
+/// buffer's memory is MPI's until the request completes (the `Vec` may
+/// move, its heap allocation does not).
+struct Receiving {
+    rank: i32,
+    tag: i32,
+    data: Vec<f64>,
+    request: ffi::MPI_Request,
+    since: Instant,
+    /// Its sender was named on stderr already.
+    named: bool,
+}
+
+impl Receiving {
+    /// Post the receive of `message` (`len` values from `rank` with `tag`).
+    fn post(message: Message, rank: i32, tag: i32, len: usize) -> Self {
+        let mut message = message;
+        let mut data = vec![0.0; len];
+        let count = i32::try_from(len).expect("a probed count fits an MPI count");
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: `data` holds `len` values; its allocation is neither read
+        // nor freed until the request completes (see `Receiving`).
+        unsafe {
+            ffi::MPI_Imrecv(
+                data.as_mut_ptr().cast(),
+                count,
+                f64::equivalent_datatype().as_raw(),
+                message.as_raw_mut(),
+                &mut request,
+            );
+        }
+        Self {
+            rank,
+            tag,
+            data,
+            request,
+            since: Instant::now(),
+            named: false,
+        }
+    }
+
+    fn into_received(self) -> Received {
+        Received {
+            rank: self.rank,
+            tag: self.tag,
+            data: self.data,
+        }
+    }
+
+    /// Whether the whole message is here (again true once it was).
+    fn test(&mut self) -> bool {
+        let mut done: i32 = 0;
+        // SAFETY: a live request (or the null request once complete).
+        unsafe { ffi::MPI_Test(&mut self.request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        done != 0
+    }
 }
 
 impl<'a> Comm<'a> {
@@ -422,7 +489,16 @@ impl<'a> Comm<'a> {
             sends: RefCell::default(),
             suspended: std::cell::Cell::new(Duration::ZERO),
             last_look: std::cell::Cell::new(Instant::now()),
+            receiving: RefCell::default(),
+            rest_limit_s: std::cell::Cell::new(DEFAULT_REST_LIMIT_S),
         }
+    }
+
+    /// From now on a message [`Comm::try_receive`] matched whose rest has
+    /// not come after `seconds` names its sender on stderr (the master:
+    /// `train.result_timeout_s`).
+    pub fn set_rest_limit_s(&self, seconds: f64) {
+        self.rest_limit_s.set(seconds);
     }
 
     /// The clocks of a new wait start now: time since the last look (work
@@ -651,19 +727,64 @@ impl<'a> Comm<'a> {
         }
     }
 
-    /// A message if one has arrived: on the master from anyone, on a worker
-    /// from the master (the partial sums workers send each other are
-    /// received by [`Comm::tree_sum`] alone).
+    /// A message if one has arrived whole: on the master from anyone, on a
+    /// worker from the master (the partial sums workers send each other are
+    /// received by [`Comm::tree_sum`] alone). Never waits: a message whose
+    /// rest has not come (its sender stopped in the middle of it, over TCP)
+    /// stays posted and is tested at the next call, other senders' messages
+    /// are taken meanwhile, and after the rest limit its sender is named on
+    /// stderr once.
+    ///
+    /// Each sender's messages come in the order they were sent: one that
+    /// completed behind an unfinished one from the same sender waits for it.
     pub fn try_receive(&self) -> Option<Received> {
+        let mut receiving = self.receiving.borrow_mut();
+        for i in 0..receiving.len() {
+            let rank = receiving[i].rank;
+            if receiving[i].test() && !receiving[..i].iter().any(|r| r.rank == rank) {
+                return Some(receiving.remove(i).into_received());
+            }
+            let r = &mut receiving[i];
+            let limit_s = self.rest_limit_s.get();
+            if !r.named && r.since.elapsed().as_secs_f64() >= limit_s {
+                r.named = true;
+                crate::errln!(
+                    "warning: rank {}: rank {} began sending {} values (tag {}) and stopped in the middle: the rest did not come within {limit_s} s; it is stopped or hung",
+                    self.rank(),
+                    r.rank,
+                    r.data.len(),
+                    r.tag
+                );
+            }
+        }
         let (message, status) = if self.rank() == 0 {
             self.world.any_process().immediate_matched_probe()?
         } else {
             self.world.process_at_rank(0).immediate_matched_probe()?
         };
-        let (rank, tag) = (status.source_rank(), status.tag());
-        let mut data = vec![0.0; count_f64(&status)];
-        message.matched_receive_into(&mut data[..]);
-        Some(Received { rank, tag, data })
+        let mut r = Receiving::post(
+            message,
+            status.source_rank(),
+            status.tag(),
+            count_f64(&status),
+        );
+        if r.test() && !receiving.iter().any(|e| e.rank == r.rank) {
+            return Some(r.into_received());
+        }
+        receiving.push(r);
+        None
+    }
+
+    /// Messages matched whose rest never came, left posted for good (their
+    /// buffers leaked: MPI may still write into them); their senders.
+    pub fn abandon_receives(&self) -> Vec<i32> {
+        let mut receiving = self.receiving.borrow_mut();
+        receiving.retain_mut(|r| !r.test());
+        let ranks = receiving.iter().map(|r| r.rank).collect();
+        for r in receiving.drain(..) {
+            std::mem::forget(r.data);
+        }
+        ranks
     }
 
     /// A matched message from `rank` with `tag`, waiting up to `deadline`;
@@ -690,6 +811,60 @@ impl<'a> Comm<'a> {
         }
     }
 
+    /// Receive the matched `message` of `len` values from `rank` into
+    /// `buffer` (resized to `len`), testing until `deadline` at most (`None`:
+    /// for ever), pausing with `backoff` between tests. Over TCP the rest of
+    /// a matched message comes only from its sender, and a blocking
+    /// `MPI_Mrecv` waits for as long as a sender stopped in the middle of
+    /// its send stays stopped. Past the deadline the receive stays posted
+    /// (a matched receive cannot be cancelled): its memory is taken out of
+    /// `buffer` and leaked, for MPI may still write into it, and the error
+    /// names the sender.
+    pub fn receive_matched(
+        &self,
+        message: Message,
+        rank: i32,
+        len: usize,
+        buffer: &mut Vec<f64>,
+        backoff: &mut Backoff,
+        deadline: Option<Instant>,
+    ) -> Result<(), String> {
+        let mut message = message;
+        buffer.resize(len, 0.0);
+        let count = i32::try_from(len).expect("a probed count fits an MPI count");
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: `buffer` holds `len` values and is neither read, moved nor
+        // freed until the request completes: this function returns after
+        // MPI_Test says so, or leaks the memory when it gives up.
+        unsafe {
+            ffi::MPI_Imrecv(
+                buffer.as_mut_ptr().cast(),
+                count,
+                f64::equivalent_datatype().as_raw(),
+                message.as_raw_mut(),
+                &mut request,
+            );
+        }
+        let mut deadline = deadline;
+        loop {
+            let now = self.look(&mut deadline);
+            let mut done: i32 = 0;
+            // SAFETY: one live request; a status is not asked for.
+            unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+            if done != 0 {
+                backoff.reset();
+                return Ok(());
+            }
+            if deadline.is_some_and(|d| now >= d) {
+                std::mem::forget(std::mem::take(buffer));
+                return Err(format!(
+                    "rank {rank} began sending {len} values and stopped in the middle"
+                ));
+            }
+            backoff.pause(deadline);
+        }
+    }
+
     /// A message with `tag` from anyone, waiting up to `deadline`: its
     /// source rank and its data.
     pub fn probe_any(
@@ -708,8 +883,13 @@ impl<'a> Comm<'a> {
             {
                 backoff.reset();
                 let mut data = Vec::new();
-                receive_into(message, count_f64(&status), &mut data);
-                return Some((status.source_rank(), data));
+                let (rank, len) = (status.source_rank(), count_f64(&status));
+                let by = instant_after(Instant::now(), self.rest_limit_s.get());
+                if let Err(e) = self.receive_matched(message, rank, len, &mut data, backoff, by) {
+                    crate::errln!("warning: rank {}: {e} (tag {tag})", self.rank());
+                    return None;
+                }
+                return Some((rank, data));
             }
             if deadline.is_some_and(|d| now >= d) {
                 return None;

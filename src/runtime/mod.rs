@@ -85,6 +85,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
         let nodes = setup::nodes(&hellos, fallback_cores);
         match prepared {
             Ok(p) => {
+                comm.set_rest_limit_s(p.loaded.config.train.result_timeout_s);
                 let toml = p.loaded.config.to_toml();
                 for (w, node) in nodes.iter().enumerate().skip(1) {
                     let verdict = setup::Verdict::Config {
@@ -108,6 +109,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             setup::Verdict::Refused => Err(QuietExit(2).into()),
             setup::Verdict::Config { toml, node } => {
                 let config = crate::config::parse(&toml, "<config from the master>", &[])?.config;
+                comm.set_rest_limit_s(config.train.result_timeout_s);
                 let wait = comm::wait_mode(&config, node, comm.rank());
                 worker::run(&comm, &config, wait, node.one_node)
             }
@@ -132,7 +134,17 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             comm.rank(),
             comm.pending_ranks()
         );
-        comm.abort(exit_code(&outcome));
+        // Not a success, even where this rank's own part went well.
+        comm.abort(exit_code(&outcome).max(1));
+    }
+    let unfinished = comm.abandon_receives();
+    if !unfinished.is_empty() {
+        // Posted receives a stopped sender never finished: the same.
+        crate::errln!(
+            "error: rank {}: message(s) from rank(s) {unfinished:?} never arrived whole; ending the job with MPI_Abort",
+            comm.rank()
+        );
+        comm.abort(exit_code(&outcome).max(1));
     }
     drop(comm);
     // MPI_Finalize (dropping the universe) cannot hang the finished job.
@@ -145,10 +157,10 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
 /// The exit status `outcome` ends this rank with (its errors are all
 /// `QuietExit`s by now, printed).
 fn exit_code(outcome: &anyhow::Result<()>) -> u8 {
-    outcome
-        .as_ref()
-        .err()
-        .map_or(0, |e| e.downcast_ref::<crate::error::QuietExit>().map_or(1, |q| q.0))
+    outcome.as_ref().err().map_or(0, |e| {
+        e.downcast_ref::<crate::error::QuietExit>()
+            .map_or(1, |q| q.0)
+    })
 }
 
 /// The master's part of the run.

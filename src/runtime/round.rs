@@ -41,9 +41,7 @@ use std::time::{Duration, Instant};
 
 use mpi::point_to_point::Message;
 
-use super::comm::{
-    Backoff, Comm, ModelPool, Received, Wait, WaitMode, instant_after, receive_into,
-};
+use super::comm::{Backoff, Comm, ModelPool, Received, Wait, WaitMode, instant_after};
 use super::interrupt;
 use super::packing;
 use super::protocol::{self, Pace, ResultHeader, Task};
@@ -242,8 +240,8 @@ impl<'c> MpiRound<'c> {
 
     /// The start of iteration `t`'s round, before its tasks are sent: the
     /// last round's vectors are dropped and its bytes settled.
-    fn begin(&mut self, t: u64, timing: &mut Timing) {
-        self.discard_vectors();
+    fn begin(&mut self, t: u64, timing: &mut Timing) -> Result<(), RoundError> {
+        self.discard_vectors()?;
         self.iteration = t;
         self.settle_round();
         if let Some((share_s, tree_s)) = self.reduce_leader_s.take() {
@@ -252,6 +250,7 @@ impl<'c> MpiRound<'c> {
         }
         self.partition_loss.clear();
         self.partition_loss.resize(self.partitions, f64::NAN);
+        Ok(())
     }
 
     /// The entries worker `w` packs its vectors to; `None`: it sends all d + 1 values.
@@ -264,14 +263,32 @@ impl<'c> MpiRound<'c> {
         self.entries(w).map_or(self.dim + 1, <[u32]>::len)
     }
 
-    /// Receive a matched vector into `buffer`, counting its bytes.
-    fn receive_counted(&mut self, message: Message, len: usize, slot: Option<usize>) {
+    /// Receive worker `rank`'s matched vector of `len` values into received
+    /// buffer `slot` (`None`: the scratch buffer), counting its bytes, and
+    /// waiting at most `train.result_timeout_s` for the rest of it.
+    fn receive_counted(
+        &mut self,
+        message: Message,
+        rank: i32,
+        len: usize,
+        slot: Option<usize>,
+    ) -> Result<(), RoundError> {
         self.round_bytes += (len * size_of::<f64>()) as u64;
         let buffer = match slot {
             Some(i) => &mut self.received[i],
             None => &mut self.scratch,
         };
-        receive_into(message, len, buffer);
+        let by = instant_after(Instant::now(), self.result_timeout_s);
+        self.comm
+            .receive_matched(message, rank, len, buffer, &mut self.backoff, by)
+            .map_err(|e| {
+                format!(
+                    "{}: {e}: the rest did not come within {} s (train.result_timeout_s); it is stopped or hung",
+                    Iteration(self.iteration),
+                    self.result_timeout_s
+                )
+                .into()
+            })
     }
 
     /// The compute (wall clock, CPU) that `header` of worker `w` reports
@@ -292,15 +309,20 @@ impl<'c> MpiRound<'c> {
         new
     }
 
-    /// Receive every matched vector not received yet, dropping it.
-    fn discard_vectors(&mut self) {
+    /// Receive every matched vector not received yet, dropping it; the
+    /// first that does not arrive in time is the error, once all were tried.
+    fn discard_vectors(&mut self) -> Result<(), RoundError> {
         let vectors = std::mem::take(&mut self.vectors);
-        for (held, _) in vectors.into_iter().flatten() {
-            if let Held::Matched(message, len) = held {
-                self.receive_counted(message, len, None);
+        let mut first_error = None;
+        for (held, w) in vectors.into_iter().flatten() {
+            if let Held::Matched(message, len) = held
+                && let Err(e) = self.receive_counted(message, w as i32 + 1, len, None)
+            {
+                first_error.get_or_insert(e);
             }
         }
         self.received_in_use = 0;
+        first_error.map_or(Ok(()), Err)
     }
 
     /// `aggregate = reduce`: order every worker of the decodable set (its
@@ -322,7 +344,7 @@ impl<'c> MpiRound<'c> {
                 shares.entry(w).or_default().push((message, weights[i]));
             }
         }
-        self.discard_vectors();
+        self.discard_vectors()?;
         out.clear();
         out.resize(dim + 1, 0.0);
         if shares.is_empty() {
@@ -352,7 +374,7 @@ impl<'c> MpiRound<'c> {
             )
             .into());
         };
-        self.receive_counted(message, len, None);
+        self.receive_counted(message, leader, len, None)?;
         if len != dim + 3 {
             return Err(format!(
                 "worker {leader} sent a reduced vector of {len} values, expected {}",
@@ -499,7 +521,7 @@ impl<'c> MpiRound<'c> {
             .filter(|&len| len != expected_len);
         if header.iteration < t || bad_len.is_some() {
             if let Some((vector, len)) = vector {
-                self.receive_counted(vector, len, None);
+                self.receive_counted(vector, m.rank, len, None)?;
             }
             let (wall_s, cpu_s) = self.new_compute_s((m.rank - 1) as usize, &header);
             self.unused_compute_s.0 += wall_s;
@@ -522,7 +544,7 @@ impl<'c> MpiRound<'c> {
             || header.computations > work.compute.len()
         {
             if let Some((vector, len)) = vector {
-                self.receive_counted(vector, len, None);
+                self.receive_counted(vector, m.rank, len, None)?;
             }
             return Err(format!(
                 "worker {} sent a result that {} did not ask for: {header:?}",
@@ -619,7 +641,7 @@ impl<'c> MpiRound<'c> {
                     }
                     Incoming::Result { worker, vector, .. } => {
                         if let Some((vector, len)) = vector {
-                            self.receive_counted(vector, len, None);
+                            self.receive_counted(vector, worker as i32 + 1, len, None)?;
                         }
                         return Err(format!(
                             "worker {} sent a result of {} before its task was sent",
@@ -712,7 +734,7 @@ impl Round for MpiRound<'_> {
         // Sent ahead: what came meanwhile was counted in the round's own report.
         let ahead = self.ahead.take().filter(|&(i, _)| i == t);
         if ahead.is_none() {
-            self.begin(t, timing);
+            self.begin(t, timing)?;
         }
         report.stale_dropped += std::mem::take(&mut self.ahead_report.stale_dropped);
         report.overrun_s.resize(k, 0.0);
@@ -827,7 +849,7 @@ impl Round for MpiRound<'_> {
             let decision = rule.arrive(arrival, arrived_s / time_unit_s);
             if decision == Decision::DecodeWithout {
                 if let Some((vector, len)) = vector {
-                    self.receive_counted(vector, len, None);
+                    self.receive_counted(vector, w as i32 + 1, len, None)?;
                 }
                 log::debug!(
                     "{}: the result of worker {} came after the deadline; not used",
@@ -857,7 +879,7 @@ impl Round for MpiRound<'_> {
                     if self.received.len() == self.received_in_use {
                         self.received.push(Vec::new());
                     }
-                    self.receive_counted(vector, len, Some(self.received_in_use));
+                    self.receive_counted(vector, w as i32 + 1, len, Some(self.received_in_use))?;
                     report.received_s[w] = start.elapsed().as_secs_f64();
                     self.received_in_use += 1;
                     Held::Received(self.received_in_use - 1)
@@ -885,7 +907,7 @@ impl Round for MpiRound<'_> {
             return Ok(());
         }
         let t = task.iteration;
-        self.begin(t, timing);
+        self.begin(t, timing)?;
         let mut report = std::mem::take(&mut self.ahead_report);
         let start = Instant::now();
         let sent = timing.time("send", || self.send_tasks(task, &mut report));
@@ -946,7 +968,7 @@ impl Round for MpiRound<'_> {
                     warn_non_finite(worker, &self.received[slot], None, self.dim);
                 }
             }
-            self.discard_vectors();
+            self.discard_vectors()?;
             return Ok(true);
         }
         let mut first = !packed;
@@ -957,7 +979,7 @@ impl Round for MpiRound<'_> {
             let vector = match held {
                 Held::Received(slot) => &self.received[slot],
                 Held::Matched(message, len) => {
-                    self.receive_counted(message, len, None);
+                    self.receive_counted(message, worker as i32 + 1, len, None)?;
                     &self.scratch
                 }
                 Held::AtWorker(_) => unreachable!("a gathering round holds no vector at a worker"),
@@ -977,7 +999,7 @@ impl Round for MpiRound<'_> {
                 warn_non_finite(worker, vector, entries, self.dim);
             }
         }
-        self.discard_vectors();
+        self.discard_vectors()?;
         Ok(true)
     }
 
@@ -1058,10 +1080,10 @@ impl Round for MpiRound<'_> {
                     self.pending_signal = Some(signal);
                     return Ok(None);
                 }
-                Incoming::Result { vector, .. } => {
+                Incoming::Result { vector, worker, .. } => {
                     // Only its header's losses are needed.
                     if let Some((vector, len)) = vector {
-                        self.receive_counted(vector, len, None);
+                        self.receive_counted(vector, worker as i32 + 1, len, None)?;
                     }
                     last_progress = Instant::now();
                 }
@@ -1088,7 +1110,9 @@ enum Incoming {
 impl Drop for MpiRound<'_> {
     /// No matched vector is left unreceived (a round that ended early).
     fn drop(&mut self) {
-        self.discard_vectors();
+        if let Err(e) = self.discard_vectors() {
+            log::warn!("master: at the end of the run: {e}");
+        }
         log::info!(
             "master: {} model buffers allocated (at most {MAX_MODELS_IN_FLIGHT}), {} still held by sends",
             self.models.allocated(),
