@@ -196,6 +196,58 @@ fn partial_schemes_record_recovered_fractions_and_converge() {
 }
 
 #[test]
+fn progress_lines_show_the_batch_loss_the_rate_and_the_time_to_go() {
+    // A partial scheme: its training loss is recorded only at evaluations,
+    // and a progress line used to say "train loss NaN" in between.
+    let text = format!(
+        "{EMULATED}[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 4\n[output]\nprogress_every = 5\n"
+    )
+    .replace("iterations = 30", "iterations = 20\neval_every = 1000");
+    let config = write_config("progress", &text);
+    let trace = scratch("progress.h5");
+    let out = mpirun(
+        7,
+        &[
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+            "--force",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("iteration ")).collect();
+    let numbers: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        numbers,
+        ["iteration 5/20", "iteration 10/20", "iteration 15/20", "iteration 20/20"],
+        "{err}"
+    );
+    for line in &lines {
+        let batch: f64 = line
+            .split(": batch loss ")
+            .nth(1)
+            .and_then(|rest| rest.split([',', ' ']).next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("a batch loss: {line}"));
+        assert!(batch.is_finite() && batch > 0.0, "{line}");
+        assert!(!line.contains("NaN"), "{line}");
+        assert!(
+            line.contains(" iterations/s, ") && line.contains(" s to go), recovered "),
+            "{line}"
+        );
+    }
+    // Evaluated at the last iteration only: the train loss is shown there.
+    assert!(lines[3].contains(", train loss "), "{}", lines[3]);
+    assert!(!lines[0].contains("train loss"), "{}", lines[0]);
+}
+
+#[test]
 fn a_worker_that_never_answers_does_not_hang_a_tolerant_scheme() {
     // Worker 3 sleeps ~10^6 model time units (hours) before every send.
     let text = format!(

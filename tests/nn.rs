@@ -95,12 +95,13 @@ fn train(name: &str, text: &str, extra: &[&str]) -> (serde_json::Value, PathBuf)
 /// The oracle: mini-batch SGD in this process, independent of the engine,
 /// the schemes and the decode: at iteration t the update is the mean of the
 /// gradients of the partitions `recovered(t)` on their batches (every
-/// partition: uncoded SGD). Returns the final θ.
+/// partition: uncoded SGD). Returns the final θ and each iteration's batch
+/// loss: the objective over the samples of the update, at its model.
 fn reference(
     config: &Config,
     partitions: usize,
     recovered: impl Fn(u64) -> Vec<usize>,
-) -> Vec<f64> {
+) -> (Vec<f64>, Vec<f64>) {
     let plan = DataPlan::new(config, partitions).unwrap();
     let ids: Vec<usize> = (0..partitions).collect();
     let parts = plan.load(&ids).unwrap();
@@ -109,8 +110,10 @@ fn reference(
     let mut opt = Optimizer::new(&config.train, config.model.l2, d);
     opt.start_at(&model.initial_theta(config.seed));
     let mut one = vec![0.0; d + 1];
+    let mut batch_losses = Vec::new();
     for t in 0..config.train.iterations as u64 {
         let mut sum = vec![0.0; d];
+        let mut loss_sum = 0.0;
         let mut samples = 0;
         for p in recovered(t) {
             let key = StepKey {
@@ -130,21 +133,41 @@ fn reference(
             for (s, g) in sum.iter_mut().zip(&one) {
                 *s += g;
             }
+            loss_sum += one[d];
             samples += config.train.batch_size.unwrap().min(parts[p].len());
         }
+        batch_losses.push(opt.objective(loss_sum, samples));
         opt.step(&sum, samples);
     }
-    opt.theta().to_vec()
+    (opt.theta().to_vec(), batch_losses)
+}
+
+/// The trace's `/iteration/batch_loss` equals `want` at every iteration
+/// (relative error at most 1e-12, every value finite).
+fn assert_batch_losses(name: &str, trace: &Path, want: &[f64]) {
+    let records = gradcode::trace::read_trace(trace, "/").unwrap().records;
+    assert_eq!(records.len(), want.len(), "{name}");
+    for (t, (r, &want)) in records.iter().zip(want).enumerate() {
+        let err = (r.batch_loss - want).abs() / want.abs().max(f64::MIN_POSITIVE);
+        assert!(
+            r.batch_loss.is_finite() && err <= 1e-12,
+            "{name}: iteration {}: batch loss {} vs the oracle's {want} (relative {err:e})",
+            t + 1,
+            r.batch_loss
+        );
+    }
 }
 
 #[test]
 fn every_exact_scheme_trains_the_cnn_along_uncoded_minibatch_sgd() {
     for (name, scheme) in common::EXACT_SCHEMES {
         let text = format!("{}[scheme]\n{scheme}\n", cnn_config(20));
-        let (summary, _) = train(&format!("exact-{name}"), &text, &[]);
+        let (summary, trace) = train(&format!("exact-{name}"), &text, &[]);
         let config = parse(&text, "test", &[]).unwrap().config;
         let partitions = coding::build(&config).unwrap().partitions();
-        let want = reference(&config, partitions, |_| (0..partitions).collect());
+        let (want, batch_losses) = reference(&config, partitions, |_| (0..partitions).collect());
+        // Every step's batch loss is uncoded SGD's, whatever the code.
+        assert_batch_losses(name, &trace, &batch_losses);
         let err = common::relative_error(&common::theta(&summary), &want);
         assert!(
             err <= 1e-9,
@@ -170,7 +193,7 @@ fn in_single_precision_a_coded_run_follows_uncoded_f32_sgd() {
     let (summary, _) = train("f32-gc-cyclic", &text, &[]);
     let config = parse(&text, "test", &[]).unwrap().config;
     let partitions = coding::build(&config).unwrap().partitions();
-    let want = reference(&config, partitions, |_| (0..partitions).collect());
+    let (want, _) = reference(&config, partitions, |_| (0..partitions).collect());
     let err = common::relative_error(&common::theta(&summary), &want);
     assert!(err <= 1e-9, "f32: θ is {err} from uncoded f32 SGD");
 }
@@ -246,7 +269,12 @@ fn partial_schemes_step_with_the_mean_of_exactly_the_recovered_partitions() {
             "{name}: some iteration recovers part of the gradient"
         );
         let partitions = coding::build(&config).unwrap().partitions();
-        let want = reference(&config, partitions, |t| recovered[t as usize].clone());
+        let (want, batch_losses) =
+            reference(&config, partitions, |t| recovered[t as usize].clone());
+        // Every step's batch loss, whatever eval_every: the mean over the
+        // partitions this step recovered (issue 39: it was recorded only at
+        // evaluations and where every partition was recovered).
+        assert_batch_losses(name, &trace, &batch_losses);
         let err = common::relative_error(&common::theta(&summary), &want);
         assert!(
             err <= 1e-9,

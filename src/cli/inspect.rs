@@ -335,7 +335,11 @@ mod imp {
                 pct(spc.even_fraction)
             );
         }
-        for (label, loss) in [("train loss", &s.train_loss), ("test loss", &s.test_loss)] {
+        for (label, loss) in [
+            ("train loss", &s.train_loss),
+            ("batch loss", &s.batch_loss),
+            ("test loss", &s.test_loss),
+        ] {
             if let Some(l) = loss {
                 line(
                     label,

@@ -21,6 +21,8 @@ pub struct Progress {
     first: usize,
     /// Iterations completed so far, a resumed run's earlier ones included.
     completed: usize,
+    /// The last recorded test accuracy (NaN: none yet, or not a classifier).
+    test_accuracy: f64,
 }
 
 impl Progress {
@@ -45,6 +47,7 @@ impl Progress {
             started: Instant::now(),
             first: 0,
             completed: 0,
+            test_accuracy: f64::NAN,
         }
     }
 
@@ -85,22 +88,48 @@ impl Observer for Progress {
         // evaluation's wait for a partition's loss, the trace), which the
         // recorded iteration times leave out.
         let wall = self.started.elapsed().as_secs_f64() / (done - self.first).max(1) as f64;
+        if r.test_accuracy.is_finite() {
+            self.test_accuracy = r.test_accuracy;
+        }
         if let Some(bar) = &self.bar {
             bar.set_position(done as u64);
             bar.set_message(format!(
-                "loss {:.4e}  mean iteration {:.4} s ({:.4} s wall clock)",
-                r.train_loss, mean, wall
+                "batch loss {:.4e}{}  mean iteration {:.4} s ({:.4} s wall clock)",
+                r.batch_loss,
+                self.accuracy_text(),
+                mean,
+                wall
             ));
         } else if !self.quiet && (done % self.every == 0 || done == self.total) {
+            let train = if r.train_loss.is_finite() {
+                format!(", train loss {:.6e}", r.train_loss)
+            } else {
+                String::new()
+            };
+            let eta_s = wall * self.total.saturating_sub(done) as f64;
             crate::errln!(
-                "iteration {done}/{}: train loss {:.6e}, mean iteration {:.4} s ({:.4} s wall clock), recovered {:.3}",
+                "iteration {done}/{}: batch loss {:.6e}{train}{}, mean iteration {:.4} s ({:.4} s wall clock, {:.1} iterations/s, {:.0} s to go), recovered {:.3}",
                 self.total,
-                r.train_loss,
+                r.batch_loss,
+                self.accuracy_text(),
                 mean,
                 wall,
+                1.0 / wall,
+                eta_s,
                 r.recovered_fraction
             );
         }
         Ok(())
+    }
+}
+
+impl Progress {
+    /// ", test accuracy 0.8125" once a test accuracy was recorded, else nothing.
+    fn accuracy_text(&self) -> String {
+        if self.test_accuracy.is_finite() {
+            format!(", test accuracy {:.4}", self.test_accuracy)
+        } else {
+            String::new()
+        }
     }
 }

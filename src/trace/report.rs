@@ -200,6 +200,7 @@ pub fn column_warnings(c: &TraceColumns, place: &str) -> Vec<String> {
         ("decode_s", &c.decode_s),
         ("elapsed_s", &c.elapsed_s),
         ("train_loss", &c.train_loss),
+        ("batch_loss", &c.batch_loss),
         ("test_loss", &c.test_loss),
     ];
     let fractions = [

@@ -268,7 +268,9 @@ impl TraceSink {
             "train_loss: the objective over all the training data at the iteration's model (never over the \
              recovered partitions alone), recorded at every iteration whose decode recovered every partition \
              and otherwise every {n} iteration(s) from the first and at the last (train.eval_every = {n}), NaN \
-             in between; test_loss: the test objective every {n} iteration(s) from the first and at the last"
+             in between; batch_loss: the objective over the samples each update used (the recovered partitions' \
+             mini-batches) at every iteration; test_loss: the test objective every {n} iteration(s) from the first \
+             and at the last"
         ));
     }
 

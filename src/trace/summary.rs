@@ -311,6 +311,8 @@ pub struct Summary {
     pub stragglers_per_cluster: Option<ClusterStragglers>,
     /// Losses: only for one trace (`None` when pooled).
     pub train_loss: Option<Loss>,
+    /// `/iteration/batch_loss` (absent from older traces and simulations without a model).
+    pub batch_loss: Option<Loss>,
     pub test_loss: Option<Loss>,
     /// `/iteration/test_accuracy`: only for one trace (`None` when pooled,
     /// and for a trace without it: a linear model's, an older gradcode's).
@@ -481,6 +483,7 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
         clusters,
         stragglers_per_cluster,
         train_loss: loss(|p| p.train_loss.as_ref()),
+        batch_loss: loss(|p| p.batch_loss.as_ref()),
         test_loss: loss(|p| p.test_loss.as_ref()),
         test_accuracy: if single {
             parts[0].test_accuracy.as_deref().and_then(Accuracy::of)

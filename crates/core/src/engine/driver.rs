@@ -664,6 +664,7 @@ impl Driver {
         record.messages_used = decoding.messages_used() as u64;
         record.stale_dropped = report.stale_dropped;
         record.train_loss = f64::NAN;
+        record.batch_loss = f64::NAN;
         record.test_loss = f64::NAN;
         record.test_accuracy = f64::NAN;
         if let Some(learner) = &mut lane.learner {
@@ -677,6 +678,7 @@ impl Driver {
             }
             let losses = learner.step(t, combined, &decoding.recovered, full_loss, timing)?;
             record.train_loss = losses.train;
+            record.batch_loss = learner.last_batch_loss();
             record.test_loss = losses.test;
             record.test_accuracy = losses.test_accuracy;
         }

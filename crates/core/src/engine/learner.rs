@@ -30,6 +30,8 @@ pub struct Learner {
     final_evaluated: bool,
     /// Seconds the last step's update took (the optimiser's step alone).
     update_s: f64,
+    /// See [`Learner::last_batch_loss`].
+    batch_loss: f64,
 }
 
 /// The losses one step evaluated (NaN: not evaluated this iteration).
@@ -81,6 +83,7 @@ impl Learner {
             test_accuracy: f64::NAN,
             final_evaluated: false,
             update_s: f64::NAN,
+            batch_loss: f64::NAN,
         }
     }
 
@@ -144,6 +147,15 @@ impl Learner {
     /// optimiser's step, not the evaluation before it; NaN before the first).
     pub fn last_update_s(&self) -> f64 {
         self.update_s
+    }
+
+    /// The last [`Learner::step`]'s objective over the samples its update
+    /// used: the decoded loss sum over the recovered partitions' samples
+    /// (each partition's mini-batch with `train.batch_size`) at the
+    /// evaluation point. Known at every step of every scheme (an exact
+    /// scheme's equals the training loss); NaN before the first.
+    pub fn last_batch_loss(&self) -> f64 {
+        self.batch_loss
     }
 
     pub fn last_losses(&self) -> StepLosses {
@@ -231,6 +243,7 @@ impl Learner {
             });
         }
         let samples: usize = recovered.iter().map(|&p| self.samples[p]).sum();
+        self.batch_loss = self.opt.objective(combined[dim], samples);
         let everything = recovered.len() == self.samples.len();
         let loss_sum = full_loss.or(everything.then_some(combined[dim]));
         let total: usize = self.samples.iter().sum();
