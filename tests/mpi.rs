@@ -218,14 +218,19 @@ fn progress_lines_show_the_batch_loss_the_rate_and_the_time_to_go() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("iteration ")).collect();
-    let numbers: Vec<&str> = lines
-        .iter()
-        .map(|l| l.split(':').next().unwrap())
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("iteration "))
         .collect();
+    let numbers: Vec<&str> = lines.iter().map(|l| l.split(':').next().unwrap()).collect();
     assert_eq!(
         numbers,
-        ["iteration 5/20", "iteration 10/20", "iteration 15/20", "iteration 20/20"],
+        [
+            "iteration 5/20",
+            "iteration 10/20",
+            "iteration 15/20",
+            "iteration 20/20"
+        ],
         "{err}"
     );
     for line in &lines {

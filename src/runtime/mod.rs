@@ -120,7 +120,11 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     // the others, and rank 0's line must have reached the launcher by then.
     let outcome = outcome.map_err(|e| {
         let code = crate::output::report_error(&e);
-        crate::output::drain_to_launcher(std::time::Duration::from_secs(1));
+        // A launcher reads the pipe as it comes; anyone else may read it
+        // only once this process has ended (nothing to wait for then).
+        if crate::output::launcher_rank().is_some() {
+            crate::output::drain_to_launcher(std::time::Duration::from_secs(1));
+        }
         QuietExit(code).into()
     });
     // Every send completes before MPI finalises (the destinations have
