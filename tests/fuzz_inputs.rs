@@ -85,6 +85,10 @@ const KEYS: &[&str] = &[
     "train.learning_rate",
     "train.schedule",
     "train.decay_iterations",
+    "train.milestones",
+    "train.gamma",
+    "train.min_learning_rate",
+    "train.warmup_iterations",
     "train.eval_every",
     "output.trace",
     "output.progress_every",
@@ -268,6 +272,8 @@ fn typed_value(key: &'static str) -> BoxedStrategy<String> {
         | "test_fraction"
         | "l2"
         | "learning_rate"
+        | "gamma"
+        | "min_learning_rate"
         | "decay_iterations" => REALS,
         _ => COUNTS,
     };

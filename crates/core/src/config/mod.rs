@@ -366,6 +366,89 @@ mod tests {
     }
 
     #[test]
+    fn each_schedule_key_is_checked_and_read_by_its_schedule_only() {
+        for (text, field, rule) in [
+            (
+                "schedule = \"step\"",
+                "train.milestones",
+                "is required with",
+            ),
+            (
+                "schedule = \"step\"\nmilestones = []",
+                "train.milestones",
+                "is required with",
+            ),
+            (
+                "schedule = \"step\"\nmilestones = [5, 5]",
+                "train.milestones",
+                "strictly increasing",
+            ),
+            (
+                "schedule = \"step\"\nmilestones = [0, 5]",
+                "train.milestones",
+                "≥ 1",
+            ),
+            (
+                "schedule = \"step\"\nmilestones = [5]\ngamma = 0.0",
+                "train.gamma",
+                "(0, 1]",
+            ),
+            (
+                "schedule = \"step\"\nmilestones = [5]\ngamma = 1e300",
+                "train.gamma",
+                "(0, 1]",
+            ),
+            (
+                "schedule = \"step\"\nmilestones = [5]\ngamma = nan",
+                "train.gamma",
+                "(0, 1]",
+            ),
+            (
+                "milestones = [5]",
+                "train.milestones",
+                "read only with train.schedule = \"step\"",
+            ),
+            (
+                "schedule = \"cosine\"\ngamma = 0.5",
+                "train.gamma",
+                "read only with",
+            ),
+            (
+                "min_learning_rate = 0.01",
+                "train.min_learning_rate",
+                "\"cosine\"",
+            ),
+            (
+                "schedule = \"cosine\"\nmin_learning_rate = 0.2",
+                "train.min_learning_rate",
+                "[0, train.learning_rate]",
+            ),
+            (
+                "schedule = \"cosine\"\nmin_learning_rate = -1.0",
+                "train.min_learning_rate",
+                "[0, train.learning_rate]",
+            ),
+            (
+                "warmup_iterations = 101",
+                "train.warmup_iterations",
+                "at most train.iterations",
+            ),
+        ] {
+            let e = parse_err(&format!("[train]\n{text}\n"), &[]);
+            assert_eq!(e.field, field, "{text}: {e}");
+            assert!(e.to_string().contains(rule), "{text}: {e}");
+        }
+        let ok = parse_ok(
+            "[train]\nschedule = \"cosine\"\nmin_learning_rate = 0.01\nwarmup_iterations = 10\n",
+            &[],
+        );
+        assert_eq!(ok.config.train.min_learning_rate, Some(0.01));
+        // The config the master sends its workers keeps them.
+        let again = parse_ok(&ok.config.to_toml(), &[]);
+        assert_eq!(again.config.train, ok.config.train);
+    }
+
+    #[test]
     fn empty_config_takes_every_default() {
         let loaded = parse_ok("", &[]);
         assert_eq!(loaded.config, Config::default());
@@ -458,7 +541,11 @@ mod tests {
             ),
             ("model.loss", "0", "\"least-squares\", \"logistic\""),
             ("train.optimizer", "1979-05-27", "\"gd\", \"nesterov\""),
-            ("train.schedule", "2", "\"constant\", \"inverse-time\""),
+            (
+                "train.schedule",
+                "2",
+                "\"constant\", \"inverse-time\", \"step\", \"cosine\"",
+            ),
             ("straggler.model", "7", "\"shifted-exponential\""),
             ("straggler.state_info", "7", "\"imperfect\", \"perfect\""),
             ("straggler.mode", "7", "\"emulate\", \"measured\""),

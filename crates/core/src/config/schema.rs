@@ -552,6 +552,13 @@ pub enum Schedule {
     Constant,
     /// eta_t = learning_rate / (1 + t / decay_iterations) (001 Fig. 7's c1 / (t + c2)).
     InverseTime,
+    /// eta_t = learning_rate · gamma^(milestones ≤ t): multiplied by `gamma`
+    /// after each milestone's number of steps.
+    Step,
+    /// eta_t = floor + (learning_rate − floor) · (1 + cos(π t / iterations)) / 2,
+    /// floor = `min_learning_rate`: from learning_rate at the first step
+    /// towards the floor at the last.
+    Cosine,
 }
 
 /// `[train]`: the optimisation loop.
@@ -564,6 +571,20 @@ pub struct TrainConfig {
     pub schedule: Schedule,
     /// c2 of the inverse-time schedule, in iterations.
     pub decay_iterations: f64,
+    /// `schedule = "step"`: after how many steps eta is multiplied by
+    /// `gamma`, each one (strictly increasing, ≥ 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub milestones: Option<Vec<u64>>,
+    /// `schedule = "step"`: the factor at each milestone, in (0, 1]; 0.1 unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    /// `schedule = "cosine"`: the floor it decays towards, in [0,
+    /// learning_rate]; 0 unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_learning_rate: Option<f64>,
+    /// Linear warm-up of any schedule: step t (0-based) of the first
+    /// `warmup_iterations` takes eta_t · (t + 1) / warmup_iterations. 0: none.
+    pub warmup_iterations: usize,
     /// Evaluate the test loss, and the full-data training loss of an
     /// iteration that recovered only some partitions, every this many
     /// iterations (from the first) and at the last.
@@ -588,6 +609,10 @@ impl Default for TrainConfig {
             learning_rate: 0.1,
             schedule: Schedule::Constant,
             decay_iterations: 100.0,
+            milestones: None,
+            gamma: None,
+            min_learning_rate: None,
+            warmup_iterations: 0,
             eval_every: 1,
             result_timeout_s: 300.0,
             batch_size: None,

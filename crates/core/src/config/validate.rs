@@ -437,8 +437,71 @@ fn validate_train(t: &TrainConfig) -> Result {
     }
     positive("train.learning_rate", t.learning_rate)?;
     positive("train.decay_iterations", t.decay_iterations)?;
+    validate_schedule(t)?;
     at_least("train.eval_every", t.eval_every, 1)?;
     positive("train.result_timeout_s", t.result_timeout_s)?;
+    Ok(())
+}
+
+/// The schedule's own keys: each read by one schedule only, and set only with it.
+fn validate_schedule(t: &TrainConfig) -> Result {
+    use super::Schedule;
+    let only_with = |field: &str, schedule: &str| {
+        InputError::new(
+            field,
+            format!(
+                "is read only with train.schedule = \"{schedule}\"; remove it or set that schedule"
+            ),
+        )
+    };
+    if t.schedule != Schedule::Step {
+        if t.milestones.is_some() {
+            return Err(only_with("train.milestones", "step"));
+        }
+        if t.gamma.is_some() {
+            return Err(only_with("train.gamma", "step"));
+        }
+    }
+    if t.schedule != Schedule::Cosine && t.min_learning_rate.is_some() {
+        return Err(only_with("train.min_learning_rate", "cosine"));
+    }
+    if t.schedule == Schedule::Step {
+        let milestones = t.milestones.as_deref().unwrap_or_default();
+        if milestones.is_empty() {
+            return Err(InputError::new(
+                "train.milestones",
+                "is required with train.schedule = \"step\": after how many steps the learning rate is multiplied by train.gamma, e.g. [30, 60]",
+            ));
+        }
+        if milestones[0] < 1 || milestones.windows(2).any(|w| w[1] <= w[0]) {
+            return Err(InputError::value(
+                "train.milestones",
+                format!("{milestones:?}"),
+                "must be step counts ≥ 1 in strictly increasing order",
+            ));
+        }
+    }
+    if let Some(gamma) = t.gamma
+        && !(gamma > 0.0 && gamma <= 1.0)
+    {
+        return Err(InputError::value("train.gamma", gamma, "must be in (0, 1]"));
+    }
+    if let Some(floor) = t.min_learning_rate
+        && !(floor >= 0.0 && floor <= t.learning_rate)
+    {
+        return Err(InputError::value(
+            "train.min_learning_rate",
+            floor,
+            "must be in [0, train.learning_rate]",
+        ));
+    }
+    if t.warmup_iterations > t.iterations {
+        return Err(InputError::value(
+            "train.warmup_iterations",
+            t.warmup_iterations,
+            "must be at most train.iterations",
+        ));
+    }
     Ok(())
 }
 

@@ -24,6 +24,13 @@ pub struct Optimizer {
     momentum: f64,
     schedule: Schedule,
     decay_iterations: f64,
+    /// `train.milestones`, `train.gamma`, `train.min_learning_rate`,
+    /// `train.warmup_iterations` and `train.iterations` (the cosine's period).
+    milestones: Vec<u64>,
+    gamma: f64,
+    min_learning_rate: f64,
+    warmup_iterations: u64,
+    iterations: u64,
     l2: f64,
     iteration: u64,
     theta: Vec<f64>,
@@ -40,6 +47,11 @@ impl Optimizer {
             momentum: train.momentum,
             schedule: train.schedule,
             decay_iterations: train.decay_iterations,
+            milestones: train.milestones.clone().unwrap_or_default(),
+            gamma: train.gamma.unwrap_or(0.1),
+            min_learning_rate: train.min_learning_rate.unwrap_or(0.0),
+            warmup_iterations: train.warmup_iterations as u64,
+            iterations: train.iterations as u64,
             l2,
             iteration: 0,
             theta: vec![0.0; dim],
@@ -103,13 +115,28 @@ impl Optimizer {
         &self.eval
     }
 
-    /// eta_t of the schedule.
+    /// eta_t of the schedule at t = the steps taken so far (a function of
+    /// t alone, so a resumed run continues it exactly), times the warm-up's
+    /// (t + 1) / warmup_iterations during the warm-up.
     pub fn step_size(&self) -> f64 {
-        match self.schedule {
+        let t = self.iteration;
+        let eta = match self.schedule {
             Schedule::Constant => self.learning_rate,
-            Schedule::InverseTime => {
-                self.learning_rate / (1.0 + self.iteration as f64 / self.decay_iterations)
+            Schedule::InverseTime => self.learning_rate / (1.0 + t as f64 / self.decay_iterations),
+            Schedule::Step => {
+                let passed = self.milestones.iter().filter(|&&m| m <= t).count();
+                self.learning_rate * self.gamma.powi(passed as i32)
             }
+            Schedule::Cosine => {
+                let phase = std::f64::consts::PI * t as f64 / self.iterations.max(1) as f64;
+                let floor = self.min_learning_rate;
+                floor + (self.learning_rate - floor) * 0.5 * (1.0 + phase.cos())
+            }
+        };
+        if t < self.warmup_iterations {
+            eta * (t + 1) as f64 / self.warmup_iterations as f64
+        } else {
+            eta
         }
     }
 
@@ -192,6 +219,85 @@ mod tests {
     /// f(theta) = sum_i (theta_i − c_i)² / 2 per sample, one sample.
     fn grad(point: &[f64], c: &[f64]) -> Vec<f64> {
         point.iter().zip(c).map(|(p, c)| p - c).collect()
+    }
+
+    /// The step sizes a fresh optimiser takes over `steps` steps, and those
+    /// of one restored at each step (a resumed run).
+    fn step_sizes(config: &TrainConfig, steps: u64) -> Vec<f64> {
+        let mut opt = Optimizer::new(config, 0.0, 1);
+        let mut sizes = Vec::new();
+        for t in 0..steps {
+            let mut resumed = Optimizer::new(config, 0.0, 1);
+            resumed.restore(t, opt.theta(), opt.previous());
+            assert_eq!(resumed.step_size(), opt.step_size(), "resumed at step {t}");
+            sizes.push(opt.step_size());
+            opt.step(&[0.0], 1);
+        }
+        sizes
+    }
+
+    #[test]
+    fn the_step_schedule_multiplies_by_gamma_after_each_milestone() {
+        let config = TrainConfig {
+            schedule: Schedule::Step,
+            learning_rate: 0.8,
+            milestones: Some(vec![2, 5]),
+            gamma: Some(0.5),
+            iterations: 7,
+            ..TrainConfig::default()
+        };
+        assert_eq!(
+            step_sizes(&config, 7),
+            [0.8, 0.8, 0.4, 0.4, 0.4, 0.2, 0.2],
+            "after 2 steps ×0.5, after 5 steps ×0.5 again"
+        );
+        // gamma unset: 0.1.
+        let config = TrainConfig {
+            gamma: None,
+            ..config
+        };
+        let sizes = step_sizes(&config, 3);
+        assert!((sizes[2] - 0.08).abs() < 1e-15, "{sizes:?}");
+    }
+
+    #[test]
+    fn the_cosine_schedule_runs_from_the_rate_to_the_floor() {
+        let config = TrainConfig {
+            schedule: Schedule::Cosine,
+            learning_rate: 1.0,
+            min_learning_rate: Some(0.2),
+            iterations: 8,
+            ..TrainConfig::default()
+        };
+        let sizes = step_sizes(&config, 8);
+        assert_eq!(sizes[0], 1.0);
+        // Half way: the mean of the rate and the floor.
+        assert!((sizes[4] - 0.6).abs() < 1e-15, "{sizes:?}");
+        // Decreasing towards the floor, above it to the last step.
+        assert!(sizes.windows(2).all(|w| w[1] < w[0]), "{sizes:?}");
+        let last = 0.2 + 0.8 * 0.5 * (1.0 + (std::f64::consts::PI * 7.0 / 8.0).cos());
+        assert!(
+            (sizes[7] - last).abs() < 1e-15 && sizes[7] > 0.2,
+            "{sizes:?}"
+        );
+    }
+
+    #[test]
+    fn a_warm_up_rises_linearly_into_the_schedule() {
+        let config = TrainConfig {
+            schedule: Schedule::Step,
+            learning_rate: 0.4,
+            milestones: Some(vec![6]),
+            gamma: Some(0.5),
+            warmup_iterations: 4,
+            iterations: 8,
+            ..TrainConfig::default()
+        };
+        let sizes = step_sizes(&config, 8);
+        let want = [0.1, 0.2, 0.30000000000000004, 0.4, 0.4, 0.4, 0.2, 0.2];
+        for (got, want) in sizes.iter().zip(want) {
+            assert!((got - want).abs() < 1e-15, "{sizes:?}");
+        }
     }
 
     #[test]
