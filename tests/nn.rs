@@ -142,6 +142,35 @@ fn reference(
     (opt.theta().to_vec(), batch_losses)
 }
 
+/// The trace's `model_layout` names the CNN's tensors, which follow one
+/// another and together are θ's `dim` parameters.
+fn assert_layout(name: &str, trace: &Path, dim: usize) {
+    let text = gradcode::trace::TraceFile::open(trace)
+        .and_then(|f| f.group_string_attr("/", "model_layout"))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{name}: no model_layout"));
+    let layout: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let mut end = 0;
+    for t in &layout {
+        assert_eq!(t["offset"].as_u64(), Some(end as u64), "{name}: {text}");
+        let shape: Vec<usize> = t["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as usize)
+            .collect();
+        end += shape.iter().product::<usize>();
+    }
+    assert_eq!(end, dim, "{name}: {text}");
+    assert!(
+        layout.len() >= 4,
+        "{name}: a CNN has several tensors: {text}"
+    );
+    let names: std::collections::BTreeSet<&str> =
+        layout.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), layout.len(), "{name}: distinct names: {text}");
+}
+
 /// The trace's `/iteration/batch_loss` equals `want` at every iteration
 /// (relative error at most 1e-12, every value finite).
 fn assert_batch_losses(name: &str, trace: &Path, want: &[f64]) {
@@ -168,6 +197,7 @@ fn every_exact_scheme_trains_the_cnn_along_uncoded_minibatch_sgd() {
         let (want, batch_losses) = reference(&config, partitions, |_| (0..partitions).collect());
         // Every step's batch loss is uncoded SGD's, whatever the code.
         assert_batch_losses(name, &trace, &batch_losses);
+        assert_layout(name, &trace, common::theta(&summary).len());
         let err = common::relative_error(&common::theta(&summary), &want);
         assert!(
             err <= 1e-9,

@@ -9,6 +9,7 @@ pandas DataFrames (`Trace.iterations()`, `Trace.workers_frame()`,
 dimensions and 1-based `iteration` and `worker` coordinates.
 """
 
+import json
 import pathlib
 import tomllib
 import warnings
@@ -244,6 +245,9 @@ class Trace:
     None when absent. theta: `/model/theta` (None when absent). final_losses:
     train only, `/model`'s attributes final_train_loss, final_test_loss,
     final_test_accuracy (the losses at theta; None when absent).
+    layout: train only, theta's tensors as a list of {name, shape, offset}
+    (the root attribute `model_layout`; None in a trace older than it);
+    `named_theta()` cuts theta into them.
     scheme_attrs: simulation only, {scheme: attributes of /sim/<scheme>}.
     """
 
@@ -301,6 +305,12 @@ class Trace:
             self.provenance["resumed"] = [x for x in str(self.provenance["resumed"]).splitlines() if x]
         self.runs, self.scheme_attrs = {}, {}
         self.timing, self.theta, self.final_losses = None, None, None
+        self.layout = None
+        if a.get("model_layout"):
+            try:
+                self.layout = json.loads(a["model_layout"])
+            except json.JSONDecodeError as e:
+                raise TraceError(f"{path}: root attribute model_layout is not JSON ({e})") from None
         if "sim" in f:
             self.kind = "simulation"
             order = [s.strip() for s in (self.scheme or "").split(",")]
@@ -340,6 +350,22 @@ class Trace:
                 } or None
         else:
             raise TraceError(f"{path}: not a gradcode trace (neither an /iteration nor a /sim group)")
+
+    def named_theta(self):
+        """theta as {name: array of its shape}, in theta's order, by `layout`. A TraceError when the trace has
+        no theta or no layout, or the layout does not cover theta exactly."""
+        if self.theta is None or self.layout is None:
+            raise TraceError(f"{self.path}: no /model/theta or no model_layout (a trace older than the layout?)")
+        named, end = {}, 0
+        for t in self.layout:
+            size = int(np.prod(t["shape"], dtype=np.int64))
+            if t["offset"] != end or end + size > len(self.theta):
+                raise TraceError(f"{self.path}: model_layout's {t['name']} at {t['offset']} does not follow {end}")
+            named[t["name"]] = self.theta[end:end + size].reshape(t["shape"])
+            end += size
+        if end != len(self.theta):
+            raise TraceError(f"{self.path}: model_layout covers {end} of the {len(self.theta)} parameters")
+        return named
 
     @property
     def schemes(self):

@@ -161,6 +161,35 @@ class TracesTest(unittest.TestCase):
             self.assert_close(s[key], want[key], f"{where}: {key}")
         self.assert_close(s["stragglers_mean_per_iteration"], want["stragglers"]["mean_per_iteration"], where)
 
+    def test_theta_is_named_by_the_model_layout(self):
+        t = gt.open_trace(self.mpi)
+        # A linear model: one tensor, every parameter.
+        self.assertEqual(t.layout, [{"name": "weights", "shape": [len(t.theta)], "offset": 0}])
+        named = t.named_theta()
+        self.assertEqual(list(named), ["weights"])
+        np.testing.assert_array_equal(named["weights"], t.theta)
+        # A layout of several tensors cuts theta in order; one that does not cover it is refused.
+        d = len(t.theta)
+        edited = self.tmp / "layout.h5"
+        shutil.copy(self.mpi, edited)
+        layouts = {
+            "fits": [{"name": "w", "shape": [2, (d - 1) // 2], "offset": 0},
+                     {"name": "b", "shape": [d - 2 * ((d - 1) // 2)], "offset": 2 * ((d - 1) // 2)}],
+            "short": [{"name": "w", "shape": [d - 1], "offset": 0}],
+            "gap": [{"name": "w", "shape": [1], "offset": 1}],
+        }
+        for name, layout in layouts.items():
+            with h5py.File(edited, "r+") as f:
+                f.attrs["model_layout"] = json.dumps(layout)
+            e = gt.open_trace(edited)
+            if name == "fits":
+                n = e.named_theta()
+                self.assertEqual([a.shape for a in n.values()], [(2, (d - 1) // 2), (d - 2 * ((d - 1) // 2),)])
+                np.testing.assert_array_equal(np.concatenate([a.ravel() for a in n.values()]), t.theta)
+            else:
+                with self.assertRaises(gt.TraceError, msg=name):
+                    e.named_theta()
+
     def test_training_trace_as_frames_and_dataset_equals_inspect(self):
         for path in (self.train, self.mpi):
             t = gt.open_trace(path)
@@ -494,7 +523,7 @@ class TracesTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(kept.read_text(), "old table\n")
         self.assertEqual(list(pd.read_csv(d / "table.csv")["file"]), ["base.h5"])
-        self.assertEqual(sorted(p.name for p in d.iterdir() if p.suffix != ".h5"), ["table.csv"])
+        self.assertEqual([p.name for p in d.iterdir() if p.name.endswith(".partial")], [])
 
     def test_compare_table_has_the_final_and_best_test_accuracy(self):
         table = gt.compare(self.accuracy_results).set_index("file")

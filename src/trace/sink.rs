@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use crate::coding::Scheme;
 use crate::config::Config;
 use crate::engine::{
-    Checkpoint, Finish, IterationEvent, Observer, ObserverError, Restore, SnapshotEvent,
+    Checkpoint, Finish, IterationEvent, Observer, ObserverError, Restore, SnapshotEvent, Start,
 };
 use crate::error::InputError;
 
@@ -79,6 +79,8 @@ pub struct TraceSink {
     data_fingerprint: Option<String>,
     /// A resumed trace's `data_fingerprint` (absent in older traces).
     stored_data_fingerprint: Option<String>,
+    /// θ's tensors as JSON (the root attribute `model_layout`), told at the start.
+    model_layout: Option<String>,
 }
 
 impl TraceSink {
@@ -134,6 +136,7 @@ impl TraceSink {
                 losses: None,
                 data_fingerprint: None,
                 stored_data_fingerprint: None,
+                model_layout: None,
             }))
         }
     }
@@ -199,6 +202,7 @@ impl TraceSink {
                     losses: None,
                     data_fingerprint: None,
                     stored_data_fingerprint,
+                    model_layout: None,
                 },
                 snapshot,
             ))
@@ -244,6 +248,7 @@ impl TraceSink {
                 losses: None,
                 data_fingerprint: None,
                 stored_data_fingerprint: None,
+                model_layout: None,
             })
         }
     }
@@ -358,6 +363,9 @@ impl TraceSink {
             }
             if let Some(losses) = &self.losses {
                 writer.set_root_attr("losses", losses)?;
+            }
+            if let Some(layout) = &self.model_layout {
+                writer.set_root_attr("model_layout", layout)?;
             }
             self.writer = Some(writer);
             self.opened = true;
@@ -530,6 +538,14 @@ impl TraceSink {
 }
 
 impl Observer for TraceSink {
+    /// A training run's model layout, written with the file.
+    fn start(&mut self, start: &Start<'_>) -> Result<(), ObserverError> {
+        if let Some(layout) = start.model_layout {
+            self.model_layout = Some(serde_json::to_string(layout)?);
+        }
+        Ok(())
+    }
+
     fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
         #[cfg(feature = "hdf5")]
         match &mut self.sim {

@@ -47,6 +47,9 @@ pub struct Start<'a> {
     /// What the iterations before a resumed run's start add to its totals
     /// (zeros for a new run).
     pub carried: &'a Carried,
+    /// θ's tensors (names, shapes, offsets) of lane 0's model; `None`
+    /// without a model (a simulation).
+    pub model_layout: Option<&'a [crate::learn::TensorLayout]>,
 }
 
 /// How a session ended, for [`Observer::finish`].
@@ -224,9 +227,15 @@ impl<'a> Session<'a> {
                 restore_into(driver, &r)
             })
             .and_then(|()| {
+                let layout = driver
+                    .lanes()
+                    .first()
+                    .and_then(|lane| lane.learner())
+                    .map(|l| l.model().layout());
                 let start = Start {
                     first,
                     carried: &carried,
+                    model_layout: layout.as_deref(),
                 };
                 for o in observers.iter_mut() {
                     o.start(&start).map_err(EngineError::Start)?;

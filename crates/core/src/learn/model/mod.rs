@@ -65,6 +65,15 @@ pub struct Evaluation {
     pub correct: Option<usize>,
 }
 
+/// One parameter tensor of θ: its name, its shape and where it starts in θ
+/// (row-major: its `shape.iter().product()` values follow `offset`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TensorLayout {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub offset: usize,
+}
+
 /// A model: linear or a network.
 #[derive(Debug)]
 pub enum Model {
@@ -167,6 +176,19 @@ impl Model {
     /// Whether the model classifies (and so has an accuracy).
     pub fn classifies(&self) -> bool {
         matches!(self, Model::Net(_))
+    }
+
+    /// θ's tensors in θ's order (a linear model: one, `weights`, of d
+    /// values), together exactly the d parameters.
+    pub fn layout(&self) -> Vec<TensorLayout> {
+        match self {
+            Model::Linear { features, .. } => vec![TensorLayout {
+                name: "weights".to_string(),
+                shape: vec![*features],
+                offset: 0,
+            }],
+            Model::Net(net) => net.layout(),
+        }
     }
 
     /// One line: what the model is (`gradcode check`).

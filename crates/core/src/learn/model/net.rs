@@ -201,6 +201,20 @@ impl Net {
         *self.offsets.last().unwrap()
     }
 
+    /// Each parameter tensor's name, shape and offset in θ, in θ's order.
+    pub fn layout(&self) -> Vec<super::TensorLayout> {
+        self.arch
+            .params()
+            .iter()
+            .zip(&self.offsets)
+            .map(|(p, &offset)| super::TensorLayout {
+                name: p.name.clone(),
+                shape: p.shape.clone(),
+                offset,
+            })
+            .collect()
+    }
+
     /// The least memory of one process that trains this network on
     /// batches of `batch` samples ([`super::memory`]).
     pub fn memory(&self, batch: usize) -> super::memory::NetMemory {
