@@ -437,10 +437,11 @@ struct Receiving {
 }
 
 impl Receiving {
-    /// Post the receive of `message` (`len` values from `rank` with `tag`).
-    fn post(message: Message, rank: i32, tag: i32, len: usize) -> Self {
+    /// Post the receive of `message` (`len` values from `rank` with `tag`)
+    /// into `data` (resized to `len`).
+    fn post(message: Message, rank: i32, tag: i32, len: usize, mut data: Vec<f64>) -> Self {
         let mut message = message;
-        let mut data = vec![0.0; len];
+        data.resize(len, 0.0);
         let count = i32::try_from(len).expect("a probed count fits an MPI count");
         let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: `data` holds `len` values; its allocation is neither read
@@ -767,6 +768,7 @@ impl<'a> Comm<'a> {
             status.source_rank(),
             status.tag(),
             count_f64(&status),
+            Vec::new(),
         );
         if r.test() && !receiving.iter().any(|e| e.rank == r.rank) {
             return Some(r.into_received());
@@ -829,34 +831,17 @@ impl<'a> Comm<'a> {
         backoff: &mut Backoff,
         deadline: Option<Instant>,
     ) -> Result<(), String> {
-        let mut message = message;
-        buffer.resize(len, 0.0);
-        let count = i32::try_from(len).expect("a probed count fits an MPI count");
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        // SAFETY: `buffer` holds `len` values and is neither read, moved nor
-        // freed until the request completes: this function returns after
-        // MPI_Test says so, or leaks the memory when it gives up.
-        unsafe {
-            ffi::MPI_Imrecv(
-                buffer.as_mut_ptr().cast(),
-                count,
-                f64::equivalent_datatype().as_raw(),
-                message.as_raw_mut(),
-                &mut request,
-            );
-        }
+        let mut r = Receiving::post(message, rank, 0, len, std::mem::take(buffer));
         let mut deadline = deadline;
         loop {
             let now = self.look(&mut deadline);
-            let mut done: i32 = 0;
-            // SAFETY: one live request; a status is not asked for.
-            unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-            if done != 0 {
+            if r.test() {
                 backoff.reset();
+                *buffer = r.data;
                 return Ok(());
             }
             if deadline.is_some_and(|d| now >= d) {
-                std::mem::forget(std::mem::take(buffer));
+                std::mem::forget(r.data);
                 return Err(format!(
                     "rank {rank} began sending {len} values and stopped in the middle"
                 ));
