@@ -113,6 +113,14 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// Whether the fault-injection variable `var` (tests only) names `rank`.
+pub fn asks_rank(var: &str, rank: i32) -> bool {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        == Some(rank)
+}
+
 /// The environment variable of [`stop_if_asked`].
 pub const TEST_STOP_VAR: &str = "GRADCODE_TEST_STOP_RANK";
 
@@ -122,10 +130,7 @@ pub const TEST_STOP_VAR: &str = "GRADCODE_TEST_STOP_RANK";
 /// show that the other ranks do not wait for it without a bound. Nothing
 /// else reads it.
 pub fn stop_if_asked(rank: i32, place: &str) {
-    let asked = std::env::var(TEST_STOP_VAR)
-        .ok()
-        .and_then(|v| v.trim().parse::<i32>().ok());
-    if asked == Some(rank) {
+    if asks_rank(TEST_STOP_VAR, rank) {
         log::warn!("{TEST_STOP_VAR}={rank}: stopping {place}, on purpose");
         // SAFETY: raise only sends a signal to this process.
         unsafe {

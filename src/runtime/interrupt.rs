@@ -66,10 +66,7 @@ pub const TEST_PANIC_VAR: &str = "GRADCODE_TEST_PANIC_RANK";
 /// iteration), so that a test can show a panic ends the job. Nothing else reads it.
 #[track_caller]
 pub fn panic_if_asked(rank: i32, place: &str) {
-    let asked = std::env::var(TEST_PANIC_VAR)
-        .ok()
-        .and_then(|v| v.trim().parse::<i32>().ok());
-    if asked == Some(rank) {
+    if crate::signals::asks_rank(TEST_PANIC_VAR, rank) {
         panic!("{TEST_PANIC_VAR}={rank}: panic {place}, on purpose");
     }
 }
@@ -82,10 +79,7 @@ pub const TEST_FAIL_VAR: &str = "GRADCODE_TEST_FAIL_RANK";
 /// here with an error (not a panic), so that a test can show the error
 /// reaches the user, naming the worker. Nothing else reads it.
 pub fn fail_if_asked(rank: i32, place: &str) -> anyhow::Result<()> {
-    let asked = std::env::var(TEST_FAIL_VAR)
-        .ok()
-        .and_then(|v| v.trim().parse::<i32>().ok());
-    if asked == Some(rank) {
+    if crate::signals::asks_rank(TEST_FAIL_VAR, rank) {
         anyhow::bail!("{TEST_FAIL_VAR}={rank}: failed {place}, on purpose");
     }
     Ok(())
