@@ -122,6 +122,8 @@ pub(super) struct MpiRound<'c> {
     /// The loss sum of each partition at this iteration's model, from the
     /// headers of its results (NaN: not known yet).
     partition_loss: Vec<f64>,
+    /// The unreachable-loss reason was said as a warning (once a run).
+    warned_unreachable_loss: bool,
     /// A worker's signal that came while [`Round::full_loss`] waited: the
     /// next iteration is interrupted.
     pending_signal: Option<i32>,
@@ -195,6 +197,7 @@ impl<'c> MpiRound<'c> {
             received_in_use: 0,
             partitions,
             partition_loss: Vec::new(),
+            warned_unreachable_loss: false,
             pending_signal: None,
             counted_compute_s: Vec::new(),
             unused_compute_s: (0.0, 0.0),
@@ -1018,12 +1021,24 @@ impl Round for MpiRound<'_> {
             return Ok(Some(sum));
         }
         if let Some(p) = self.unreachable_loss(task) {
-            // The worker was named when it stopped taking tasks.
-            log::debug!(
-                "{}: training loss not recorded: partition {} is computed only by workers that were not sent this iteration's task (each had {} tasks untaken)",
+            // The worker was named when it stopped taking tasks; the reason
+            // is a warning once a run, then a debug line per iteration.
+            let first = !std::mem::replace(&mut self.warned_unreachable_loss, true);
+            log::log!(
+                if first {
+                    log::Level::Warn
+                } else {
+                    log::Level::Debug
+                },
+                "{}: training loss not recorded: partition {} is computed only by workers that were not sent this iteration's task (each had {} tasks untaken){}",
                 Iteration(t),
                 p + 1,
-                protocol::MAX_UNTAKEN_TASKS
+                protocol::MAX_UNTAKEN_TASKS,
+                if first {
+                    "; later iterations say it at GRADCODE_LOG=debug"
+                } else {
+                    ""
+                }
             );
             return Ok(None);
         }
