@@ -307,9 +307,8 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         workers,
         dynamic_clustering: dynamic_plan(scheme.as_ref(), &loaded.threshold_warnings),
         warnings: loaded
-            .unused_keys()
+            .warnings()
             .into_iter()
-            .chain(loaded.threshold_warnings.iter().cloned())
             .chain(straggler_trace.iter().flat_map(clock_warnings))
             .chain(straggler_long_run.warning())
             .collect(),

@@ -335,11 +335,7 @@ pub(crate) fn load(args: &ConfigArgs) -> Result<Setup, InputError> {
 /// (gc-dc's straggler threshold against the model's flags), one `warning:`
 /// line each.
 pub(crate) fn print_warnings(loaded: &LoadedConfig) {
-    for warning in loaded
-        .unused_keys()
-        .iter()
-        .chain(&loaded.threshold_warnings)
-    {
+    for warning in loaded.warnings() {
         crate::errln!("warning: {warning}");
     }
 }

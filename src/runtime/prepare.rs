@@ -119,11 +119,7 @@ fn check_batch(config: &Config, scheme: &dyn Scheme) -> Result<(), InputError> {
 /// (gc-dc's straggler threshold against the model's flags), one `warning:`
 /// line each.
 fn warn_unused(loaded: &crate::config::LoadedConfig) {
-    for warning in loaded
-        .unused_keys()
-        .iter()
-        .chain(&loaded.threshold_warnings)
-    {
+    for warning in loaded.warnings() {
         crate::errln!("warning: {warning}");
     }
 }
