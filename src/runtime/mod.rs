@@ -119,10 +119,14 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     // exits with a failure status after finalising makes the launcher kill
     // the others, and rank 0's line must have reached the launcher by then.
     let outcome = outcome.map_err(|e| {
+        let printed = !e.is::<QuietExit>();
         let code = crate::output::report_error(&e);
         // A launcher reads the pipe as it comes; anyone else may read it
-        // only once this process has ended (nothing to wait for then).
-        if crate::output::launcher_rank().is_some() {
+        // only once this process has ended (nothing to wait for then). A
+        // quiet exit printed nothing here: it does not wait (a launcher
+        // that is ending the job may have stopped reading, and mpirun
+        // crashed in its finalize when the ranks outlived its SIGKILL).
+        if printed && crate::output::launcher_rank().is_some() {
             crate::output::drain_to_launcher(std::time::Duration::from_secs(1));
         }
         QuietExit(code).into()
