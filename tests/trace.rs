@@ -856,34 +856,3 @@ fn an_uncommitted_or_misnamed_snapshot_is_refused() {
         );
     }
 }
-
-/// The descriptors a child process started now inherits, as `ls` lists its
-/// own: the file each one is open on.
-fn files_a_child_inherits() -> String {
-    let out = std::process::Command::new("ls")
-        .args(["-l", "/proc/self/fd/"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-#[test]
-fn a_child_process_inherits_no_open_trace_nor_its_lock() {
-    // HDF5 opens files without O_CLOEXEC: a process that held a trace open
-    // while it started another (sim_cli's tests, concurrently) passed the
-    // descriptor and the file's HDF5 lock on, and a writer refused the
-    // trace as "open for reading in another process" (CI, stop 35).
-    let p = path("cloexec.h5");
-    let _ = std::fs::remove_file(&p);
-    let mut w = TraceWriter::create(&p, &meta(3)).unwrap();
-    w.append(&record(0, 3)).unwrap();
-    let name = p.file_name().unwrap().to_str().unwrap().to_string();
-    let listed = files_a_child_inherits();
-    assert!(!listed.contains(&name), "the writer's descriptor: {listed}");
-    w.close().unwrap();
-    let file = TraceFile::open(&p).unwrap();
-    let listed = files_a_child_inherits();
-    assert!(!listed.contains(&name), "the reader's descriptor: {listed}");
-    drop(file);
-}
