@@ -393,6 +393,38 @@ mod with_hdf5 {
         switch_probability = 0.05\ninitial_stragglers = 6\nstate_info = \"imperfect\"\ntime_unit_ms = 20\n\
         [simulate]\ntrials = 3\niterations = 60\ncompare = [\"gc\", \"gc-sc\", \"gc-dc\"]\n";
 
+    /// `evaluate` needs a training trace whose θ fits its config's model:
+    /// a simulation trace, and a θ of another size, are one line naming
+    /// the file, status 2, nothing on stdout.
+    #[test]
+    fn evaluate_refuses_a_simulation_trace_and_a_model_of_another_size() {
+        let _serial = serial();
+        let cfg = dir().join("eval-sim.toml");
+        std::fs::write(&cfg, SIM).unwrap();
+        let sim = dir().join("eval-sim.h5");
+        let _ = std::fs::remove_file(&sim);
+        let o = gradcode(&[
+            "simulate",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            sim.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = gradcode(&["evaluate", sim.to_str().unwrap()]);
+        assert_rejected(&o, &sim, "is a simulation trace, which stores no model");
+        let run = write_run("eval-run.h5");
+        let o = gradcode(&["evaluate", run.to_str().unwrap()]);
+        assert_rejected(
+            &o,
+            &run,
+            "/model/theta has 2 parameters, the model of its config",
+        );
+        let missing = dir().join("eval-missing.h5");
+        let o = gradcode(&["evaluate", missing.to_str().unwrap()]);
+        assert_rejected(&o, &missing, "no such file");
+    }
+
     #[test]
     fn a_simulation_trace_summary_matches_simulate_and_the_records() {
         let _serial = serial();

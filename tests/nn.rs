@@ -204,12 +204,55 @@ fn every_exact_scheme_trains_the_cnn_along_uncoded_minibatch_sgd() {
             "{name}: θ after 20 steps is {err} from uncoded SGD"
         );
         assert_eq!(summary["mean_recovered_fraction"], 1.0, "{name}");
-        let accuracy = summary["final_test_accuracy"].as_f64().unwrap();
-        assert!(
-            (0.0..=1.0).contains(&accuracy),
-            "{name}: accuracy {accuracy}"
-        );
+        assert_evaluate_reproduces(name, &summary, &trace, &config);
     }
+}
+
+/// `gradcode evaluate` on the trace reproduces `train --json`'s final test
+/// loss and accuracy exactly; its confusion matrix counts each test label
+/// (read here from the test set) in its row and its diagonal the correct
+/// ones; `--train` evaluates every training sample; a key outside [data]
+/// is refused, naming it.
+fn assert_evaluate_reproduces(
+    name: &str,
+    summary: &serde_json::Value,
+    trace: &Path,
+    config: &Config,
+) {
+    let t = trace.to_str().unwrap();
+    let out = common::gradcode(&["evaluate", t, "--json"]);
+    assert!(out.status.success(), "{name}: {}", common::stderr(&out));
+    let e = common::json(&out);
+    assert_eq!(e["accuracy"], summary["final_test_accuracy"], "{name}: {e}");
+    assert_eq!(e["loss"], summary["final_test_loss"], "{name}: {e}");
+    assert_eq!(e["set"], "test");
+    let partitions = coding::build(config).unwrap().partitions();
+    let labels = DataPlan::new(config, partitions)
+        .unwrap()
+        .load_test()
+        .unwrap()
+        .y;
+    let confusion: Vec<Vec<u64>> = serde_json::from_value(e["confusion"].clone()).unwrap();
+    let mut per_class = vec![0u64; confusion.len()];
+    for y in &labels {
+        per_class[*y as usize] += 1;
+    }
+    let rows: Vec<u64> = confusion.iter().map(|r| r.iter().sum()).collect();
+    assert_eq!(
+        rows, per_class,
+        "{name}: each row counts its class's test samples"
+    );
+    let diagonal: u64 = (0..confusion.len()).map(|c| confusion[c][c]).sum();
+    assert_eq!(Some(diagonal), e["correct"].as_u64(), "{name}: {e}");
+    let accuracy = summary["final_test_accuracy"].as_f64().unwrap();
+    assert_eq!(diagonal as f64 / labels.len() as f64, accuracy, "{name}");
+    let out = common::gradcode(&["evaluate", t, "--json", "--train"]);
+    assert!(out.status.success(), "{name}: {}", common::stderr(&out));
+    let e = common::json(&out);
+    assert_eq!(e["samples"], 480, "{name}: every training sample: {e}");
+    assert_eq!(e["set"], "train");
+    let out = common::gradcode(&["evaluate", t, "--set", "seed=4"]);
+    common::assert_rejected(name, &out, "seed");
 }
 
 #[test]

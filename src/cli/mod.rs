@@ -9,6 +9,7 @@ mod advise;
 mod check;
 mod compare;
 mod decoding;
+mod evaluate;
 mod explain;
 mod explain_dc;
 mod inspect;
@@ -280,6 +281,24 @@ pub enum Command {
         )]
         target_accuracy: Option<f64>,
     },
+    /// Evaluate the model a training trace stores (`/model/theta`) on the
+    /// run's test set, its training set, or other data: loss, accuracy,
+    /// per-class accuracy and the confusion matrix.
+    Evaluate {
+        /// The training trace (`train --out`).
+        #[arg(value_name = "F.h5")]
+        file: PathBuf,
+        /// Change a `[data]` key of the trace's config, e.g. `--set
+        /// data.test_path="other.idx"` (repeatable; only data.* keys).
+        #[arg(long = "set", value_name = "data.KEY=VALUE")]
+        overrides: Vec<String>,
+        /// Evaluate on the training set (every partition) instead of the test set.
+        #[arg(long)]
+        train: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Compare training traces (or simulation traces): iteration times,
     /// elapsed time, time and iterations to a target, speedup over a
     /// baseline (paired by seed across repeated runs).
@@ -493,6 +512,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 accuracy: target_accuracy,
             },
         ),
+        Command::Evaluate {
+            file,
+            overrides,
+            train,
+            json,
+        } => evaluate::run(&evaluate::EvaluateFlags {
+            file: &file,
+            overrides: &overrides,
+            train,
+            json,
+        }),
         Command::Compare {
             files,
             baseline,

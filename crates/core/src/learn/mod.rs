@@ -15,7 +15,7 @@ pub mod standardize;
 
 pub use batch::{StepKey, batch_rows};
 pub use data::{DataPlan, Partition};
-pub use model::{Evaluation, Input, Model, ModelError, TensorLayout};
+pub use model::{Confusion, Evaluation, Input, Model, ModelError, TensorLayout};
 pub use optim::Optimizer;
 pub use sparse::{CsrMatrix, Features};
 pub use standardize::{FeatureMoments, Standardization};

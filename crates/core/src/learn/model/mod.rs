@@ -22,7 +22,7 @@ mod resnet;
 
 use std::ops::Range;
 
-pub use net::Net;
+pub use net::{Confusion, Net};
 
 use crate::config::{Config, Loss, ModelKind};
 use crate::error::InputError;
@@ -283,6 +283,26 @@ impl Model {
                     loss_sum,
                     correct: Some(correct),
                 })
+            }
+        }
+    }
+
+    /// As [`Model::evaluate`], with the confusion matrix of a classifier's
+    /// predictions (`None` for a linear model).
+    pub fn evaluate_confusion(
+        &self,
+        part: &Partition,
+        theta: &[f64],
+    ) -> Result<(Evaluation, Option<Confusion>), ModelError> {
+        match self {
+            Model::Linear { .. } => Ok((self.evaluate(part, theta)?, None)),
+            Model::Net(net) => {
+                let (loss_sum, confusion) = net.confusion(part, theta)?;
+                let evaluation = Evaluation {
+                    loss_sum,
+                    correct: Some(confusion.correct()),
+                };
+                Ok((evaluation, Some(confusion)))
             }
         }
     }

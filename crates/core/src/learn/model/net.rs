@@ -462,8 +462,20 @@ impl Net {
     /// every sample of `part` at `theta` (no dropout), in chunks of
     /// `EVAL_CHUNK`.
     pub fn evaluate(&self, part: &Partition, theta: &[f64]) -> Result<(f64, usize), ModelError> {
+        let (loss_sum, confusion) = self.confusion(part, theta)?;
+        Ok((loss_sum, confusion.correct()))
+    }
+
+    /// The loss sum over every sample of `part` at `theta` (no dropout) and
+    /// the confusion matrix of its predictions (the class of the largest logit).
+    pub fn confusion(
+        &self,
+        part: &Partition,
+        theta: &[f64],
+    ) -> Result<(f64, Confusion), ModelError> {
         let (tensors, _) = self.tensors(theta, false)?;
-        let (mut loss_sum, mut correct) = (0.0, 0);
+        let mut loss_sum = 0.0;
+        let mut confusion = Confusion::new(self.classes);
         let rows: Vec<usize> = (0..part.len()).collect();
         for chunk in rows.chunks(EVAL_CHUNK) {
             let (x, labels) = self.batch(part, chunk)?;
@@ -480,9 +492,62 @@ impl Net {
                 .to_scalar::<f64>()?;
             let predicted = logits.argmax(D::Minus1)?.to_vec1::<u32>()?;
             let truth = labels.to_vec1::<u32>()?;
-            correct += predicted.iter().zip(&truth).filter(|(a, b)| a == b).count();
+            for (&t, &p) in truth.iter().zip(&predicted) {
+                confusion.add(t as usize, p as usize);
+            }
         }
-        Ok((loss_sum, correct))
+        Ok((loss_sum, confusion))
+    }
+}
+
+/// Counts of (true class, predicted class) over a set of samples.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confusion {
+    /// `counts[t][p]`: samples of class `t` predicted as `p`.
+    pub counts: Vec<Vec<u64>>,
+}
+
+impl Confusion {
+    /// No samples over `classes` classes.
+    pub fn new(classes: usize) -> Self {
+        Self {
+            counts: vec![vec![0; classes]; classes],
+        }
+    }
+
+    fn add(&mut self, truth: usize, predicted: usize) {
+        self.counts[truth][predicted] += 1;
+    }
+
+    /// Add the counts of `other` (over as many classes).
+    pub fn merge(&mut self, other: &Confusion) {
+        for (row, o) in self.counts.iter_mut().zip(&other.counts) {
+            for (c, v) in row.iter_mut().zip(o) {
+                *c += v;
+            }
+        }
+    }
+
+    /// Samples counted.
+    pub fn samples(&self) -> u64 {
+        self.counts.iter().flatten().sum()
+    }
+
+    /// Samples predicted as their class.
+    pub fn correct(&self) -> usize {
+        (0..self.counts.len())
+            .map(|c| self.counts[c][c] as usize)
+            .sum()
+    }
+
+    /// Per class: the share of its samples predicted as it (NaN for a class
+    /// with no samples).
+    pub fn class_accuracy(&self) -> Vec<f64> {
+        self.counts
+            .iter()
+            .enumerate()
+            .map(|(c, row)| row[c] as f64 / row.iter().sum::<u64>() as f64)
+            .collect()
     }
 }
 
