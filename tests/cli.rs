@@ -402,6 +402,31 @@ fn every_invalid_config_exits_2_naming_its_field() {
     }
 }
 
+/// A mini-batch larger than the smallest partition, which `train` refuses,
+/// `check` refuses too (issue 39: it accepted batch_size = 20000), for
+/// least squares and logistic data, naming the key and the partition size.
+#[test]
+fn check_refuses_a_batch_larger_than_a_partition_as_train_does() {
+    for (name, text) in [
+        ("batch-linear", "workers = 4\n[data]\ntrain_samples = 400\n"),
+        (
+            "batch-logistic",
+            "workers = 4\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\n[model]\nkind = \"linear\"\nloss = \"logistic\"\n",
+        ),
+    ] {
+        let path = write_config(name, text);
+        let p = path.to_str().unwrap();
+        let out = gradcode(&["check", "--config", p, "--set", "train.batch_size=20000"]);
+        assert_rejected(
+            name,
+            &out,
+            "train.batch_size = 20000 is larger than the smallest partition (100 samples",
+        );
+        let out = gradcode(&["check", "--config", p, "--set", "train.batch_size=100"]);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn missing_config_file_is_bad_input() {
     let out = gradcode(&["check", "--config", "/nonexistent/gradcode.toml"]);

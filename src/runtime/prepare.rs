@@ -32,7 +32,6 @@ pub(super) fn prepare(options: &TrainOptions, world_size: usize) -> Result<Prepa
     check_world(&loaded.config, world_size)?;
     check_trainable(&loaded.config, scheme.as_ref())?;
     crate::learn::data::check_data_files(&loaded.config, scheme.partitions())?;
-    check_batch(&loaded.config, scheme.as_ref())?;
     // Last: the path is checked, the file created when training starts,
     // with the data files' fingerprint a resume checks.
     let mut trace = TraceSink::for_run(&loaded.config, scheme.as_ref(), target(options))?;
@@ -92,27 +91,11 @@ fn prepare_resume(
             path.display()
         );
     }
-    check_batch(&loaded.config, scheme.as_ref())?;
     Ok(Prepared {
         loaded,
         scheme,
         trace: Some(trace),
     })
-}
-
-/// `train.batch_size` against the scheme's partitions, when the number of
-/// training samples is known without reading a file (synthetic and image
-/// data; text files are checked when they are read).
-fn check_batch(config: &Config, scheme: &dyn Scheme) -> Result<(), InputError> {
-    use crate::config::DataKind;
-    match config.data.kind {
-        DataKind::Libsvm | DataKind::Csv => Ok(()),
-        _ => crate::learn::data::check_batch(
-            config.train.batch_size,
-            config.data.train_samples,
-            scheme.partitions(),
-        ),
-    }
 }
 
 /// Print the keys that are set but unused, and the loader's other warnings

@@ -43,7 +43,9 @@ pub struct FormatChoice {
 }
 
 /// The cheap checks of the data files of `config` (`data.path`,
-/// `data.test_path`), made before anything is written: each exists, is a
+/// `data.test_path`) and of `train.batch_size` against the partitions
+/// (when the samples are known without reading a text file), made before
+/// anything is written: each file exists, is a
 /// file that can be read, and its first [`CHECK_ROWS`] data rows parse
 /// (labels, features, the CSV header and width; a shorter file: that it has
 /// rows and features). `DataPlan::new` reads the whole files later.
@@ -75,6 +77,11 @@ pub fn check_data_files(config: &Config, partitions: usize) -> Result<FormatChoi
         }
         DataKind::Libsvm | DataKind::Csv => None,
     };
+    // The number of training samples of text files is known when they are
+    // read (DataPlan::new checks the batch then).
+    if input.is_some() {
+        check_batch(config.train.batch_size, d.train_samples, partitions)?;
+    }
     let model = match input {
         Some(input) => Some(Model::new(config, input)?.describe()),
         None => None,
