@@ -255,6 +255,64 @@ fn assert_evaluate_reproduces(
     common::assert_rejected(name, &out, "seed");
 }
 
+/// IDX data without `train_samples` / `test_samples` uses every image of
+/// its files (issue 39: the synthetic defaults 2000 / 400 were used
+/// silently); `check` prints the counts, where they come from, and the
+/// memory per process of the model and of the samples.
+#[test]
+fn idx_data_without_counts_uses_every_image_and_check_says_so() {
+    let counted = images();
+    let uncounted: String = counted
+        .lines()
+        .filter(|l| !l.contains("_samples"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let model = "[model]\nkind = \"mlp\"\nhidden = [32]\n[train]\nbatch_size = 8\n";
+    for (name, data, train, test, source) in [
+        ("every-image", &uncounted, 480, 60, "every image"),
+        ("counted", &counted, 480, 60, "set"),
+        (
+            "one-count",
+            &format!("{uncounted}test_samples = 10\n"),
+            480,
+            10,
+            "every image",
+        ),
+    ] {
+        let path = common::scratch(DIR, &format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!("workers = 4\n[scheme]\nkind = \"uncoded\"\n{data}{model}"),
+        )
+        .unwrap();
+        let out = common::gradcode(&["check", "--config", path.to_str().unwrap(), "--json"]);
+        assert!(out.status.success(), "{name}: {}", common::stderr(&out));
+        let v = common::json(&out);
+        assert_eq!(
+            v["samples"]["train_samples"], train,
+            "{name}: {}",
+            v["samples"]
+        );
+        assert_eq!(v["samples"]["test_samples"], test, "{name}");
+        assert_eq!(v["samples"]["source"], source, "{name}");
+        // The resolved config (what a trace stores) says the counts.
+        assert_eq!(v["config"]["data"]["train_samples"], train, "{name}");
+        assert_eq!(v["config"]["data"]["test_samples"], test, "{name}");
+        // 4 partitions of 120 images of 16x16, one stored per worker
+        // (uncoded), in f64: 120 x 256 x 8 bytes = 0.23 MiB, rounded up.
+        assert_eq!(v["memory"]["worker_data_mib"], 1, "{name}: {}", v["memory"]);
+        let d = 256 * 32 + 32 + 32 * 10 + 10;
+        let master = (6 * 8 * d as u64).div_ceil(1 << 20);
+        assert_eq!(v["memory"]["master_mib"], master, "{name}: {}", v["memory"]);
+        let out = common::gradcode(&["check", "--config", path.to_str().unwrap()]);
+        let text = common::stdout(&out);
+        assert!(
+            text.contains(&format!("samples       {train} training, {test} test")),
+            "{name}: {text}"
+        );
+    }
+}
+
 #[test]
 fn in_single_precision_a_coded_run_follows_uncoded_f32_sgd() {
     // Each partition's f32 gradient is the same on every worker that

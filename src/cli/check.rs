@@ -106,6 +106,12 @@ struct CheckReport {
     /// The model (`model.kind`) in one line: its layers and parameters.
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<String>,
+    /// Synthetic and image data: the samples used and where the counts come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    samples: Option<SamplesReport>,
+    /// A network's least memory per process and the dense samples it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<MemoryReport>,
     /// A LIBSVM or CSV data set as `train` reads it (the whole files, the
     /// standardisation and the test rows checked as `train`'s master does).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -264,6 +270,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         .collect();
     let tolerance = scheme.tolerance();
     let k = scheme.workers();
+    let memory = memory_report(config, &format, scheme.as_ref());
     let report = CheckReport {
         origin: loaded.origin.clone(),
         scheme: entry.name().to_string(),
@@ -276,6 +283,8 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
             storage: format.storage.name(),
             reason: format.reason,
         },
+        samples: samples_report(&loaded),
+        memory,
         model: format.model.or(file_model),
         data_files,
         clusters: plan.clusters.iter().map(|c| one_based(c)).collect(),
@@ -360,6 +369,87 @@ fn aggregate_line(
             RuntimeAggregate::AUTO_REDUCE_BYTES.div_ceil(8) - 1
         ),
     }
+}
+
+/// The samples of synthetic and image data (known without reading a text
+/// file) and where the counts come from.
+#[derive(Serialize)]
+struct SamplesReport {
+    train_samples: usize,
+    test_samples: usize,
+    /// `set` (both keys given), `every image` (an image file's count, a key
+    /// unset) or `default` (synthetic data without the keys).
+    source: &'static str,
+}
+
+/// The least memory one process of a network run needs, MiB (the model's
+/// floors of `crate::learn::model::memory`), and the dense samples it holds.
+#[derive(Serialize)]
+struct MemoryReport {
+    /// The master's vectors of d parameters.
+    master_mib: u64,
+    /// A worker's vectors, candle's copy of θ and its gradient, one batch's activations.
+    worker_mib: u64,
+    /// The dense training samples of the worker that stores the most partitions (null: sparse data).
+    worker_data_mib: Option<u64>,
+    /// The dense test samples the master holds (null: sparse data).
+    master_test_mib: Option<u64>,
+}
+
+/// MiB, rounded up, of `bytes`.
+fn mib(bytes: u128) -> u64 {
+    bytes.div_ceil(1 << 20) as u64
+}
+
+fn samples_report(loaded: &crate::config::LoadedConfig) -> Option<SamplesReport> {
+    use crate::config::DataKind;
+    let d = &loaded.config.data;
+    if matches!(d.kind, DataKind::Libsvm | DataKind::Csv) {
+        return None;
+    }
+    let set = ["data.train_samples", "data.test_samples"]
+        .iter()
+        .all(|k| loaded.explicit.contains(*k));
+    let source = match (set, d.kind) {
+        (true, _) => "set",
+        (false, DataKind::Idx) => "every image",
+        (false, _) => "default",
+    };
+    Some(SamplesReport {
+        train_samples: d.train_samples,
+        test_samples: d.test_samples,
+        source,
+    })
+}
+
+/// The memory floors of a network, with its dense samples per process.
+fn memory_report(
+    config: &Config,
+    format: &crate::learn::data::FormatChoice,
+    scheme: &dyn crate::coding::Scheme,
+) -> Option<MemoryReport> {
+    let features = format.features;
+    let memory = format.memory?;
+    let dense = format.storage == crate::learn::data::Storage::Dense;
+    let rows = config
+        .data
+        .train_samples
+        .div_ceil(scheme.partitions().max(1)) as u128;
+    let stored = (0..scheme.workers())
+        .map(|w| scheme.stored(w).len())
+        .max()
+        .unwrap_or(0) as u128;
+    let data = |samples: u128| {
+        features
+            .filter(|_| dense)
+            .map(|f| mib(samples * f as u128 * 8))
+    };
+    Some(MemoryReport {
+        master_mib: mib(memory.master_bytes()),
+        worker_mib: mib(memory.worker_bytes()),
+        worker_data_mib: data(stored * rows),
+        master_test_mib: data(config.data.test_samples as u128),
+    })
 }
 
 /// The samples and features of a LIBSVM or CSV data set.
@@ -514,8 +604,32 @@ fn print_text(r: &CheckReport) {
             d.features
         );
     }
+    if let Some(n) = &r.samples {
+        let source = match n.source {
+            "set" => "data.train_samples, data.test_samples",
+            "every image" => "every image of the files, a count unset",
+            _ => "the synthetic defaults",
+        };
+        crate::outln!(
+            "samples       {} training, {} test ({source})",
+            n.train_samples,
+            n.test_samples
+        );
+    }
     if let Some(model) = &r.model {
         crate::outln!("model         {model}");
+    }
+    if let Some(m) = &r.memory {
+        let with = |data: Option<u64>, what: &str| {
+            data.map_or(String::new(), |d| format!(" + {d} MiB {what}"))
+        };
+        crate::outln!(
+            "memory        at least {} MiB in the master{}, {} MiB in a worker{} (model.max_memory_mib counts the model's part)",
+            m.master_mib,
+            with(m.master_test_mib, "of test samples"),
+            m.worker_mib,
+            with(m.worker_data_mib, "of its partitions' samples")
+        );
     }
     if !r.clusters.is_empty() {
         crate::outln!(

@@ -6,6 +6,8 @@
 //! `[scheme]` as given) and [`crate::coding`] (whose registry knows the
 //! schemes), and checks, in order:
 //!
+//! 0. image data without `data.train_samples` / `data.test_samples` gets
+//!    the counts of its files (every image);
 //! 1. `scheme.kind` and every `simulate.compare` entry name a registered
 //!    scheme (errors list the registered names);
 //! 2. every `[scheme]` key, and every key of a variant's `set`, is read by
@@ -65,7 +67,8 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Setup, In
 
 /// Check a parsed config against `registry` ([`resolve`]), then build the
 /// scheme of every `simulate.compare` entry and that of `scheme.kind`.
-pub fn from_parsed(registry: &Registry, loaded: LoadedConfig) -> Result<Setup, InputError> {
+pub fn from_parsed(registry: &Registry, mut loaded: LoadedConfig) -> Result<Setup, InputError> {
+    every_image(&mut loaded)?;
     let mut loaded = resolve(registry, loaded)?;
     let config = &loaded.config;
     let main = CompareEntry::Kind(config.scheme.kind.clone());
@@ -88,6 +91,29 @@ pub fn from_parsed(registry: &Registry, loaded: LoadedConfig) -> Result<Setup, I
         entry,
         scheme,
     })
+}
+
+/// Image data (`data.kind = "idx"`) without `data.train_samples` or
+/// `data.test_samples` uses every image of its file: the counts its IDX
+/// header declares are filled in (so the resolved config a trace stores, and
+/// the workers receive, says how many), and the config is checked again with
+/// them. A file that cannot be read leaves the defaults, and the data checks
+/// name the file.
+fn every_image(loaded: &mut LoadedConfig) -> Result<(), InputError> {
+    if loaded.config.data.kind != config::DataKind::Idx {
+        return Ok(());
+    }
+    let Some((train, test)) = crate::learn::images::image_counts(&loaded.config.data) else {
+        return Ok(());
+    };
+    let d = &mut loaded.config.data;
+    if !loaded.explicit.contains("data.train_samples") {
+        d.train_samples = train;
+    }
+    if !loaded.explicit.contains("data.test_samples") {
+        d.test_samples = test;
+    }
+    config::validate(&loaded.config)
 }
 
 /// A built scheme that clusters by a rate threshold (gc-dc) whose threshold

@@ -2,7 +2,8 @@
 //! and their labels, found by path or by a named set that a package installs.
 //!
 //! The training samples are `data.train_samples` images of the training
-//! file, the test samples `data.test_samples` images of the test file, each
+//! file, the test samples `data.test_samples` images of the test file (each
+//! unset: every image of its file, [`image_counts`], filled in by the loader), each
 //! chosen by a seeded permutation that every process computes alike (so the
 //! partitions mix the classes whatever order the file has). Pixels are
 //! scaled to [0, 1] and, with `data.standardize`, normalised per channel
@@ -81,6 +82,15 @@ pub struct ImageFiles {
     pub train_labels: PathBuf,
     pub test_images: PathBuf,
     pub test_labels: PathBuf,
+}
+
+/// The images of the training and of the test image file of `d`, as their
+/// IDX headers declare (read without reading the images); `None` when a file
+/// cannot be found or its header read: the data checks name it then.
+pub fn image_counts(d: &DataConfig) -> Option<(usize, usize)> {
+    let files = ImageFiles::of(d).ok()?;
+    let items = |path: &Path| idx_header(path, d.max_matrix_mib).ok()?.first().copied();
+    Some((items(&files.train_images)?, items(&files.test_images)?))
 }
 
 impl ImageFiles {

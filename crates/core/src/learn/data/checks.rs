@@ -6,6 +6,7 @@ use super::storage::{Storage, choose_storage};
 use crate::config::{Config, DataFormat, DataKind, SPARSE_DENSITY_THRESHOLD};
 use crate::error::InputError;
 use crate::learn::images::ImageSource;
+use crate::learn::model::memory::NetMemory;
 use crate::learn::model::{Input, Model};
 
 /// `train.batch_size` against the smallest of `partitions` partitions of
@@ -40,6 +41,11 @@ pub struct FormatChoice {
     /// The model's one-line description (`Model::describe`), when its input
     /// is known without reading a text file (synthetic and image data).
     pub model: Option<String>,
+    /// A network's least memory in one process (the master's and a
+    /// worker's floors, [`crate::learn::model::memory`]), when its input is known.
+    pub memory: Option<NetMemory>,
+    /// The features of a sample, when known without reading a text file.
+    pub features: Option<usize>,
 }
 
 /// The cheap checks of the data files of `config` (`data.path`,
@@ -82,9 +88,19 @@ pub fn check_data_files(config: &Config, partitions: usize) -> Result<FormatChoi
     if input.is_some() {
         check_batch(config.train.batch_size, d.train_samples, partitions)?;
     }
-    let model = match input {
-        Some(input) => Some(Model::new(config, input)?.describe()),
-        None => None,
+    let features = input.map(|i| i.features);
+    let (model, memory) = match input {
+        Some(input) => {
+            let model = Model::new(config, input)?;
+            let memory = match &model {
+                Model::Net(net) => {
+                    Some(net.memory(config.train.batch_size.unwrap_or(partition_rows)))
+                }
+                Model::Linear { .. } => None,
+            };
+            (Some(model.describe()), memory)
+        }
+        None => (None, None),
     };
     let (storage, reason) = match d.kind {
         DataKind::Idx => (Storage::Dense, "images are dense".to_string()),
@@ -94,6 +110,8 @@ pub fn check_data_files(config: &Config, partitions: usize) -> Result<FormatChoi
         storage,
         reason,
         model,
+        memory,
+        features,
     })
 }
 
