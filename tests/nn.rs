@@ -96,12 +96,13 @@ fn train(name: &str, text: &str, extra: &[&str]) -> (serde_json::Value, PathBuf)
 /// the schemes and the decode: at iteration t the update is the mean of the
 /// gradients of the partitions `recovered(t)` on their batches (every
 /// partition: uncoded SGD). Returns the final θ and each iteration's batch
-/// loss: the objective over the samples of the update, at its model.
+/// loss and batch accuracy: the objective over the samples of the update,
+/// at its model, and the share of them its training passes predicted.
 fn reference(
     config: &Config,
     partitions: usize,
     recovered: impl Fn(u64) -> Vec<usize>,
-) -> (Vec<f64>, Vec<f64>) {
+) -> (Vec<f64>, Vec<(f64, f64)>) {
     let plan = DataPlan::new(config, partitions).unwrap();
     let ids: Vec<usize> = (0..partitions).collect();
     let parts = plan.load(&ids).unwrap();
@@ -115,13 +116,14 @@ fn reference(
         let mut sum = vec![0.0; d];
         let mut loss_sum = 0.0;
         let mut samples = 0;
+        let mut correct = 0;
         for p in recovered(t) {
             let key = StepKey {
                 seed: config.seed,
                 partition: p,
                 iteration: t,
             };
-            model
+            correct += model
                 .partition_gradient(
                     &parts[p],
                     config.train.batch_size,
@@ -129,14 +131,18 @@ fn reference(
                     opt.eval_point(),
                     &mut one,
                 )
-                .unwrap();
+                .unwrap()
+                .expect("a network counts its correct predictions");
             for (s, g) in sum.iter_mut().zip(&one) {
                 *s += g;
             }
             loss_sum += one[d];
             samples += config.train.batch_size.unwrap().min(parts[p].len());
         }
-        batch_losses.push(opt.objective(loss_sum, samples));
+        batch_losses.push((
+            opt.objective(loss_sum, samples),
+            correct as f64 / samples as f64,
+        ));
         opt.step(&sum, samples);
     }
     (opt.theta().to_vec(), batch_losses)
@@ -171,12 +177,19 @@ fn assert_layout(name: &str, trace: &Path, dim: usize) {
     assert_eq!(names.len(), layout.len(), "{name}: distinct names: {text}");
 }
 
-/// The trace's `/iteration/batch_loss` equals `want` at every iteration
-/// (relative error at most 1e-12, every value finite).
-fn assert_batch_losses(name: &str, trace: &Path, want: &[f64]) {
+/// The trace's `/iteration/batch_loss` equals the oracle's at every
+/// iteration (relative error at most 1e-12, every value finite), and
+/// `/iteration/batch_accuracy` its share of correct predictions exactly.
+fn assert_batch_losses(name: &str, trace: &Path, want: &[(f64, f64)]) {
     let records = gradcode::trace::read_trace(trace, "/").unwrap().records;
     assert_eq!(records.len(), want.len(), "{name}");
-    for (t, (r, &want)) in records.iter().zip(want).enumerate() {
+    for (t, (r, &(want, accuracy))) in records.iter().zip(want).enumerate() {
+        assert_eq!(
+            r.batch_accuracy,
+            accuracy,
+            "{name}: iteration {}: batch accuracy",
+            t + 1
+        );
         let err = (r.batch_loss - want).abs() / want.abs().max(f64::MIN_POSITIVE);
         assert!(
             r.batch_loss.is_finite() && err <= 1e-12,

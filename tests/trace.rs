@@ -244,6 +244,7 @@ fn distinct_records(workers: usize, iterations: usize) -> Vec<IterationRecord> {
             r.stale_dropped = 500 + i as u64;
             r.train_loss = if i == 1 { f64::NAN } else { 6.0 / (1.0 + x) };
             r.batch_loss = 6.5 / (1.0 + x) + 0.25;
+            r.batch_accuracy = 0.125 + 0.02 * x;
             r.test_loss = 7.0 / (1.0 + x) + 0.5;
             r.test_accuracy = if i % 2 == 0 {
                 0.25 + 0.01 * x

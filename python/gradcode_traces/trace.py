@@ -97,12 +97,14 @@ class Run:
     (iterations x workers; column k is worker k + 1); flags (u8) are bool.
     The schema's datasets are also attributes (`duration_s`, `decodable_s`, `decode_s`,
     `recovered_fraction`, `messages_used`, `messages_received`,
-    `stale_dropped`, `train_loss`, `batch_loss`, `test_loss`, `test_accuracy`,
+    `stale_dropped`, `train_loss`, `batch_loss`, `batch_accuracy`, `test_loss`, `test_accuracy`,
     `elapsed_s`, `finish_s`, `straggling`, `cluster`, `used`, `overrun_s`,
     `message_bytes`, `compute_s`, `received_s`),
     None when the file lacks them (only `iteration/duration_s` is required;
     `batch_loss`, the objective over the samples each update used (the recovered
     partitions' mini-batches), recorded at every iteration, is absent from traces older than it;
+    `batch_accuracy`, a network's share of those samples its training passes predicted
+    correctly, likewise (NaN throughout for a linear model);
     `test_accuracy`, a network's share of test samples classified correctly,
     is absent from traces older than it and NaN throughout for a linear model;
     `elapsed_s`, the seconds since the run started at the end of each
@@ -115,7 +117,8 @@ class Run:
     """
 
     ITERATION = ("duration_s", "decodable_s", "decode_s", "recovered_fraction", "messages_used", "messages_received",
-                 "stale_dropped", "train_loss", "batch_loss", "test_loss", "test_accuracy", "elapsed_s")
+                 "stale_dropped", "train_loss", "batch_loss", "batch_accuracy", "test_loss", "test_accuracy",
+                 "elapsed_s")
     WORKER = ("finish_s", "straggling", "cluster", "used", "overrun_s", "message_bytes", "compute_s", "received_s")
 
     def __init__(self, group, where, label, scheme=None, trial=None, workers=None, kind=None):

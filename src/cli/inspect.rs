@@ -356,9 +356,13 @@ mod imp {
                 );
             }
         }
-        if let Some(a) = &s.test_accuracy {
+        for (label, a) in [
+            ("batch accuracy", &s.batch_accuracy),
+            ("test accuracy", &s.test_accuracy),
+        ] {
+            let Some(a) = a else { continue };
             line(
-                "test accuracy",
+                label,
                 format!(
                     "{} (iteration {}) → {} (iteration {}); best {} (iteration {}); {} evaluated",
                     accuracy(a.first),

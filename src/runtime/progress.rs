@@ -25,6 +25,15 @@ pub struct Progress {
     test_accuracy: f64,
 }
 
+/// ", batch accuracy 0.8125" for a network's iteration, else nothing.
+fn batch_accuracy_text(batch_accuracy: f64) -> String {
+    if batch_accuracy.is_finite() {
+        format!(", batch accuracy {batch_accuracy:.4}")
+    } else {
+        String::new()
+    }
+}
+
 impl Progress {
     /// A resumed run's mean counts the iterations before it (told at the start).
     pub fn new(config: &Config, quiet: bool) -> Self {
@@ -94,8 +103,9 @@ impl Observer for Progress {
         if let Some(bar) = &self.bar {
             bar.set_position(done as u64);
             bar.set_message(format!(
-                "batch loss {:.4e}{}  mean iteration {:.4} s ({:.4} s wall clock)",
+                "batch loss {:.4e}{}{}  mean iteration {:.4} s ({:.4} s wall clock)",
                 r.batch_loss,
+                batch_accuracy_text(r.batch_accuracy),
                 self.accuracy_text(),
                 mean,
                 wall
@@ -108,9 +118,10 @@ impl Observer for Progress {
             };
             let eta_s = wall * self.total.saturating_sub(done) as f64;
             crate::errln!(
-                "iteration {done}/{}: batch loss {:.6e}{train}{}, mean iteration {:.4} s ({:.4} s wall clock, {:.1} iterations/s, {:.0} s to go), recovered {:.3}",
+                "iteration {done}/{}: batch loss {:.6e}{}{train}{}, mean iteration {:.4} s ({:.4} s wall clock, {:.1} iterations/s, {:.0} s to go), recovered {:.3}",
                 self.total,
                 r.batch_loss,
+                batch_accuracy_text(r.batch_accuracy),
                 self.accuracy_text(),
                 mean,
                 wall,

@@ -386,17 +386,28 @@ pub struct ResultHeader {
     /// learns the losses of the partitions it covers, which gives the
     /// full-data training loss when the decode recovers only some partitions.
     pub losses: Vec<f64>,
+    /// A classifier's count of each computation's batch samples predicted
+    /// correctly in its training pass (same order as `losses`; empty for a
+    /// linear model): the master's batch accuracy over the partitions it
+    /// recovers.
+    pub correct: Vec<f64>,
 }
 
-/// Length of a result header's fixed part; `computations` losses follow.
+/// Length of a result header's fixed part; `computations` losses follow
+/// (and, from a classifier, as many counts of correct predictions).
 pub const RESULT_HEADER: usize = 8;
 
-/// Bytes a result crosses the network as: its header (the fixed part and
-/// one loss per computation) and its vector of `vector_len` values (d + 1),
-/// every value an f64. What `train` records per worker in
+/// Bytes a result crosses the network as: its header (the fixed part, one
+/// loss per computation and, from a classifier, one count per computation:
+/// `per_computation` values of each computation) and its vector of `vector_len`
+/// values (d + 1), every value an f64. What `train` records per worker in
 /// `/worker/message_bytes` (issue 26, item 2).
-pub fn result_message_bytes(computations: usize, vector_len: usize) -> usize {
-    (RESULT_HEADER + computations + vector_len) * size_of::<f64>()
+pub fn result_message_bytes(
+    computations: usize,
+    per_computation: usize,
+    vector_len: usize,
+) -> usize {
+    (RESULT_HEADER + per_computation * computations + vector_len) * size_of::<f64>()
 }
 
 impl ResultHeader {
@@ -414,6 +425,12 @@ impl ResultHeader {
             self.overrun_s,
         ]);
         out.extend_from_slice(&self.losses);
+        out.extend_from_slice(&self.correct);
+    }
+
+    /// Header values per computation: its loss, and a classifier's count.
+    pub fn per_computation(&self) -> usize {
+        if self.correct.is_empty() { 1 } else { 2 }
     }
 
     pub fn decode(data: &[f64]) -> Result<Self, ProtocolError> {
@@ -430,19 +447,31 @@ impl ResultHeader {
             compute_cpu_s: r.f64()?,
             overrun_s: r.f64()?,
             losses: Vec::new(),
+            correct: Vec::new(),
         };
         let rest = r.rest();
-        if rest.len() != header.computations {
+        let c = header.computations;
+        if rest.len() != c && (c == 0 || rest.len() != 2 * c) {
             return Err(malformed(
                 "result",
                 format!(
-                    "{} losses after the header of {} computations",
+                    "{} values after the header of {c} computations (a loss each, and a count each from a classifier)",
                     rest.len(),
-                    header.computations
                 ),
             ));
         }
-        header.losses = rest.to_vec();
+        let (losses, correct) = rest.split_at(c);
+        if let Some(bad) = correct
+            .iter()
+            .find(|v| !(v.is_finite() && **v >= 0.0 && v.fract() == 0.0))
+        {
+            return Err(malformed(
+                "result",
+                format!("a count of correct predictions is {bad}, not a count"),
+            ));
+        }
+        header.losses = losses.to_vec();
+        header.correct = correct.to_vec();
         Ok(header)
     }
 }
@@ -674,6 +703,7 @@ mod tests {
             compute_cpu_s: 0.25,
             overrun_s: 0.0,
             losses: vec![1.25, 3.5],
+            correct: Vec::new(),
         };
         let mut buf = Vec::new();
         h.encode_into(&mut buf);
@@ -681,8 +711,30 @@ mod tests {
         assert_eq!(ResultHeader::decode(&buf).unwrap(), h);
         // The bytes train records: the encoded header and a vector of d + 1.
         assert_eq!(
-            result_message_bytes(h.computations, 11),
+            result_message_bytes(h.computations, h.per_computation(), 11),
             (buf.len() + 11) * 8
+        );
+        // A classifier's header: a count of correct predictions per computation.
+        let counted = ResultHeader {
+            correct: vec![3.0, 0.0],
+            ..h.clone()
+        };
+        let mut with_counts = Vec::new();
+        counted.encode_into(&mut with_counts);
+        assert_eq!(with_counts.len(), RESULT_HEADER + 4);
+        assert_eq!(ResultHeader::decode(&with_counts).unwrap(), counted);
+        assert_eq!(
+            result_message_bytes(2, counted.per_computation(), 11),
+            (with_counts.len() + 11) * 8
+        );
+        for bad in [-1.0, 0.5, f64::NAN] {
+            let mut wrong = with_counts.clone();
+            wrong[RESULT_HEADER + 3] = bad;
+            assert!(ResultHeader::decode(&wrong).is_err(), "count {bad}");
+        }
+        assert!(
+            ResultHeader::decode(&with_counts[..RESULT_HEADER + 3]).is_err(),
+            "a count missing"
         );
         // The header a reduce's model times (network::reduce) is this one.
         assert_eq!(

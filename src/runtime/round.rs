@@ -122,6 +122,9 @@ pub(super) struct MpiRound<'c> {
     /// The loss sum of each partition at this iteration's model, from the
     /// headers of its results (NaN: not known yet).
     partition_loss: Vec<f64>,
+    /// Per partition: a classifier's correct predictions of its batch this
+    /// iteration, from the result headers received (NaN until one comes).
+    partition_correct: Vec<f64>,
     /// The unreachable-loss reason was said as a warning (once a run).
     warned_unreachable_loss: bool,
     /// A worker's signal that came while [`Round::full_loss`] waited: the
@@ -197,6 +200,7 @@ impl<'c> MpiRound<'c> {
             received_in_use: 0,
             partitions,
             partition_loss: Vec::new(),
+            partition_correct: Vec::new(),
             warned_unreachable_loss: false,
             pending_signal: None,
             counted_compute_s: Vec::new(),
@@ -253,6 +257,8 @@ impl<'c> MpiRound<'c> {
         }
         self.partition_loss.clear();
         self.partition_loss.resize(self.partitions, f64::NAN);
+        self.partition_correct.clear();
+        self.partition_correct.resize(self.partitions, f64::NAN);
         Ok(())
     }
 
@@ -558,6 +564,9 @@ impl<'c> MpiRound<'c> {
         }
         for (&p, &loss) in work.compute.iter().zip(&header.losses) {
             self.partition_loss[p] = loss;
+        }
+        for (&p, &correct) in work.compute.iter().zip(&header.correct) {
+            self.partition_correct[p] = correct;
         }
         Ok(Incoming::Result {
             header,
@@ -867,7 +876,11 @@ impl Round for MpiRound<'_> {
             // vector stays at its worker for a reduce), the worker's compute,
             // and when the last byte had arrived.
             let vector_len = vector.as_ref().map_or(0, |&(_, len)| len);
-            let bytes = protocol::result_message_bytes(header.computations, vector_len);
+            let bytes = protocol::result_message_bytes(
+                header.computations,
+                header.per_computation(),
+                vector_len,
+            );
             report.message_bytes[w] = report.message_bytes[w].max(0.0) + bytes as f64;
             report.compute_s[w] = header.compute_s;
             report.received_s[w] = f64::NAN;
@@ -1008,6 +1021,11 @@ impl Round for MpiRound<'_> {
 
     fn measures_time(&self) -> bool {
         true
+    }
+
+    fn batch_correct(&self, recovered: &[usize]) -> Option<f64> {
+        let sum: f64 = recovered.iter().map(|&p| self.partition_correct[p]).sum();
+        sum.is_finite().then_some(sum)
     }
 
     fn full_loss(

@@ -306,6 +306,9 @@ struct Worker<'a> {
     theta: Vec<f64>,
     /// Per computation slot of a task: gradient sum and loss sum (dim + 1).
     slots: Vec<Vec<f64>>,
+    /// Per computation slot: a classifier's count of the batch's samples
+    /// its training pass predicted correctly (sent in the result header).
+    slot_correct: Vec<f64>,
     /// Per stored partition, for a linear model's full-batch gradient on
     /// sparse features: the entries it can make non-zero (the columns its
     /// rows store, then the loss at d), when they are at most a quarter of
@@ -411,6 +414,7 @@ pub(super) fn run(
         index,
         theta: vec![0.0; dim],
         slots: Vec::new(),
+        slot_correct: Vec::new(),
         supports,
         slot_holds: Vec::new(),
         packing,
@@ -544,6 +548,7 @@ impl Worker<'_> {
         while self.slots.len() < work.compute.len() {
             self.slots.push(vec![0.0; dim + 1]);
             self.slot_holds.push(None);
+            self.slot_correct.push(f64::NAN);
         }
         if self.reduce {
             self.kept_iteration = Some(task.iteration);
@@ -597,9 +602,11 @@ impl Worker<'_> {
                         partition: p,
                         iteration: task.iteration,
                     };
-                    self.model
+                    let correct = self
+                        .model
                         .partition_gradient(part, self.batch, key, &self.theta, g)
                         .map_err(|e| anyhow::anyhow!("partition {}: {e}", p + 1))?;
+                    self.slot_correct[slot] = correct.map_or(f64::NAN, |c| c as f64);
                 }
             }
             compute.wall_s += busy.elapsed().as_secs_f64();
@@ -717,6 +724,12 @@ impl Worker<'_> {
                 .iter()
                 .map(|slot| slot[dim])
                 .collect(),
+            // A classifier's correct predictions of each computation's batch.
+            correct: if self.model.classifies() {
+                self.slot_correct[..message.after].to_vec()
+            } else {
+                Vec::new()
+            },
         };
         header.encode_into(&mut self.header);
         let comm = self.link.comm;

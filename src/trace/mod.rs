@@ -21,6 +21,7 @@
 //! /iteration/stale_dropped       u64 [iterations]            results of older iterations received and dropped
 //! /iteration/train_loss          f64 [iterations]            objective over all the training data; NaN when not evaluated
 //! /iteration/batch_loss          f64 [iterations]            objective over the samples the update used (the recovered partitions' batches), every iteration (optional)
+//! /iteration/batch_accuracy      f64 [iterations]            share of those samples the training passes predicted correctly (networks), every iteration (optional)
 //! /iteration/test_loss           f64 [iterations]            test objective; NaN when not evaluated
 //! /iteration/test_accuracy       f64 [iterations]            share of test samples classified correctly when test_loss is (networks); NaN otherwise (optional)
 //! /iteration/elapsed_s           f64 [iterations]            seconds since the run started, at the end of the iteration (simulation: running sum of duration_s; optional)

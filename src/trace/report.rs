@@ -205,6 +205,7 @@ pub fn column_warnings(c: &TraceColumns, place: &str) -> Vec<String> {
     ];
     let fractions = [
         ("test_accuracy", &c.test_accuracy),
+        ("batch_accuracy", &c.batch_accuracy),
         ("recovered_fraction", &c.recovered_fraction),
     ];
     let mut warnings = Vec::new();

@@ -317,6 +317,9 @@ pub struct Summary {
     /// `/iteration/test_accuracy`: only for one trace (`None` when pooled,
     /// and for a trace without it: a linear model's, an older gradcode's).
     pub test_accuracy: Option<Accuracy>,
+    /// `/iteration/batch_accuracy`: only for one trace (`None` when pooled,
+    /// and for a trace without it: a linear model's, an older gradcode's).
+    pub batch_accuracy: Option<Accuracy>,
     /// `inspect --target-loss`: when the train loss first reached it (absent without the flag).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_loss: Option<Reach>,
@@ -487,6 +490,11 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
         test_loss: loss(|p| p.test_loss.as_ref()),
         test_accuracy: if single {
             parts[0].test_accuracy.as_deref().and_then(Accuracy::of)
+        } else {
+            None
+        },
+        batch_accuracy: if single {
+            parts[0].batch_accuracy.as_deref().and_then(Accuracy::of)
         } else {
             None
         },

@@ -382,6 +382,9 @@ trace_schema! {
     iteration batch_loss: f64 = f64::NAN,
         unit "1", "objective over the samples this iteration's update used, at the iteration's model: the decoded loss sum over the recovered partitions' samples (each partition's mini-batch with train.batch_size); recorded at every iteration of every scheme (an exact scheme's equals train_loss, a partial scheme's is the recovered part's); NaN in simulation without a model and in a trace written before this dataset",
         optional;
+    iteration batch_accuracy: f64 = f64::NAN,
+        unit "1", "a classifier's share of the samples this iteration's update used that its training passes predicted correctly (the recovered partitions' mini-batches at the iteration's model, under dropout: the accuracy a training loop reports beside its batch loss); recorded at every iteration of every scheme with a network; NaN for a linear model, in simulation and in a trace written before this dataset",
+        optional;
     iteration test_loss: f64 = f64::NAN,
         unit "1", "test objective at the iteration's model: every train.eval_every-th iteration from the first and the last; NaN when not evaluated (and in simulation)";
     iteration test_accuracy: f64 = f64::NAN,

@@ -665,6 +665,7 @@ impl Driver {
         record.stale_dropped = report.stale_dropped;
         record.train_loss = f64::NAN;
         record.batch_loss = f64::NAN;
+        record.batch_accuracy = f64::NAN;
         record.test_loss = f64::NAN;
         record.test_accuracy = f64::NAN;
         if let Some(learner) = &mut lane.learner {
@@ -679,6 +680,11 @@ impl Driver {
             let losses = learner.step(t, combined, &decoding.recovered, full_loss, timing)?;
             record.train_loss = losses.train;
             record.batch_loss = learner.last_batch_loss();
+            record.batch_accuracy = round
+                .batch_correct(&decoding.recovered)
+                .map_or(f64::NAN, |c| {
+                    c / learner.samples_of(&decoding.recovered) as f64
+                });
             record.test_loss = losses.test;
             record.test_accuracy = losses.test_accuracy;
         }
@@ -856,6 +862,10 @@ mod tests {
             timing: &mut Timing,
         ) -> Result<Option<f64>, RoundError> {
             self.0.full_loss(task, report, timing)
+        }
+
+        fn batch_correct(&self, recovered: &[usize]) -> Option<f64> {
+            self.0.batch_correct(recovered)
         }
 
         fn send_ahead(

@@ -211,6 +211,12 @@ impl Learner {
         iteration % self.eval_every == 0 || iteration + 1 == self.iterations
     }
 
+    /// The samples one step's gradient covers over the partitions `recovered`
+    /// (each one's mini-batch, or every sample).
+    pub fn samples_of(&self, recovered: &[usize]) -> usize {
+        recovered.iter().map(|&p| self.samples[p]).sum()
+    }
+
     /// Partitions of the training data.
     pub fn partitions(&self) -> usize {
         self.samples.len()
@@ -242,7 +248,7 @@ impl Learner {
                 what: "the decoded gradient is not finite (the model diverged)".into(),
             });
         }
-        let samples: usize = recovered.iter().map(|&p| self.samples[p]).sum();
+        let samples = self.samples_of(recovered);
         self.batch_loss = self.opt.objective(combined[dim], samples);
         let everything = recovered.len() == self.samples.len();
         let loss_sum = full_loss.or(everything.then_some(combined[dim]));

@@ -33,6 +33,9 @@ pub struct LearningRound {
     vectors: Vec<Vec<f64>>,
     /// The accepted messages' vectors, in arrival order.
     messages: Vec<Vec<f64>>,
+    /// Per partition: a classifier's correct predictions of its batch at
+    /// the last iteration's evaluation point (None for a linear model).
+    correct: Vec<Option<usize>>,
 }
 
 impl LearningRound {
@@ -60,6 +63,7 @@ impl LearningRound {
             partitions,
             vectors,
             messages: Vec::new(),
+            correct: Vec::new(),
         }
     }
 }
@@ -76,15 +80,18 @@ impl Round for LearningRound {
         let theta = task
             .eval_point
             .ok_or("a learning round needs the evaluation point")?;
+        self.correct.clear();
         for (part, v) in self.partitions.iter().zip(&mut self.vectors) {
             let key = StepKey {
                 seed: self.seed,
                 partition: part.id,
                 iteration: task.iteration,
             };
-            self.model
+            let correct = self
+                .model
                 .partition_gradient(part, self.batch, key, theta, v)
                 .map_err(|e| e.to_string())?;
+            self.correct.push(correct);
         }
         self.messages.clear();
         for a in &report.arrivals {
@@ -130,5 +137,12 @@ impl Round for LearningRound {
         _timing: &mut Timing,
     ) -> Result<Option<f64>, RoundError> {
         Ok(Some(self.vectors.iter().map(|v| v[v.len() - 1]).sum()))
+    }
+
+    fn batch_correct(&self, recovered: &[usize]) -> Option<f64> {
+        recovered
+            .iter()
+            .map(|&p| self.correct.get(p).copied().flatten().map(|c| c as f64))
+            .sum()
     }
 }

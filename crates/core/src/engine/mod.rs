@@ -227,6 +227,17 @@ pub trait Round {
     ) -> Result<Option<f64>, RoundError> {
         Ok(None)
     }
+
+    /// A classifier's samples predicted correctly in this iteration's
+    /// training passes, summed over the partitions `recovered` (each
+    /// partition's mini-batch at the evaluation point, under its dropout):
+    /// called after [`combine`](Round::combine). Every result of the
+    /// iteration carries the count of each partition its worker computed, so
+    /// the results the decode used know every recovered partition's. `None`
+    /// when a count is not known: a linear model, a round without vectors.
+    fn batch_correct(&self, _recovered: &[usize]) -> Option<f64> {
+        None
+    }
 }
 
 /// One completed iteration of one lane, for the observers.

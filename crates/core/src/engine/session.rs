@@ -389,6 +389,10 @@ impl Round for Watched<'_> {
     ) -> Result<Option<f64>, super::RoundError> {
         self.round.full_loss(task, report, timing)
     }
+
+    fn batch_correct(&self, recovered: &[usize]) -> Option<f64> {
+        self.round.batch_correct(recovered)
+    }
 }
 
 #[cfg(test)]

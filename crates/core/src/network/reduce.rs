@@ -27,8 +27,10 @@
 use super::{Delivery, Network, NetworkError};
 
 /// Bytes of a result header with `computations` losses: its fixed part of
-/// eight f64 and one loss per computation, as `train` sends it
-/// (`src/runtime/protocol.rs`, `result_message_bytes(computations, 0)`).
+/// eight f64 and one loss per computation, as `train` sends it for a linear
+/// model (`src/runtime/protocol.rs`, `result_message_bytes(computations, 1,
+/// 0)`); a network's header also carries a count per computation, 8 bytes
+/// each, which this model leaves out.
 pub fn header_bytes(computations: usize) -> f64 {
     (8 * (8 + computations)) as f64
 }

@@ -18,7 +18,10 @@
 use candle_core::Tensor;
 
 use super::ModelError;
-use super::net::{Architecture, DirectBatch, ParamSpec, Params, Pass, cross_entropy_head};
+use super::net::{
+    Architecture, BatchSums, DirectBatch, ParamSpec, Params, Pass, count_correct,
+    cross_entropy_head,
+};
 use super::ops::{gemm, linear};
 
 #[derive(Debug)]
@@ -106,7 +109,7 @@ impl Architecture for Mlp {
         theta: &[f64],
         grad: &mut [f64],
         overwrite: bool,
-    ) -> Option<Result<f64, ModelError>> {
+    ) -> Option<Result<BatchSums, ModelError>> {
         Some(self.pass(batch, theta, grad, overwrite))
     }
 }
@@ -135,7 +138,7 @@ impl Mlp {
         theta: &[f64],
         grad: &mut [f64],
         overwrite: bool,
-    ) -> Result<f64, ModelError> {
+    ) -> Result<BatchSums, ModelError> {
         let rows = batch.rows;
         let layers = self.widths.len() - 1;
         let at = self.offsets();
@@ -184,6 +187,7 @@ impl Mlp {
                 inputs.push(h);
             }
         }
+        let correct = count_correct(&logits, batch.classes, batch.labels);
         let (loss, mut g) = cross_entropy_head(logits, rows, batch.classes, batch.labels)?;
         for l in (0..layers).rev() {
             let (n_in, n_out) = (self.widths[l], self.widths[l + 1]);
@@ -237,7 +241,10 @@ impl Mlp {
             }
             g = dx;
         }
-        Ok(loss)
+        Ok(BatchSums {
+            loss_sum: loss,
+            correct,
+        })
     }
 }
 
@@ -304,7 +311,12 @@ mod tests {
                 let b = net
                     .accumulate_by_graph(&part, &picked, &theta, &mut graph, key)
                     .unwrap();
-                assert_eq!(a.to_bits(), b.to_bits(), "loss of {hidden:?}");
+                assert_eq!(
+                    a.loss_sum.to_bits(),
+                    b.loss_sum.to_bits(),
+                    "loss of {hidden:?}"
+                );
+                assert_eq!(a.correct, b.correct, "correct of {hidden:?}");
                 let differ = ours
                     .iter()
                     .zip(&graph)
@@ -322,7 +334,12 @@ mod tests {
             let b = net
                 .accumulate_by_graph(&part, &picked, &theta, &mut graph, key)
                 .unwrap();
-            assert_eq!(a.to_bits(), b.to_bits(), "loss of {hidden:?}");
+            assert_eq!(
+                a.loss_sum.to_bits(),
+                b.loss_sum.to_bits(),
+                "loss of {hidden:?}"
+            );
+            assert_eq!(a.correct, b.correct, "correct of {hidden:?}");
             let differ = over
                 .iter()
                 .zip(&graph)

@@ -22,7 +22,7 @@ mod resnet;
 
 use std::ops::Range;
 
-pub use net::{Confusion, Net};
+pub use net::{BatchSums, Confusion, Net};
 
 use crate::config::{Config, Loss, ModelKind};
 use crate::error::InputError;
@@ -232,15 +232,19 @@ impl Model {
                     .map(|&r| part.accumulate(*loss, r..r + 1, theta, grad))
                     .sum(),
             }),
-            Model::Net(net) => net.accumulate(part, rows, theta, grad, key, false),
+            Model::Net(net) => Ok(net
+                .accumulate(part, rows, theta, grad, key, false)?
+                .loss_sum),
         }
     }
 
     /// Partition `part`'s contribution at `key`'s iteration, into `out`
     /// (dim + 1 entries, overwritten): the gradient sum over its mini-batch
     /// of `batch` samples ([`batch_rows`]; every sample when `batch` is
-    /// None) and, in the last entry, the loss sum. What a worker computes
-    /// for a partition, and what every in-process reference computes.
+    /// None) and, in the last entry, the loss sum. Returns a classifier's
+    /// count of the batch's samples it predicts correctly in that pass
+    /// (`None` for a linear model). What a worker computes for a partition,
+    /// and what every in-process reference computes.
     pub fn partition_gradient(
         &self,
         part: &Partition,
@@ -248,7 +252,7 @@ impl Model {
         key: StepKey,
         theta: &[f64],
         out: &mut [f64],
-    ) -> Result<(), ModelError> {
+    ) -> Result<Option<usize>, ModelError> {
         let dim = self.dim();
         assert_eq!(
             out.len(),
@@ -257,16 +261,20 @@ impl Model {
         );
         let rows = batch_rows(key, part.len(), batch);
         let (grad, loss) = out.split_at_mut(dim);
-        loss[0] = match self {
+        let correct;
+        (loss[0], correct) = match self {
             // Written over `out` by the network's own pass when it has one
             // (no pass zeroing 8·d bytes first).
-            Model::Net(net) => net.accumulate(part, &rows, theta, grad, key, true)?,
+            Model::Net(net) => {
+                let sums = net.accumulate(part, &rows, theta, grad, key, true)?;
+                (sums.loss_sum, Some(sums.correct))
+            }
             Model::Linear { .. } => {
                 grad.fill(0.0);
-                self.accumulate(part, &rows, theta, grad, key)?
+                (self.accumulate(part, &rows, theta, grad, key)?, None)
             }
         };
-        Ok(())
+        Ok(correct)
     }
 
     /// The loss sum over every sample of `part` at `theta` (and the

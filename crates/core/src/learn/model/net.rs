@@ -116,9 +116,36 @@ pub(crate) trait Architecture: Send + Sync + std::fmt::Debug {
         _theta: &[f64],
         _grad: &mut [f64],
         _overwrite: bool,
-    ) -> Option<Result<f64, ModelError>> {
+    ) -> Option<Result<BatchSums, ModelError>> {
         None
     }
+}
+
+/// What one batch's training pass sums besides the gradient: the loss and
+/// the samples whose largest logit is their label's (under the pass's
+/// dropout: the batch accuracy a training loop reports).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BatchSums {
+    pub loss_sum: f64,
+    pub correct: usize,
+}
+
+/// The rows of `logits` (rows × classes, row-major) whose largest value (the
+/// first of equal ones, as candle's argmax) is at the row's label.
+pub(crate) fn count_correct(logits: &[f64], classes: usize, labels: &[u32]) -> usize {
+    logits
+        .chunks(classes)
+        .zip(labels)
+        .filter(|(row, label)| {
+            let mut best = 0;
+            for (c, v) in row.iter().enumerate() {
+                if *v > row[best] {
+                    best = c;
+                }
+            }
+            best == **label as usize
+        })
+        .count()
 }
 
 /// One mini-batch, for an architecture's own pass ([`Architecture::accumulate_f64`]).
@@ -398,7 +425,7 @@ impl Net {
         grad: &mut [f64],
         key: StepKey,
         overwrite: bool,
-    ) -> Result<f64, ModelError> {
+    ) -> Result<BatchSums, ModelError> {
         if self.dtype == DType::F64 && self.arch.has_direct_pass() && !rows.is_empty() {
             let (pixels, labels) = self.gather(part, rows)?;
             let mask = self.dropout_values(key, rows.len());
@@ -417,7 +444,7 @@ impl Net {
             grad.fill(0.0);
         }
         if rows.is_empty() {
-            return Ok(0.0);
+            return Ok(BatchSums::default());
         }
         self.accumulate_by_graph(part, rows, theta, grad, key)
     }
@@ -431,9 +458,9 @@ impl Net {
         theta: &[f64],
         grad: &mut [f64],
         key: StepKey,
-    ) -> Result<f64, ModelError> {
+    ) -> Result<BatchSums, ModelError> {
         if rows.is_empty() {
-            return Ok(0.0);
+            return Ok(BatchSums::default());
         }
         let (x, labels) = self.batch(part, rows)?;
         let (as_tensors, vars) = self.tensors(theta, true)?;
@@ -455,7 +482,12 @@ impl Net {
                 add_into(&mut grad[at[0]..at[1]], g)?;
             }
         }
-        Ok(loss.to_dtype(DType::F64)?.to_scalar::<f64>()?)
+        let predicted = logits.argmax(D::Minus1)?.to_vec1::<u32>()?;
+        let truth = labels.to_vec1::<u32>()?;
+        Ok(BatchSums {
+            loss_sum: loss.to_dtype(DType::F64)?.to_scalar::<f64>()?,
+            correct: predicted.iter().zip(&truth).filter(|(a, b)| a == b).count(),
+        })
     }
 
     /// The summed cross-entropy and the correctly classified samples of
