@@ -383,8 +383,14 @@ mod under_mpi {
                 return (out.status.code(), stderr(&out));
             }
             if started.elapsed() > limit {
+                let ps = std::process::Command::new("ps")
+                    .args(["-eo", "pid,ppid,stat,etime,args"])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                let ranks: Vec<&str> = ps.lines().filter(|l| l.contains("gradcode")).collect();
                 stop(&mut job);
-                panic!("the job did not end within {limit:?}");
+                panic!("the job did not end within {limit:?}; gradcode processes then: {ranks:#?}");
             }
             std::thread::sleep(Duration::from_millis(20));
         }
