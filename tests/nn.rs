@@ -326,6 +326,46 @@ fn idx_data_without_counts_uses_every_image_and_check_says_so() {
     }
 }
 
+/// The text summary of a network's run prints the test accuracy at the
+/// final model: the share `evaluate` computes on its trace.
+#[test]
+fn the_text_summary_prints_the_final_test_accuracy() {
+    let text = format!(
+        "workers = 2\nseed = 2\n{}[model]\nkind = \"mlp\"\nhidden = [16]\n[train]\niterations = 6\nlearning_rate = 0.1\nbatch_size = 8\n",
+        images()
+    );
+    let config = common::scratch(DIR, "summary-accuracy.toml");
+    std::fs::write(&config, text).unwrap();
+    let trace = common::scratch(DIR, "summary-accuracy.h5");
+    let (c, t) = (config.to_str().unwrap(), trace.to_str().unwrap());
+    let out = {
+        let _one = common::one_at_a_time();
+        common::mpirun_command(
+            3,
+            &["train", "--config", c, "--out", t, "--force", "--quiet"],
+        )
+        .output()
+        .expect("mpirun must be installed")
+    };
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let stdout = common::stdout(&out);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("trained "))
+        .unwrap_or_else(|| panic!("no summary line: {stdout}"));
+    let printed: f64 = line
+        .split(", test accuracy ")
+        .nth(1)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no test accuracy: {line}"));
+    let e = common::json(&common::gradcode(&["evaluate", t, "--json"]));
+    let accuracy = e["accuracy"].as_f64().unwrap();
+    assert!(
+        (printed - accuracy).abs() <= 5e-5,
+        "{line} vs evaluate's {accuracy}"
+    );
+}
+
 #[test]
 fn in_single_precision_a_coded_run_follows_uncoded_f32_sgd() {
     // Each partition's f32 gradient is the same on every worker that

@@ -44,8 +44,14 @@ pub(super) fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     print_timing(summary);
+    // A classifier's test accuracy at the final model (a linear model has none).
+    let accuracy = if summary.final_test_accuracy.is_finite() {
+        format!(", test accuracy {:.4}", summary.final_test_accuracy)
+    } else {
+        String::new()
+    };
     crate::outln!(
-        "trained {} on {} workers for {} iterations: mean iteration {:.4} s (send to updated θ; a decodable set after {:.4} s), final train loss {:.6e}, test loss {:.6e}",
+        "trained {} on {} workers for {} iterations: mean iteration {:.4} s (send to updated θ; a decodable set after {:.4} s), final train loss {:.6e}, test loss {:.6e}{accuracy}",
         summary.scheme,
         summary.workers,
         summary.iterations,
