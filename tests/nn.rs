@@ -395,12 +395,38 @@ fn a_worker_that_lags_behind_does_not_stall_the_training_loss() {
             .replace("[train]\n", "[train]\nresult_timeout_s = 120.0\n")
     );
     let started = std::time::Instant::now();
-    let (summary, _) = train("lagging", &text, &[]);
+    let (summary, trace) = train("lagging", &text, &[]);
     assert_eq!(summary["iterations"], 80);
     let elapsed = started.elapsed().as_secs_f64();
     assert!(
         elapsed < 100.0,
         "80 steps took {elapsed:.0} s: an evaluation waited for a lost loss"
+    );
+    // Measuring is not training: the elapsed time the trace records leaves
+    // out the loss evaluations (the test set's, and the 40 waits for every
+    // partition's loss), which the master's timing events total; it still
+    // holds every iteration's duration.
+    let evaluating_s: f64 = summary["timing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            ["evaluate", "evaluate train loss (wait)"].contains(&e["event"].as_str().unwrap())
+        })
+        .map(|e| e["total_s"].as_f64().unwrap())
+        .sum();
+    let records = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    let last = records.last().unwrap().elapsed_s;
+    let durations: f64 = records.iter().map(|r| r.duration_s).sum();
+    let wall_s = summary["wall_s"].as_f64().unwrap();
+    assert!(evaluating_s > 0.0, "{}", summary["timing"]);
+    assert!(
+        last + evaluating_s <= wall_s + 1e-6,
+        "elapsed {last} s + evaluations {evaluating_s} s > the run's wall clock {wall_s} s"
+    );
+    assert!(
+        last >= durations - 1e-9,
+        "elapsed {last} s < the iterations' {durations} s"
     );
 }
 

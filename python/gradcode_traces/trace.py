@@ -180,7 +180,7 @@ class Run:
 
     def wall_s(self):
         """Time at the end of each iteration: `elapsed_s` when recorded (a training run: the master's
-        wall clock, evaluation waits included; a simulation: model time); otherwise the running sum of
+        wall clock less its loss evaluations; a simulation: model time); otherwise the running sum of
         duration_s, which leaves evaluation waits out (see `has_elapsed`)."""
         if self.has_elapsed():
             return np.asarray(self.elapsed_s, dtype=float)

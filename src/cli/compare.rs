@@ -24,7 +24,7 @@
 //! The baseline row is `--baseline`'s (a trace given, which is added to the
 //! traces if it is not among them, or a row label), else the first row of
 //! an uncoded scheme, else the first row. The time to a target is the
-//! elapsed time when every trace records it (evaluation waits included),
+//! elapsed time when every trace records it (loss evaluations left out),
 //! else the sum of the iteration times up to it, which the output says
 //! (with the file that lacks the elapsed time). Traces are opened as
 //! `inspect` opens them (the probe child first, [`crate::trace::probe`]).
@@ -464,7 +464,7 @@ pub fn text(c: &Comparison) -> String {
     );
     out += match c.kind {
         crate::trace::TraceKind::Train => {
-            "times in seconds: iteration times as recorded (duration_s); elapsed = the master's wall clock from the start of the first iteration to the end of the last (evaluation waits included)\n"
+            "times in seconds: iteration times as recorded (duration_s); elapsed = the master's wall clock from the start of the first iteration to the end of the last, less its loss evaluations\n"
         }
         crate::trace::TraceKind::Simulation => {
             "times in seconds of model time (model time x straggler.time_unit_ms, not measured); elapsed = the sum of a trial's iteration times\n"

@@ -242,7 +242,7 @@ pub struct Reach {
     /// was recorded (evaluation waits excluded).
     pub time_s: Option<f64>,
     /// `/iteration/elapsed_s` at `iteration`: the run's elapsed time when
-    /// the value was recorded, evaluation waits included; `None` when not
+    /// the value was recorded, loss evaluations left out; `None` when not
     /// reached or when the trace does not record it (an older gradcode's).
     pub elapsed_s: Option<f64>,
 }
@@ -287,7 +287,7 @@ pub struct Summary {
     /// Sum of the finite iteration times.
     pub total_time_s: f64,
     /// `/iteration/elapsed_s` of the last iteration: the run's elapsed time
-    /// (training: the master's wall clock, evaluation waits included;
+    /// (training: the master's wall clock less its loss evaluations;
     /// simulation: the model time of its iterations in seconds). Only for
     /// one trace; `None` when pooled, when the trace does not record it (an
     /// older gradcode's) or when the last value is not finite.

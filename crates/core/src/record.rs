@@ -391,7 +391,7 @@ trace_schema! {
         unit "1", "share of the test samples classified correctly at the iteration's model (classifiers: model.kind a network), when test_loss is evaluated; NaN otherwise (and in simulation)",
         optional;
     iteration elapsed_s: f64 = f64::NAN,
-        unit "s", "seconds since the run started, at the end of the iteration: train, the master's wall clock from the start of its first iteration (evaluation waits, the test evaluation and trace writing included; a resumed run continues from the elapsed at its snapshot, NaN after resuming a trace without this dataset); simulation, the running sum of duration_s (model time x straggler.time_unit_ms; no wall clock, no evaluation)",
+        unit "s", "seconds since the run started, at the end of the iteration: train, the master's wall clock from the start of its first iteration less the time it spent evaluating losses (the test evaluation and a partial scheme's wait for every partition's loss are left out, as from duration_s; trace writing and planning are in); a resumed run continues from the elapsed at its snapshot, NaN after resuming a trace without this dataset); simulation, the running sum of duration_s (model time x straggler.time_unit_ms; no wall clock, no evaluation)",
         optional;
     /// Per worker: arrival time of its last message received in time, NaN if none.
     worker finish_s: f64 = f64::NAN,

@@ -63,6 +63,10 @@ pub struct Lane {
     carried: Totals,
     /// The elapsed time a resumed run starts from (0 for a new run).
     carried_elapsed_s: f64,
+    /// Seconds the current run has spent evaluating losses (the test
+    /// evaluation, a partial scheme's wait for every partition's loss):
+    /// left out of `elapsed_s`, as out of every iteration's duration.
+    evaluating_s: f64,
 }
 
 /// What a resumed run carries over from the iterations before its start
@@ -119,6 +123,7 @@ impl Lane {
             totals: Totals::default(),
             carried: Totals::default(),
             carried_elapsed_s: 0.0,
+            evaluating_s: 0.0,
         }
     }
 
@@ -309,6 +314,7 @@ impl Driver {
         let first = iterations.start;
         for lane in &mut self.lanes {
             lane.totals = lane.carried.clone();
+            lane.evaluating_s = 0.0;
         }
         let mut have_previous = false;
         if let Straggling::Model(model) = straggling {
@@ -643,7 +649,9 @@ impl Driver {
                     .full_loss(&task, report, timing)
                     .map_err(EngineError::Round)?;
                 if let Some(start) = start {
-                    timing.add("evaluate train loss (wait)", start.elapsed().as_secs_f64());
+                    let wait_s = start.elapsed().as_secs_f64();
+                    timing.add("evaluate train loss (wait)", wait_s);
+                    lane.evaluating_s += wait_s;
                 }
                 loss
             }
@@ -678,6 +686,7 @@ impl Driver {
                 });
             }
             let losses = learner.step(t, combined, &decoding.recovered, full_loss, timing)?;
+            lane.evaluating_s += learner.last_evaluate_s();
             record.train_loss = losses.train;
             record.batch_loss = learner.last_batch_loss();
             record.batch_accuracy = round
@@ -757,11 +766,12 @@ impl Driver {
         totals.overruns += overruns;
         totals.recovered += record.recovered_fraction;
         // The end of the iteration: the master's clock since the run started
-        // (evaluation waits and the test evaluation included), continuing a
-        // resumed run's; in simulation the model time of the iterations so
-        // far (in seconds), a trial's clock starting at 0.
+        // less the time it spent evaluating losses (the test evaluation, a
+        // partial scheme's wait for every partition's loss: measuring is not
+        // training), continuing a resumed run's; in simulation the model time
+        // of the iterations so far (in seconds), a trial's clock starting at 0.
         record.elapsed_s = if measured {
-            lane.carried_elapsed_s + started.elapsed().as_secs_f64()
+            lane.carried_elapsed_s + started.elapsed().as_secs_f64() - lane.evaluating_s
         } else {
             totals.duration_s
         };

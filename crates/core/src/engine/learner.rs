@@ -32,6 +32,8 @@ pub struct Learner {
     update_s: f64,
     /// See [`Learner::last_batch_loss`].
     batch_loss: f64,
+    /// See [`Learner::last_evaluate_s`].
+    evaluate_s: f64,
 }
 
 /// The losses one step evaluated (NaN: not evaluated this iteration).
@@ -84,6 +86,7 @@ impl Learner {
             final_evaluated: false,
             update_s: f64::NAN,
             batch_loss: f64::NAN,
+            evaluate_s: 0.0,
         }
     }
 
@@ -156,6 +159,12 @@ impl Learner {
     /// scheme's equals the training loss); NaN before the first.
     pub fn last_batch_loss(&self) -> f64 {
         self.batch_loss
+    }
+
+    /// Seconds the last [`Learner::step`] spent evaluating the test loss
+    /// and accuracy (0 when it did not evaluate them).
+    pub fn last_evaluate_s(&self) -> f64 {
+        self.evaluate_s
     }
 
     pub fn last_losses(&self) -> StepLosses {
@@ -264,7 +273,9 @@ impl Learner {
         if loss_sum.is_some() || self.evaluates(iteration) {
             self.train_loss = losses.train;
         }
+        self.evaluate_s = 0.0;
         if self.evaluates(iteration) {
+            let evaluate_start = Instant::now();
             let evaluation = timing
                 .time("evaluate", || {
                     self.model.evaluate(&self.test, self.opt.eval_point())
@@ -279,6 +290,7 @@ impl Learner {
             }
             self.test_loss = losses.test;
             self.test_accuracy = losses.test_accuracy;
+            self.evaluate_s = evaluate_start.elapsed().as_secs_f64();
         }
         let update_start = Instant::now();
         self.opt.step(&combined[..dim], samples);
