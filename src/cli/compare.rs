@@ -232,15 +232,14 @@ fn group(members: &[Member]) -> Vec<(String, Vec<usize>)> {
                 .map(|(k, _)| k)
                 .collect();
             differing.sort_by_key(|k| (!k.starts_with("scheme."), (*k).clone()));
+            // Every one of them: rows that differ only past a third key
+            // (momentum against Nesterov) must not read the same.
             let shown: Vec<String> = differing
                 .iter()
-                .take(3)
                 .map(|k| format!("{k}={}", flat[i][*k]))
                 .collect();
             let text = if shown.is_empty() {
                 format!("{label} ({})", members[r[0]].file)
-            } else if differing.len() > 3 {
-                format!("{label} ({}, ...)", shown.join(", "))
             } else {
                 format!("{label} ({})", shown.join(", "))
             };
@@ -484,9 +483,10 @@ pub fn text(c: &Comparison) -> String {
     );
     out += &head;
     for r in &c.rows {
+        let label = wrapped_label(&r.label, &mut out);
         out += &format!(
             "{:<24} {:>5} {:>10} {:>10} {:>10} {:>10} {:>12}  {}\n",
-            r.label,
+            label,
             r.runs.len(),
             count(r.iterations),
             opt(r.mean_s),
@@ -522,9 +522,10 @@ pub fn text(c: &Comparison) -> String {
         );
         for r in &c.rows {
             let t = target(r).expect("every row has the target");
+            let label = wrapped_label(&r.label, &mut out);
             out += &format!(
                 "{:<24} {:>8} {:>10} {:>10}  {}\n",
-                r.label,
+                label,
                 match (t.recorded, r.runs.len()) {
                     (0, _) => "not recorded".to_string(),
                     (recorded, runs) if recorded < runs => {
@@ -580,6 +581,34 @@ pub fn text(c: &Comparison) -> String {
 }
 
 /// An RFC 4180 cell: quoted when it holds a comma, a quote or a line break.
+/// The label for the table's first column (24 characters): as it is when it
+/// fits; else written whole on lines of its own into `out` (wrapped after a
+/// comma past 72 characters), and the row's numbers follow under an empty
+/// label. Never cut.
+fn wrapped_label<'a>(label: &'a str, out: &mut String) -> &'a str {
+    const COLUMN: usize = 24;
+    const LINE: usize = 72;
+    if label.chars().count() <= COLUMN {
+        return label;
+    }
+    let mut line = String::new();
+    for (i, part) in label.split(", ").enumerate() {
+        let piece = if i == 0 {
+            part.to_string()
+        } else {
+            format!(", {part}")
+        };
+        if !line.is_empty() && line.chars().count() + piece.chars().count() > LINE {
+            *out += &format!("{},\n", line.trim_end());
+            line = format!("  {}", piece.trim_start_matches(", "));
+        } else {
+            line += &piece;
+        }
+    }
+    *out += &format!("{line}\n");
+    ""
+}
+
 fn cell(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
@@ -958,6 +987,60 @@ mod tests {
         assert!(
             e.contains("rows: uncoded, gc-dc (scheme.clusters=2)"),
             "{e}"
+        );
+    }
+
+    /// Twins that differ in more than three keys are told apart by every
+    /// one of them (issue 39: momentum and Nesterov rows read the same behind
+    /// "..."), and the text table shows each label whole, wrapped.
+    #[test]
+    fn twins_are_labelled_by_every_differing_key_and_never_cut() {
+        let base = "[scheme]\nkind = \"gc-cyclic\"\n[train]\nlearning_rate = 0.1\nbatch_size = 8\nmomentum = 0.5\n";
+        let nesterov = base
+            .replace(
+                "momentum = 0.5",
+                "momentum = 0.9\nnesterov = true\nbatch_size2 = 1",
+            )
+            .replace("learning_rate = 0.1", "learning_rate = 0.2")
+            .replace("batch_size = 8", "batch_size = 16");
+        let members = [
+            member("m.h5", "gc-cyclic", 1, base, &[1.0]),
+            member("n.h5", "gc-cyclic", 1, &nesterov, &[1.0]),
+        ];
+        let c = compare(
+            crate::trace::TraceKind::Train,
+            &members,
+            &BaselineChoice::Default,
+            Targets::default(),
+        )
+        .unwrap();
+        let labels: Vec<&str> = c.rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "gc-cyclic (train.batch_size=8, train.learning_rate=0.1, train.momentum=0.5)",
+                "gc-cyclic (train.batch_size=16, train.batch_size2=1, train.learning_rate=0.2, train.momentum=0.9, train.nesterov=true)"
+            ]
+        );
+        let table = text(&c);
+        assert!(!table.contains("..."), "{table}");
+        for key in [
+            "train.momentum=0.5)",
+            "train.batch_size2=1",
+            "train.momentum=0.9",
+            "train.nesterov=true)",
+        ] {
+            assert!(table.contains(key), "{key}: {table}");
+        }
+        // The table's label lines wrap at 72 characters (and a comma).
+        let label_lines: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("gc-cyclic (") || l.starts_with("  train."))
+            .collect();
+        assert_eq!(label_lines.len(), 4, "{table}");
+        assert!(
+            label_lines.iter().all(|l| l.chars().count() <= 73),
+            "{table}"
         );
     }
 
