@@ -3,8 +3,9 @@
 //!
 //! The iteration records (times, stragglers, clusters, messages) are those of
 //! a simulated run of the config's `scheme.kind` (trial 0; times in seconds
-//! via `straggler.time_unit_ms`); the losses are made up (a noisy decay, the
-//! test loss every 10th iteration) and `/model/theta` is zeros. With
+//! via `straggler.time_unit_ms`); the losses are made up (a noisy decay, a
+//! batch loss at every iteration, the test loss every 10th iteration) and
+//! `/model/theta` is zeros. With
 //! `--accuracy`, a made-up test accuracy (a classifier's: rising, with a
 //! wiggle) is recorded with the test loss; without it the accuracy is NaN,
 //! as in a linear model's run. Written through `TraceWriter`, so the file has
@@ -36,6 +37,8 @@ impl Observer for Forward {
         // A deterministic wiggle instead of noise: no random stream needed.
         let wiggle = 1.0 + 0.05 * (1.7 * i).sin();
         r.train_loss = (0.05 + 1.0 / (1.0 + 0.05 * i)) * wiggle;
+        // The step's batch loss: the train loss with a wiggle of its own.
+        r.batch_loss = r.train_loss * (1.0 + 0.1 * (2.3 * i).cos());
         let tested = (i as u64) % 10 == 9;
         r.test_loss = if tested {
             1.1 * (0.05 + 1.0 / (1.0 + 0.05 * i))

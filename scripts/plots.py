@@ -249,9 +249,35 @@ def _kinds(runs_by_label):
     return series_colors([getattr(run, "kind", None) or label for label, run in runs_by_label])
 
 
+#: Entries past which a legend is placed outside the axes (it would cover the curves).
+LEGEND_INSIDE_MAX = 6
+
+
+def legend(ax, entries):
+    """The axes' legend: inside at its best place for at most LEGEND_INSIDE_MAX entries, else outside,
+    right of the axes."""
+    if entries > LEGEND_INSIDE_MAX:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    else:
+        ax.legend(fontsize="small", loc="best")
+
+
+def with_gaps(xs, ys, steps):
+    """The points of a series recorded at the iterations `steps`, with a NaN wherever two recorded points
+    lie more than 1.5 times the series' usual (median) spacing apart: iterations the run did not record are
+    drawn as a gap, not bridged by a straight line."""
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if len(steps) < 3:
+        return xs, ys
+    spacing = np.diff(steps)
+    breaks = np.flatnonzero(spacing > 1.5 * np.median(spacing)) + 1
+    return np.insert(xs, breaks, np.nan), np.insert(ys, breaks, np.nan)
+
+
 def plot_loss(ax, runs_by_label, title="Loss against wall-clock time", x="wall"):
-    """runs_by_label: [(label, run)]; train loss solid, test loss dashed with markers;
-    x: "wall" (wall-clock time) or "steps" (the iteration)."""
+    """runs_by_label: [(label, run)]; train loss solid, test loss dashed with markers, the batch loss
+    (every step's, the samples the update used) thin and light; x: "wall" (wall-clock time) or "steps"
+    (the iteration). A stretch of iterations a series did not record is a gap (`with_gaps`)."""
     drawn = 0
     positive = True
     spans = []
@@ -260,13 +286,17 @@ def plot_loss(ax, runs_by_label, title="Loss against wall-clock time", x="wall")
         xs = _x_values(run, x)
         wall = run.wall_s()
         wall_max = max(wall_max, wall[-1] if len(wall) else 0.0)
-        for values, style, kind in ((run.train_loss, "-", "train"), (run.test_loss, "--o", "test")):
+        batch = getattr(run, "batch_loss", None)
+        for values, style, kind in ((run.train_loss, "-", "train"), (run.test_loss, "--o", "test"),
+                                    (batch, ":", "batch")):
             if values is None:
                 continue
             ok = np.isfinite(values)
             if not ok.any():
                 continue
-            ax.plot(xs[ok], values[ok], style, color=color, markersize=3, linewidth=1.2, label=f"{label}: {kind}")
+            gx, gy = with_gaps(xs[ok], values[ok], np.flatnonzero(ok))
+            thin = {"linewidth": 0.8, "alpha": 0.6} if kind == "batch" else {"linewidth": 1.2}
+            ax.plot(gx, gy, style, color=color, markersize=3, label=f"{label}: {kind}", **thin)
             positive &= bool((values[ok] > 0).all())
             spans.append(values[ok])
             drawn += 1
@@ -279,7 +309,7 @@ def plot_loss(ax, runs_by_label, title="Loss against wall-clock time", x="wall")
     ax.grid(True, alpha=0.3)
     ax.set_title(title)
     if drawn:
-        ax.legend(fontsize="small")
+        legend(ax, drawn)
     else:
         ax.text(0.5, 0.5, "no loss recorded", ha="center", va="center", transform=ax.transAxes)
     return drawn
@@ -296,15 +326,15 @@ def plot_accuracy(ax, runs_by_label, title="Test accuracy against wall-clock tim
         if not run.has_accuracy():
             continue
         ok = np.isfinite(run.test_accuracy)
-        ax.plot(_x_values(run, x)[ok], 100 * run.test_accuracy[ok], "-o", color=color, markersize=3,
-                linewidth=1.2, label=f"{label}: test accuracy")
+        gx, gy = with_gaps(_x_values(run, x)[ok], 100 * run.test_accuracy[ok], np.flatnonzero(ok))
+        ax.plot(gx, gy, "-o", color=color, markersize=3, linewidth=1.2, label=f"{label}: test accuracy")
         drawn += 1
     _x_axis(ax, x, wall_max, [label for label, run in runs_by_label if not run.has_elapsed() and run.has_accuracy()])
     ax.set_ylabel("test accuracy (%)")
     ax.grid(True, alpha=0.3)
     ax.set_title(title)
     if drawn:
-        ax.legend(fontsize="small")
+        legend(ax, drawn)
     else:
         ax.text(0.5, 0.5, "no test accuracy recorded", ha="center", va="center", transform=ax.transAxes)
     return drawn
@@ -596,7 +626,7 @@ def save(fig, path):
     path = pathlib.Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=100, bbox_inches="tight")
     except OSError as e:
         raise ArgumentError(f"-o: cannot write {path}: {e.strerror or e}") from None
     finally:

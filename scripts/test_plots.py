@@ -150,7 +150,7 @@ class PlotsTest(unittest.TestCase):
         self.assertIn("wall-clock time", ax.get_xlabel())
         self.assertEqual(ax.get_ylabel(), "loss")
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        self.assertEqual(labels, ["dc: train", "dc: test", "sc: train", "sc: test"])
+        self.assertEqual(labels, ["dc: train", "dc: test", "dc: batch", "sc: train", "sc: test", "sc: batch"])
         # The last train-loss point is at the run's total time.
         line = ax.get_lines()[0]
         scale = 1.0 if "(s)" in ax.get_xlabel() else 1e3
@@ -190,7 +190,8 @@ class PlotsTest(unittest.TestCase):
         np.testing.assert_allclose(line.get_xdata(), np.cumsum(net.duration_s)[ok] * scale, rtol=1e-12)
         np.testing.assert_allclose(line.get_ydata(), 100 * net.test_accuracy[ok])
         train = loss_steps.get_lines()[0]
-        np.testing.assert_array_equal(train.get_xdata(), steps[np.isfinite(net.train_loss)])
+        drawn = np.asarray(train.get_xdata(), dtype=float)
+        np.testing.assert_array_equal(drawn[np.isfinite(drawn)], steps[np.isfinite(net.train_loss)])
         self.assertEqual(train.get_label(), "net: train")
         # The loss against wall-clock time is the loss figure's.
         ref = plots.figure_loss([("net", net)]).axes[0]
@@ -244,6 +245,33 @@ class PlotsTest(unittest.TestCase):
         self.assertAlmostEqual(float(table["net-gc-dc.h5"]["final_test_accuracy"]), acc["final"], places=12)
         self.assertEqual(table["linear.h5"]["best_test_accuracy"], "")
 
+    def test_unrecorded_stretches_are_gaps_and_long_legends_sit_outside(self):
+        # Recorded at 1, 2, 3, then 10, 11: the stretch 4-9 is a gap (a NaN between 3 and 10), not a line.
+        steps = np.array([0, 1, 2, 9, 10])
+        xs, ys = plots.with_gaps(steps + 1, steps * 0.5, steps)
+        np.testing.assert_array_equal(xs[:3], [1, 2, 3])
+        self.assertTrue(np.isnan(xs[3]) and np.isnan(ys[3]))
+        np.testing.assert_array_equal(xs[4:], [10, 11])
+        # Evenly spaced records (every 10th iteration) are one line.
+        even = np.arange(0, 100, 10)
+        xs, _ = plots.with_gaps(even, even * 1.0, even)
+        self.assertFalse(np.isnan(xs).any())
+        # The batch loss, recorded at every step, is drawn beside the train loss.
+        net = plots.Trace(self.net["gc-dc"]).run()
+        fig = plots.figure_loss([("net", net)])
+        labels = [line.get_label() for line in fig.axes[0].get_lines()]
+        self.assertIn("net: batch", labels)
+        # Seven loss curves: the legend leaves the axes (anchored right of them).
+        runs = [(f"r{i}", net) for i in range(3)]
+        fig = plots.figure_loss(runs)
+        ax = fig.axes[0]
+        self.assertGreater(len(ax.get_lines()), plots.LEGEND_INSIDE_MAX)
+        box = ax.get_legend().get_bbox_to_anchor().transformed(ax.transAxes.inverted())
+        self.assertGreater(box.x0, 1.0)
+        fig = plots.figure_loss([("net", net)])
+        self.assertLessEqual(len(fig.axes[0].get_lines()), plots.LEGEND_INSIDE_MAX)
+        self.assertEqual(fig.axes[0].get_legend()._loc, 0)  # "best", inside
+
     def test_colours_follow_the_scheme_in_every_plot(self):
         dc = plots.Trace(self.train["gc-dc"]).run()
         sc = plots.Trace(self.train["gc-sc"]).run()
@@ -265,7 +293,7 @@ class PlotsTest(unittest.TestCase):
         self.assertEqual(colours, {k: plots.SCHEME_COLORS[k].lower() for k in ("gc", "gc-sc", "gc-dc")})
         # Two runs of one scheme in a plot: shades of its colour, told apart.
         ax = plots.figure_loss([("a", dc), ("b", dc)]).axes[0]
-        a, b = (to_rgb(line.get_color()) for line in ax.get_lines()[::2])
+        a, b = (to_rgb(line.get_color()) for line in ax.get_lines()[::3])
         self.assertEqual(to_hex(a), want["gc-dc"].lower())
         self.assertNotEqual(a, b)
         self.assertTrue(np.allclose(np.array(b), 0.78 * np.array(a), atol=1e-12), "a darker shade of it")
@@ -299,7 +327,8 @@ class PlotsTest(unittest.TestCase):
         (label, runs), = plots.load_selection(str(path))
         self.assertEqual(label, "uncoded")
         ax = plots.figure_loss([(label, runs[0])]).axes[0]
-        self.assertEqual([t.get_text() for t in ax.get_legend().get_texts()], ["uncoded: train", "uncoded: test"])
+        self.assertEqual([t.get_text() for t in ax.get_legend().get_texts()], ["uncoded: train", "uncoded: test",
+                                                                           "uncoded: batch"])
         self.assertEqual(to_hex(ax.get_lines()[0].get_color()), plots.SCHEME_COLORS["uncoded"].lower())
 
     def test_wall_clock_axes_are_the_elapsed_time_or_say_they_are_not(self):
