@@ -581,3 +581,62 @@ fn clustered_codes_with_a_deadline() {
         }
     }
 }
+
+/// The decode error ‖a·B_S − 1‖₂ every iteration records (issue 41, item
+/// 2): 0 to rounding for every exact scheme at every decodable iteration;
+/// for the partial schemes √(partitions not recovered), exactly as the
+/// recovered fraction says, and some iterations recover part only.
+#[test]
+fn the_decode_error_is_zero_for_exact_decodes_and_the_missing_share_for_partial_ones() {
+    let exact = [
+        "kind = \"uncoded\"",
+        "kind = \"gc-frac\"\nload = 3",
+        "kind = \"gc-cyclic\"\nload = 3",
+        "kind = \"gc-sc\"\nload = 2\nclusters = 2",
+        "kind = \"gc-dc\"\nload = 2\nclusters = 2\nclusters_per_worker = 2",
+        "kind = \"gc-mmc\"\nload = 3\ndesign = \"correlated\"\norder = 2",
+        "kind = \"uc-mmc\"\nload = 3",
+        "kind = \"gc-partial\"\nload = 2\nslowdown = 2.0",
+    ];
+    let partial = [
+        "kind = \"is-gc\"\nload = 2\nplacement = \"cr\"\nwait_for = 3",
+        "kind = \"ignore-stragglers\"\nwait_for = 4",
+    ];
+    for (scheme, is_exact) in exact
+        .iter()
+        .map(|s| (s, true))
+        .chain(partial.iter().map(|s| (s, false)))
+    {
+        let text = format!(
+            "workers = 6\nseed = 11\n[scheme]\n{scheme}\n[straggler]\nmodel = \"shifted-exponential\"\nalpha = 0.01\nmu = 2.0\n[simulate]\ntrials = 2\niterations = 100\n"
+        );
+        let config = config(&text);
+        let partitions = coding::build(&config).unwrap().partitions();
+        let mut sim = Simulation::from_config(&config).unwrap_or_else(|e| panic!("{scheme}: {e}"));
+        let mut sink = Collect::default();
+        let report = sim.run(&mut [&mut sink]).unwrap();
+        assert_eq!(sink.0.len(), 200, "{scheme}");
+        // simulate --json's mean is the records' mean.
+        let mean = sink.0.iter().map(|(_, _, r)| r.decode_error).sum::<f64>() / 200.0;
+        assert!(
+            (report.schemes[0].mean_decode_error - mean).abs() <= 1e-12,
+            "{scheme}: {} vs {mean}",
+            report.schemes[0].mean_decode_error
+        );
+        let mut partly = 0;
+        for (_, trial, r) in &sink.0 {
+            let missing = partitions as f64 * (1.0 - r.recovered_fraction);
+            let want = if is_exact { 0.0 } else { missing.sqrt() };
+            assert!(
+                (r.decode_error - want).abs() <= 1e-9,
+                "{scheme}, trial {trial}: decode error {} vs {want} (recovered {})",
+                r.decode_error,
+                r.recovered_fraction
+            );
+            partly += usize::from(r.recovered_fraction < 1.0);
+        }
+        if !is_exact {
+            assert!(partly > 0, "{scheme}: some iteration recovers part only");
+        }
+    }
+}

@@ -239,6 +239,7 @@ fn distinct_records(workers: usize, iterations: usize) -> Vec<IterationRecord> {
             r.decode_s = 2e-3 * (1.0 + x);
             r.elapsed_s = 0.75 * (1.0 + x) * (2.0 + x);
             r.recovered_fraction = 1.0 / (2.0 + x);
+            r.decode_error = 0.375 * x;
             r.messages_used = 3 + i as u64;
             r.messages_received = 40 + 2 * i as u64;
             r.stale_dropped = 500 + i as u64;

@@ -96,7 +96,7 @@ class Run:
     one value per iteration) and every one of `worker/` in `worker_columns`
     (iterations x workers; column k is worker k + 1); flags (u8) are bool.
     The schema's datasets are also attributes (`duration_s`, `decodable_s`, `decode_s`,
-    `recovered_fraction`, `messages_used`, `messages_received`,
+    `recovered_fraction`, `decode_error`, `messages_used`, `messages_received`,
     `stale_dropped`, `train_loss`, `batch_loss`, `batch_accuracy`, `test_loss`, `test_accuracy`,
     `elapsed_s`, `finish_s`, `straggling`, `cluster`, `used`, `overrun_s`,
     `message_bytes`, `compute_s`, `received_s`),
@@ -116,7 +116,8 @@ class Run:
     had arrived, are absent from traces older than them and NaN in simulation).
     """
 
-    ITERATION = ("duration_s", "decodable_s", "decode_s", "recovered_fraction", "messages_used", "messages_received",
+    ITERATION = ("duration_s", "decodable_s", "decode_s", "recovered_fraction", "decode_error", "messages_used",
+                 "messages_received",
                  "stale_dropped", "train_loss", "batch_loss", "batch_accuracy", "test_loss", "test_accuracy",
                  "elapsed_s")
     WORKER = ("finish_s", "straggling", "cluster", "used", "overrun_s", "message_bytes", "compute_s", "received_s")

@@ -249,6 +249,17 @@ mod imp {
                 ),
             },
         );
+        if let Some(e) = &s.decode_error {
+            line(
+                "decode error",
+                format!(
+                    "‖a·B_S − 1‖₂ mean {}, max {}; exact in {} of iterations",
+                    number(e.mean, 4),
+                    number(e.max, 4),
+                    pct(e.exact_fraction)
+                ),
+            );
+        }
         let per = |x: Option<f64>| x.map_or("n/a".to_string(), |x| number(x, 2));
         line(
             "messages/iteration",

@@ -16,6 +16,7 @@
 //! /iteration/decodable_s         f64 [iterations]            send of θ until a decodable set arrived (simulation: = duration_s; optional)
 //! /iteration/decode_s            f64 [iterations]            time spent decoding (NaN: not measured)
 //! /iteration/recovered_fraction  f64 [iterations]            share of partitions whose gradient was recovered
+//! /iteration/decode_error        f64 [iterations]            ‖a·B_S − 1‖₂: the decoded combination's distance from the full gradient sum (optional)
 //! /iteration/messages_used       u64 [iterations]            messages with a non-zero decoding weight
 //! /iteration/messages_received   u64 [iterations]            messages received by the end of the iteration
 //! /iteration/stale_dropped       u64 [iterations]            results of older iterations received and dropped

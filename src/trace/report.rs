@@ -201,6 +201,7 @@ pub fn column_warnings(c: &TraceColumns, place: &str) -> Vec<String> {
         ("elapsed_s", &c.elapsed_s),
         ("train_loss", &c.train_loss),
         ("batch_loss", &c.batch_loss),
+        ("decode_error", &c.decode_error),
         ("test_loss", &c.test_loss),
     ];
     let fractions = [

@@ -56,6 +56,15 @@ pub struct Recovered {
     pub full_fraction: f64,
 }
 
+/// `/iteration/decode_error`: ‖a·B_S − 1‖₂ per iteration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecodeError {
+    pub mean: f64,
+    pub max: f64,
+    /// Share of the iterations whose decode was exact (error at most 1e-9).
+    pub exact_fraction: f64,
+}
+
 /// `/iteration/stale_dropped`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stale {
@@ -297,6 +306,8 @@ pub struct Summary {
     /// `/iteration/decode_s` (NaN, not measured, in a simulation).
     pub decode_time_s: Option<Distribution>,
     pub recovered_fraction: Option<Recovered>,
+    /// `/iteration/decode_error` (absent from older traces).
+    pub decode_error: Option<DecodeError>,
     pub messages_received_per_iteration: Option<f64>,
     pub messages_used_per_iteration: Option<f64>,
     /// Workers with a result received in time (`/worker/finish_s` finite), per iteration.
@@ -405,6 +416,15 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
             full_fraction: finite.iter().filter(|&&x| x >= 1.0 - 1e-12).count() as f64 / n as f64,
         })
     });
+    let decode_error = pooled(parts, |p| p.decode_error.as_ref()).and_then(|v| {
+        let finite: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
+        let n = finite.len();
+        (n > 0).then(|| DecodeError {
+            mean: finite.iter().sum::<f64>() / n as f64,
+            max: finite.iter().copied().fold(0.0, f64::max),
+            exact_fraction: finite.iter().filter(|&&x| x <= 1e-9).count() as f64 / n as f64,
+        })
+    });
     let per_iteration_mean =
         |v: Option<Vec<u64>>| v.and_then(|v| mean_of(v.into_iter().map(|x| x as f64)));
     let stale_dropped = pooled(parts, |p| p.stale_dropped.as_ref()).map(|v| Stale {
@@ -472,6 +492,7 @@ pub fn summarize(parts: &[&TraceColumns]) -> Summary {
         iteration_time_s: Distribution::of(durations.iter().copied()),
         decode_time_s: pooled(parts, |p| p.decode_s.as_ref()).and_then(Distribution::of),
         recovered_fraction,
+        decode_error,
         messages_received_per_iteration: per_iteration_mean(pooled(parts, |p| {
             p.messages_received.as_ref()
         })),

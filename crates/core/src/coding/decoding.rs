@@ -78,6 +78,38 @@ impl Decoding {
         self.recovered.len() as f64 / partitions as f64
     }
 
+    /// The decode error ‖a·B_S − 1‖₂ over the `partitions` partitions: how
+    /// far the weighted sum of the arrivals' codewords (`plan`'s, `arrivals`
+    /// aligned with the weights) is from the sum of every partition's
+    /// gradient, in partition gradients. 0 (to rounding) for an exact
+    /// decode; √(partitions not recovered) for a partial one (IS-GC,
+    /// ignore-stragglers: 1 on the recovered partitions, 0 elsewhere).
+    /// `coverage` is scratch space (its contents are replaced).
+    pub fn error(
+        &self,
+        plan: &super::RoundPlan,
+        arrivals: &[Arrival],
+        partitions: usize,
+        coverage: &mut Vec<f64>,
+    ) -> f64 {
+        coverage.clear();
+        coverage.resize(partitions, 0.0);
+        for (a, &w) in arrivals.iter().zip(&self.weights) {
+            if w == 0.0 {
+                continue;
+            }
+            let codeword = &plan.tasks[a.worker].messages[a.message].codeword;
+            for &(p, c) in &codeword.terms {
+                coverage[p] += w * c;
+            }
+        }
+        coverage
+            .iter()
+            .map(|v| (v - 1.0) * (v - 1.0))
+            .sum::<f64>()
+            .sqrt()
+    }
+
     /// Messages that enter the decoded sum (nonzero weight): the "messages used"
     /// of the communication load. Messages received are the arrivals decoded
     /// (`weights.len()`), duplicates and unneeded messages included.

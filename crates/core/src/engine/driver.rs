@@ -63,6 +63,8 @@ pub struct Lane {
     carried: Totals,
     /// The elapsed time a resumed run starts from (0 for a new run).
     carried_elapsed_s: f64,
+    /// Scratch of [`crate::coding::Decoding::error`]: a·B_S over the partitions.
+    coverage: Vec<f64>,
     /// Seconds the current run has spent evaluating losses (the test
     /// evaluation, a partial scheme's wait for every partition's loss):
     /// left out of `elapsed_s`, as out of every iteration's duration.
@@ -123,6 +125,7 @@ impl Lane {
             totals: Totals::default(),
             carried: Totals::default(),
             carried_elapsed_s: 0.0,
+            coverage: Vec::new(),
             evaluating_s: 0.0,
         }
     }
@@ -668,6 +671,12 @@ impl Driver {
         record.decodable_s = decodable_s;
         record.decode_s = decode_s;
         record.recovered_fraction = decoding.recovered_fraction(lane.scheme.partitions());
+        record.decode_error = decoding.error(
+            plan,
+            &report.arrivals,
+            lane.scheme.partitions(),
+            &mut lane.coverage,
+        );
         record.messages_received = report.arrivals.len() as u64;
         record.messages_used = decoding.messages_used() as u64;
         record.stale_dropped = report.stale_dropped;

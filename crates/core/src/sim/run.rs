@@ -31,6 +31,9 @@ pub struct SchemeSummary {
     pub messages_used_per_iteration: f64,
     /// Mean share of the partitions recovered per iteration.
     pub recovered_fraction: f64,
+    /// Mean decode error ‖a·B_S − 1‖₂ per iteration (0 for an exact
+    /// scheme; `/iteration/decode_error`).
+    pub mean_decode_error: f64,
     /// Share of iterations whose stopping rule was met and target recovered.
     pub decodable_fraction: f64,
     /// 100 · (1 - mean / mean of the baseline): the reduction of the mean iteration time.
@@ -292,6 +295,7 @@ struct Tally {
     received: u64,
     used: u64,
     recovered: f64,
+    decode_error: f64,
     decodable: u64,
 }
 
@@ -306,6 +310,7 @@ impl Tally {
             received: 0,
             used: 0,
             recovered: 0.0,
+            decode_error: 0.0,
             decodable: 0,
         }
     }
@@ -422,6 +427,7 @@ impl Tallies {
                     messages_per_iteration: tally.received as f64 / n,
                     messages_used_per_iteration: tally.used as f64 / n,
                     recovered_fraction: tally.recovered / n,
+                    mean_decode_error: tally.decode_error / n,
                     decodable_fraction: tally.decodable as f64 / n,
                     improvement_percent: f64::NAN,
                     improvement_ci95: f64::NAN,
@@ -476,6 +482,7 @@ impl Observer for Tallies {
         tally.received += r.messages_received;
         tally.used += r.messages_used;
         tally.recovered += r.recovered_fraction;
+        tally.decode_error += r.decode_error;
         tally.decodable += u64::from(event.decodable);
         if event.lane == 0 {
             // Once per iteration, on the sample every scheme saw.
