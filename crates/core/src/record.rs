@@ -372,7 +372,7 @@ trace_schema! {
     iteration recovered_fraction: f64 = f64::NAN,
         unit "1", "share of the partitions whose gradient sum was recovered";
     iteration decode_error: f64 = f64::NAN,
-        unit "partition gradients", "the decode error ‖a·B_S − 1‖₂: how far the decoded combination of the messages used (decode weights a, their codewords B_S over the partitions) is from the sum of every partition's gradient; 0 to rounding for an exact decode, √(partitions not recovered) for a partial scheme's; NaN in a trace written before this dataset",
+        unit "1", "the decode error (in partition gradients) ‖a·B_S − 1‖₂: how far the decoded combination of the messages used (decode weights a, their codewords B_S over the partitions) is from the sum of every partition's gradient; 0 to rounding for an exact decode, √(partitions not recovered) for a partial scheme's; NaN in a trace written before this dataset",
         optional;
     iteration messages_used: u64 = 0,
         unit "count", "messages with a non-zero decoding weight";
