@@ -125,9 +125,7 @@ pub(super) struct MpiRound<'c> {
     /// Per partition: a classifier's correct predictions of its batch this
     /// iteration, from the result headers received (NaN until one comes).
     partition_correct: Vec<f64>,
-    /// The unreachable-loss reason was said as a warning (once a run).
-    warned_unreachable_loss: bool,
-    /// A worker's signal that came while [`Round::full_loss`] waited: the
+    /// A worker's signal that came while [`Round::send_ahead`] sent: the
     /// next iteration is interrupted.
     pending_signal: Option<i32>,
     /// Per worker: the iteration of the task whose compute seconds (wall
@@ -201,7 +199,6 @@ impl<'c> MpiRound<'c> {
             partitions,
             partition_loss: Vec::new(),
             partition_correct: Vec::new(),
-            warned_unreachable_loss: false,
             pending_signal: None,
             counted_compute_s: Vec::new(),
             unused_compute_s: (0.0, 0.0),
@@ -220,8 +217,7 @@ impl<'c> MpiRound<'c> {
     }
 
     /// Mean bytes the master received per decoded iteration: every message
-    /// from the send of θ to the decode, and after it the results the
-    /// training loss's evaluation waits for (late results of an iteration
+    /// from the send of θ to the decode (late results of an iteration
     /// that come during the next are counted in the next); `None` before
     /// the first decode.
     pub fn inbound_bytes_per_iteration(&self) -> Option<f64> {
@@ -573,57 +569,6 @@ impl<'c> MpiRound<'c> {
             vector,
             worker: w,
         })
-    }
-
-    /// In emulation, a partition whose loss is not known yet and that no
-    /// message of the plan covers by `train.result_timeout_s` after the
-    /// iteration started (the earliest emulated due time of a message sent
-    /// after computing it).
-    fn emulated_beyond_timeout(&self, task: &RoundTask<'_>) -> Option<usize> {
-        if !self.emulate {
-            return None;
-        }
-        let time_unit_s = self.time_unit_ms / 1000.0;
-        let mut earliest = vec![f64::INFINITY; self.partitions];
-        for (w, work) in task.plan.tasks.iter().enumerate() {
-            for message in &work.messages {
-                let due_s = task.sample.message_time(w, message.after) * time_unit_s;
-                for &p in &work.compute[..message.after] {
-                    earliest[p] = earliest[p].min(due_s);
-                }
-            }
-        }
-        (0..self.partitions).find(|&p| {
-            self.partition_loss[p].is_nan()
-                && (earliest[p] > self.result_timeout_s || earliest[p].is_nan())
-        })
-    }
-
-    /// A partition whose loss is not known yet and that no worker sent this
-    /// iteration's task computes: its loss cannot arrive. (A worker that
-    /// lags behind by `MAX_UNTAKEN_TASKS` tasks is skipped for an
-    /// iteration; a network's compute of tens of milliseconds per task makes
-    /// this common under oversubscription, and waiting for such a loss
-    /// stalled the run for `train.result_timeout_s`.)
-    fn unreachable_loss(&self, task: &RoundTask<'_>) -> Option<usize> {
-        (0..self.partitions).find(|&p| {
-            self.partition_loss[p].is_nan()
-                && !task
-                    .plan
-                    .tasks
-                    .iter()
-                    .enumerate()
-                    .any(|(w, work)| self.sent[w] && work.compute.contains(&p))
-        })
-    }
-
-    /// The loss sum over every partition, summed in partition order, when
-    /// every partition's loss is known.
-    fn known_loss(&self) -> Option<f64> {
-        self.partition_loss
-            .iter()
-            .all(|l| !l.is_nan())
-            .then(|| self.partition_loss.iter().sum())
     }
 
     fn send_tasks(
@@ -1028,100 +973,8 @@ impl Round for MpiRound<'_> {
         sum.is_finite().then_some(sum)
     }
 
-    fn full_loss(
-        &mut self,
-        task: &RoundTask<'_>,
-        report: &mut RoundReport,
-        _timing: &mut Timing,
-    ) -> Result<Option<f64>, RoundError> {
-        let t = task.iteration;
-        if let Some(sum) = self.known_loss() {
-            return Ok(Some(sum));
-        }
-        if let Some(p) = self.unreachable_loss(task) {
-            // The worker was named when it stopped taking tasks; the reason
-            // is a warning once a run, then a debug line per iteration.
-            let first = !std::mem::replace(&mut self.warned_unreachable_loss, true);
-            log::log!(
-                if first {
-                    log::Level::Warn
-                } else {
-                    log::Level::Debug
-                },
-                "{}: training loss not recorded: partition {} is computed only by workers that were not sent this iteration's task (each had {} tasks untaken){}",
-                Iteration(t),
-                p + 1,
-                protocol::MAX_UNTAKEN_TASKS,
-                if first {
-                    "; later iterations say it at GRADCODE_LOG=debug"
-                } else {
-                    ""
-                }
-            );
-            return Ok(None);
-        }
-        if let Some(p) = self.emulated_beyond_timeout(task) {
-            // A worker that straggles for hours (or forever) would make every
-            // evaluation wait the whole timeout: the loss is not recorded.
-            log::warn!(
-                "{}: training loss not recorded: the loss of partition {} comes from no message \
-                 emulated within train.result_timeout_s = {} s",
-                Iteration(t),
-                p + 1,
-                self.result_timeout_s
-            );
-            return Ok(None);
-        }
-        self.comm.awake();
-        let mut last_progress = Instant::now();
-        let mut suspended = self.comm.suspended();
-        loop {
-            if let Some(sum) = self.known_loss() {
-                return Ok(Some(sum));
-            }
-            let now_suspended = self.comm.suspended();
-            last_progress += now_suspended - suspended;
-            suspended = now_suspended;
-            let give_up = instant_after(last_progress, self.result_timeout_s);
-            let m = match self
-                .comm
-                .receive_or_signal(&mut self.backoff, give_up, true)
-            {
-                Wait::Message(m) => m,
-                Wait::Signal(_) => return Ok(None), // `run` reports it next
-                Wait::Timeout => {
-                    if give_up.is_some_and(|g| Instant::now() < g) {
-                        continue;
-                    }
-                    let missing: Vec<String> = (0..self.partitions)
-                        .filter(|&p| self.partition_loss[p].is_nan())
-                        .map(|p| (p + 1).to_string())
-                        .collect();
-                    log::warn!(
-                        "{}: training loss not recorded: no result for {} s (train.result_timeout_s) \
-                         and no loss yet of partitions {}",
-                        Iteration(t),
-                        self.result_timeout_s,
-                        missing.join(", ")
-                    );
-                    return Ok(None);
-                }
-            };
-            match self.incoming(m, task, report)? {
-                Incoming::Handled => {}
-                Incoming::Signal(signal) => {
-                    self.pending_signal = Some(signal);
-                    return Ok(None);
-                }
-                Incoming::Result { vector, worker, .. } => {
-                    // Only its header's losses are needed.
-                    if let Some((vector, len)) = vector {
-                        self.receive_counted(vector, worker as i32 + 1, len, None)?;
-                    }
-                    last_progress = Instant::now();
-                }
-            }
-        }
+    fn partition_losses(&self) -> Option<&[f64]> {
+        Some(&self.partition_loss)
     }
 }
 

@@ -381,7 +381,7 @@ trace_schema! {
     iteration stale_dropped: u64 = 0,
         unit "count", "results of older iterations received and dropped";
     iteration train_loss: f64 = f64::NAN,
-        unit "1", "training objective over all the training data at the iteration's model (the workers' evaluation point), never over the recovered partitions alone: recorded at every iteration whose decode recovered every partition, otherwise every train.eval_every-th iteration from the first and the last (the master waits for every partition's loss); NaN when not evaluated (and in simulation)";
+        unit "1", "training objective over all the training data at the iteration's model (the workers' evaluation point), never over the recovered partitions alone: recorded at every iteration whose decode recovered every partition, otherwise every train.eval_every-th iteration from the first and the last (the losses the results did not bring computed by the master on its own copy of the data, nothing waited for); NaN when not evaluated (and in a simulation without a model)";
     iteration batch_loss: f64 = f64::NAN,
         unit "1", "objective over the samples this iteration's update used, at the iteration's model: the decoded loss sum over the recovered partitions' samples (each partition's mini-batch with train.batch_size); recorded at every iteration of every scheme (an exact scheme's equals train_loss, a partial scheme's is the recovered part's); NaN in simulation without a model and in a trace written before this dataset",
         optional;

@@ -477,7 +477,8 @@ impl Driver {
     /// update, the model a trace stores): one more round, numbered
     /// `completed`, with the last plan, no emulated delay and θ itself as
     /// the evaluation point, whose results carry each partition's loss at θ
-    /// ([`Round::full_loss`] waits for them); nothing is decoded or updated,
+    /// ([`Round::partition_losses`]; the learner computes those the
+    /// stopped round did not bring, [`Learner::complete_loss`]); nothing is decoded or updated,
     /// and nothing recorded as an iteration. `Some(signal)` when a signal
     /// stopped it (the final training loss is then NaN).
     fn evaluate_final(
@@ -515,9 +516,11 @@ impl Driver {
         {
             RoundStatus::Interrupted { signal } => (Some(signal), None),
             _ => {
-                let sum = round
-                    .full_loss(&task, report, timing)
-                    .map_err(EngineError::Round)?;
+                let known = round.partition_losses();
+                let sum = match known {
+                    Some(_) => Some(learner.complete_loss(completed, true, known)?),
+                    None => None,
+                };
                 (None, sum)
             }
         };
@@ -632,31 +635,24 @@ impl Driver {
             stop.time,
         );
         // The training loss over all the data when the decode recovered only
-        // part of it: the round waits for the partitions' losses (not counted
-        // in the iteration's duration, which ended at the stop).
-        let full_loss = match &lane.learner {
+        // part of it: the partitions' losses the results carried, the others
+        // computed by the learner on its own copy of the data (nothing waits
+        // for a worker; not counted in the iteration's duration, which ended
+        // at the stop, nor in the elapsed time).
+        let full_loss = match &mut lane.learner {
             Some(learner)
                 if has_vectors
                     && decoding.recovered.len() < learner.partitions()
                     && learner.evaluates(t) =>
             {
-                let task = RoundTask {
-                    lane: index,
-                    iteration: t,
-                    plan,
-                    sample: current,
-                    eval_point: Some(learner.eval_point()),
-                };
-                let start = measured.then(Instant::now);
-                let loss = round
-                    .full_loss(&task, report, timing)
-                    .map_err(EngineError::Round)?;
-                if let Some(start) = start {
-                    let wait_s = start.elapsed().as_secs_f64();
-                    timing.add("evaluate train loss (wait)", wait_s);
-                    lane.evaluating_s += wait_s;
+                let start = Instant::now();
+                let loss = learner.complete_loss(t, false, round.partition_losses())?;
+                let evaluate_s = start.elapsed().as_secs_f64();
+                if measured {
+                    timing.add("evaluate train loss", evaluate_s);
+                    lane.evaluating_s += evaluate_s;
                 }
-                loss
+                Some(loss)
             }
             _ => None,
         };
@@ -874,13 +870,8 @@ mod tests {
             self.0.combine(order, weights, out)
         }
 
-        fn full_loss(
-            &mut self,
-            task: &RoundTask<'_>,
-            report: &mut RoundReport,
-            timing: &mut Timing,
-        ) -> Result<Option<f64>, RoundError> {
-            self.0.full_loss(task, report, timing)
+        fn partition_losses(&self) -> Option<&[f64]> {
+            self.0.partition_losses()
         }
 
         fn batch_correct(&self, recovered: &[usize]) -> Option<f64> {

@@ -9,7 +9,7 @@ use super::EngineError;
 use super::timing::Timing;
 use crate::config::Config;
 use crate::error::InputError;
-use crate::learn::{DataPlan, Model, Optimizer, Partition};
+use crate::learn::{DataPlan, Model, Optimizer, Partition, StepKey};
 
 /// The optimiser, the model, the test set and what the update needs to know of the data.
 pub struct Learner {
@@ -34,6 +34,21 @@ pub struct Learner {
     batch_loss: f64,
     /// See [`Learner::last_evaluate_s`].
     evaluate_s: f64,
+    /// The learner's own copy of the training data, for the losses the
+    /// workers' results did not carry ([`Learner::complete_loss`]).
+    own: OwnCopy,
+}
+
+/// The training partitions as the master's learner sees them: the data plan
+/// they come from, each partition loaded the first time its loss is needed
+/// and kept, and the batches' size and seed (those of the workers).
+struct OwnCopy {
+    data: DataPlan,
+    loaded: Vec<Option<Partition>>,
+    batch: Option<usize>,
+    seed: u64,
+    /// One partition's gradient and loss sums (d + 1).
+    scratch: Vec<f64>,
 }
 
 /// The losses one step evaluated (NaN: not evaluated this iteration).
@@ -87,6 +102,13 @@ impl Learner {
             update_s: f64::NAN,
             batch_loss: f64::NAN,
             evaluate_s: 0.0,
+            own: OwnCopy {
+                data: data.clone(),
+                loaded: (0..data.partitions()).map(|_| None).collect(),
+                batch,
+                seed: config.seed,
+                scratch: Vec::new(),
+            },
         }
     }
 
@@ -207,6 +229,61 @@ impl Learner {
         self.test_accuracy = losses.test_accuracy;
         self.final_evaluated = true;
         Ok(losses)
+    }
+
+    /// The loss sum over every partition at this iteration's evaluation
+    /// point (`at_final`: at θ, the final model's round), each partition's
+    /// mini-batch of iteration `iteration` with `train.batch_size`: the
+    /// entries of `known` that are not NaN (the losses the workers' results
+    /// carried), the others computed here on the learner's own copy of the
+    /// partition (loaded the first time it is needed and kept), as a worker
+    /// computes it: the same batch and dropout ([`Model::partition_gradient`]).
+    /// Summed in partition order. Nothing waits for a worker, so measuring
+    /// the loss of a partial scheme does not change which results the run
+    /// uses (issue 39); the master holds the partitions it evaluated.
+    pub fn complete_loss(
+        &mut self,
+        iteration: u64,
+        at_final: bool,
+        known: Option<&[f64]>,
+    ) -> Result<f64, EngineError> {
+        let theta = if at_final {
+            self.opt.theta()
+        } else {
+            self.opt.eval_point()
+        };
+        let own = &mut self.own;
+        let mut sum = 0.0;
+        for p in 0..own.loaded.len() {
+            if let Some(&loss) = known.and_then(|k| k.get(p))
+                && !loss.is_nan()
+            {
+                sum += loss;
+                continue;
+            }
+            if own.loaded[p].is_none() {
+                let part = own.data.load(&[p]).map_err(|e| EngineError::Model {
+                    iteration,
+                    what: format!("loading partition {} for the training loss: {e}", p + 1),
+                })?;
+                own.loaded[p] = part.into_iter().next();
+            }
+            let part = own.loaded[p].as_ref().expect("loaded above");
+            own.scratch.resize(theta.len() + 1, 0.0);
+            let key = StepKey {
+                seed: own.seed,
+                partition: p,
+                iteration,
+            };
+            self.model
+                .partition_gradient(part, own.batch, key, theta, &mut own.scratch)
+                .map_err(|e| EngineError::Model {
+                    iteration,
+                    what: e.to_string(),
+                })?;
+            sum += own.scratch[theta.len()];
+        }
+        Ok(sum)
     }
 
     /// Whether [`Learner::last_losses`] are at the final θ.
@@ -342,5 +419,31 @@ mod tests {
             learner.last_losses().test.is_finite(),
             "the test loss is the master's own"
         );
+    }
+
+    /// The full-data loss a partial decode needs comes from the learner's
+    /// own copy for the partitions the results did not bring: at θ = 0 a
+    /// logistic model's loss is ln 2 per sample, so the sum over every
+    /// partition is n ln 2 whichever losses were known; a known entry is
+    /// taken as given (never recomputed) and the missing ones computed.
+    #[test]
+    fn the_learner_completes_the_losses_the_results_did_not_bring() {
+        let text = "workers = 3\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 30\ntest_samples = 6\nfeatures = 4\n[model]\nloss = \"logistic\"\n";
+        let config = crate::config::parse(text, "test", &[]).unwrap().config;
+        let data = DataPlan::new(&config, 3).unwrap();
+        let mut learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
+        assert!(learner.theta().iter().all(|&x| x == 0.0), "starts at 0");
+        let n = data.train_samples() as f64;
+        let ln2 = std::f64::consts::LN_2;
+        let all = learner.complete_loss(0, false, None).unwrap();
+        assert!((all - n * ln2).abs() <= 1e-12 * n, "{all} vs {}", n * ln2);
+        let first = data.rows(0).len() as f64;
+        let known = [first * ln2, f64::NAN, f64::NAN];
+        let completed = learner.complete_loss(0, false, Some(&known)).unwrap();
+        assert!((completed - all).abs() <= 1e-12 * n);
+        // A known value is used as it is: 1000 more in, 1000 more out.
+        let shifted = [first * ln2 + 1000.0, f64::NAN, f64::NAN];
+        let more = learner.complete_loss(0, false, Some(&shifted)).unwrap();
+        assert!((more - all - 1000.0).abs() <= 1e-9);
     }
 }

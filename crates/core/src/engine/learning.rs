@@ -36,6 +36,8 @@ pub struct LearningRound {
     /// Per partition: a classifier's correct predictions of its batch at
     /// the last iteration's evaluation point (None for a linear model).
     correct: Vec<Option<usize>>,
+    /// Per partition: the loss sum at the last iteration's evaluation point.
+    losses: Vec<f64>,
 }
 
 impl LearningRound {
@@ -64,6 +66,7 @@ impl LearningRound {
             vectors,
             messages: Vec::new(),
             correct: Vec::new(),
+            losses: Vec::new(),
         }
     }
 }
@@ -93,6 +96,9 @@ impl Round for LearningRound {
                 .map_err(|e| e.to_string())?;
             self.correct.push(correct);
         }
+        self.losses.clear();
+        self.losses
+            .extend(self.vectors.iter().map(|v| v[v.len() - 1]));
         self.messages.clear();
         for a in &report.arrivals {
             let codeword = &task.plan.tasks[a.worker].messages[a.message].codeword;
@@ -130,13 +136,8 @@ impl Round for LearningRound {
         Ok(true)
     }
 
-    fn full_loss(
-        &mut self,
-        _task: &RoundTask<'_>,
-        _report: &mut RoundReport,
-        _timing: &mut Timing,
-    ) -> Result<Option<f64>, RoundError> {
-        Ok(Some(self.vectors.iter().map(|v| v[v.len() - 1]).sum()))
+    fn partition_losses(&self) -> Option<&[f64]> {
+        Some(&self.losses)
     }
 
     fn batch_correct(&self, recovered: &[usize]) -> Option<f64> {

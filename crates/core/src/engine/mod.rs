@@ -206,26 +206,18 @@ pub trait Round {
         false
     }
 
-    /// The loss sum over every partition at this iteration's evaluation
-    /// point, called after [`combine`](Round::combine) when the decode
-    /// recovered only some partitions and the learner evaluates the training
-    /// loss this iteration. Every result of the iteration carries the uncoded
-    /// loss of each partition its worker computed; the round keeps receiving
-    /// the iteration's remaining results (late ones included, none of them
-    /// accepted into `report`, whose arrivals stay those the decode used)
-    /// until every partition's loss is known, and sums them in partition
-    /// order. Waits at most `train.result_timeout_s` without a result; `None`
-    /// when the losses do not come (the round warns why), when a signal stops
-    /// the wait (the next [`run`](Round::run) reports it), or when the round
-    /// has no vectors (simulation). Results of older iterations received
-    /// meanwhile are dropped and counted in `report.stale_dropped`.
-    fn full_loss(
-        &mut self,
-        _task: &RoundTask<'_>,
-        _report: &mut RoundReport,
-        _timing: &mut Timing,
-    ) -> Result<Option<f64>, RoundError> {
-        Ok(None)
+    /// The loss sum of each partition at this iteration's evaluation point
+    /// (indexed by partition; NaN where not known) that the iteration's
+    /// results carried, called after [`combine`](Round::combine) when the
+    /// decode recovered only some partitions and the learner evaluates the
+    /// training loss this iteration. Every result carries the uncoded loss of
+    /// each partition its worker computed, the late results received before
+    /// the decode included; the round waits for nothing more: the learner
+    /// computes the partitions still unknown on its own copy of the data
+    /// ([`Learner::complete_loss`](super::Learner::complete_loss)). `None`
+    /// for a round without vectors (simulation).
+    fn partition_losses(&self) -> Option<&[f64]> {
+        None
     }
 
     /// A classifier's samples predicted correctly in this iteration's

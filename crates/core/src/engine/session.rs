@@ -381,13 +381,8 @@ impl Round for Watched<'_> {
         self.round.measures_time()
     }
 
-    fn full_loss(
-        &mut self,
-        task: &RoundTask<'_>,
-        report: &mut RoundReport,
-        timing: &mut Timing,
-    ) -> Result<Option<f64>, super::RoundError> {
-        self.round.full_loss(task, report, timing)
+    fn partition_losses(&self) -> Option<&[f64]> {
+        self.round.partition_losses()
     }
 
     fn batch_correct(&self, recovered: &[usize]) -> Option<f64> {
