@@ -1,32 +1,60 @@
 #!/usr/bin/env bash
 # 004 §VIII's deep-learning experiments at CPU size (configs/paper/isgc-fig12-*.toml
-# and isgc-fig13-*.toml): train each under mpirun (the IS schemes at w = 1, 2, 3
-# for Fig. 12, w = 2 for Fig. 13), then draw results/paper/isgc-nn-fig12.png and
-# isgc-nn-fig13.png and write results/paper/isgc-nn.json and isgc-nn.md (what
-# reproduces, what differs, with the numbers). Needs Fashion-MNIST
-# (scripts/setup.sh installs Debian's dataset-fashion-mnist). About 10 minutes
-# on 2 cores.
+# and isgc-fig13-*.toml): train each point under mpirun with N seeds (--set seed=S,
+# S = 1..N; the IS schemes at w = 1, 2, 3 for Fig. 12, w = 2 for Fig. 13), one
+# trace per point and seed (results/paper/isgc-nn/POINT-sS.h5, e.g.
+# fig12-is-cr-w2-s3.h5), then draw results/paper/isgc-nn-fig12.png and
+# isgc-nn-fig13.png and write results/paper/isgc-nn.json and isgc-nn.md
+# (scripts/isgc_nn.py: per point the mean and 95% interval over the seeds of the
+# steps and time to the smoothed batch loss's threshold; the paper's statements,
+# each with a verdict from the intervals). Needs Fashion-MNIST (scripts/setup.sh
+# installs Debian's dataset-fashion-mnist). About 10 minutes per seed on 2 cores.
 #
-#   scripts/isgc-nn.sh            train and draw
-#   scripts/isgc-nn.sh --replot   draw from the traces of the last run (results/paper/isgc-nn/)
+#   scripts/isgc-nn.sh              train 5 seeds per point and draw
+#   scripts/isgc-nn.sh --seeds N    train N seeds per point (the paper: 10) and draw
+#   scripts/isgc-nn.sh --replot     draw from the traces of the last run (results/paper/isgc-nn/)
+#
+# Training first removes the traces of an earlier run (results/paper/isgc-nn/fig12-*
+# and fig13-*), so that the figures are this run's N seeds alone.
 set -euo pipefail
+usage="usage: scripts/isgc-nn.sh [--seeds N] | --replot"
+seeds=5 seeds_given=0 replot=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --seeds)
+      [ $# -ge 2 ] || { echo "isgc-nn.sh: --seeds needs a number; $usage" >&2; exit 2; }
+      seeds=$2 seeds_given=1
+      shift 2
+      ;;
+    --seeds=*) seeds=${1#--seeds=} seeds_given=1; shift ;;
+    --replot) replot=1; shift ;;
+    -h | --help) echo "$usage"; exit 0 ;;
+    *) echo "isgc-nn.sh: unknown argument \`$1'; $usage" >&2; exit 2 ;;
+  esac
+done
+if ! [[ $seeds =~ ^[1-9][0-9]*$ ]]; then
+  echo "isgc-nn.sh: --seeds \`$seeds' is not a positive whole number; $usage" >&2
+  exit 2
+fi
 cd "$(dirname "$0")/.."
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --quiet --bin gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 out=results/paper/isgc-nn
-bin=target/release/gradcode
-run() { # CONFIG NAME [--set ...]
-  local config=configs/paper/$1.toml name=$2
-  shift 2
-  local ranks
-  ranks=$("$bin" check --config "$config" "$@" --ranks)
-  echo "isgc-nn.sh: $name ($ranks ranks)"
-  mpirun --oversubscribe -n "$ranks" "$bin" train --config "$config" "$@" \
-    --out "$out/$name.h5" --force --json --quiet > "$out/$name.json"
-}
-if [ "${1:-}" != --replot ]; then
+if [ "$replot" = 0 ]; then
+  command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+  cargo build --release --locked --quiet --bin gradcode
+  if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+  bin=target/release/gradcode
+  run() { # CONFIG NAME [--set ...]: every seed
+    local config=configs/paper/$1.toml name=$2 ranks s
+    shift 2
+    ranks=$("$bin" check --config "$config" "$@" --ranks)
+    for s in $(seq 1 "$seeds"); do
+      echo "isgc-nn.sh: $name seed $s of $seeds ($ranks ranks)"
+      mpirun --oversubscribe -n "$ranks" "$bin" train --config "$config" "$@" --set "seed=$s" \
+        --out "$out/$name-s$s.h5" --force --json --quiet > "$out/$name-s$s.json"
+    done
+  }
   mkdir -p "$out"
+  rm -f "$out"/fig12-* "$out"/fig13-*
   run isgc-fig12-sgd fig12-sgd
   run isgc-fig12-gc-fr fig12-gc-fr
   run isgc-fig12-gc-cr fig12-gc-cr
@@ -38,6 +66,9 @@ if [ "${1:-}" != --replot ]; then
   for c1 in 0 1 2 3; do
     run "isgc-fig13-hr-c1-$c1" "fig13-hr-c1-$c1"
   done
+elif [ "$seeds_given" = 1 ]; then
+  echo "isgc-nn.sh: --seeds does not go with --replot (it draws every trace of $out); $usage" >&2
+  exit 2
 fi
 source scripts/python-env.sh
 python_env

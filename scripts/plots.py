@@ -24,8 +24,9 @@ scripts/report.sh RESULTS_DIR sets up the pinned Python environment and runs
 are read with the gradcode_traces package (python/).
 
 Every plot colours a run by its scheme (`scheme.kind`, SCHEME_COLORS: the
-Okabe-Ito palette, as the paper figures of reproduce_figures.py), the same in
-every plot; several runs of one scheme in a plot get shades of its colour.
+Okabe-Ito palette, as the paper figures of reproduce_figures.py, and two of
+Paul Tol's colours), the same in every plot; several runs of one scheme in a
+plot get shades of its colour.
 Against wall-clock time means against the trace's `elapsed_s` (evaluation
 waits included); a trace older than that dataset is drawn against the running
 sum of `duration_s`, and the axis says so.
@@ -86,16 +87,21 @@ OKABE_ITO = {
 
 #: One colour per registered scheme kind, in every plot (gc-sc, gc-dc, uc-mmc and gc-mmc as in the paper figures
 #: of reproduce_figures.py; `gc` is the paper figures' name of gc-cyclic). Okabe-Ito has nine colours for ten
-#: kinds: gc-partial takes Paul Tol's wine, also safe for colour-blind readers.
+#: kinds, and its sky blue beside gc-cyclic's blue reads as the same blue, so two kinds take Paul Tol's colours
+#: (also safe for colour-blind readers): gc-partial his wine, is-gc his sand. Sand stays apart from every other
+#: kind's colour, gc-frac's yellow and ignore-stragglers' grey included, under deuteranopia and protanopia too (it
+#: nears the yellow only under the rare tritanopia); Tol's teal would fall on the grey under deuteranopia. Sky
+#: blue is left unused.
 SCHEME_COLORS = {
     "uncoded": OKABE_ITO["black"], "ignore-stragglers": OKABE_ITO["grey"], "gc-frac": OKABE_ITO["yellow"],
     "gc-cyclic": OKABE_ITO["blue"], "gc": OKABE_ITO["blue"], "gc-sc": OKABE_ITO["orange"],
-    "gc-dc": OKABE_ITO["bluish green"], "is-gc": OKABE_ITO["sky blue"], "gc-mmc": OKABE_ITO["reddish purple"],
+    "gc-dc": OKABE_ITO["bluish green"], "is-gc": "#DDCC77", "gc-mmc": OKABE_ITO["reddish purple"],
     "uc-mmc": OKABE_ITO["vermillion"], "gc-partial": "#882255",
 }
 
-#: Colours of kinds not in SCHEME_COLORS, chosen by a hash of the name (the same in every plot).
-OTHER_COLORS = ["#332288", "#117733", "#44AA99", "#88CCEE", "#DDCC77", "#CC6677", "#AA4499"]
+#: Colours of kinds not in SCHEME_COLORS, chosen by a hash of the name (the same in every plot): Paul Tol's
+#: others (his sand is is-gc's, his wine gc-partial's).
+OTHER_COLORS = ["#332288", "#117733", "#44AA99", "#88CCEE", "#CC6677", "#AA4499"]
 
 
 def scheme_color(kind):
