@@ -699,6 +699,63 @@ fn reference_and_demo_configs_check() {
     }
 }
 
+/// `data.set = "mnist"` and `"cifar10"` under an empty data set root: one
+/// line that says where to get the files and where to put them, or which
+/// key to set in place of the set; no Debian package provides them, so
+/// neither suggests `apt-get`.
+#[test]
+fn a_named_set_without_a_package_says_where_to_get_it() {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("empty-dataset-root");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    for (name, data, says) in [
+        (
+            "mnist",
+            "kind = \"idx\"\nset = \"mnist\"\n",
+            &[
+                "mnist/train-images-idx3-ubyte.gz is missing",
+                "MNIST page",
+                "or set data.path, data.labels_path",
+            ][..],
+        ),
+        (
+            "cifar10",
+            "kind = \"cifar10\"\nset = \"cifar10\"\n",
+            &[
+                "cifar10/data_batch_1.bin is missing",
+                "\"CIFAR-10 binary version\"",
+                "or set data.path",
+            ][..],
+        ),
+    ] {
+        let config = write_config(
+            &format!("not-installed-{name}"),
+            &format!(
+                "workers = 2\n[scheme]\nkind = \"uncoded\"\n[data]\n{data}[model]\nkind = \"mlp\"\n"
+            ),
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_gradcode"))
+            .args(["check", "--config", config.to_str().unwrap()])
+            .env(gradcode::learn::images::DATASET_ROOT_ENV, &root)
+            .output()
+            .unwrap();
+        assert_rejected(
+            name,
+            &out,
+            &format!("data.set = \"{name}\" is not installed"),
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains(&root.join(name).display().to_string()),
+            "{err}"
+        );
+        for text in says {
+            assert!(err.contains(text), "{name}: no `{text}`: {err}");
+        }
+        assert!(!err.contains("apt-get"), "{name}: {err}");
+    }
+}
+
 /// `check --ranks` checks the data files as `check` does: job scripts ask
 /// for the ranks before they submit (a missing `data.path` passed).
 #[test]

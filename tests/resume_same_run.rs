@@ -296,3 +296,77 @@ fn a_named_set_that_changed_is_refused_on_resume() {
     let after = gradcode::trace::read_trace(&trace, "/").unwrap().records;
     assert_eq!(after.len(), 6);
 }
+
+/// A CIFAR-10 folder (`data.kind = "cifar10"`, `data.path` a folder) is
+/// fingerprinted file by file: an MLP run on six small batch files, resumed
+/// after one label of `data_batch_3.bin` changed, is refused naming
+/// `data.path/data_batch_3.bin`, the trace unchanged; with the file put back,
+/// it goes on.
+#[test]
+fn a_cifar10_folder_whose_batch_changed_is_refused_on_resume() {
+    use gradcode::learn::cifar::{IMAGE_BYTES, RECORD_BYTES, TEST_FILE, TRAIN_FILES, write_cifar};
+    let folder = scratch("cifar10");
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    for (f, file) in TRAIN_FILES.iter().chain([&TEST_FILE]).enumerate() {
+        let n = 8;
+        let labels: Vec<u8> = (0..n).map(|k| ((f * n + k) % 10) as u8).collect();
+        let images: Vec<u8> = (0..n * IMAGE_BYTES)
+            .map(|k| ((k * 37 + f * 11) % 251) as u8)
+            .collect();
+        write_cifar(&folder.join(file), &labels, &images).unwrap();
+    }
+    let config = scratch("cifar10.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "workers = 2\nseed = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[straggler]\nmode = \"measured\"\n\
+             [data]\nkind = \"cifar10\"\npath = \"{}\"\n\
+             [model]\nkind = \"mlp\"\nhidden = [4]\n[train]\niterations = 4\nbatch_size = 4\nlearning_rate = 0.05\n[output]\nsnapshot_every = 2\n",
+            folder.display()
+        ),
+    )
+    .unwrap();
+    let trace = scratch("cifar10.h5");
+    let t = trace.to_str().unwrap();
+    let c = config.to_str().unwrap();
+    let out = train(&["train", "--config", c, "--out", t, "--force", "--quiet"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let stored = gradcode::trace::read_attr_string(&trace, "/", "data_fingerprint").unwrap();
+    // The config file is no data file: the six batches alone.
+    assert_eq!(stored.lines().count(), 6, "{stored}");
+    let batch3 = folder.join(TRAIN_FILES[2]);
+    assert!(
+        stored.contains(&format!(
+            "data.path/data_batch_3.bin {} bytes={}",
+            batch3.display(),
+            8 * RECORD_BYTES
+        )),
+        "{stored}"
+    );
+    let good = std::fs::read(&batch3).unwrap();
+    let mut changed = good.clone();
+    changed[0] = (changed[0] + 1) % 10;
+    std::fs::write(&batch3, &changed).unwrap();
+    let before = std::fs::read(&trace).unwrap();
+    let resume = [
+        "train",
+        "--resume",
+        t,
+        "--set",
+        "train.iterations=6",
+        "--quiet",
+    ];
+    let out = train(&resume);
+    assert_refused("a label changed", &out, "data.path/data_batch_3.bin");
+    assert!(common::stderr(&out).contains("changed since the run started"));
+    assert!(
+        std::fs::read(&trace).unwrap() == before,
+        "the trace changed"
+    );
+    std::fs::write(&batch3, &good).unwrap();
+    let out = train(&resume);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let after = gradcode::trace::read_trace(&trace, "/").unwrap().records;
+    assert_eq!(after.len(), 6);
+}

@@ -412,7 +412,7 @@ fn samples_report(loaded: &crate::config::LoadedConfig) -> Option<SamplesReport>
         .all(|k| loaded.explicit.contains(*k));
     let source = match (set, d.kind) {
         (true, _) => "set",
-        (false, DataKind::Idx) => "every image",
+        (false, DataKind::Idx | DataKind::Cifar10) => "every image",
         (false, _) => "default",
     };
     Some(SamplesReport {

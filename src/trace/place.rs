@@ -236,7 +236,8 @@ impl Input {
 
 /// The files a run of `config` reads: the config file itself (when it was
 /// read from one), the data and label files and the straggler trace file it
-/// names, and the files of a named image set (`data.set`).
+/// names, the files of a named image set (`data.set`), and those of a
+/// CIFAR-10 folder (`data.path` of `data.kind = "cifar10"`, a folder).
 pub fn inputs_of(config: &crate::config::Config, config_file: Option<&Path>) -> Vec<Input> {
     let d = &config.data;
     let mut inputs: Vec<Input> = config_file
@@ -250,20 +251,17 @@ pub fn inputs_of(config: &crate::config::Config, config_file: Option<&Path>) -> 
         ("data.test_labels_path", &d.test_labels_path),
         ("straggler.trace_file", &config.straggler.trace_file),
     ] {
-        if let Some(path) = path {
+        // A CIFAR-10 folder is no file: its files follow, one by one.
+        let folder = what == "data.path" && d.kind == crate::config::DataKind::Cifar10;
+        if let Some(path) = path.as_ref().filter(|_| !folder) {
             inputs.push(Input::new(what, path));
         }
     }
-    // A named image set's four files, named by the set and the file
-    // (`data.set/t10k-labels-idx1-ubyte.gz`) wherever the root puts them.
-    if d.kind == crate::config::DataKind::Idx {
-        let files = d
-            .set
-            .as_deref()
-            .and_then(crate::learn::images::named_set_files);
-        for (name, path) in files.into_iter().flatten() {
-            inputs.push(Input::new(format!("data.set/{name}"), path));
-        }
+    // A named image set's files, named by the set and the file
+    // (`data.set/t10k-labels-idx1-ubyte.gz`) wherever the root puts them,
+    // and a CIFAR-10 folder's (`data.path/data_batch_1.bin`).
+    for (what, path) in crate::learn::images::image_inputs(d) {
+        inputs.push(Input::new(what, path));
     }
     inputs
 }

@@ -93,14 +93,15 @@ pub fn from_parsed(registry: &Registry, mut loaded: LoadedConfig) -> Result<Setu
     })
 }
 
-/// Image data (`data.kind = "idx"`) without `data.train_samples` or
-/// `data.test_samples` uses every image of its file: the counts its IDX
-/// header declares are filled in (so the resolved config a trace stores, and
-/// the workers receive, says how many), and the config is checked again with
-/// them. A file that cannot be read leaves the defaults, and the data checks
-/// name the file.
+/// Image data (`data.kind = "idx"` or `"cifar10"`) without
+/// `data.train_samples` or `data.test_samples` uses every image of its
+/// files: the counts its IDX headers declare, or the CIFAR-10 batches'
+/// sizes give (the five training batches together), are filled in (so the
+/// resolved config a trace stores, and the workers receive, says how many),
+/// and the config is checked again with them. A file that cannot be read
+/// leaves the defaults, and the data checks name the file.
 fn every_image(loaded: &mut LoadedConfig) -> Result<(), InputError> {
-    if loaded.config.data.kind != config::DataKind::Idx {
+    if !loaded.config.data.kind.is_images() {
         return Ok(());
     }
     let Some((train, test)) = crate::learn::images::image_counts(&loaded.config.data) else {
@@ -491,6 +492,27 @@ mod tests {
                 "load"
             ]
         );
+    }
+
+    /// CIFAR-10 without `data.train_samples` / `data.test_samples` uses
+    /// every image: the records of the five training batches together and
+    /// of the test batch, written into the resolved config.
+    #[test]
+    fn cifar10_without_counts_uses_every_image_of_the_five_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::learn::cifar::testing::write_folder(dir.path(), [3, 1, 4, 1, 5, 9]);
+        let text = format!(
+            "workers = 2\n[scheme]\nkind = \"uncoded\"\n[data]\nkind = \"cifar10\"\npath = \"{}\"\n",
+            dir.path().display()
+        );
+        let setup = parse_ok(&text, &[]);
+        let d = &setup.loaded.config.data;
+        assert_eq!((d.train_samples, d.test_samples), (3 + 1 + 4 + 1 + 5, 9));
+        assert!(setup.loaded.config.to_toml().contains("train_samples = 14"));
+        // A count that is set stays.
+        let setup = parse_ok(&text, &["data.train_samples=6"]);
+        assert_eq!(setup.loaded.config.data.train_samples, 6);
+        assert_eq!(setup.loaded.config.data.test_samples, 9);
     }
 
     #[test]

@@ -354,6 +354,18 @@ pub enum DataKind {
     /// `data.path` / `data.labels_path` and `data.test_path` /
     /// `data.test_labels_path`, or a named set (`data.set`).
     Idx,
+    /// The binary version of CIFAR-10: the folder `data.path` (or the named
+    /// set `data.set = "cifar10"`) holds `data_batch_1.bin` …
+    /// `data_batch_5.bin` and `test_batch.bin`, images of 3 × 32 × 32.
+    Cifar10,
+}
+
+impl DataKind {
+    /// Whether the samples are images (`idx`, `cifar10`): the kinds that
+    /// cnn and resnet models read.
+    pub fn is_images(self) -> bool {
+        matches!(self, DataKind::Idx | DataKind::Cifar10)
+    }
 }
 
 /// How partitions store their samples (`data.format`).
@@ -394,7 +406,7 @@ pub struct DataConfig {
     pub format: DataFormat,
     /// Standard deviation of the label noise (synthetic-linear).
     pub noise_std: f64,
-    /// Training file (libsvm, csv).
+    /// Training file (libsvm, csv, idx); cifar10: the folder of the batches.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// Test file (libsvm, csv); without it, `test_fraction` of the training file is held out.
@@ -406,8 +418,9 @@ pub struct DataConfig {
     /// idx: the labels of `test_path`'s images.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_labels_path: Option<String>,
-    /// idx: a named data set whose files an installed package provides, in
-    /// place of the four paths: "fashion-mnist" (Debian's dataset-fashion-mnist).
+    /// idx and cifar10: a named data set under the data set root, in place
+    /// of the paths: "fashion-mnist" (Debian's dataset-fashion-mnist),
+    /// "mnist" (idx), "cifar10" (cifar10).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub set: Option<String>,
     /// Share of a file's samples held out for testing when there is no `test_path`.

@@ -271,13 +271,31 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
                 }
             }
         }
-        DataKind::Idx => {
+        DataKind::Idx | DataKind::Cifar10 => {
             if d.format == DataFormat::Sparse {
                 return Err(InputError::value(
                     "data.format",
                     "\"sparse\"",
-                    "needs libsvm, csv or synthetic-onehot data; images (data.kind = idx) are dense",
+                    format!(
+                        "needs libsvm, csv or synthetic-onehot data; images (data.kind = {}) are dense",
+                        kind_name(d.kind)
+                    ),
                 ));
+            }
+            if d.kind == DataKind::Cifar10 {
+                // The folder holds the test batch and every label.
+                for (field, value) in [
+                    ("data.test_path", &d.test_path),
+                    ("data.labels_path", &d.labels_path),
+                    ("data.test_labels_path", &d.test_labels_path),
+                ] {
+                    if value.is_some() {
+                        return Err(InputError::new(
+                            field,
+                            "is set but data.kind = cifar10 reads the test images and every label from the folder data.path (or data.set) names",
+                        ));
+                    }
+                }
             }
             at_least("data.train_samples", d.train_samples, workers)?;
             at_least("data.test_samples", d.test_samples, 1)?;
@@ -315,6 +333,7 @@ fn kind_name(kind: DataKind) -> &'static str {
         DataKind::Csv => "csv",
         DataKind::SyntheticOnehot => "synthetic-onehot",
         DataKind::Idx => "idx",
+        DataKind::Cifar10 => "cifar10",
     }
 }
 
@@ -344,12 +363,12 @@ fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
                 "must be in [0, 1)",
             ));
         }
-        if matches!(m.kind, ModelKind::Cnn | ModelKind::Resnet) && d.kind != DataKind::Idx {
+        if matches!(m.kind, ModelKind::Cnn | ModelKind::Resnet) && !d.kind.is_images() {
             return Err(InputError::value(
                 "model.kind",
                 format!("\"{}\"", m.kind.name()),
                 format!(
-                    "needs images (data.kind = \"idx\"); data.kind = {} has flat samples",
+                    "needs images (data.kind = \"idx\" or \"cifar10\"); data.kind = {} has flat samples",
                     kind_name(d.kind)
                 ),
             ));
@@ -363,7 +382,7 @@ fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
                 format!("\"{}\"", m.kind.name()),
                 format!(
                     "needs class labels 0..model.classes, but data.kind = {} generates {} labels \
-                     (use data.kind = \"idx\", \"csv\" or \"libsvm\" with class labels, or model.kind = \"linear\")",
+                     (use data.kind = \"idx\", \"cifar10\", \"csv\" or \"libsvm\" with class labels, or model.kind = \"linear\")",
                     kind_name(d.kind),
                     if d.kind == DataKind::SyntheticLinear {
                         "real-valued"
@@ -373,7 +392,7 @@ fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
                 ),
             ));
         }
-        if d.kind != DataKind::Idx && d.format == DataFormat::Sparse {
+        if !d.kind.is_images() && d.format == DataFormat::Sparse {
             return Err(InputError::value(
                 "data.format",
                 "\"sparse\"",

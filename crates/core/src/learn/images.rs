@@ -1,25 +1,31 @@
-//! Image data sets in IDX files (`data.kind = "idx"`): MNIST-shaped images
-//! and their labels, found by path or by a named set that a package installs.
+//! Image data sets: IDX files (`data.kind = "idx"`), MNIST-shaped images
+//! and their labels, and the binary version of CIFAR-10 (`data.kind =
+//! "cifar10"`, [`super::cifar`]), found by path or by a named set under the
+//! data set root (`data.set`).
 //!
 //! The training samples are `data.train_samples` images of the training
-//! file, the test samples `data.test_samples` images of the test file (each
-//! unset: every image of its file, [`image_counts`], filled in by the loader), each
-//! chosen by a seeded permutation that every process computes alike (so the
-//! partitions mix the classes whatever order the file has). Pixels are
-//! scaled to [0, 1] and, with `data.standardize`, normalised per channel
-//! with the mean and standard deviation of the training images' pixels.
-//! Those statistics come from exact integer sums, computed in the same pass
-//! that reads a process's own images, so every process gets the same numbers
-//! without any exchange. Every process reads the whole training file (to
-//! check it and for the statistics) but keeps only its own partitions' images.
+//! file(s), the test samples `data.test_samples` images of the test file
+//! (each unset: every image of its files, [`image_counts`], filled in by the
+//! loader), each chosen by a seeded permutation that every process computes
+//! alike (so the partitions mix the classes whatever order the file has).
+//! Pixels are scaled to [0, 1] and, with `data.standardize`, normalised per
+//! channel with the mean and standard deviation of the training images'
+//! pixels. Those statistics come from exact integer sums, computed in the
+//! same pass that reads a process's own images, so every process gets the
+//! same numbers without any exchange. Every process reads the whole
+//! training file(s) (to check them and for the statistics) but keeps only
+//! its own partitions' images. Both formats are the same images to
+//! everything above this module: items × channels × height × width, one
+//! label byte each.
 
 use std::path::{Path, PathBuf};
 
 use ndarray::Array2;
 use rand::seq::SliceRandom;
 
+use super::cifar;
 use super::idx::{idx_header, read_idx};
-use crate::config::{DataConfig, check_dense_matrix};
+use crate::config::{DataConfig, DataKind, check_dense_matrix};
 use crate::error::InputError;
 use crate::rng::{Stream, substream};
 
@@ -29,43 +35,103 @@ pub const DATASET_ROOT_ENV: &str = "GRADCODE_DATASET_ROOT";
 
 const DEFAULT_DATASET_ROOT: &str = "/usr/share/datasets";
 
-/// Named sets (`data.set`): folder under the root, the Debian package, and
-/// the four file names (training images, labels, test images, labels).
-const NAMED_SETS: &[(&str, &str, &str, [&str; 4])] = &[(
-    "fashion-mnist",
-    "fashion-mnist",
-    "dataset-fashion-mnist",
-    [
-        "train-images-idx3-ubyte.gz",
-        "train-labels-idx1-ubyte.gz",
-        "t10k-images-idx3-ubyte.gz",
-        "t10k-labels-idx1-ubyte.gz",
-    ],
-)];
-
-/// The four files of `folder` under the data set root
-/// ([`DATASET_ROOT_ENV`], default `/usr/share/datasets`).
-fn set_paths(folder: &str, files: &[&str; 4]) -> Vec<PathBuf> {
-    let root = std::env::var_os(DATASET_ROOT_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATASET_ROOT));
-    let dir = root.join(folder);
-    files.iter().map(|f| dir.join(f)).collect()
+/// A named set (`data.set`): a folder under the data set root.
+struct NamedSet {
+    name: &'static str,
+    folder: &'static str,
+    /// The `data.kind` that reads it.
+    kind: DataKind,
+    /// The Debian package that installs it, when one does.
+    package: Option<&'static str>,
+    /// Where to get it when no package does: what to put in the folder.
+    source: &'static str,
+    /// idx: the training images, their labels, the test images, their
+    /// labels; cifar10: the five training batches, then the test batch.
+    files: &'static [&'static str],
 }
 
-/// The files of the named set `set` (`data.set`) where the data set root
-/// puts them, each with its name (`train-images-idx3-ubyte.gz`), whether or
-/// not they exist; None for a name that is not a named set. A resumed run's
-/// data fingerprint covers them as it covers `data.path` and its kin.
-pub fn named_set_files(set: &str) -> Option<Vec<(&'static str, PathBuf)>> {
-    let (_, folder, _, files) = NAMED_SETS.iter().find(|s| s.0 == set)?;
-    Some(
-        files
+/// The file names of MNIST and Fashion-MNIST.
+const MNIST_FILES: [&str; 4] = [
+    "train-images-idx3-ubyte.gz",
+    "train-labels-idx1-ubyte.gz",
+    "t10k-images-idx3-ubyte.gz",
+    "t10k-labels-idx1-ubyte.gz",
+];
+
+const CIFAR_FILES: [&str; 6] = [
+    cifar::TRAIN_FILES[0],
+    cifar::TRAIN_FILES[1],
+    cifar::TRAIN_FILES[2],
+    cifar::TRAIN_FILES[3],
+    cifar::TRAIN_FILES[4],
+    cifar::TEST_FILE,
+];
+
+const NAMED_SETS: &[NamedSet] = &[
+    NamedSet {
+        name: "fashion-mnist",
+        folder: "fashion-mnist",
+        kind: DataKind::Idx,
+        package: Some("dataset-fashion-mnist"),
+        source: "",
+        files: &MNIST_FILES,
+    },
+    NamedSet {
+        name: "mnist",
+        folder: "mnist",
+        kind: DataKind::Idx,
+        package: None,
+        source: "put the four IDX files from the MNIST page (http://yann.lecun.com/exdb/mnist/)",
+        files: &MNIST_FILES,
+    },
+    NamedSet {
+        name: "cifar10",
+        folder: "cifar10",
+        kind: DataKind::Cifar10,
+        package: None,
+        source: "download the \"CIFAR-10 binary version\" (cifar-10-binary.tar.gz) from https://www.cs.toronto.edu/~kriz/cifar.html and unpack the files of its cifar-10-batches-bin folder",
+        files: &CIFAR_FILES,
+    },
+];
+
+/// The data set root: [`DATASET_ROOT_ENV`], default `/usr/share/datasets`.
+fn dataset_root() -> PathBuf {
+    std::env::var_os(DATASET_ROOT_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATASET_ROOT))
+}
+
+/// The files a run of image data `d` reads, each with what it is for a
+/// resumed run's data fingerprint, whether or not they exist: a named set's
+/// as `data.set/NAME` wherever the data set root puts them, a cifar10
+/// folder's as `data.path/NAME`. Empty for other kinds, and for idx paths
+/// (the fingerprint names those by their keys).
+pub fn image_inputs(d: &DataConfig) -> Vec<(String, PathBuf)> {
+    image_inputs_under(d, &dataset_root())
+}
+
+fn image_inputs_under(d: &DataConfig, root: &Path) -> Vec<(String, PathBuf)> {
+    if !d.kind.is_images() {
+        return Vec::new();
+    }
+    if let Some(set) = &d.set {
+        let Some(named) = NAMED_SETS.iter().find(|s| s.name == set) else {
+            return Vec::new();
+        };
+        let dir = root.join(named.folder);
+        return named
+            .files
             .iter()
-            .copied()
-            .zip(set_paths(folder, files))
+            .map(|f| (format!("data.set/{f}"), dir.join(f)))
+            .collect();
+    }
+    match (&d.path, d.kind) {
+        (Some(folder), DataKind::Cifar10) => CIFAR_FILES
+            .iter()
+            .map(|f| (format!("data.path/{f}"), Path::new(folder).join(f)))
             .collect(),
-    )
+        _ => Vec::new(),
+    }
 }
 
 /// Images (samples × pixels, normalised) and their labels.
@@ -75,7 +141,7 @@ pub type Samples = (Array2<f64>, Vec<f64>);
 const TRAIN_ORDER: u64 = (1 << 56) - 4;
 const TEST_ORDER: u64 = (1 << 56) - 5;
 
-/// The four files of an image data set.
+/// The four files of an IDX image data set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageFiles {
     pub train_images: PathBuf,
@@ -84,27 +150,97 @@ pub struct ImageFiles {
     pub test_labels: PathBuf,
 }
 
-/// The images of the training and of the test image file of `d`, as their
-/// IDX headers declare (read without reading the images); `None` when a file
-/// cannot be found or its header read: the data checks name it then.
+/// The images of the training and of the test files of `d`, as their IDX
+/// headers declare or the sizes of the CIFAR-10 batches say (read without
+/// reading the images); `None` when a file cannot be found or its header
+/// or size read: the data checks name it then.
 pub fn image_counts(d: &DataConfig) -> Option<(usize, usize)> {
-    let files = ImageFiles::of(d).ok()?;
-    let items = |path: &Path| idx_header(path, d.max_matrix_mib).ok()?.first().copied();
-    Some((items(&files.train_images)?, items(&files.test_images)?))
+    let files = Files::of(d, &dataset_root()).ok()?;
+    let limit = d.max_matrix_mib;
+    Some((
+        files.count(Split::Train, limit).ok()?,
+        files.count(Split::Test, limit).ok()?,
+    ))
+}
+
+/// The named set `set` of `kind` under `root`, its files checked to be there.
+fn named_set(d: &DataConfig, set: &str, root: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let known: Vec<String> = NAMED_SETS
+        .iter()
+        .map(|s| format!("{} ({})", s.name, kind_name(s.kind)))
+        .collect();
+    let Some(named) = NAMED_SETS.iter().find(|s| s.name == set) else {
+        return Err(InputError::value(
+            "data.set",
+            format!("\"{set}\""),
+            format!("is not a named data set (known: {})", known.join(", ")),
+        ));
+    };
+    if named.kind != d.kind {
+        return Err(InputError::value(
+            "data.set",
+            format!("\"{set}\""),
+            format!(
+                "is read by data.kind = \"{}\", not \"{}\"",
+                kind_name(named.kind),
+                kind_name(d.kind)
+            ),
+        ));
+    }
+    let paths_keys = match d.kind {
+        DataKind::Cifar10 => "data.path to the folder of its files",
+        _ => {
+            "data.path, data.labels_path, data.test_path and data.test_labels_path to the IDX files"
+        }
+    };
+    let dir = root.join(named.folder);
+    let paths: Vec<PathBuf> = named.files.iter().map(|f| dir.join(f)).collect();
+    for p in &paths {
+        let problem = match std::fs::metadata(p) {
+            Ok(m) if m.is_file() => continue,
+            Ok(m) => format!(
+                "{} is {}, not a regular file",
+                p.display(),
+                crate::files::kind_of(&m)
+            ),
+            Err(_) => format!("{} is missing", p.display()),
+        };
+        let what = match named.package {
+            Some(package) => {
+                format!("Debian: apt-get install {package}; elsewhere set {paths_keys}")
+            }
+            None => format!(
+                "no Debian package provides it: {} in {}, or set {paths_keys}",
+                named.source,
+                dir.display()
+            ),
+        };
+        return Err(InputError::value(
+            "data.set",
+            format!("\"{set}\""),
+            format!("is not installed: {problem} ({what})"),
+        ));
+    }
+    Ok(paths)
+}
+
+fn kind_name(kind: DataKind) -> &'static str {
+    match kind {
+        DataKind::Cifar10 => "cifar10",
+        _ => "idx",
+    }
 }
 
 impl ImageFiles {
-    /// The files of `data`: the named set, or the four paths.
+    /// The files of `data` (`data.kind = "idx"`): the named set, or the
+    /// four paths.
     pub fn of(d: &DataConfig) -> Result<Self, InputError> {
+        Self::under(d, &dataset_root())
+    }
+
+    /// [`Self::of`] with the data set root `root`.
+    fn under(d: &DataConfig, root: &Path) -> Result<Self, InputError> {
         if let Some(set) = &d.set {
-            let names: Vec<&str> = NAMED_SETS.iter().map(|s| s.0).collect();
-            let Some((_, folder, package, files)) = NAMED_SETS.iter().find(|s| s.0 == set) else {
-                return Err(InputError::value(
-                    "data.set",
-                    format!("\"{set}\""),
-                    format!("is not a named data set (known: {})", names.join(", ")),
-                ));
-            };
             for (field, value) in [
                 ("data.path", &d.path),
                 ("data.labels_path", &d.labels_path),
@@ -118,17 +254,7 @@ impl ImageFiles {
                     ));
                 }
             }
-            let paths = set_paths(folder, files);
-            if let Some(missing) = paths.iter().find(|p| !p.is_file()) {
-                return Err(InputError::value(
-                    "data.set",
-                    format!("\"{set}\""),
-                    format!(
-                        "is not installed: {} is missing (Debian: apt-get install {package}; elsewhere set data.path, data.labels_path, data.test_path and data.test_labels_path to the IDX files)",
-                        missing.display()
-                    ),
-                ));
-            }
+            let paths = named_set(d, set, root)?;
             return Ok(Self {
                 train_images: paths[0].clone(),
                 train_labels: paths[1].clone(),
@@ -155,18 +281,210 @@ impl ImageFiles {
     }
 }
 
+/// The files of a CIFAR-10 data set (`data.kind = "cifar10"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CifarFiles {
+    /// The key that names the folder, for errors: `data.path` or `data.set`.
+    pub field: &'static str,
+    /// `data_batch_1.bin` … `data_batch_5.bin`.
+    pub train: Vec<PathBuf>,
+    /// `test_batch.bin`.
+    pub test: PathBuf,
+}
+
+impl CifarFiles {
+    /// The files of `data` (`data.kind = "cifar10"`): the named set, or
+    /// the folder `data.path`, which must be a folder (the files in it are
+    /// checked when they are read).
+    pub fn of(d: &DataConfig) -> Result<Self, InputError> {
+        Self::under(d, &dataset_root())
+    }
+
+    /// [`Self::of`] with the data set root `root`.
+    fn under(d: &DataConfig, root: &Path) -> Result<Self, InputError> {
+        let (field, mut paths) = if let Some(set) = &d.set {
+            if d.path.is_some() {
+                return Err(InputError::new(
+                    "data.path",
+                    format!("is set together with data.set = \"{set}\", which names the folder"),
+                ));
+            }
+            ("data.set", named_set(d, set, root)?)
+        } else {
+            let folder = match &d.path {
+                Some(p) if !p.trim().is_empty() => PathBuf::from(p),
+                Some(_) => {
+                    return Err(InputError::value("data.path", "\"\"", "must name a folder"));
+                }
+                None => {
+                    return Err(InputError::new(
+                        "data.path",
+                        "is required when data.kind = \"cifar10\" and data.set is not given: the folder of the CIFAR-10 binary version (data_batch_1.bin … data_batch_5.bin, test_batch.bin)",
+                    ));
+                }
+            };
+            let quoted = format!("\"{}\"", folder.display());
+            match std::fs::metadata(&folder) {
+                Ok(m) if m.is_dir() => {}
+                Ok(m) => {
+                    return Err(InputError::value(
+                        "data.path",
+                        quoted,
+                        format!(
+                            "is {}, not a folder: data.kind = \"cifar10\" reads the folder where {}",
+                            crate::files::kind_of(&m),
+                            cifar::LAYOUT
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    return Err(InputError::value(
+                        "data.path",
+                        quoted,
+                        format!("cannot be read: {e} ({})", cifar::LAYOUT),
+                    ));
+                }
+            }
+            (
+                "data.path",
+                CIFAR_FILES.iter().map(|f| folder.join(f)).collect(),
+            )
+        };
+        let test = paths.pop().expect("six files");
+        Ok(Self {
+            field,
+            train: paths,
+            test,
+        })
+    }
+}
+
+/// Where the images are, in which format.
+#[derive(Debug, Clone)]
+enum Files {
+    Idx(ImageFiles),
+    Cifar(CifarFiles),
+}
+
+/// The training or the test images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Split {
+    Train,
+    Test,
+}
+
+/// The images of one split a reader kept, in file order, with their labels.
+struct Kept {
+    item_bytes: usize,
+    data: Vec<u8>,
+    labels: Vec<u8>,
+    kept: Vec<usize>,
+}
+
+impl Kept {
+    fn item(&self, k: usize) -> &[u8] {
+        &self.data[k * self.item_bytes..(k + 1) * self.item_bytes]
+    }
+}
+
+impl Files {
+    /// The files of `d` (idx or cifar10) with the data set root `root`.
+    fn of(d: &DataConfig, root: &Path) -> Result<Self, InputError> {
+        match d.kind {
+            DataKind::Cifar10 => CifarFiles::under(d, root).map(Files::Cifar),
+            _ => ImageFiles::under(d, root).map(Files::Idx),
+        }
+    }
+
+    /// The images of `split`, without reading them (an IDX header, the
+    /// batch files' sizes), checked against `data.max_matrix_mib`.
+    fn count(&self, split: Split, limit: usize) -> Result<usize, InputError> {
+        match (self, split) {
+            (Files::Idx(f), Split::Train) => Ok(idx_header(&f.train_images, limit)?[0]),
+            (Files::Idx(f), Split::Test) => Ok(idx_header(&f.test_images, limit)?[0]),
+            (Files::Cifar(f), Split::Train) => cifar::count(f.field, &f.train, limit),
+            (Files::Cifar(f), Split::Test) => {
+                cifar::count(f.field, std::slice::from_ref(&f.test), limit)
+            }
+        }
+    }
+
+    /// The image file(s) of `split`, for messages.
+    fn describe(&self, split: Split) -> String {
+        match (self, split) {
+            (Files::Idx(f), Split::Train) => f.train_images.display().to_string(),
+            (Files::Idx(f), Split::Test) => f.test_images.display().to_string(),
+            (Files::Cifar(f), Split::Train) => format!(
+                "{} … {}",
+                f.train[0].display(),
+                f.train[f.train.len() - 1].display()
+            ),
+            (Files::Cifar(f), Split::Test) => f.test.display().to_string(),
+        }
+    }
+
+    /// Read the images of `split` whole, keeping those for which
+    /// `keep(i, item)` is true, with their labels (for CIFAR-10 checked
+    /// against `classes` as they are read; IDX labels were checked by
+    /// [`ImageSource::new`]).
+    fn read(
+        &self,
+        split: Split,
+        limit: usize,
+        classes: usize,
+        keep: impl FnMut(usize, &[u8]) -> bool,
+    ) -> Result<Kept, InputError> {
+        match self {
+            Files::Idx(f) => {
+                let (images, labels) = match split {
+                    Split::Train => (&f.train_images, &f.train_labels),
+                    Split::Test => (&f.test_images, &f.test_labels),
+                };
+                let array = read_idx(images, limit, keep)?;
+                let mut is_kept = vec![false; array.items()];
+                for &i in &array.kept {
+                    is_kept[i] = true;
+                }
+                let labels = read_idx(labels, limit, |i, _| is_kept.get(i) == Some(&true))?;
+                Ok(Kept {
+                    item_bytes: array.item_bytes,
+                    labels: labels.data,
+                    data: array.data,
+                    kept: array.kept,
+                })
+            }
+            Files::Cifar(f) => {
+                let files = match split {
+                    Split::Train => &f.train[..],
+                    Split::Test => std::slice::from_ref(&f.test),
+                };
+                let array = cifar::read_cifar(f.field, files, classes, keep)?;
+                Ok(Kept {
+                    item_bytes: cifar::IMAGE_BYTES,
+                    data: array.data,
+                    labels: array.labels,
+                    kept: array.kept,
+                })
+            }
+        }
+    }
+}
+
 /// An image data set planned: which file items are the training and test samples.
 #[derive(Debug, Clone)]
 pub struct ImageSource {
-    files: ImageFiles,
+    files: Files,
     /// (channels, height, width) of every image.
     pub shape: [usize; 3],
-    /// Training sample j (in partition order) is item `train_items[j]` of the training file.
+    /// Training sample j (in partition order) is item `train_items[j]` of the training file(s).
     train_items: Vec<usize>,
     test_items: Vec<usize>,
     standardize: bool,
-    /// `data.max_matrix_mib`: what an IDX header may declare ([`read_idx`]).
+    /// `data.max_matrix_mib`: what an IDX header may declare ([`read_idx`]),
+    /// what the CIFAR-10 batches' sizes may say ([`cifar::count`]).
     max_matrix_mib: usize,
+    /// `model.classes`: CIFAR-10's labels are checked as they are read.
+    classes: usize,
 }
 
 /// Per-channel normalisation: pixel / 255, minus the mean, over the standard deviation.
@@ -181,41 +499,54 @@ struct ChannelStats {
 const MAX_CHANNELS: usize = 4;
 
 impl ImageSource {
-    /// Plan the set of `d` with `classes` classes: reads the headers and the
-    /// label files (small), checks they agree and every label is a class,
-    /// and that the training and test matrices fit in `data.max_matrix_mib`.
-    /// Every header is checked against its file and `data.max_matrix_mib`
-    /// first, so nothing is allocated in proportion to what a header
-    /// declares before it is known to be within the limit.
+    /// Plan the set of `d` with `classes` classes. IDX: reads the headers
+    /// and the label files (small), checks they agree and every label is a
+    /// class. CIFAR-10: the images come from the batch files' sizes (each a
+    /// whole number of records), the labels are checked when the files are
+    /// read ([`Self::check_files`], the loads). Then that the training and
+    /// test matrices fit in `data.max_matrix_mib`. Every header or file
+    /// size is checked against its file and `data.max_matrix_mib` first, so
+    /// nothing is allocated in proportion to what it declares before it is
+    /// known to be within the limit.
     pub fn new(d: &DataConfig, seed: u64, classes: usize) -> Result<Self, InputError> {
-        let files = ImageFiles::of(d)?;
+        Self::under(d, seed, classes, &dataset_root())
+    }
+
+    /// [`Self::new`] with the data set root `root`.
+    fn under(d: &DataConfig, seed: u64, classes: usize, root: &Path) -> Result<Self, InputError> {
+        let files = Files::of(d, root)?;
         let limit = d.max_matrix_mib;
-        let shape = image_shape(&files.train_images, limit)?;
-        let test_shape = image_shape(&files.test_images, limit)?;
-        if test_shape != shape {
-            return Err(InputError::new(
-                files.test_images.display().to_string(),
-                format!(
-                    "holds images of {}x{}x{}, the training file {}x{}x{}",
-                    test_shape[0], test_shape[1], test_shape[2], shape[0], shape[1], shape[2]
-                ),
-            ));
-        }
-        let train_n = check_labels(&files.train_labels, &files.train_images, classes, limit)?;
-        let test_n = check_labels(&files.test_labels, &files.test_images, classes, limit)?;
-        for (field, wanted, available, file) in [
-            (
-                "data.train_samples",
-                d.train_samples,
-                train_n,
-                &files.train_images,
+        let (shape, train_n, test_n) = match &files {
+            Files::Idx(f) => {
+                let shape = image_shape(&f.train_images, limit)?;
+                let test_shape = image_shape(&f.test_images, limit)?;
+                if test_shape != shape {
+                    return Err(InputError::new(
+                        f.test_images.display().to_string(),
+                        format!(
+                            "holds images of {}x{}x{}, the training file {}x{}x{}",
+                            test_shape[0],
+                            test_shape[1],
+                            test_shape[2],
+                            shape[0],
+                            shape[1],
+                            shape[2]
+                        ),
+                    ));
+                }
+                let train_n = check_labels(&f.train_labels, &f.train_images, classes, limit)?;
+                let test_n = check_labels(&f.test_labels, &f.test_images, classes, limit)?;
+                (shape, train_n, test_n)
+            }
+            Files::Cifar(_) => (
+                cifar::SHAPE,
+                files.count(Split::Train, limit)?,
+                files.count(Split::Test, limit)?,
             ),
-            (
-                "data.test_samples",
-                d.test_samples,
-                test_n,
-                &files.test_images,
-            ),
+        };
+        for (field, wanted, available, split) in [
+            ("data.train_samples", d.train_samples, train_n, Split::Train),
+            ("data.test_samples", d.test_samples, test_n, Split::Test),
         ] {
             if wanted == 0 || wanted > available {
                 return Err(InputError::value(
@@ -223,7 +554,7 @@ impl ImageSource {
                     wanted,
                     format!(
                         "must be in 1..={available} (the images of {})",
-                        file.display()
+                        files.describe(split)
                     ),
                 ));
             }
@@ -239,11 +570,11 @@ impl ImageSource {
         check_dense_matrix("data.test_samples", "test", d.test_samples, features, limit)?;
         // n indices of 8 bytes: within data.max_matrix_mib (the header's
         // check), and refused in words where the memory is not there.
-        let order = |n: usize, index: u64, take: usize, file: &Path| {
+        let order = |n: usize, index: u64, take: usize, split: Split| {
             let mut items: Vec<usize> = Vec::new();
             items.try_reserve_exact(n).map_err(|_| {
                 InputError::new(
-                    file.display().to_string(),
+                    files.describe(split),
                     format!(
                         "cannot allocate the order of its {n} items ({} MiB)",
                         (n as u128 * 8).div_ceil(1 << 20)
@@ -256,22 +587,25 @@ impl ImageSource {
             Ok::<_, InputError>(items)
         };
         Ok(Self {
-            train_items: order(train_n, TRAIN_ORDER, d.train_samples, &files.train_images)?,
-            test_items: order(test_n, TEST_ORDER, d.test_samples, &files.test_images)?,
+            train_items: order(train_n, TRAIN_ORDER, d.train_samples, Split::Train)?,
+            test_items: order(test_n, TEST_ORDER, d.test_samples, Split::Test)?,
             files,
             shape,
             standardize: d.standardize,
             max_matrix_mib: limit,
+            classes,
         })
     }
 
     /// Read both image files to their end (keeping nothing): a truncated or
-    /// corrupted file is refused here, before anything is written, rather
-    /// than when a worker loads its partitions. The label files were read
-    /// whole by [`Self::new`].
+    /// corrupted file, or a CIFAR-10 label that is not a class, is refused
+    /// here, before anything is written, rather than when a worker loads
+    /// its partitions. IDX label files were read whole by [`Self::new`].
     pub fn check_files(&self) -> Result<(), InputError> {
-        read_idx(&self.files.train_images, self.max_matrix_mib, |_, _| false)?;
-        read_idx(&self.files.test_images, self.max_matrix_mib, |_, _| false)?;
+        for split in [Split::Train, Split::Test] {
+            self.files
+                .read(split, self.max_matrix_mib, self.classes, |_, _| false)?;
+        }
         Ok(())
     }
 
@@ -282,7 +616,7 @@ impl ImageSource {
 
     /// The training samples `rows` (indices in partition order) of each
     /// partition in `wanted`, as (pixels, labels), reading the training
-    /// file once.
+    /// file(s) once.
     pub fn load_train(
         &self,
         wanted: &[std::ops::Range<usize>],
@@ -291,30 +625,22 @@ impl ImageSource {
             .iter()
             .map(|rows| rows.clone().map(|j| self.train_items[j]).collect())
             .collect();
-        self.load(&self.files.train_images, &self.files.train_labels, &items)
+        self.load(Split::Train, &items)
     }
 
     /// The test samples as (pixels, labels).
     pub fn load_test(&self) -> Result<Samples, InputError> {
-        let mut parts = self.load(
-            &self.files.test_images,
-            &self.files.test_labels,
-            std::slice::from_ref(&self.test_items),
-        )?;
+        let mut parts = self.load(Split::Test, std::slice::from_ref(&self.test_items))?;
         Ok(parts.remove(0))
     }
 
-    /// Read `images`, keeping the items of each list of `items` (in that
-    /// order), normalised; the statistics come from the training images, in
-    /// the same pass when `images` is the training file.
-    fn load(
-        &self,
-        images: &Path,
-        labels: &Path,
-        items: &[Vec<usize>],
-    ) -> Result<Vec<Samples>, InputError> {
+    /// Read the images of `split`, keeping the items of each list of
+    /// `items` (in that order), normalised; the statistics come from the
+    /// training images, in the same pass when `split` is the training set.
+    fn load(&self, split: Split, items: &[Vec<usize>]) -> Result<Vec<Samples>, InputError> {
         let channels = self.shape[0];
         let per_channel = self.shape[1] * self.shape[2];
+        let limit = self.max_matrix_mib;
         let mut training = vec![false; 0];
         let mut stats = ChannelStats {
             sum: [0; MAX_CHANNELS],
@@ -330,35 +656,42 @@ impl ImageSource {
             }
             stats.pixels_per_channel += per_channel as u64;
         };
-        let is_train_file = images == self.files.train_images;
+        let is_train = split == Split::Train;
+        // The files were planned with their sizes then; one that holds
+        // fewer items now is refused rather than indexed past its end.
+        let marks = |split: Split, lists: &[&[usize]]| -> Result<Vec<bool>, InputError> {
+            let n = self.files.count(split, limit)?;
+            let mut marked = vec![false; n];
+            for &i in lists.iter().copied().flatten() {
+                *marked.get_mut(i).ok_or_else(|| {
+                    InputError::new(
+                        self.files.describe(split),
+                        format!("holds {n} images, fewer than when the data was planned (the files changed)"),
+                    )
+                })? = true;
+            }
+            Ok(marked)
+        };
         if self.standardize {
-            let n = idx_header(&self.files.train_images, self.max_matrix_mib)?[0];
-            training = vec![false; n];
-            for &i in &self.train_items {
-                training[i] = true;
-            }
-            if !is_train_file {
-                read_idx(&self.files.train_images, self.max_matrix_mib, |i, item| {
-                    if training[i] {
-                        add(&mut stats, item);
-                    }
-                    false
-                })?;
+            training = marks(Split::Train, &[&self.train_items])?;
+            if !is_train {
+                self.files
+                    .read(Split::Train, limit, self.classes, |i, item| {
+                        if training.get(i) == Some(&true) {
+                            add(&mut stats, item);
+                        }
+                        false
+                    })?;
             }
         }
-        let mut wanted = vec![false; idx_header(images, self.max_matrix_mib)?[0]];
-        for list in items {
-            for &i in list {
-                wanted[i] = true;
-            }
-        }
-        let array = read_idx(images, self.max_matrix_mib, |i, item| {
-            if is_train_file && self.standardize && training[i] {
+        let lists: Vec<&[usize]> = items.iter().map(Vec::as_slice).collect();
+        let wanted = marks(split, &lists)?;
+        let array = self.files.read(split, limit, self.classes, |i, item| {
+            if is_train && self.standardize && training.get(i) == Some(&true) {
                 add(&mut stats, item);
             }
-            wanted[i]
+            wanted.get(i) == Some(&true)
         })?;
-        let label_bytes = read_idx(labels, self.max_matrix_mib, |i, _| wanted[i])?;
         let (mean, inv_std) = self.normalisation(&stats);
         let position: std::collections::HashMap<usize, usize> = array
             .kept
@@ -367,24 +700,29 @@ impl ImageSource {
             .map(|(k, &i)| (i, k))
             .collect();
         let width = self.features();
-        Ok(items
+        items
             .iter()
             .map(|list| {
                 let mut x = Array2::<f64>::zeros((list.len(), width));
                 let mut y = Vec::with_capacity(list.len());
                 for (r, &i) in list.iter().enumerate() {
-                    let k = position[&i];
+                    let k = *position.get(&i).ok_or_else(|| {
+                        InputError::new(
+                            self.files.describe(split),
+                            format!("image {} was not read (the files changed)", i + 1),
+                        )
+                    })?;
                     let pixels = array.item(k);
                     let row = x.row_mut(r).into_slice().expect("rows are contiguous");
                     for (j, (out, &v)) in row.iter_mut().zip(pixels).enumerate() {
                         let c = j / per_channel;
                         *out = (v as f64 / 255.0 - mean[c]) * inv_std[c];
                     }
-                    y.push(label_bytes.item(k)[0] as f64);
+                    y.push(array.labels[k] as f64);
                 }
-                (x, y)
+                Ok((x, y))
             })
-            .collect())
+            .collect()
     }
 
     /// Per channel: the mean and 1 / standard deviation of pixel / 255 over
@@ -472,4 +810,222 @@ fn check_labels(
         ));
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learn::cifar::testing::{TEST_IDS, label, pixel, write_folder};
+    use crate::learn::idx::write_idx;
+
+    fn data(text: &str) -> DataConfig {
+        crate::config::parse(text, "test", &[]).unwrap().config.data
+    }
+
+    /// A cifar10 config of the folder `dir`, with `[data]` lines `extra`.
+    fn cifar(dir: &Path, extra: &str) -> DataConfig {
+        data(&format!(
+            "workers = 2\n[data]\nkind = \"cifar10\"\npath = \"{}\"\n{extra}",
+            dir.display()
+        ))
+    }
+
+    /// Every pixel (c, y, x) of a CIFAR-10 record lands at feature
+    /// 1024c + 32y + x, scaled to [0, 1], with its label; the images of a
+    /// process are those of its rows, from any batch file.
+    #[test]
+    fn cifar_pixels_and_labels_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        // Batches of 3, 1, 2, 4 and 2 records (any whole number), 5 test records.
+        write_folder(dir.path(), [3, 1, 2, 4, 2, 5]);
+        let d = cifar(
+            dir.path(),
+            "train_samples = 12\ntest_samples = 5\nstandardize = false\n",
+        );
+        let source = ImageSource::new(&d, 7, 10).unwrap();
+        assert_eq!(source.shape, [3, 32, 32]);
+        assert_eq!(source.features(), 3072);
+        let check = |x: &Array2<f64>, y: &[f64]| -> Vec<usize> {
+            let mut ids = Vec::new();
+            for (row, &label_read) in x.rows().into_iter().zip(y) {
+                let id = (row[0] * 255.0).round() as usize;
+                assert_eq!(label_read, label(id) as f64, "record {id}");
+                for (c, yy, xx) in [(0, 0, 1), (1, 2, 3), (2, 31, 5), (2, 31, 31), (1, 0, 0)] {
+                    let j = c * 1024 + yy * 32 + xx;
+                    assert_eq!(
+                        row[j],
+                        pixel(id, c, yy, xx) as f64 / 255.0,
+                        "record {id}, pixel ({c}, {yy}, {xx}) at feature {j}"
+                    );
+                }
+                for (j, &v) in row.iter().enumerate() {
+                    let (c, yy, xx) = (j / 1024, j % 1024 / 32, j % 32);
+                    assert_eq!(v, pixel(id, c, yy, xx) as f64 / 255.0);
+                }
+                ids.push(id);
+            }
+            ids
+        };
+        let parts = source.load_train(&[0..5, 5..12]).unwrap();
+        let mut ids: Vec<usize> = parts.iter().flat_map(|(x, y)| check(x, y)).collect();
+        ids.sort();
+        assert_eq!(
+            ids,
+            (0..12).collect::<Vec<_>>(),
+            "every training record once"
+        );
+        // Only the rows asked for: the second partition alone.
+        let second = source.load_train(std::slice::from_ref(&(5..12))).unwrap();
+        assert_eq!(second[0].0, parts[1].0);
+        let (x, y) = source.load_test().unwrap();
+        let mut ids = check(&x, &y);
+        ids.sort();
+        assert_eq!(ids, (TEST_IDS..TEST_IDS + 5).collect::<Vec<_>>());
+        // A seeded choice of 4 of the 12.
+        let some = ImageSource::new(
+            &cifar(dir.path(), "train_samples = 4\ntest_samples = 2\n"),
+            7,
+            10,
+        )
+        .unwrap();
+        assert_eq!(
+            some.load_train(std::slice::from_ref(&(0..4))).unwrap()[0]
+                .0
+                .nrows(),
+            4
+        );
+        assert_eq!(image_counts(&d), Some((12, 5)));
+    }
+
+    #[test]
+    fn named_sets_not_installed_say_what_to_do() {
+        let root = tempfile::tempdir().unwrap();
+        let err = |text: &str| {
+            let d = data(text);
+            let e = ImageSource::under(&d, 1, 10, root.path()).unwrap_err();
+            assert_eq!(e.field, "data.set", "{e}");
+            e.to_string()
+        };
+        let idx = "workers = 2\n[data]\nkind = \"idx\"\nset = ";
+        let e = err(&format!("{idx}\"mnist\"\n"));
+        assert!(
+            e.starts_with("data.set = \"mnist\" is not installed: ")
+                && e.contains(&format!(
+                    "{} is missing",
+                    root.path()
+                        .join("mnist/train-images-idx3-ubyte.gz")
+                        .display()
+                ))
+                && e.contains("no Debian package provides it")
+                && e.contains("the four IDX files from the MNIST page")
+                && e.contains(&format!("in {},", root.path().join("mnist").display()))
+                && e.contains(
+                    "or set data.path, data.labels_path, data.test_path and data.test_labels_path"
+                ),
+            "{e}"
+        );
+        assert!(!e.contains("apt-get"), "{e}");
+        let e = err(&format!("{idx}\"fashion-mnist\"\n"));
+        assert!(e.contains("apt-get install dataset-fashion-mnist"), "{e}");
+        let e = err("workers = 2\n[data]\nkind = \"cifar10\"\nset = \"cifar10\"\n");
+        assert!(
+            e.contains("cifar10/data_batch_1.bin is missing")
+                && e.contains("\"CIFAR-10 binary version\"")
+                && e.contains("https://www.cs.toronto.edu/~kriz/cifar.html")
+                && e.contains("or set data.path to the folder of its files"),
+            "{e}"
+        );
+        assert!(!e.contains("apt-get"), "{e}");
+        let e = err(&format!("{idx}\"cifar10\"\n"));
+        assert!(
+            e.contains("is read by data.kind = \"cifar10\", not \"idx\""),
+            "{e}"
+        );
+        let e = err(&format!("{idx}\"cifar\"\n"));
+        assert!(
+            e.contains("known: fashion-mnist (idx), mnist (idx), cifar10 (cifar10)"),
+            "{e}"
+        );
+        // A batch that is a folder is named for what it is.
+        write_folder(&root.path().join("cifar10"), [1, 1, 1, 1, 1, 1]);
+        std::fs::remove_file(root.path().join("cifar10/test_batch.bin")).unwrap();
+        std::fs::create_dir(root.path().join("cifar10/test_batch.bin")).unwrap();
+        let e = err("workers = 2\n[data]\nkind = \"cifar10\"\nset = \"cifar10\"\n");
+        assert!(
+            e.contains("test_batch.bin is a folder, not a regular file"),
+            "{e}"
+        );
+    }
+
+    /// `data.set = "mnist"` and `"cifar10"` read their folders under the root.
+    #[test]
+    fn installed_named_sets_are_read_from_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        let mnist = root.path().join("mnist");
+        std::fs::create_dir(&mnist).unwrap();
+        for (i, file) in MNIST_FILES.iter().enumerate() {
+            let n = if i < 2 { 6 } else { 3 };
+            if i % 2 == 0 {
+                let pixels: Vec<u8> = (0..n * 256).map(|k| (k % 251) as u8).collect();
+                write_idx(&mnist.join(file), &[n, 16, 16], &pixels, true).unwrap();
+            } else {
+                let labels: Vec<u8> = (0..n).map(|k| (k % 10) as u8).collect();
+                write_idx(&mnist.join(file), &[n], &labels, true).unwrap();
+            }
+        }
+        let d = data(
+            "workers = 2\n[data]\nkind = \"idx\"\nset = \"mnist\"\ntrain_samples = 6\ntest_samples = 3\n",
+        );
+        let source = ImageSource::under(&d, 1, 10, root.path()).unwrap();
+        assert_eq!(source.shape, [1, 16, 16]);
+        write_folder(&root.path().join("cifar10"), [2, 2, 2, 2, 2, 3]);
+        let d = data(
+            "workers = 2\n[data]\nkind = \"cifar10\"\nset = \"cifar10\"\ntrain_samples = 10\ntest_samples = 3\n",
+        );
+        let source = ImageSource::under(&d, 1, 10, root.path()).unwrap();
+        assert_eq!(source.shape, [3, 32, 32]);
+        source.check_files().unwrap();
+        // A set and a folder together are refused.
+        let both = data(&format!(
+            "workers = 2\n[data]\nkind = \"cifar10\"\nset = \"cifar10\"\npath = \"{}\"\n",
+            root.path().display()
+        ));
+        let e = ImageSource::under(&both, 1, 10, root.path()).unwrap_err();
+        assert_eq!(e.field, "data.path", "{e}");
+    }
+
+    /// What a resumed run fingerprints: a cifar10 folder's six files, by
+    /// `data.path/NAME`; a named set's, by `data.set/NAME` under the root.
+    #[test]
+    fn the_image_inputs_name_every_file_a_run_reads() {
+        let root = Path::new("/datasets");
+        let d = cifar(Path::new("/data/cifar"), "");
+        let inputs = image_inputs_under(&d, root);
+        assert_eq!(inputs.len(), 6);
+        assert_eq!(
+            inputs[2],
+            (
+                "data.path/data_batch_3.bin".to_string(),
+                PathBuf::from("/data/cifar/data_batch_3.bin")
+            )
+        );
+        assert_eq!(inputs[5].0, "data.path/test_batch.bin");
+        let d = data("workers = 2\n[data]\nkind = \"cifar10\"\nset = \"cifar10\"\n");
+        let inputs = image_inputs_under(&d, root);
+        assert_eq!(
+            inputs[0],
+            (
+                "data.set/data_batch_1.bin".to_string(),
+                PathBuf::from("/datasets/cifar10/data_batch_1.bin")
+            )
+        );
+        let d = data("workers = 2\n[data]\nkind = \"idx\"\nset = \"mnist\"\n");
+        let inputs = image_inputs_under(&d, root);
+        assert_eq!(inputs.len(), 4);
+        assert_eq!(
+            inputs[3].1,
+            PathBuf::from("/datasets/mnist/t10k-labels-idx1-ubyte.gz")
+        );
+        assert!(image_inputs_under(&data("workers = 2\n"), root).is_empty());
+    }
 }

@@ -4,6 +4,7 @@
 //! engine's driver (`crate::engine`), with a `Learner` for the update.
 
 pub mod batch;
+pub mod cifar;
 pub mod data;
 pub mod idx;
 pub mod images;

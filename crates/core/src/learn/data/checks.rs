@@ -65,7 +65,7 @@ pub fn check_data_files(config: &Config, partitions: usize) -> Result<FormatChoi
     // The model must fit the data and the memory: checked here, before
     // anything is written.
     let input = match d.kind {
-        DataKind::Idx => {
+        DataKind::Idx | DataKind::Cifar10 => {
             let images = ImageSource::new(d, config.seed, config.model.classes)?;
             images.check_files()?;
             Some(Input {
@@ -103,7 +103,7 @@ pub fn check_data_files(config: &Config, partitions: usize) -> Result<FormatChoi
         None => (None, None),
     };
     let (storage, reason) = match d.kind {
-        DataKind::Idx => (Storage::Dense, "images are dense".to_string()),
+        DataKind::Idx | DataKind::Cifar10 => (Storage::Dense, "images are dense".to_string()),
         _ => check_storage(config)?,
     };
     Ok(FormatChoice {

@@ -104,7 +104,7 @@ impl Model {
                 InputError::value(
                     "model.kind",
                     format!("\"{}\"", m.kind.name()),
-                    "needs images (data.kind = \"idx\"); this data has flat samples",
+                    "needs images (data.kind = \"idx\" or \"cifar10\"); this data has flat samples",
                 )
             })
         };
