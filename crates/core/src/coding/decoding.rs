@@ -50,6 +50,12 @@ pub struct Decoding {
     pub amplification: f64,
     /// Per group (cluster), for reporting.
     pub groups: Vec<GroupDecoding>,
+    /// An approximate code's decode: the weighted messages approximate the
+    /// sum of every partition's gradient (`recovered` lists them all) with
+    /// the error [`Decoding::error`], instead of giving the exact sum of
+    /// `recovered`. The update then steps with the approximation over every
+    /// sample, and the training loss is evaluated as for a partial decode.
+    pub approximate: bool,
 }
 
 impl Decoding {

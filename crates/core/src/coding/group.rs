@@ -220,6 +220,7 @@ impl GroupDecoder {
             residual,
             amplification,
             groups,
+            approximate: false,
         }
     }
 }

@@ -745,6 +745,7 @@ impl Scheme for IgnoreStragglerCode {
             residual: 0.0,
             amplification: if decodable { 1.0 } else { 0.0 },
             groups: Vec::new(),
+            approximate: false,
         }
     }
 

@@ -248,7 +248,7 @@ impl CyclicMds {
         (0..bt.ncols()).map(|j| a[(j, 0)]).collect()
     }
 
-    fn min_norm_svd(bt: &Mat<f64>) -> Option<Vec<f64>> {
+    pub(crate) fn min_norm_svd(bt: &Mat<f64>) -> Option<Vec<f64>> {
         let (rows, m) = (bt.nrows(), bt.ncols());
         let svd = bt.thin_svd().ok()?;
         let (u, v, sigma) = (svd.U(), svd.V(), svd.S().column_vector());

@@ -849,6 +849,7 @@ impl Scheme for MultiMessageCode {
             residual,
             amplification,
             groups,
+            approximate: false,
         }
     }
 

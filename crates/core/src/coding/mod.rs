@@ -13,6 +13,7 @@
 //!
 //! Worker and partition ids are 0-based here; everything a person reads
 //! (config, CLI, JSON) is 1-based.
+mod approximate;
 mod decoding;
 mod dynamic;
 mod error;
@@ -29,6 +30,11 @@ mod scheme;
 mod schemes;
 mod static_code;
 
+pub use approximate::{
+    AGC_BGC, AGC_EXPANDER, AGC_FRC, AGC_GRAPH, AgcBgcParams, AgcExpanderParams, AgcFrcParams,
+    AgcGraphParams, BernoulliCode, DecoderKind, ERASUREHEAD, ErasureHeadParams, ExpanderCode,
+    FrcCode, GraphCode, GraphKind, expected_error_per_partition,
+};
 pub use decoding::{Accuracy, Arrival, Decoding, EXACT_RELATIVE_ERROR, GroupDecoding};
 pub use dynamic::{
     ClusteringKind, ClusteringTotals, DynamicClustering, GC_DC, GcDcParams, clustering_policy,

@@ -291,6 +291,7 @@ impl Scheme for PartialStragglerCode {
             residual,
             amplification,
             groups: vec![naive_group, coded_group],
+            approximate: false,
         }
     }
 

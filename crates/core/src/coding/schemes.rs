@@ -18,6 +18,11 @@ pub static SCHEMES: Registry = Registry::new(&[
     &super::mmc::GC_MMC,
     &super::mmc::UC_MMC,
     &super::partial::GC_PARTIAL,
+    &super::approximate::AGC_EXPANDER,
+    &super::approximate::AGC_FRC,
+    &super::approximate::AGC_BGC,
+    &super::approximate::AGC_GRAPH,
+    &super::approximate::ERASUREHEAD,
 ]);
 
 /// Build the scheme `kind` (a registered name) with the `[scheme]` keys of

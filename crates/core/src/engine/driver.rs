@@ -642,7 +642,8 @@ impl Driver {
         let full_loss = match &mut lane.learner {
             Some(learner)
                 if has_vectors
-                    && decoding.recovered.len() < learner.partitions()
+                    && (decoding.approximate
+                        || decoding.recovered.len() < learner.partitions())
                     && learner.evaluates(t) =>
             {
                 let start = Instant::now();
@@ -690,7 +691,14 @@ impl Driver {
                     tolerance: lane.scheme.decode_tolerance(),
                 });
             }
-            let losses = learner.step(t, combined, &decoding.recovered, full_loss, timing)?;
+            let losses = learner.step(
+                t,
+                combined,
+                &decoding.recovered,
+                decoding.approximate,
+                full_loss,
+                timing,
+            )?;
             lane.evaluating_s += learner.last_evaluate_s();
             record.train_loss = losses.train;
             record.batch_loss = learner.last_batch_loss();

@@ -316,14 +316,16 @@ impl Learner {
     /// training data at the evaluation point (over every partition's
     /// mini-batch of the step with `train.batch_size`): from `full_loss`, the loss sum
     /// over every partition when known, else from the decoded loss sum when
-    /// `recovered` is every partition, else not evaluated (NaN); never the
-    /// loss of the recovered part alone. Errors when anything is not finite
-    /// (divergence).
+    /// `recovered` is every partition and the decode was exact (not
+    /// `approximate`, see `coding::Decoding::approximate`), else not
+    /// evaluated (NaN); never the loss of the recovered part alone. Errors
+    /// when anything is not finite (divergence).
     pub fn step(
         &mut self,
         iteration: u64,
         combined: &[f64],
         recovered: &[usize],
+        approximate: bool,
         full_loss: Option<f64>,
         timing: &mut Timing,
     ) -> Result<StepLosses, EngineError> {
@@ -336,7 +338,9 @@ impl Learner {
         }
         let samples = self.samples_of(recovered);
         self.batch_loss = self.opt.objective(combined[dim], samples);
-        let everything = recovered.len() == self.samples.len();
+        // An approximate decode's loss sum is approximate too: not the
+        // training loss, which is then evaluated as for a partial decode.
+        let everything = !approximate && recovered.len() == self.samples.len();
         let loss_sum = full_loss.or(everything.then_some(combined[dim]));
         let total: usize = self.samples.iter().sum();
         let mut losses = StepLosses {
@@ -403,12 +407,14 @@ mod tests {
         let combined = vec![0.1, -0.2, 0.3, 7.0];
         // Iteration 1: both partitions recovered, the loss sum decoded.
         let first = learner
-            .step(0, &combined, &[0, 1], None, &mut timing)
+            .step(0, &combined, &[0, 1], false, None, &mut timing)
             .unwrap();
         assert!(first.train.is_finite());
         assert_eq!(learner.last_losses().train, first.train);
         // The last iteration recovers one partition and no full loss came.
-        let last = learner.step(2, &combined, &[0], None, &mut timing).unwrap();
+        let last = learner
+            .step(2, &combined, &[0], false, None, &mut timing)
+            .unwrap();
         assert!(last.train.is_nan());
         assert!(
             learner.last_losses().train.is_nan(),

@@ -71,7 +71,7 @@ pub fn exact_losses(config: &Config) -> Result<Vec<f64>, LossRunError> {
                     what: e.to_string(),
                 })?;
         }
-        let step = learner.step(t, &sum, &ids, None, &mut timing)?;
+        let step = learner.step(t, &sum, &ids, false, None, &mut timing)?;
         losses.push(step.train);
     }
     Ok(losses)

@@ -1,0 +1,305 @@
+//! Approximate gradient codes: what every family of them shares.
+//!
+//! The master waits for fewer workers than an exact code needs (the fastest
+//! `scheme.wait_for`, or those before `scheme.deadline`) and decodes the best
+//! approximation of the sum of every partition's gradient it can: weights
+//! `a` over the arrivals S with `a·B_S ≈ 1`. The update steps with `a·B_S·g /
+//! N` (N: every training sample), so a partition the arrivals miss counts 0,
+//! and the decode error ‖a·B_S − 1‖₂ (`/iteration/decode_error`) says how far
+//! the step is from the full gradient's. A family (expander, FRC, BGC, graph)
+//! gives the encoding matrix B (K workers × n partitions, worker i sending
+//! `Σ_j B_ij g_j`); the decoders are:
+//!
+//! - `optimal`: `a = argmin ‖a·B_S − 1‖₂`, the minimum-norm least-squares
+//!   solution (thin SVD, the solver the exact MDS decode uses with more
+//!   arrivals than it needs); the graph codes reach the same optimum in
+//!   linear time (`graph.rs`);
+//! - `one-step`: the same weight `K / (|S|·σ)` on every arrival, σ the mean
+//!   column sum of B, so that for a uniformly random S the expected
+//!   coverage of every partition is 1 (Raviv et al.'s `n/(n − s)` for
+//!   `B = A/d`; Charles et al.'s one-step decoder for FRC and BGC).
+//!
+//! Limits: the weights are real numbers, not an exact decode: `train` uses
+//! them as they are (no scheme here claims the exact gradient unless the
+//! error is 0), the training loss of an approximate iteration is evaluated
+//! as a partial scheme's is, and `Decoding::approximate` is true.
+
+mod bgc;
+mod expander;
+mod frc;
+mod graph;
+mod regular;
+
+pub use bgc::{AGC_BGC, AgcBgcParams, BernoulliCode};
+pub use expander::{AGC_EXPANDER, AgcExpanderParams, ExpanderCode, GraphKind};
+pub use frc::{
+    AGC_FRC, AgcFrcParams, ERASUREHEAD, ErasureHeadParams, FrcCode, expected_error_per_partition,
+};
+pub use graph::{AGC_GRAPH, AgcGraphParams, GraphCode};
+
+use faer::Mat;
+use serde::{Deserialize, Serialize};
+
+use super::fixed_plan::FixedPlan;
+use super::{
+    Arrival, ArrivalTracker, Codeword, CodewordId, CodingError, CyclicMds, Decoding, Message,
+    RoundPlan, SchemeEntry, WaitPolicy, WorkerTask,
+};
+
+/// How the master turns the arrivals into weights (`scheme.decoder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecoderKind {
+    /// The least-squares weights: the smallest error any weights reach.
+    #[default]
+    Optimal,
+    /// One fixed weight per arrival, unbiased over uniformly random arrivals.
+    OneStep,
+}
+
+impl DecoderKind {
+    /// The config name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DecoderKind::Optimal => "optimal",
+            DecoderKind::OneStep => "one-step",
+        }
+    }
+}
+
+/// An approximate code: its encoding matrix, wait policy and decoder.
+#[derive(Debug)]
+pub(crate) struct ApproximateCode {
+    pub(crate) fixed: FixedPlan,
+    /// B: K × n, row i worker i's coefficients.
+    matrix: Mat<f64>,
+    pub(crate) policy: WaitPolicy,
+    pub(crate) decoder: DecoderKind,
+    /// σ: the mean column sum of B (the one-step weight's denominator).
+    mean_column_sum: f64,
+}
+
+impl ApproximateCode {
+    /// The code whose worker `i` stores and sends `rows[i]` ((partition,
+    /// coefficient), partitions ascending and distinct, coefficients > 0)
+    /// over `partitions` partitions. Every partition must be stored by some
+    /// worker (an error names `key`, the family's parameter that made the
+    /// placement, otherwise).
+    pub(crate) fn new(
+        kind: &'static SchemeEntry,
+        partitions: usize,
+        rows: Vec<Vec<(usize, f64)>>,
+        policy: WaitPolicy,
+        decoder: DecoderKind,
+        key: &str,
+    ) -> Result<Self, CodingError> {
+        let workers = rows.len();
+        let mut matrix = Mat::<f64>::zeros(workers, partitions);
+        for (w, row) in rows.iter().enumerate() {
+            for &(p, c) in row {
+                debug_assert!(
+                    p < partitions && c > 0.0,
+                    "a stored partition, a positive weight"
+                );
+                matrix[(w, p)] = c;
+            }
+        }
+        if let Some(p) = (0..partitions).find(|&p| (0..workers).all(|w| matrix[(w, p)] == 0.0)) {
+            return Err(CodingError::invalid(
+                key,
+                "(the placement)",
+                format!("leaves partition {} on no worker", p + 1),
+            ));
+        }
+        let total: f64 = rows.iter().flatten().map(|&(_, c)| c).sum();
+        let stored: Vec<Vec<usize>> = rows
+            .iter()
+            .map(|row| row.iter().map(|&(p, _)| p).collect())
+            .collect();
+        let tasks = rows
+            .into_iter()
+            .enumerate()
+            .map(|(w, terms)| WorkerTask {
+                compute: terms.iter().map(|&(p, _)| p).collect(),
+                messages: vec![Message {
+                    after: terms.len(),
+                    codeword: Codeword {
+                        id: CodewordId { group: 0, index: w },
+                        terms,
+                    },
+                }],
+            })
+            .collect();
+        let plan = RoundPlan {
+            tasks,
+            clusters: Vec::new(),
+        };
+        Ok(Self {
+            fixed: FixedPlan::new(kind, partitions, stored, plan),
+            matrix,
+            policy,
+            decoder,
+            mean_column_sum: total / partitions as f64,
+        })
+    }
+
+    /// B.
+    pub(crate) fn matrix(&self) -> &Mat<f64> {
+        &self.matrix
+    }
+
+    /// The one-step weight of each of `arrived` distinct workers.
+    pub(crate) fn one_step_weight(&self, arrived: usize) -> f64 {
+        self.fixed.workers() as f64 / (arrived as f64 * self.mean_column_sum)
+    }
+
+    /// The distinct workers of `received` in arrival order, and each
+    /// arrival's index among them (`None`: a repeat, weight 0).
+    pub(crate) fn distinct(&self, received: &[Arrival]) -> (Vec<usize>, Vec<Option<usize>>) {
+        let mut seen = vec![false; self.fixed.workers()];
+        let mut workers = Vec::new();
+        let slots = received
+            .iter()
+            .map(|a| {
+                assert!(
+                    a.worker < self.fixed.workers() && a.message == 0,
+                    "arrival {a:?} is not a message of this code"
+                );
+                (!std::mem::replace(&mut seen[a.worker], true)).then(|| {
+                    workers.push(a.worker);
+                    workers.len() - 1
+                })
+            })
+            .collect();
+        (workers, slots)
+    }
+
+    /// The least-squares weights of `workers` (distinct): the minimum-norm
+    /// `a` minimising ‖a·B_S − 1‖₂.
+    pub(crate) fn least_squares(&self, workers: &[usize]) -> Vec<f64> {
+        let n = self.matrix.ncols();
+        let bt = Mat::<f64>::from_fn(n, workers.len(), |r, c| self.matrix[(workers[c], r)]);
+        CyclicMds::min_norm_svd(&bt).unwrap_or_else(|| vec![0.0; workers.len()])
+    }
+
+    /// Decode `received` with the per-distinct-worker weights `weights`
+    /// (aligned with `workers` of [`ApproximateCode::distinct`]).
+    pub(crate) fn decoding(
+        &self,
+        received: &[Arrival],
+        slots: &[Option<usize>],
+        workers: &[usize],
+        weights: &[f64],
+    ) -> Decoding {
+        let n = self.matrix.ncols();
+        let mut coverage = vec![0.0; n];
+        for (&w, &a) in workers.iter().zip(weights) {
+            for p in 0..n {
+                coverage[p] += a * self.matrix[(w, p)];
+            }
+        }
+        let residual = coverage
+            .iter()
+            .map(|c| (c - 1.0).abs())
+            .fold(0.0_f64, f64::max);
+        let max_a = weights.iter().fold(0.0_f64, |m, a| m.max(a.abs()));
+        let max_b = (0..self.matrix.nrows())
+            .flat_map(|w| (0..n).map(move |p| (w, p)))
+            .fold(0.0_f64, |m, (w, p)| m.max(self.matrix[(w, p)].abs()));
+        Decoding {
+            decodable: !received.is_empty(),
+            weights: slots
+                .iter()
+                .map(|slot| slot.map_or(0.0, |i| weights[i]))
+                .collect(),
+            recovered: if received.is_empty() {
+                Vec::new()
+            } else {
+                (0..n).collect()
+            },
+            residual,
+            amplification: max_a * max_b,
+            groups: Vec::new(),
+            approximate: true,
+        }
+    }
+
+    /// Decode with the code's decoder (`optimal`: least squares; `one-step`).
+    pub(crate) fn decode_with_decoder(&self, received: &[Arrival]) -> Decoding {
+        let (workers, slots) = self.distinct(received);
+        let weights = match self.decoder {
+            DecoderKind::Optimal => self.least_squares(&workers),
+            DecoderKind::OneStep => vec![self.one_step_weight(workers.len()); workers.len()],
+        };
+        self.decoding(received, &slots, &workers, &weights)
+    }
+
+    /// A tracker that stops at `wait_for` distinct workers or at all K.
+    pub(crate) fn tracker(&self) -> Box<dyn ArrivalTracker + '_> {
+        Box::new(DistinctTracker {
+            seen: vec![false; self.fixed.workers()],
+            distinct: 0,
+            wait_for: self.policy.wait_for(),
+        })
+    }
+}
+
+/// Sufficient at `wait_for` distinct workers, or when every worker arrived.
+pub(crate) struct DistinctTracker {
+    pub(crate) seen: Vec<bool>,
+    pub(crate) distinct: usize,
+    pub(crate) wait_for: Option<usize>,
+}
+
+impl ArrivalTracker for DistinctTracker {
+    fn arrive(&mut self, arrival: Arrival) -> bool {
+        if !std::mem::replace(&mut self.seen[arrival.worker], true) {
+            self.distinct += 1;
+        }
+        self.wait_for.is_some_and(|w| self.distinct >= w) || self.distinct == self.seen.len()
+    }
+}
+
+/// The methods of [`Scheme`](super::Scheme) every approximate code answers
+/// alike from its `ApproximateCode` field `$field`: the fixed plan's, the
+/// deadline, partial recovery and the static plan (the tracker is each
+/// code's: [`ApproximateCode::tracker`] for most).
+macro_rules! approximate_methods {
+    ($field:ident) => {
+        fn kind(&self) -> &'static $crate::coding::SchemeEntry {
+            self.$field.fixed.kind()
+        }
+
+        fn workers(&self) -> usize {
+            self.$field.fixed.workers()
+        }
+
+        fn partitions(&self) -> usize {
+            self.$field.fixed.partitions()
+        }
+
+        fn stored(&self, worker: usize) -> &[usize] {
+            self.$field.fixed.stored(worker)
+        }
+
+        fn plan_round(
+            &mut self,
+            _ctx: &$crate::coding::RoundContext<'_>,
+        ) -> $crate::coding::RoundPlan {
+            self.$field.fixed.plan().clone()
+        }
+
+        fn deadline(&self) -> Option<f64> {
+            self.$field.policy.deadline()
+        }
+
+        fn partial_recovery(&self) -> bool {
+            true
+        }
+
+        fn static_plan(&self) -> bool {
+            true
+        }
+    };
+}
+pub(crate) use approximate_methods;
