@@ -903,9 +903,11 @@ fn partial_schemes_record_the_full_data_train_loss_where_evaluated() {
             "{name}: every evaluated loss is known: {stderr}"
         );
         assert!(
-            summary["timing"].as_array().unwrap().iter().all(|e| {
-                !e["event"].as_str().unwrap().contains("(wait)")
-            }),
+            summary["timing"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| { !e["event"].as_str().unwrap().contains("(wait)") }),
             "{name}: nothing waits for a partition's loss: {}",
             summary["timing"]
         );

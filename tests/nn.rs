@@ -412,9 +412,7 @@ fn a_worker_that_lags_behind_does_not_stall_the_training_loss() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| {
-            ["evaluate", "evaluate train loss"].contains(&e["event"].as_str().unwrap())
-        })
+        .filter(|e| ["evaluate", "evaluate train loss"].contains(&e["event"].as_str().unwrap()))
         .map(|e| e["total_s"].as_f64().unwrap())
         .sum();
     let records = gradcode::trace::read_trace(&trace, "/").unwrap().records;
