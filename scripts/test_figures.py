@@ -6,7 +6,9 @@ with the citation; captions and the README carrying the full citations and
 the settings of the configs; one colour per scheme, the same in every
 figure. Also scripts/isgc_nn.py (004 §VIII's CNN experiments, several seeds
 per point) on small fake traces: its intervals against a hand computation,
-its "k of n reached", its verdicts and its figures. Run by scripts/test-plots.sh.
+its "k of n reached", its verdicts and its figures. And scripts/approximate.py:
+FRC's exact expected decode error against every straggler set of a small
+code, and its tables and verdicts from a fake sweep. Run by scripts/test-plots.sh.
 """
 
 import json
@@ -28,6 +30,7 @@ from PIL import Image
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+import approximate  # noqa: E402
 import isgc_nn  # noqa: E402
 import reproduce_figures as rf  # noqa: E402
 
@@ -352,6 +355,54 @@ class IsgcNnTest(unittest.TestCase):
         self.assertEqual([t.get_text() for t in fig13.axes[1].get_legend().get_texts()],
                          [f"c1 = {c}" for c in range(4)])
         self.assertEqual(len(fig13.axes[0].containers), 4)
+
+
+class ApproximateTest(unittest.TestCase):
+    def test_frc_expected_error_is_the_mean_over_every_straggler_set(self):
+        import itertools
+        import math
+        for k, d in ((6, 2), (6, 3), (8, 2)):
+            blocks = k // d
+            for s in range(0, k + 1):
+                errors = []
+                for stragglers in itertools.combinations(range(k), s):
+                    # Worker w holds block w % blocks, as gradcode's FRC places them.
+                    lost = sum(1 for b in range(blocks)
+                               if all(w in stragglers for w in range(k) if w % blocks == b))
+                    errors.append(math.sqrt(d * lost))
+                self.assertAlmostEqual(approximate.frc_expected_error(k, d, s), float(np.mean(errors)),
+                                       places=12, msg=f"k={k} d={d} s={s}")
+
+    def test_tables_and_verdicts_from_a_sweep(self):
+        rows = []
+        for kind in ("agc-expander", "agc-frc", "agc-bgc", "agc-graph"):
+            n = 16 if kind == "agc-graph" else 24
+            for decoder, scale in (("optimal", 1.0), ("one-step", 1.5)):
+                for wait in (24, 20, 16):
+                    s = 24 - wait
+                    # The FRC optimal curve at its exact expectation; the
+                    # others grow with s; one-step 1.5x optimal.
+                    if kind == "agc-frc" and decoder == "optimal":
+                        error = approximate.frc_expected_error(24, 3, s)
+                    else:
+                        error = scale * 0.1 * s * np.sqrt(n)
+                    rows.append({"scheme": kind, "settings": {"scheme.decoder": f'"{decoder}"',
+                                                               "scheme.wait_for": str(wait)},
+                                 "mean_decode_error": error, "mean_iteration_time": 1.0 / wait})
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            (tmp / "runs").mkdir()
+            (tmp / "runs/error-sweep.json").write_text(json.dumps({"trials": 2, "iterations": 5, "rows": rows}))
+            subprocess.run([sys.executable, str(HERE / "approximate.py"), str(tmp / "runs"), str(tmp / "out")],
+                           check=True, capture_output=True)
+            md = (tmp / "out/approximate.md").read_text()
+            self.assertTrue((tmp / "out/approximate-error.png").is_file())
+            self.assertIn("| 4 |", md)
+            self.assertIn("| 8 |", md)
+            self.assertEqual(md.count("the error grows gracefully with the stragglers (no cliff)"), 4)
+            self.assertEqual(md.count("optimal decoding's error is at most one-step's"), 4)
+            self.assertNotIn("does not hold", md)
+            self.assertIn("largest gap 0.0000 | holds", md)
 
 
 if __name__ == "__main__":

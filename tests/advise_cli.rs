@@ -680,6 +680,51 @@ fn partial_schemes_are_ranked_only_at_a_minimum_recovered_share() {
     );
 }
 
+/// An approximate code recovers every partition only approximately: with
+/// --min-recovered it is not ranked on time (its recovered share of 1 would
+/// hide what it loses) but skipped naming its decode error; by
+/// `--objective time-to-loss` it is ranked beside the exact schemes, trained
+/// through its error.
+#[test]
+fn approximate_codes_are_ranked_only_by_the_time_to_a_loss() {
+    let base = [
+        "advise",
+        "--json",
+        "--schemes",
+        "gc-cyclic,agc-frc",
+        "--grid",
+        "scheme.wait_for=8",
+        "--trials",
+        "3",
+        "--iterations",
+        "30",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--min-recovered", "0.5"]);
+    let v = json(&gradcode(&args));
+    let ranking = v["ranking"].as_array().unwrap();
+    assert!(ranking.iter().all(|c| c["scheme"] == "gc-cyclic"), "{v}");
+    assert!(
+        v["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["scheme"] == "agc-frc"
+                && s["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("decodes an approximation (mean decode error")),
+        "{v}"
+    );
+    let mut args = base.to_vec();
+    args.extend(["--objective", "time-to-loss"]);
+    let v = json(&gradcode(&args));
+    let ranking = v["ranking"].as_array().unwrap();
+    assert!(ranking.iter().any(|c| c["scheme"] == "agc-frc"), "{v}");
+    assert!(ranking.iter().any(|c| c["scheme"] == "gc-cyclic"), "{v}");
+    assert_ranked_by_objective(&v);
+}
+
 #[test]
 fn bad_flags_are_refused_naming_the_flag() {
     let short_csv = scratch("advise-cli", "two-columns.csv");

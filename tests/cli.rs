@@ -539,11 +539,67 @@ fn check_works_for_every_kind() {
     }
 }
 
+/// `check` measures each code's decode error over random arrival orders:
+/// 0 for an exact code; for the Fano plane with the one-step decoder
+/// (agc-bibd, K = 7, wait for 4) every set of 3 stragglers has the same
+/// error, √(v(cr − 1)² − 2c(cr − 1)sk + c²(sk + s(s − 1)λ)) = √(7/6) with
+/// v = 7, k = r = 3, λ = 1, s = 3, c = 7/12, so the mean is exactly that.
+#[test]
+fn check_measures_the_decode_error_of_approximate_codes() {
+    let v = json(&gradcode(&[
+        "check",
+        "--json",
+        "--set",
+        "scheme.kind=\"gc-cyclic\"",
+    ]));
+    assert!(
+        v["amplification"]["mean_decode_error"].as_f64().unwrap() <= 1e-9,
+        "{v}"
+    );
+    assert_eq!(v["amplification"]["approximate"], false);
+    let args = [
+        "check",
+        "--set",
+        "workers=7",
+        "--set",
+        "scheme.kind=\"agc-bibd\"",
+        "--set",
+        "scheme.wait_for=4",
+        "--set",
+        "scheme.decoder=\"one-step\"",
+    ];
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let v = json(&gradcode(&json_args));
+    let (v_, k, r, s, c) = (7.0, 3.0, 3.0, 3.0, 7.0 / 12.0);
+    let want = (v_ * (c * r - 1.0_f64).powi(2) - 2.0 * c * (c * r - 1.0) * s * k
+        + c * c * (s * k + s * (s - 1.0)))
+        .sqrt();
+    let got = v["amplification"]["mean_decode_error"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-9, "{got} vs {want}");
+    assert!((want - (7.0_f64 / 6.0).sqrt()).abs() <= 1e-12);
+    assert_eq!(v["amplification"]["approximate"], true);
+    let text = stdout(&gradcode(&args));
+    assert!(
+        text.contains(
+            "recovery      approximate: the master updates with the decoded approximation"
+        ),
+        "{text}"
+    );
+}
+
 #[test]
 fn check_prints_every_schemes_description_and_parameters() {
     for entry in gradcode::coding::SCHEMES.entries() {
         let set_kind = format!("scheme.kind={}", entry.name());
-        // wait_for: ignore-stragglers and is-gc need it; a warning for the others.
+        // wait_for: ignore-stragglers, is-gc and the approximate codes
+        // need it; a warning for the others. agc-bibd needs a projective
+        // plane's size (13).
+        let workers = if entry.name() == "agc-bibd" {
+            "workers=13"
+        } else {
+            "workers=12"
+        };
         let out = gradcode(&[
             "check",
             "--json",
@@ -551,6 +607,8 @@ fn check_prints_every_schemes_description_and_parameters() {
             &set_kind,
             "--set",
             "scheme.wait_for=9",
+            "--set",
+            workers,
         ]);
         let v = json(&out);
         assert_eq!(v["scheme"], entry.name());

@@ -1187,3 +1187,102 @@ fn a_bad_flag_under_mpirun_is_one_line_from_rank_0() {
         "{err}"
     );
 }
+
+/// An approximate code trains with its decoded approximation: the test
+/// replays each run in one process from its trace alone. The accepted
+/// arrivals are the workers with a finish time, in the order of those times;
+/// the scheme (rebuilt from the config, so the same graph) decodes them
+/// into weights; the step is Σ a_i·(worker i's codeword of the partitions'
+/// full gradients) over every training sample. The replay ends at the run's
+/// θ, its decode error equals the recorded one at every iteration, and the
+/// training loss recorded at the evaluated iterations is the full-data
+/// objective (never the approximate loss sum).
+#[test]
+fn approximate_codes_step_with_their_decoded_approximation() {
+    use gradcode::coding::{Arrival, RoundContext};
+    use gradcode::learn::{DataPlan, Optimizer};
+    for (name, scheme) in [
+        (
+            "agc-frc-replay",
+            "kind = \"agc-frc\"\nload = 2\nwait_for = 3",
+        ),
+        (
+            "agc-graph-replay",
+            "kind = \"agc-graph\"\ndegree = 3\nwait_for = 4",
+        ),
+        (
+            "agc-expander-replay",
+            "kind = \"agc-expander\"\ndegree = 2\nwait_for = 4\ndecoder = \"one-step\"",
+        ),
+        (
+            "erasurehead-replay",
+            "kind = \"erasurehead\"\nload = 3\nwait_for = 5",
+        ),
+    ] {
+        let text = format!("{EMULATED}eval_every = 3\n[scheme]\n{scheme}\n");
+        let (summary, trace) = train(name, 7, &text, &[]);
+        let records = read(&trace).records;
+        let config = parse(&text, "test", &[]).unwrap().config;
+        let mut built = coding::build(&config).unwrap();
+        let plan = built.plan_round(&RoundContext::default());
+        let partitions = built.partitions();
+        let data = DataPlan::new(&config, partitions).unwrap();
+        let parts = data.load(&(0..partitions).collect::<Vec<_>>()).unwrap();
+        let samples = data.train_samples();
+        let d = data.features();
+        let mut opt = Optimizer::new(&config.train, config.model.l2, d);
+        let mut evaluated = 0;
+        for (t, r) in records.iter().enumerate() {
+            let mut order: Vec<usize> = (0..r.finish_s.len())
+                .filter(|&w| r.finish_s[w].is_finite())
+                .collect();
+            order.sort_by(|&a, &b| r.finish_s[a].total_cmp(&r.finish_s[b]).then(a.cmp(&b)));
+            let arrivals: Vec<Arrival> = order.iter().map(|&w| Arrival::only(w)).collect();
+            let decoding = built.decode(&plan, &arrivals);
+            assert!(decoding.approximate, "{name}");
+            let error = decoding.error(&plan, &arrivals, partitions, &mut Vec::new());
+            assert!(
+                (error - r.decode_error).abs() <= 1e-9,
+                "{name}: iteration {t}: decode error {} recorded, {error} replayed",
+                r.decode_error
+            );
+            if t % 3 == 0 || t + 1 == records.len() {
+                let want = full_data_objective(&parts, &config, &opt, samples);
+                let err = (r.train_loss - want).abs() / want.abs();
+                assert!(
+                    err <= 1e-12,
+                    "{name}: iteration {t}: train loss {} vs {want}",
+                    r.train_loss
+                );
+                evaluated += 1;
+            } else {
+                assert!(
+                    r.train_loss.is_nan(),
+                    "{name}: iteration {t}: {}",
+                    r.train_loss
+                );
+            }
+            let gradients: Vec<Vec<f64>> = parts
+                .iter()
+                .map(|part| {
+                    let mut g = vec![0.0; d];
+                    part.accumulate(config.model.loss, 0..part.len(), opt.eval_point(), &mut g);
+                    g
+                })
+                .collect();
+            let mut step = vec![0.0; d];
+            for (a, &w) in arrivals.iter().zip(&decoding.weights) {
+                let coded = plan.tasks[a.worker].messages[0].codeword.encode(&gradients);
+                for (s, c) in step.iter_mut().zip(coded) {
+                    *s += w * c;
+                }
+            }
+            opt.step(&step, samples);
+        }
+        assert!(evaluated >= 10, "{name}");
+        let err = common::relative_error(&common::theta(&summary), opt.theta());
+        assert!(err <= 1e-10, "{name}: the replay ends elsewhere ({err:e})");
+        let mean: f64 = records.iter().map(|r| r.decode_error).sum::<f64>() / records.len() as f64;
+        assert!(mean > 0.0, "{name}: some iteration's decode is approximate");
+    }
+}

@@ -117,7 +117,7 @@ fn the_csv_table_is_written_whole_and_not_replaced_unasked() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "rank,scheme,scheme.load,mean_iteration_time,ci95,p50,p99,recovered_fraction,messages_per_iteration,lower_bound"
+        "rank,scheme,scheme.load,mean_iteration_time,ci95,p50,p99,recovered_fraction,mean_decode_error,messages_per_iteration,lower_bound"
     );
     assert_eq!(lines.len(), 4, "{text}");
     assert!(lines[1].starts_with("1,gc-sc,"), "{text}");

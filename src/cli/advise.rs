@@ -346,6 +346,25 @@ pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> 
                         });
                         continue;
                     }
+                    // An approximate code recovers every partition only
+                    // approximately: its recovered share says nothing of
+                    // what it loses, so only the loss can rank it.
+                    let decode_error = report.schemes[0].mean_decode_error;
+                    if flags.objective != Objective::TimeToLoss
+                        && recovered >= 1.0
+                        && decode_error > 1e-9
+                    {
+                        skipped.push(Skipped {
+                            scheme: entry.name().to_string(),
+                            settings,
+                            reason: format!(
+                                "decodes an approximation (mean decode error {decode_error:.4}): ranked only by \
+                                 --objective time-to-loss, which trains through its error"
+                            ),
+                            variants: 1,
+                        });
+                        continue;
+                    }
                     let stored = max_stored(&setup);
                     let crate::setup::Setup { loaded, scheme, .. } = *setup;
                     let to_loss = match &target {

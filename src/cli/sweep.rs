@@ -66,6 +66,8 @@ struct Row {
     p50: f64,
     p99: f64,
     recovered_fraction: f64,
+    /// Mean ‖a·B_S − 1‖₂ per iteration (0: an exact scheme).
+    mean_decode_error: f64,
     messages_per_iteration: f64,
     /// The scheme's own lower bound on the same samples (null when none).
     lower_bound: Option<f64>,
@@ -186,6 +188,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
                 p50: s.p50,
                 p99: s.p99,
                 recovered_fraction: s.recovered_fraction,
+                mean_decode_error: s.mean_decode_error,
                 messages_per_iteration: s.messages_per_iteration,
                 lower_bound: s.lower_bound.as_ref().map(|b| b.mean_iteration_time),
             });
@@ -286,6 +289,7 @@ fn write_table(out: &Path, report: &SweepReport, force: bool) -> anyhow::Result<
                         "p50",
                         "p99",
                         "recovered_fraction",
+                        "mean_decode_error",
                         "messages_per_iteration",
                         "lower_bound",
                     ]
@@ -315,6 +319,7 @@ fn write_table(out: &Path, report: &SweepReport, force: bool) -> anyhow::Result<
                     r.p50,
                     r.p99,
                     r.recovered_fraction,
+                    r.mean_decode_error,
                     r.messages_per_iteration,
                 ]
                 .map(number),
@@ -345,7 +350,7 @@ fn print_text(r: &SweepReport) {
     for k in &keys {
         header.push_str(&format!("  {k:>16}"));
     }
-    header.push_str("        mean ± ci95        p99  recovered  messages        LB");
+    header.push_str("        mean ± ci95        p99  recovered  decode err  messages        LB");
     if r.model_time_unit_s.is_some() {
         header.push_str("     mean s");
     }
@@ -359,11 +364,12 @@ fn print_text(r: &SweepReport) {
             ));
         }
         line.push_str(&format!(
-            "  {:>9.4} ± {:<7.4} {:>9.4}  {:>9.3}  {:>8.2}  {:>8}",
+            "  {:>9.4} ± {:<7.4} {:>9.4}  {:>9.3}  {:>10.4}  {:>8.2}  {:>8}",
             row.mean_iteration_time,
             row.ci95,
             row.p99,
             row.recovered_fraction,
+            row.mean_decode_error,
             row.messages_per_iteration,
             row.lower_bound
                 .map_or("-".to_string(), |b| format!("{b:.4}"))

@@ -370,7 +370,7 @@ trace_schema! {
     iteration decode_s: f64 = f64::NAN,
         unit "s", "time spent decoding; NaN when not measured (simulation)";
     iteration recovered_fraction: f64 = f64::NAN,
-        unit "1", "share of the partitions whose gradient sum was recovered";
+        unit "1", "share of the partitions whose gradient sum was recovered (1 for an approximate code's decode, which approximates every partition's: decode_error says how well)";
     iteration decode_error: f64 = f64::NAN,
         unit "1", "the decode error (in partition gradients) ‖a·B_S − 1‖₂: how far the decoded combination of the messages used (decode weights a, their codewords B_S over the partitions) is from the sum of every partition's gradient; 0 to rounding for an exact decode, √(partitions not recovered) for a partial scheme's; NaN in a trace written before this dataset",
         optional;
@@ -383,10 +383,10 @@ trace_schema! {
     iteration train_loss: f64 = f64::NAN,
         unit "1", "training objective over all the training data at the iteration's model (the workers' evaluation point), never over the recovered partitions alone: recorded at every iteration whose decode recovered every partition, otherwise every train.eval_every-th iteration from the first and the last (the losses the results did not bring computed by the master on its own copy of the data, nothing waited for); NaN when not evaluated (and in a simulation without a model)";
     iteration batch_loss: f64 = f64::NAN,
-        unit "1", "objective over the samples this iteration's update used, at the iteration's model: the decoded loss sum over the recovered partitions' samples (each partition's mini-batch with train.batch_size); recorded at every iteration of every scheme (an exact scheme's equals train_loss, a partial scheme's is the recovered part's); NaN in simulation without a model and in a trace written before this dataset",
+        unit "1", "objective over the samples this iteration's update used, at the iteration's model: the decoded loss sum over the recovered partitions' samples (each partition's mini-batch with train.batch_size); recorded at every iteration of every scheme (an exact scheme's equals train_loss, a partial scheme's is the recovered part's, an approximate code's is its decoded approximation over every partition); NaN in simulation without a model and in a trace written before this dataset",
         optional;
     iteration batch_accuracy: f64 = f64::NAN,
-        unit "1", "a classifier's share of the samples this iteration's update used that its training passes predicted correctly (the recovered partitions' mini-batches at the iteration's model, under dropout: the accuracy a training loop reports beside its batch loss); recorded at every iteration of every scheme with a network; NaN for a linear model, in simulation and in a trace written before this dataset",
+        unit "1", "a classifier's share of the samples this iteration's update used that its training passes predicted correctly (the recovered partitions' mini-batches at the iteration's model, an approximate code's those its weighted arrivals computed, under dropout: the accuracy a training loop reports beside its batch loss); recorded at every iteration of every scheme with a network; NaN for a linear model, in simulation and in a trace written before this dataset",
         optional;
     iteration test_loss: f64 = f64::NAN,
         unit "1", "test objective at the iteration's model: every train.eval_every-th iteration from the first and the last; NaN when not evaluated (and in simulation)";

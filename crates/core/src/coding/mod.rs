@@ -31,9 +31,10 @@ mod schemes;
 mod static_code;
 
 pub use approximate::{
-    AGC_BGC, AGC_EXPANDER, AGC_FRC, AGC_GRAPH, AgcBgcParams, AgcExpanderParams, AgcFrcParams,
-    AgcGraphParams, BernoulliCode, DecoderKind, ERASUREHEAD, ErasureHeadParams, ExpanderCode,
-    FrcCode, GraphCode, GraphKind, expected_error_per_partition,
+    AGC_BGC, AGC_BIBD, AGC_EXPANDER, AGC_FRC, AGC_GRAPH, AgcBgcParams, AgcBibdParams,
+    AgcExpanderParams, AgcFrcParams, AgcGraphParams, BernoulliCode, BlockDesignCode, DecoderKind,
+    ERASUREHEAD, ErasureHeadParams, ExpanderCode, FrcCode, GraphCode, GraphKind, SGC, SgcParams,
+    StochasticCode, expected_error_per_partition,
 };
 pub use decoding::{Accuracy, Arrival, Decoding, EXACT_RELATIVE_ERROR, GroupDecoding};
 pub use dynamic::{

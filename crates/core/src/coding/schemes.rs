@@ -22,6 +22,8 @@ pub static SCHEMES: Registry = Registry::new(&[
     &super::approximate::AGC_FRC,
     &super::approximate::AGC_BGC,
     &super::approximate::AGC_GRAPH,
+    &super::approximate::AGC_BIBD,
+    &super::approximate::SGC,
     &super::approximate::ERASUREHEAD,
 ]);
 
@@ -96,8 +98,14 @@ mod tests {
         // Every scheme's defaults at K = 12; ignore-stragglers needs a wait.
         let params: toml::Table = toml::from_str("wait_for = 6\n").unwrap();
         for entry in SCHEMES.entries() {
+            // agc-bibd needs a projective plane's size (13 = 3² + 3 + 1).
+            let k = if **entry == crate::coding::AGC_BIBD {
+                13
+            } else {
+                12
+            };
             let mut scheme = entry
-                .build(&BuildArgs::new(12, 1, &params))
+                .build(&BuildArgs::new(k, 1, &params))
                 .unwrap_or_else(|e| panic!("{entry}: {e}"));
             assert_eq!(scheme.kind(), *entry);
             let ctx = RoundContext::default();

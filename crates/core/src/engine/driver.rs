@@ -702,11 +702,33 @@ impl Driver {
             lane.evaluating_s += learner.last_evaluate_s();
             record.train_loss = losses.train;
             record.batch_loss = learner.last_batch_loss();
+            // Over the recovered partitions; an approximate decode's over
+            // the partitions its weighted arrivals computed.
+            let covered: Vec<usize>;
+            let counted: &[usize] = if decoding.approximate {
+                let mut partitions: Vec<usize> = report
+                    .arrivals
+                    .iter()
+                    .zip(&decoding.weights)
+                    .filter(|&(_, &w)| w != 0.0)
+                    .flat_map(|(a, _)| {
+                        plan.tasks[a.worker].messages[a.message]
+                            .codeword
+                            .terms
+                            .iter()
+                            .map(|&(p, _)| p)
+                    })
+                    .collect();
+                partitions.sort_unstable();
+                partitions.dedup();
+                covered = partitions;
+                &covered
+            } else {
+                &decoding.recovered
+            };
             record.batch_accuracy = round
-                .batch_correct(&decoding.recovered)
-                .map_or(f64::NAN, |c| {
-                    c / learner.samples_of(&decoding.recovered) as f64
-                });
+                .batch_correct(counted)
+                .map_or(f64::NAN, |c| c / learner.samples_of(counted) as f64);
             record.test_loss = losses.test;
             record.test_accuracy = losses.test_accuracy;
         }

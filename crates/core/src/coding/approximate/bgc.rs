@@ -163,7 +163,7 @@ mod tests {
             }
             total += (0..k).map(|w| opt.stored(w).len()).sum::<usize>();
             let plan = opt.plan_round(&Default::default());
-            let mut error = |code: &mut BernoulliCode, alive: &[usize]| {
+            let error = |code: &mut BernoulliCode, alive: &[usize]| {
                 let arrivals: Vec<Arrival> = alive.iter().map(|&w| Arrival::only(w)).collect();
                 code.decode(&plan, &arrivals)
                     .error(&plan, &arrivals, k, &mut Vec::new())

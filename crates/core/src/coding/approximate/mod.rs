@@ -25,17 +25,21 @@
 //! as a partial scheme's is, and `Decoding::approximate` is true.
 
 mod bgc;
+mod bibd;
 mod expander;
 mod frc;
 mod graph;
 mod regular;
+mod sgc;
 
 pub use bgc::{AGC_BGC, AgcBgcParams, BernoulliCode};
+pub use bibd::{AGC_BIBD, AgcBibdParams, BlockDesignCode};
 pub use expander::{AGC_EXPANDER, AgcExpanderParams, ExpanderCode, GraphKind};
 pub use frc::{
     AGC_FRC, AgcFrcParams, ERASUREHEAD, ErasureHeadParams, FrcCode, expected_error_per_partition,
 };
 pub use graph::{AGC_GRAPH, AgcGraphParams, GraphCode};
+pub use sgc::{SGC, SgcParams, StochasticCode};
 
 use faer::Mat;
 use serde::{Deserialize, Serialize};
