@@ -50,6 +50,11 @@ use super::{
     RoundPlan, SchemeEntry, WaitPolicy, WorkerTask,
 };
 
+/// The most workers or partitions of an approximate code: B is held dense
+/// and a least-squares decode costs O(n·|S|²) per iteration, so larger codes
+/// would make every simulated iteration slow.
+pub const MAX_DENSE_SIZE: usize = 512;
+
 /// How the master turns the arrivals into weights (`scheme.decoder`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -98,6 +103,15 @@ impl ApproximateCode {
         key: &str,
     ) -> Result<Self, CodingError> {
         let workers = rows.len();
+        if workers.max(partitions) > MAX_DENSE_SIZE {
+            return Err(CodingError::invalid(
+                "workers",
+                workers,
+                format!(
+                    "gives an approximate code of {workers} workers x {partitions} partitions, more than {MAX_DENSE_SIZE} (its matrix and least-squares decode are dense)"
+                ),
+            ));
+        }
         let mut matrix = Mat::<f64>::zeros(workers, partitions);
         for (w, row) in rows.iter().enumerate() {
             for &(p, c) in row {

@@ -15,6 +15,13 @@ use super::super::CodingError;
 /// Restarts of the pairing before a draw gives up.
 pub const MAX_RESTARTS: usize = 1000;
 
+/// The most edge ends (n·d) a draw pairs.
+pub const MAX_POINTS: usize = 1 << 20;
+
+/// Tries of candidate pairs, over every restart, before a draw gives up
+/// (bounds the time a dense degree on a large graph could take).
+const MAX_WORK: usize = 1 << 28;
+
 /// The edges (u < v) of a random d-regular simple graph on `n` vertices,
 /// sorted; `key` names the degree's config key in errors.
 pub(crate) fn random_regular(
@@ -40,9 +47,23 @@ pub(crate) fn random_regular(
             format!("times {n} vertices is odd: a d-regular graph has n·d/2 edges"),
         ));
     }
+    if n * d > MAX_POINTS {
+        return Err(CodingError::invalid(
+            key,
+            d,
+            format!(
+                "gives n·d = {} edge ends on {n} vertices, more than {MAX_POINTS} (the draw pairs them one by one): take a smaller degree",
+                n * d
+            ),
+        ));
+    }
+    let mut work = 0usize;
     for _ in 0..MAX_RESTARTS {
-        if let Some(edges) = pair(n, d, rng) {
+        if let Some(edges) = pair(n, d, rng, &mut work) {
             return Ok(edges);
+        }
+        if work > MAX_WORK {
+            break;
         }
     }
     Err(CodingError::invalid(
@@ -55,7 +76,7 @@ pub(crate) fn random_regular(
 }
 
 /// One pairing attempt; `None` at a dead end.
-fn pair(n: usize, d: usize, rng: &mut impl Rng) -> Option<Vec<(usize, usize)>> {
+fn pair(n: usize, d: usize, rng: &mut impl Rng, work: &mut usize) -> Option<Vec<(usize, usize)>> {
     let mut points: Vec<usize> = (0..n).flat_map(|v| std::iter::repeat_n(v, d)).collect();
     let mut adjacent = vec![false; n * n];
     let mut edges = Vec::with_capacity(n * d / 2);
@@ -64,6 +85,7 @@ fn pair(n: usize, d: usize, rng: &mut impl Rng) -> Option<Vec<(usize, usize)>> {
         let mut chosen = None;
         // Random tries first; an exhaustive search before giving up.
         for _ in 0..(4 * len) {
+            *work += 1;
             let (i, j) = (rng.random_range(0..len), rng.random_range(0..len));
             let (u, v) = (points[i], points[j]);
             if i != j && u != v && !adjacent[u * n + v] {
@@ -72,6 +94,10 @@ fn pair(n: usize, d: usize, rng: &mut impl Rng) -> Option<Vec<(usize, usize)>> {
             }
         }
         if chosen.is_none() {
+            *work += len * len / 2;
+            if *work > MAX_WORK {
+                return None;
+            }
             chosen = (0..len)
                 .flat_map(|i| (i + 1..len).map(move |j| (i, j)))
                 .find(|&(i, j)| {
