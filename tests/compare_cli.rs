@@ -380,7 +380,8 @@ fn a_simulation_gives_a_row_per_scheme_paired_by_trial() {
         "workers = 8\nseed = 3\n[scheme]\nkind = \"gc-sc\"\nload = 2\nclusters = 4\n\
          [straggler]\nmodel = \"gilbert-elliott\"\nalpha = 0.01\nmu_fast = 10.0\nmu_slow = 0.1\n\
          switch_probability = 0.05\ninitial_stragglers = 3\ntime_unit_ms = 10\n\
-         [simulate]\ntrials = 3\niterations = 40\ncompare = [\"gc-sc\", \"uncoded\", \"gc-dc\"]\n",
+         [simulate]\ntrials = 3\niterations = 40\ncompare = [\"gc-sc\", \"uncoded\", \"gc-dc\", \
+         { name = \"frc\", kind = \"agc-frc\", set = { wait_for = 5 } }]\n",
     )
     .unwrap();
     let sim = common::scratch(DIR, "sim.h5");
@@ -395,7 +396,21 @@ fn a_simulation_gives_a_row_per_scheme_paired_by_trial() {
         .iter()
         .map(|r| r["label"].as_str().unwrap())
         .collect();
-    assert_eq!(labels, ["gc-sc", "uncoded", "gc-dc"]);
+    assert_eq!(labels, ["gc-sc", "uncoded", "gc-dc", "frc"]);
+    // The decode error beside the time: the mean over every iteration of
+    // every trial, 0 for the exact schemes.
+    for (i, name) in [(0, "gc-sc"), (3, "frc")] {
+        let all: Vec<f64> = (0..3)
+            .flat_map(|k| column(&sim, &format!("sim/{name}/trial_{k}/"), "decode_error"))
+            .collect();
+        let got = f(&v["rows"][i]["mean_decode_error"]);
+        assert!(
+            (got - mean(&all)).abs() <= 1e-12,
+            "{name}: {got} vs {}",
+            mean(&all)
+        );
+        assert_eq!(got > 0.01, name == "frc", "{name}: {got}");
+    }
     let means = |name: &str| -> Vec<f64> {
         (0..3)
             .map(|k| {
@@ -432,6 +447,7 @@ fn a_simulation_gives_a_row_per_scheme_paired_by_trial() {
     }
     let text = common::stdout(&common::gradcode(&["compare", s(&sim)]));
     assert!(text.contains("times in seconds of model time"), "{text}");
+    assert!(text.contains("decode err"), "{text}");
 }
 
 #[test]

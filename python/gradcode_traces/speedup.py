@@ -40,7 +40,20 @@ COLUMNS = [
     "elapsed_s", "speedup", "speedup_low", "speedup_high",
     "target_loss", "loss_reached", "loss_iteration", "loss_time_s", "loss_speedup",
     "target_accuracy", "accuracy_reached", "accuracy_iteration", "accuracy_time_s", "accuracy_speedup",
+    "mean_decode_error",
 ]
+
+
+def _mean_decode_error(members):
+    """The mean /iteration/decode_error over every iteration of every run (finite values), as gradcode
+    compare pools it; None when no run records it (a trace of an older gradcode)."""
+    values = []
+    for m in members:
+        column = getattr(m["run"], "decode_error", None)
+        if column is None:
+            return None
+        values.extend(v for v in np.asarray(column, dtype=float) if np.isfinite(v))
+    return float(np.sum(values) / len(values)) if values else None
 
 
 def _t975(df):
@@ -266,6 +279,7 @@ def compare_traces(paths, baseline=None, target_loss=None, target_accuracy=None)
             "speedup": None if s is None else s[0],
             "speedup_low": None if s is None else s[1],
             "speedup_high": None if s is None else s[2],
+            "mean_decode_error": _mean_decode_error(ms),
         }
         for which, prefix, target in (("loss", "loss", target_loss), ("accuracy", "accuracy", target_accuracy)):
             row[f"target_{which}"] = target

@@ -127,6 +127,9 @@ pub struct Row {
     /// Mean over the runs of `/iteration/elapsed_s` at their last iteration
     /// (`None` when a run does not record it).
     pub elapsed_s: Option<f64>,
+    /// Mean `/iteration/decode_error` over every iteration of every run
+    /// (`None`: not recorded, a trace of an older gradcode).
+    pub mean_decode_error: Option<f64>,
     /// Of the mean iteration time.
     pub speedup: Option<Speedup>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -379,6 +382,7 @@ pub fn compare(
                 p50_s: pooled.iteration_time_s.as_ref().map(|d| d.p50),
                 p99_s: pooled.iteration_time_s.as_ref().map(|d| d.p99),
                 elapsed_s: elapsed.map(|e| e.iter().sum::<f64>() / n),
+                mean_decode_error: pooled.decode_error.as_ref().map(|d| d.mean),
                 speedup: speedup(
                     &base_means,
                     &runs
@@ -470,8 +474,13 @@ pub fn text(c: &Comparison) -> String {
         }
     };
     out += "\n";
+    // The decode error's column where some row's decode is not exact.
+    let with_error = c
+        .rows
+        .iter()
+        .any(|r| r.mean_decode_error.is_some_and(|e| e > 1e-9));
     let head = format!(
-        "{:<24} {:>5} {:>10} {:>10} {:>10} {:>10} {:>12}  {}\n",
+        "{:<24} {:>5} {:>10} {:>10} {:>10} {:>10} {:>12}{}  {}\n",
         "scheme",
         "runs",
         "iterations",
@@ -479,13 +488,18 @@ pub fn text(c: &Comparison) -> String {
         "p50 (s)",
         "p99 (s)",
         "elapsed (s)",
+        if with_error {
+            format!(" {:>12}", "decode err")
+        } else {
+            String::new()
+        },
         "speedup (mean iteration)"
     );
     out += &head;
     for r in &c.rows {
         let label = wrapped_label(&r.label, &mut out);
         out += &format!(
-            "{:<24} {:>5} {:>10} {:>10} {:>10} {:>10} {:>12}  {}\n",
+            "{:<24} {:>5} {:>10} {:>10} {:>10} {:>10} {:>12}{}  {}\n",
             label,
             r.runs.len(),
             count(r.iterations),
@@ -493,6 +507,15 @@ pub fn text(c: &Comparison) -> String {
             opt(r.p50_s),
             opt(r.p99_s),
             r.elapsed_s.map_or("not recorded".to_string(), sig),
+            if with_error {
+                format!(
+                    " {:>12}",
+                    r.mean_decode_error
+                        .map_or("not recorded".to_string(), |e| format!("{e:.4}"))
+                )
+            } else {
+                String::new()
+            },
             speedup_text(&r.speedup, r.baseline)
         );
     }
@@ -618,7 +641,7 @@ fn cell(text: &str) -> String {
 }
 
 /// The columns of the CSV (docs/running.md).
-pub const CSV_COLUMNS: [&str; 24] = [
+pub const CSV_COLUMNS: [&str; 25] = [
     "label",
     "scheme",
     "baseline",
@@ -643,6 +666,7 @@ pub const CSV_COLUMNS: [&str; 24] = [
     "accuracy_iteration",
     "accuracy_time_s",
     "accuracy_speedup",
+    "mean_decode_error",
 ];
 
 /// The table as CSV: a header, then a row per row of the comparison; an
@@ -692,6 +716,7 @@ pub fn csv(c: &Comparison) -> String {
                 ]),
             }
         }
+        cells.push(num(r.mean_decode_error));
         out += &(cells.join(",") + "\n");
     }
     out
