@@ -748,6 +748,58 @@ fn explain_stops_where_the_master_stops() {
     assert_eq!(v["decodable"], false);
 }
 
+/// An approximate code's explanation: agc-frc (K = 12, 6 blocks of 2;
+/// worker w holds block w mod 6) waiting for 6 whose arrivals cover blocks
+/// 1-3 only misses 3 blocks of 2 partitions: decode error √6; every block
+/// covered: 0; and it says it approximates every partition.
+#[test]
+fn explain_gives_an_approximate_codes_decode_error() {
+    let explain = |received: &str| {
+        json(&gradcode(&[
+            "explain",
+            "--json",
+            "--set",
+            "scheme.kind=\"agc-frc\"",
+            "--set",
+            "scheme.load=2",
+            "--set",
+            "scheme.wait_for=6",
+            "--received",
+            received,
+        ]))
+    };
+    let v = explain("1,7,2,8,3,9");
+    assert_eq!(v["approximate"], true);
+    assert_eq!(v["decodable"], true);
+    assert!(
+        (f64_of(&v["decode_error"]) - 6f64.sqrt()).abs() <= 1e-12,
+        "{v}"
+    );
+    assert_eq!(v["recovered_partitions"].as_array().unwrap().len(), 12);
+    assert_eq!(v["workers_used"], serde_json::json!([1, 2, 3]));
+    let v = explain("1,2,3,4,5,6");
+    assert!(f64_of(&v["decode_error"]) <= 1e-12, "{v}");
+    let text = stdout(&gradcode(&[
+        "explain",
+        "--set",
+        "scheme.kind=\"agc-frc\"",
+        "--set",
+        "scheme.wait_for=6",
+        "--received",
+        "1,7,2,8,3,9",
+    ]));
+    assert!(
+        text.contains(
+            "approximating the sum over every partition: decode error ‖a·B_S − 1‖₂ = 2.4495"
+        ),
+        "{text}"
+    );
+}
+
+fn f64_of(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap()
+}
+
 #[test]
 fn reference_and_demo_configs_check() {
     let root = env!("CARGO_MANIFEST_DIR");

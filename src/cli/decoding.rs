@@ -61,6 +61,11 @@ pub(super) struct ExplainReport {
     /// independent set of the conflict graph among the used arrivals).
     workers_used: Vec<usize>,
     recovered_fraction: f64,
+    /// ‖a·B_S − 1‖₂ over the partitions: 0 for an exact decode.
+    decode_error: f64,
+    /// The decode approximates the sum over every partition (an approximate
+    /// code: `recovered_partitions` lists them all).
+    approximate: bool,
     /// Communication load: messages the master received (the used prefix)
     /// and messages that enter the sum.
     messages_received: usize,
@@ -155,6 +160,13 @@ pub(super) fn decode_report(
         messages_received: used,
         messages_used: decoding.messages_used(),
         recovered_fraction: decoding.recovered_fraction(scheme.partitions()),
+        decode_error: decoding.error(
+            plan,
+            &arrivals[..used],
+            scheme.partitions(),
+            &mut Vec::new(),
+        ),
+        approximate: decoding.approximate,
         residual: any_decoded.then_some(decoding.residual),
         amplification: any_decoded.then_some(decoding.amplification),
         clusters,
@@ -187,6 +199,15 @@ pub(super) fn print_text(r: &ExplainReport) {
         .map(|c| c.cluster.to_string())
         .collect();
     match (r.decodable, short.is_empty()) {
+        (true, _) if r.approximate => crate::outln!(
+            "decodable   yes, approximating the sum over every partition: decode error ‖a·B_S − 1‖₂ = {:.4}",
+            r.decode_error
+        ),
+        (true, _) if r.decode_error > 1e-9 => crate::outln!(
+            "decodable   yes, recovering {:.1}% of the partitions (decode error ‖a·B_S − 1‖₂ = {:.4})",
+            100.0 * r.recovered_fraction,
+            r.decode_error
+        ),
         (true, _) => crate::outln!(
             "decodable   yes, recovering {:.1}% of the partitions",
             100.0 * r.recovered_fraction
