@@ -8,7 +8,8 @@
 # (scripts/isgc_nn.py: per point the mean and 95% interval over the seeds of the
 # steps and time to the smoothed batch loss's threshold; the paper's statements,
 # each with a verdict from the intervals). Needs Fashion-MNIST (scripts/setup.sh
-# installs Debian's dataset-fashion-mnist). About 10 minutes per seed on 2 cores.
+# installs Debian's dataset-fashion-mnist). About 6 minutes per seed on 2 cores
+# (28 minutes for the default 5 seeds, measured).
 #
 #   scripts/isgc-nn.sh              train 5 seeds per point and draw
 #   scripts/isgc-nn.sh --seeds N    train N seeds per point (the paper: 10) and draw

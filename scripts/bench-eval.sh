@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Measuring is not training (issue 39, item 1): does evaluating the losses change
+# a partial scheme's run? Trains 004 §VIII's CNN with IS-GC (CR placement, w = 2,
+# configs/paper/isgc-fig12-is-cr.toml) under mpirun with train.eval_every = 1
+# (the test set and the full-data training loss evaluated at every step) and
+# with eval_every = 1000 (only at the last step), SEEDS seeds each (default 3),
+# and compares the iterations' durations (duration_s) and the stale results
+# dropped per iteration. Written to results/bench-eval.json; the numbers are
+# quoted in docs/neural-networks.md. Needs Fashion-MNIST (dataset-fashion-mnist).
+# Usage: scripts/bench-eval.sh [SEEDS [ITERATIONS]]   (default 3, 200)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seeds=${1:-3}
+iterations=${2:-200}
+for n in "$seeds" "$iterations"; do
+  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "bench-eval.sh: $n is not a positive whole number; usage: scripts/bench-eval.sh [SEEDS [ITERATIONS]]" >&2; exit 2; }
+done
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release --locked --quiet --bin gradcode
+bin=$PWD/target/release/gradcode
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+config=configs/paper/isgc-fig12-is-cr.toml
+ranks=$("$bin" check --config "$config" --ranks)
+for every in 1 1000; do
+  for s in $(seq 1 "$seeds"); do
+    echo "bench-eval.sh: eval_every = $every, seed $s of $seeds"
+    mpirun --oversubscribe -n "$ranks" "$bin" train --config "$config" --set "seed=$s" \
+      --set "train.iterations=$iterations" --set "train.eval_every=$every" \
+      --out "$work/every$every-s$s.h5" --quiet --json > "$work/every$every-s$s.json"
+  done
+done
+source scripts/python-env.sh
+python_env
+mkdir -p results
+"$PYTHON" - "$work" "$seeds" "$iterations" > results/bench-eval.json <<'PY'
+import json, sys
+import h5py
+import numpy as np
+work, seeds, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out = {"config": "configs/paper/isgc-fig12-is-cr.toml", "seeds": seeds, "iterations": iterations,
+       "machine_cores": __import__("os").cpu_count(), "cases": {}}
+for every in (1, 1000):
+    durations, stale, evaluating = [], [], []
+    for s in range(1, seeds + 1):
+        with h5py.File(f"{work}/every{every}-s{s}.h5", "r") as f:
+            durations.append(f["iteration/duration_s"][:])
+            stale.append(f["iteration/stale_dropped"][:])
+        summary = json.load(open(f"{work}/every{every}-s{s}.json"))
+        evaluating.append(sum(e["total_s"] for e in summary["timing"]
+                              if e["event"] in ("evaluate", "evaluate train loss")))
+    d = np.concatenate(durations)
+    st = np.concatenate(stale)
+    out["cases"][f"eval_every_{every}"] = {
+        "mean_duration_s": float(d.mean()),
+        "median_duration_s": float(np.median(d)),
+        "p90_duration_s": float(np.percentile(d, 90)),
+        "per_seed_mean_duration_s": [float(x.mean()) for x in durations],
+        "stale_dropped_per_iteration": float(st.mean()),
+        "per_seed_stale_dropped": [int(x.sum()) for x in stale],
+        "evaluating_s_per_run": float(np.mean(evaluating)),
+    }
+print(json.dumps(out, indent=2))
+PY
+cat results/bench-eval.json
