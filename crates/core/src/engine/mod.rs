@@ -214,7 +214,7 @@ pub trait Round {
     /// each partition its worker computed, the late results received before
     /// the decode included; the round waits for nothing more: the learner
     /// computes the partitions still unknown on its own copy of the data
-    /// ([`Learner::complete_loss`](super::Learner::complete_loss)). `None`
+    /// ([`Learner::complete_loss`](crate::engine::Learner::complete_loss)). `None`
     /// for a round without vectors (simulation).
     fn partition_losses(&self) -> Option<&[f64]> {
         None

@@ -336,7 +336,7 @@ mod tests {
         let policy = WaitPolicy::new(k, Some(5), None, "erasurehead").unwrap();
         let early = FrcCode::new(&ERASUREHEAD, k, 2, policy, DecoderKind::Optimal, true).unwrap();
         let late = FrcCode::new(&AGC_FRC, k, 2, policy, DecoderKind::Optimal, false).unwrap();
-        let plan = early.fixed_plan();
+        let plan = early.code.fixed.plan().clone();
         for (code, stops_at) in [(&early, 3), (&late, 5)] {
             let mut tracker = code.tracker(&plan);
             let stop = [0, 1, 2, 3, 4, 5]
@@ -345,12 +345,5 @@ mod tests {
                 .unwrap();
             assert_eq!(stop + 1, stops_at);
         }
-    }
-}
-
-#[cfg(test)]
-impl FrcCode {
-    fn fixed_plan(&self) -> RoundPlan {
-        self.code.fixed.plan().clone()
     }
 }

@@ -212,8 +212,8 @@ impl ApproximateCode {
         let n = self.matrix.ncols();
         let mut coverage = vec![0.0; n];
         for (&w, &a) in workers.iter().zip(weights) {
-            for p in 0..n {
-                coverage[p] += a * self.matrix[(w, p)];
+            for (p, c) in coverage.iter_mut().enumerate() {
+                *c += a * self.matrix[(w, p)];
             }
         }
         let residual = coverage
