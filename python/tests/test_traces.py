@@ -437,6 +437,9 @@ class TracesTest(unittest.TestCase):
         for col in ("mean_s", "p50_s", "p99_s", "elapsed_s", "speedup", "loss_time_s", "loss_speedup"):
             np.testing.assert_allclose(csv[col].to_numpy(dtype=float), df[col].to_numpy(dtype=float), rtol=1e-12,
                                        err_msg=col)
+        # The decode error, pooled alike (0 to rounding for these exact schemes).
+        np.testing.assert_allclose(csv["mean_decode_error"].to_numpy(dtype=float),
+                                   df["mean_decode_error"].to_numpy(dtype=float), rtol=1e-12, atol=1e-15)
         # Bad input: errors naming the file.
         with self.assertRaisesRegex(gt.TraceError, "simulation trace"):
             gt.compare_traces([files[0], str(self.sim)])
