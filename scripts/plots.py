@@ -91,17 +91,21 @@ OKABE_ITO = {
 #: (also safe for colour-blind readers): gc-partial his wine, is-gc his sand. Sand stays apart from every other
 #: kind's colour, gc-frac's yellow and ignore-stragglers' grey included, under deuteranopia and protanopia too (it
 #: nears the yellow only under the rare tritanopia); Tol's teal would fall on the grey under deuteranopia. Sky
-#: blue is left unused.
+#: blue is left unused. The seven approximate codes take the rest of Tol's muted palette (indigo, green, teal,
+#: cyan, rose, purple, olive): seventeen kinds are more than any colour-blind-safe palette tells apart, so a plot
+#: of many kinds also differs by line style and label.
 SCHEME_COLORS = {
     "uncoded": OKABE_ITO["black"], "ignore-stragglers": OKABE_ITO["grey"], "gc-frac": OKABE_ITO["yellow"],
     "gc-cyclic": OKABE_ITO["blue"], "gc": OKABE_ITO["blue"], "gc-sc": OKABE_ITO["orange"],
     "gc-dc": OKABE_ITO["bluish green"], "is-gc": "#DDCC77", "gc-mmc": OKABE_ITO["reddish purple"],
     "uc-mmc": OKABE_ITO["vermillion"], "gc-partial": "#882255",
+    "agc-expander": "#332288", "agc-frc": "#117733", "agc-bgc": "#44AA99", "agc-graph": "#88CCEE",
+    "agc-bibd": "#CC6677", "sgc": "#AA4499", "erasurehead": "#999933",
 }
 
-#: Colours of kinds not in SCHEME_COLORS, chosen by a hash of the name (the same in every plot): Paul Tol's
-#: others (his sand is is-gc's, his wine gc-partial's).
-OTHER_COLORS = ["#332288", "#117733", "#44AA99", "#88CCEE", "#CC6677", "#AA4499"]
+#: Colours of kinds not in SCHEME_COLORS, chosen by a hash of the name (the same in every plot): Paul Tol's light
+#: palette (his muted one is the registered kinds').
+OTHER_COLORS = ["#77AADD", "#EE8866", "#FFAABB", "#AAAA00", "#BBCC33", "#44BB99"]
 
 
 def scheme_color(kind):

@@ -301,7 +301,7 @@ class PlotsTest(unittest.TestCase):
         ref = (HERE.parent / "configs" / "reference.toml").read_text()
         kinds = next(line for line in ref.splitlines() if line.startswith("kind = \"gc-cyclic\""))
         kinds = [k.strip() for k in kinds.split("#", 1)[1].split("|")]
-        self.assertEqual(len(kinds), 10, kinds)
+        self.assertEqual(len(kinds), 17, kinds)
         self.assertTrue(set(kinds) <= set(plots.SCHEME_COLORS), set(kinds) - set(plots.SCHEME_COLORS))
         self.assertEqual(len({plots.SCHEME_COLORS[k] for k in kinds}), len(kinds), "no two kinds share a colour")
         # A kind outside the table: a fixed colour of its own, the same in every call.
