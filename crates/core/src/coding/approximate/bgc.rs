@@ -19,8 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::registry::{BuildArgs, SchemeEntry};
 use super::super::{
-    Arrival, ArrivalTracker, CodingError, DEFAULT_LOAD, Decoding, RoundPlan, Scheme, Tolerance,
-    WaitPolicy,
+    Arrival, CodingError, DEFAULT_LOAD, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy,
 };
 use super::{ApproximateCode, DecoderKind, approximate_methods};
 use crate::rng::Stream;
@@ -125,10 +124,6 @@ impl BernoulliCode {
 
 impl Scheme for BernoulliCode {
     approximate_methods!(code);
-
-    fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
-        self.code.tracker()
-    }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
         self.code.decode_with_decoder(received)

@@ -22,9 +22,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::super::registry::{BuildArgs, SchemeEntry};
-use super::super::{
-    Arrival, ArrivalTracker, CodingError, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy,
-};
+use super::super::{Arrival, CodingError, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy};
 use super::{ApproximateCode, DecoderKind, approximate_methods};
 
 /// `agc-bibd`.
@@ -141,10 +139,6 @@ impl BlockDesignCode {
 
 impl Scheme for BlockDesignCode {
     approximate_methods!(code);
-
-    fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
-        self.code.tracker()
-    }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
         self.code.decode_with_decoder(received)

@@ -21,9 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::super::registry::{BuildArgs, SchemeEntry};
-use super::super::{
-    Arrival, ArrivalTracker, CodingError, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy,
-};
+use super::super::{Arrival, CodingError, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy};
 use super::{ApproximateCode, DecoderKind, approximate_methods, regular};
 use crate::rng::Stream;
 
@@ -159,10 +157,6 @@ impl ExpanderCode {
 
 impl Scheme for ExpanderCode {
     approximate_methods!(code);
-
-    fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
-        self.code.tracker()
-    }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
         self.code.decode_with_decoder(received)

@@ -27,8 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::registry::{BuildArgs, SchemeEntry};
 use super::super::{
-    Arrival, ArrivalTracker, CodingError, DEFAULT_LOAD, Decoding, RoundPlan, Scheme, Tolerance,
-    WaitPolicy,
+    Arrival, CodingError, DEFAULT_LOAD, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy,
 };
 use super::{ApproximateCode, DecoderKind, approximate_methods};
 
@@ -136,8 +135,6 @@ pub struct FrcCode {
     code: ApproximateCode,
     /// K/d.
     blocks: usize,
-    /// ErasureHead: stop when every block arrived.
-    early_stop: bool,
 }
 
 impl FrcCode {
@@ -165,11 +162,13 @@ impl FrcCode {
             })
             .collect();
         let code = ApproximateCode::new(kind, workers, rows, policy, decoder, "scheme.load")?;
-        Ok(Self {
-            code,
-            blocks,
-            early_stop,
-        })
+        // ErasureHead: every block arrived is every partition covered.
+        let code = if early_stop {
+            code.stopping_when_covered()
+        } else {
+            code
+        };
+        Ok(Self { code, blocks })
     }
 
     /// The block worker `w` holds.
@@ -178,42 +177,8 @@ impl FrcCode {
     }
 }
 
-struct FrcTracker<'a> {
-    code: &'a FrcCode,
-    seen: Vec<bool>,
-    distinct: usize,
-    covered: Vec<bool>,
-    blocks_covered: usize,
-}
-
-impl ArrivalTracker for FrcTracker<'_> {
-    fn arrive(&mut self, arrival: Arrival) -> bool {
-        if !std::mem::replace(&mut self.seen[arrival.worker], true) {
-            self.distinct += 1;
-            let b = self.code.block(arrival.worker);
-            if !std::mem::replace(&mut self.covered[b], true) {
-                self.blocks_covered += 1;
-            }
-        }
-        let wait_for = self.code.code.policy.wait_for();
-        wait_for.is_some_and(|w| self.distinct >= w)
-            || self.distinct == self.seen.len()
-            || (self.code.early_stop && self.blocks_covered == self.code.blocks)
-    }
-}
-
 impl Scheme for FrcCode {
     approximate_methods!(code);
-
-    fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
-        Box::new(FrcTracker {
-            code: self,
-            seen: vec![false; self.code.fixed.workers()],
-            distinct: 0,
-            covered: vec![false; self.blocks],
-            blocks_covered: 0,
-        })
-    }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
         let (workers, slots) = self.code.distinct(received);

@@ -30,9 +30,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::super::registry::{BuildArgs, SchemeEntry};
-use super::super::{
-    Arrival, ArrivalTracker, CodingError, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy,
-};
+use super::super::{Arrival, CodingError, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy};
 use super::expander::{DEFAULT_DEGREE, GraphKind};
 use super::{ApproximateCode, DecoderKind, approximate_methods, regular};
 use crate::rng::Stream;
@@ -234,10 +232,6 @@ impl GraphCode {
 
 impl Scheme for GraphCode {
     approximate_methods!(code);
-
-    fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
-        self.code.tracker()
-    }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
         let (workers, slots) = self.code.distinct(received);

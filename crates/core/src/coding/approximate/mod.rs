@@ -86,6 +86,8 @@ pub(crate) struct ApproximateCode {
     pub(crate) decoder: DecoderKind,
     /// σ: the mean column sum of B (the one-step weight's denominator).
     mean_column_sum: f64,
+    /// Stop as soon as the arrivals cover every partition (ErasureHead).
+    stop_when_covered: bool,
 }
 
 impl ApproximateCode {
@@ -158,7 +160,15 @@ impl ApproximateCode {
             policy,
             decoder,
             mean_column_sum: total / partitions as f64,
+            stop_when_covered: false,
         })
+    }
+
+    /// The code whose master also stops as soon as the arrivals cover every
+    /// partition (then the optimal decode is exact).
+    pub(crate) fn stopping_when_covered(mut self) -> Self {
+        self.stop_when_covered = true;
+        self
     }
 
     /// B.
@@ -252,36 +262,51 @@ impl ApproximateCode {
         self.decoding(received, &slots, &workers, &weights)
     }
 
-    /// A tracker that stops at `wait_for` distinct workers or at all K.
+    /// A tracker that stops at `wait_for` distinct workers, at all K, or
+    /// (when the code says so) once every partition is covered.
     pub(crate) fn tracker(&self) -> Box<dyn ArrivalTracker + '_> {
         Box::new(DistinctTracker {
+            code: self,
             seen: vec![false; self.fixed.workers()],
             distinct: 0,
-            wait_for: self.policy.wait_for(),
+            covered: vec![false; self.fixed.partitions()],
+            uncovered: self.fixed.partitions(),
         })
     }
 }
 
-/// Sufficient at `wait_for` distinct workers, or when every worker arrived.
-pub(crate) struct DistinctTracker {
-    pub(crate) seen: Vec<bool>,
-    pub(crate) distinct: usize,
-    pub(crate) wait_for: Option<usize>,
+/// Sufficient at `wait_for` distinct workers, when every worker arrived, or
+/// (`stop_when_covered`) when the arrivals store every partition.
+struct DistinctTracker<'a> {
+    code: &'a ApproximateCode,
+    seen: Vec<bool>,
+    distinct: usize,
+    covered: Vec<bool>,
+    uncovered: usize,
 }
 
-impl ArrivalTracker for DistinctTracker {
+impl ArrivalTracker for DistinctTracker<'_> {
     fn arrive(&mut self, arrival: Arrival) -> bool {
         if !std::mem::replace(&mut self.seen[arrival.worker], true) {
             self.distinct += 1;
+            for &p in self.code.fixed.stored(arrival.worker) {
+                if !std::mem::replace(&mut self.covered[p], true) {
+                    self.uncovered -= 1;
+                }
+            }
         }
-        self.wait_for.is_some_and(|w| self.distinct >= w) || self.distinct == self.seen.len()
+        self.code
+            .policy
+            .wait_for()
+            .is_some_and(|w| self.distinct >= w)
+            || self.distinct == self.seen.len()
+            || (self.code.stop_when_covered && self.uncovered == 0)
     }
 }
 
 /// The methods of [`Scheme`](super::Scheme) every approximate code answers
 /// alike from its `ApproximateCode` field `$field`: the fixed plan's, the
-/// deadline, partial recovery and the static plan (the tracker is each
-/// code's: [`ApproximateCode::tracker`] for most).
+/// tracker, the deadline, partial recovery and the static plan.
 macro_rules! approximate_methods {
     ($field:ident) => {
         fn kind(&self) -> &'static $crate::coding::SchemeEntry {
@@ -305,6 +330,13 @@ macro_rules! approximate_methods {
             _ctx: &$crate::coding::RoundContext<'_>,
         ) -> $crate::coding::RoundPlan {
             self.$field.fixed.plan().clone()
+        }
+
+        fn tracker<'a>(
+            &'a self,
+            _plan: &'a $crate::coding::RoundPlan,
+        ) -> Box<dyn $crate::coding::ArrivalTracker + 'a> {
+            self.$field.tracker()
         }
 
         fn deadline(&self) -> Option<f64> {

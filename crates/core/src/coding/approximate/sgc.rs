@@ -29,8 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::registry::{BuildArgs, SchemeEntry};
 use super::super::{
-    Arrival, ArrivalTracker, CodingError, DEFAULT_LOAD, Decoding, RoundPlan, Scheme, Tolerance,
-    WaitPolicy,
+    Arrival, CodingError, DEFAULT_LOAD, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy,
 };
 use super::{ApproximateCode, DecoderKind, approximate_methods};
 use crate::rng::Stream;
@@ -212,10 +211,6 @@ impl StochasticCode {
 
 impl Scheme for StochasticCode {
     approximate_methods!(code);
-
-    fn tracker<'a>(&'a self, _plan: &'a RoundPlan) -> Box<dyn ArrivalTracker + 'a> {
-        self.code.tracker()
-    }
 
     fn decode(&mut self, _plan: &RoundPlan, received: &[Arrival]) -> Decoding {
         let (workers, slots) = self.code.distinct(received);
