@@ -132,7 +132,7 @@ up() {
 host_ns() { # NAME I
   check_name "$1"
   [[ $2 =~ ^[0-9]+$ ]] || die "host '$2' must be a number"
-  ip netns list | awk '{print $1}' | grep -qx "$1-h$2" || die "no host $2 in test bed '$1'"
+  ip netns list | awk '{print $1}' | grep -x "$1-h$2" >/dev/null || die "no host $2 in test bed '$1'"
   echo "$1-h$2"
 }
 

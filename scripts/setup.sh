@@ -21,7 +21,7 @@ done
 packages=(libopenmpi-dev openmpi-bin libhdf5-dev libclang-dev pkg-config python3 python3-venv dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
   if [ "$(id -u)" -eq 0 ]; then

@@ -31,7 +31,7 @@ up() {
     su -s /bin/sh munge -c munged
     for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
   fi
-  munge -n | unmunge | grep -q "STATUS: *Success" || { echo "slurm-local: munge does not work" >&2; exit 3; }
+  munge -n | unmunge | grep "STATUS: *Success" >/dev/null || { echo "slurm-local: munge does not work" >&2; exit 3; }
   # slurm.conf: a single node claiming 16 CPUs (config_overrides lets slurmd accept that on a small machine), this host, our state folder.
   mkdir -p "$state"/{state,spool,log} /etc/slurm
   host=$(hostname)
@@ -67,7 +67,7 @@ CONF
   pgrep -x slurmctld >/dev/null || slurmctld
   pgrep -x slurmd >/dev/null || slurmd
   for _ in $(seq 100); do
-    if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
+    if sinfo -h -o %T 2>/dev/null | grep -E '^(idle|mixed|allocated)' >/dev/null; then
       echo "slurm-local: up ($(sinfo -h -o '%N %T %c CPUs'))"
       return 0
     fi

@@ -15,7 +15,7 @@ command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 
 missing=()
 for p in mpich libmpich-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
   as_root=()
@@ -39,6 +39,6 @@ cargo test --locked --release $(printf -- '--test %s ' "${tests[@]}")
 # 4.0's MPI_Finalize over UCX/TCP could hang a finished job (src/finalize.rs).
 echo "== the same under MPICH over TCP (UCX_TLS=tcp)"
 UCX_TLS=tcp cargo test --locked --release $(printf -- '--test %s ' "${tests[@]}")
-ldd target/mpich/release/gradcode | grep -q libmpich \
+ldd target/mpich/release/gradcode | grep libmpich >/dev/null \
   || { echo "test-mpich.sh: target/mpich/release/gradcode is not linked against MPICH" >&2; exit 1; }
 echo "== MPICH: all tests passed"

@@ -132,13 +132,13 @@ printf '#!/bin/sh\necho "MPI plugin types are..."\necho "	none"\necho "	pmi2"\n'
 chmod +x "$fake/srun"
 only_pmi2=$(PATH="$fake:$PATH" bash -c 'source jobs/launch.sh; choose_launcher target/release/gradcode')
 choice=$only_pmi2
-if ompi_info --parsable | grep -q '^mca:pmix:s2:'; then
+if ompi_info --parsable | grep '^mca:pmix:s2:' >/dev/null; then
   [ "${choice%% *}" = srun-pmi2 ] || fail "Slurm and OpenMPI both have PMI-2, yet: $choice"
 else
   [ "${choice%% *}" = mpirun ] || fail "PMI-2 chosen for an OpenMPI without a PMI-2 client: $choice"
 fi
 choice=$(bash -c 'source jobs/launch.sh; choose_launcher target/release/gradcode')
-[ "${choice%% *}" != srun-pmi2 ] || ompi_info --parsable | grep -q '^mca:pmix:s2:' \
+[ "${choice%% *}" != srun-pmi2 ] || ompi_info --parsable | grep '^mca:pmix:s2:' >/dev/null \
   || fail "srun-pmi2 chosen here: $choice"
 echo "slurm test: launcher choice ok (here: $choice; with only pmi2 in Slurm: $only_pmi2)"
 
@@ -150,7 +150,7 @@ fi
 out="results/gradcode-train-$id"
 made+=("$out" "results/slurm-gradcode-train-$id.out")
 [ "$(field "$out/summary.json" status)" = failed ] || fail "$out/summary.json does not say failed"
-"$bin" inspect "$out/trace.h5" | head -3 | grep -q "status *failed" || fail "$out/trace.h5 does not say failed"
+"$bin" inspect "$out/trace.h5" | head -3 | grep "status *failed" >/dev/null || fail "$out/trace.h5 does not say failed"
 sed -e 's|^\[data\]$|[data]\npath = "/nonexistent/train.csv"|' "$work/train.toml" > "$work/nodata.toml"
 if id=$(timeout 300 jobs/submit.sh jobs/train.sbatch "$work/nodata.toml" -- --wait 2>/dev/null); then
   fail "a job without its data file succeeded"
@@ -216,8 +216,8 @@ for _ in $(seq 600); do
 done
 scontrol requeue "$id"
 for _ in $(seq 1500); do
-  scontrol show job "$id" 2>/dev/null | grep -q "JobState=COMPLETED" && break
-  scontrol show job "$id" 2>/dev/null | grep -q "JobState=FAILED" && break
+  scontrol show job "$id" 2>/dev/null | grep "JobState=COMPLETED" >/dev/null && break
+  scontrol show job "$id" 2>/dev/null | grep "JobState=FAILED" >/dev/null && break
   sleep 0.2
 done
 grep -q "requeued (restart 1): continuing" "$log" || { cat "$log" >&2; fail "the requeued job did not continue its trace"; }
@@ -242,7 +242,7 @@ for launcher in srun-pmix mpirun; do
   sleep 3 # some iterations
   scancel "$id"
   for _ in $(seq 300); do
-    squeue -h -j "$id" 2>/dev/null | grep -q . || break
+    squeue -h -j "$id" 2>/dev/null | grep . >/dev/null || break
     sleep 0.2
   done
   code=$(scontrol show job "$id" | grep -o 'ExitCode=[0-9]*:[0-9]*' || true)

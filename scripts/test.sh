@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --no-build
 command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 if command -v rustup >/dev/null 2>&1; then
-  rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
-  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+  rustup component list --installed 2>/dev/null | grep '^rustfmt' >/dev/null || rustup component add rustfmt
+  rustup component list --installed 2>/dev/null | grep '^clippy' >/dev/null || rustup component add clippy
 fi
 
 # OpenMPI refuses to run as root without these (CI runs as root).
