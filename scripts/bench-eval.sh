@@ -5,7 +5,8 @@
 # (the test set and the full-data training loss evaluated at every step) and
 # with eval_every = 1000 (only at the last step), SEEDS seeds each (default 3),
 # and compares the iterations' durations (duration_s) and the stale results
-# dropped per iteration. Written to results/bench-eval.json; the numbers are
+# dropped per iteration (the master evaluates on a thread beside the
+# iterations that follow). Written to results/bench-eval.json; the numbers are
 # quoted in docs/neural-networks.md. Needs Fashion-MNIST (dataset-fashion-mnist).
 # Usage: scripts/bench-eval.sh [SEEDS [ITERATIONS]]   (default 3, 200)
 set -euo pipefail

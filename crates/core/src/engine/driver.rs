@@ -1,5 +1,6 @@
 //! The driver: the iteration loop of every run, simulated or on MPI.
 
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::Instant;
 
@@ -69,6 +70,37 @@ pub struct Lane {
     /// evaluation, a partial scheme's wait for every partition's loss):
     /// left out of `elapsed_s`, as out of every iteration's duration.
     evaluating_s: f64,
+    /// Iterations recorded and not yet observed, in order: the first waits
+    /// for losses evaluated beside the iterations after it (see
+    /// [`Driver::iterate`]).
+    waiting: VecDeque<Waiting>,
+}
+
+/// An iteration recorded but not yet observed: its losses, or those of an
+/// iteration before it, are evaluated beside the iterations that follow
+/// ([`Learner::evaluate_beside`]). What its event needs, kept.
+#[derive(Debug, Clone)]
+struct Waiting {
+    lane: usize,
+    trial: u64,
+    iteration: u64,
+    duration: f64,
+    decodable: bool,
+    /// Its losses are evaluated beside (`Some(true)`: the training loss
+    /// over every partition too).
+    evaluated: Option<bool>,
+    record: IterationRecord,
+    sample: RoundSample,
+    /// θ after its update.
+    theta: Vec<f64>,
+}
+
+/// The most iterations a lane keeps waiting for losses evaluated beside:
+/// as many as 256 MiB hold (a copy of θ and of the evaluation point each),
+/// at least 1, at most 1024. Past it the master waits for the oldest.
+fn waiting_capacity(dim: usize, workers: usize) -> usize {
+    let bytes = 16 * dim + 64 * workers + 512;
+    ((256usize << 20) / bytes).clamp(1, 1024)
 }
 
 /// What a resumed run carries over from the iterations before its start
@@ -127,6 +159,7 @@ impl Lane {
             carried_elapsed_s: 0.0,
             coverage: Vec::new(),
             evaluating_s: 0.0,
+            waiting: VecDeque::new(),
         }
     }
 
@@ -379,6 +412,11 @@ impl Driver {
                 }
             }
         }
+        // An iteration still waiting for its losses (none after a
+        // completed iteration: the round after it observed it).
+        for lane in 0..self.lanes.len() {
+            release(&mut self.lanes[lane], observers, &mut self.timing, 0)?;
+        }
         // The losses at the model the run ends with: one more round at θ.
         if interrupted.is_none() && completed == last {
             for lane in 0..self.lanes.len() {
@@ -577,6 +615,7 @@ impl Driver {
             order,
             combined,
             started,
+            snapshot_every,
             ..
         } = self;
         let lane = &mut lanes[index];
@@ -596,11 +635,21 @@ impl Driver {
                 eval_point: lane.learner.as_ref().map(Learner::eval_point),
             };
             let mut rule = StopRule::new(lane.scheme.as_ref(), plan);
-            let status = round
-                .run(&task, &mut rule, report, timing)
-                .map_err(EngineError::Round)?;
+            let status = round.run(&task, &mut rule, report, timing);
             (status, rule.finish())
         };
+        // The iterations waiting for losses evaluated beside: observed as
+        // soon as those are in; all of them, waiting, when this round does
+        // not complete (the run ends).
+        let keep = if matches!(status, Ok(RoundStatus::Completed)) {
+            usize::MAX
+        } else {
+            0
+        };
+        let observed = release(lane, observers, timing, keep);
+        let status = status.map_err(EngineError::Round)?;
+        observed?;
+        let plan = &lane.plan;
         if status != RoundStatus::Completed {
             return Ok(status);
         }
@@ -639,13 +688,29 @@ impl Driver {
         // computed by the learner on its own copy of the data (nothing waits
         // for a worker; not counted in the iteration's duration, which ended
         // at the stop, nor in the elapsed time).
+        // A measured run that sends the next task ahead evaluates the losses
+        // (this one, the test set's) on a thread beside the next iteration
+        // instead, and observes this iteration once they are in (after the
+        // next round): the master sends and waits as it would without an
+        // evaluation, so which results arrive in time or stale does not
+        // depend on `train.eval_every` (issue 39). Not when a snapshot
+        // follows this iteration: it would have to wait for them.
+        let partial = has_vectors
+            && lane
+                .learner
+                .as_ref()
+                .is_some_and(|l| decoding.approximate || decoding.recovered.len() < l.partitions());
+        let snapshot_due = snapshot_every.is_some_and(|n| (t + 1) % n == 0);
+        let evaluated_beside = measured
+            && prepare
+            && !snapshot_due
+            && lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
         let full_loss = match &mut lane.learner {
-            Some(learner)
-                if has_vectors
-                    && (decoding.approximate
-                        || decoding.recovered.len() < learner.partitions())
-                    && learner.evaluates(t) =>
-            {
+            Some(learner) if evaluated_beside => {
+                learner.evaluate_beside(t, round.partition_losses(), partial)?;
+                None
+            }
+            Some(learner) if partial && learner.evaluates(t) => {
                 let start = Instant::now();
                 let loss = learner.complete_loss(t, false, round.partition_losses())?;
                 let evaluate_s = start.elapsed().as_secs_f64();
@@ -820,6 +885,21 @@ impl Driver {
             record.recovered_fraction,
             record.train_loss
         );
+        // Observed in order: after the iterations waiting for their losses
+        // (this one waits too, evaluated beside or not, unless nothing may
+        // wait past it: a snapshot or the end follows). A wait for those
+        // losses (for all of them, or for room, past `waiting_capacity`)
+        // comes here, before the next task is sent: never inside an
+        // iteration's time.
+        let queue =
+            measured && prepare && !snapshot_due && (evaluated_beside || !lane.waiting.is_empty());
+        let keep = match &lane.learner {
+            Some(learner) if queue => {
+                waiting_capacity(learner.dim(), lane.record.finish_s.len()) - 1
+            }
+            _ => 0,
+        };
+        release(lane, observers, timing, keep)?;
         // The next iteration, ahead of the observers: its state (the one
         // draw of the straggler model it would make at its start), its plan
         // (on what the master knows then: this iteration's state is known
@@ -842,25 +922,94 @@ impl Driver {
                 .send_ahead(&task, timing)
                 .map_err(EngineError::Round)?;
         }
+        if queue && let Some(learner) = &lane.learner {
+            lane.waiting.push_back(Waiting {
+                lane: index,
+                trial,
+                iteration: t,
+                duration,
+                decodable: decoding.decodable,
+                evaluated: evaluated_beside.then_some(partial),
+                record: lane.record.clone(),
+                sample: current.clone(),
+                theta: learner.theta().to_vec(),
+            });
+            release(lane, observers, timing, usize::MAX)?;
+            return Ok(RoundStatus::Completed);
+        }
         let event = IterationEvent {
             lane: index,
             trial,
             iteration: t,
-            record,
+            record: &lane.record,
             duration,
             decodable: decoding.decodable,
             sample: current,
             theta: lane.learner.as_ref().map(Learner::theta),
         };
-        let start = timing.enabled().then(Instant::now);
-        for o in observers.iter_mut() {
-            o.iteration(&event).map_err(EngineError::Observer)?;
-        }
-        if let Some(start) = start {
-            timing.add("observe (progress, trace)", start.elapsed().as_secs_f64());
-        }
-        Ok(RoundStatus::Completed)
+        observe(&event, observers, timing)
     }
+}
+
+/// Every observer sees `event`.
+fn observe(
+    event: &IterationEvent<'_>,
+    observers: &mut [&mut dyn Observer],
+    timing: &mut Timing,
+) -> Result<RoundStatus, EngineError> {
+    let start = timing.enabled().then(Instant::now);
+    for o in observers.iter_mut() {
+        o.iteration(event).map_err(EngineError::Observer)?;
+    }
+    if let Some(start) = start {
+        timing.add("observe (progress, trace)", start.elapsed().as_secs_f64());
+    }
+    Ok(RoundStatus::Completed)
+}
+
+/// Observe the iterations of `lane` waiting for losses evaluated beside,
+/// oldest first, as their losses come in: waiting for them while more than
+/// `keep` iterations wait (0: all of them), else as long as they are done.
+/// A wait is left out of the elapsed time, as an evaluation is.
+fn release(
+    lane: &mut Lane,
+    observers: &mut [&mut dyn Observer],
+    timing: &mut Timing,
+    keep: usize,
+) -> Result<(), EngineError> {
+    while let Some(front) = lane.waiting.front() {
+        if let Some(train) = front.evaluated {
+            let wait = lane.waiting.len() > keep;
+            let learner = lane
+                .learner
+                .as_mut()
+                .expect("an evaluation beside has a learner");
+            let Some(losses) = learner.take_beside(wait, timing)? else {
+                return Ok(());
+            };
+            lane.evaluating_s += losses.wait_s;
+            let front = lane.waiting.front_mut().expect("looked at above");
+            debug_assert_eq!(losses.iteration, front.iteration, "in order");
+            if train {
+                front.record.train_loss = losses.train;
+            }
+            front.record.test_loss = losses.test;
+            front.record.test_accuracy = losses.test_accuracy;
+        }
+        let w = lane.waiting.pop_front().expect("looked at above");
+        let event = IterationEvent {
+            lane: w.lane,
+            trial: w.trial,
+            iteration: w.iteration,
+            record: &w.record,
+            duration: w.duration,
+            decodable: w.decodable,
+            sample: &w.sample,
+            theta: Some(&w.theta),
+        };
+        observe(&event, observers, timing)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -999,6 +1148,114 @@ mod tests {
         let mean = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>() / 6.0;
         assert_eq!(summary.mean_decodable_s, 1e-3);
         assert!((summary.mean_iteration_s - mean(&mut clock.0.iter().map(|x| x.1))).abs() <= 1e-15);
+    }
+
+    /// One iteration's losses as the observers saw them: (iteration,
+    /// train, test, test accuracy, batch loss).
+    type Seen = (u64, f64, f64, f64, f64);
+
+    #[derive(Default)]
+    struct Losses(Vec<Seen>);
+
+    impl Observer for Losses {
+        fn iteration(&mut self, e: &IterationEvent<'_>) -> Result<(), ObserverError> {
+            let r = e.record;
+            self.0.push((
+                e.iteration,
+                r.train_loss,
+                r.test_loss,
+                r.test_accuracy,
+                r.batch_loss,
+            ));
+            Ok(())
+        }
+    }
+
+    /// The losses of every iteration of `text`'s run over a round that
+    /// measures time (`clocked`: the losses evaluated on a thread beside
+    /// the next iteration) or a simulated one (evaluated in line).
+    /// And the count of timing event `evaluate (beside)`.
+    fn losses_of(text: &str, clocked: bool) -> (Vec<Seen>, u64) {
+        let config = crate::config::parse(text, "test", &[]).unwrap().config;
+        let scheme = crate::coding::build(&config).unwrap();
+        let partitions = scheme.partitions();
+        let data = crate::learn::DataPlan::new(&config, partitions).unwrap();
+        let learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
+        let ids: Vec<usize> = (0..partitions).collect();
+        let inner = crate::engine::LearningRound::new(
+            SimulatedRound::new(1e-3),
+            learner.model().clone(),
+            None,
+            config.seed,
+            data.load(&ids).unwrap(),
+        );
+        let mut d = Driver::new(
+            vec![Lane::new(scheme, Some(learner))],
+            config.straggler.state_info,
+            1e-3,
+            None,
+            clocked,
+        );
+        let spec = DelaySpec::from_config(&config).unwrap();
+        let mut seen = Losses::default();
+        let mut straggling = Straggling::Model(spec.model(0));
+        let iterations = config.train.iterations as u64;
+        let end = if clocked {
+            let mut round = Clocked(inner);
+            d.run(
+                &mut straggling,
+                &mut round,
+                0..iterations,
+                0,
+                &mut [&mut seen],
+            )
+        } else {
+            let mut round = inner;
+            d.run(
+                &mut straggling,
+                &mut round,
+                0..iterations,
+                0,
+                &mut [&mut seen],
+            )
+        }
+        .unwrap();
+        let beside = d
+            .summary(0, &end)
+            .timing
+            .iter()
+            .find(|e| e.event == "evaluate (beside)")
+            .map_or(0, |e| e.count);
+        (seen.0, beside)
+    }
+
+    /// Issue 39: a measured run evaluates an iteration's losses beside the
+    /// next iteration and observes it once they are in: the observers see
+    /// every iteration once, in order, with the losses an evaluation in
+    /// line gives, bit for bit (the training loss a partial decode leaves
+    /// to the master's own copy of the data, the test loss; a linear
+    /// model has no accuracy), at the evaluated iterations only, and the
+    /// batch loss at all.
+    #[test]
+    fn losses_evaluated_beside_the_next_iteration_are_those_evaluated_in_line() {
+        let text = "workers = 4\nseed = 5\n[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 2\n[straggler]\nmodel = \"shifted-exponential\"\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\ntest_samples = 40\nfeatures = 12\n[train]\niterations = 9\neval_every = 3\n";
+        let (beside, threads) = losses_of(text, true);
+        let (in_line, none) = losses_of(text, false);
+        // Iterations 0, 3 and 6 beside; the last (8) in line: nothing follows it.
+        assert_eq!((threads, none), (3, 0));
+        assert_eq!(beside.len(), 9);
+        for (t, (b, l)) in beside.iter().zip(&in_line).enumerate() {
+            assert_eq!(b.0, t as u64, "observed in order");
+            let same = |x: f64, y: f64| x.to_bits() == y.to_bits();
+            assert!(
+                same(b.1, l.1) && same(b.2, l.2) && same(b.3, l.3) && same(b.4, l.4),
+                "iteration {t}: beside {b:?}, in line {l:?}"
+            );
+            let evaluated = t % 3 == 0 || t == 8;
+            assert_eq!(b.2.is_finite(), evaluated, "iteration {t}: {b:?}");
+            assert_eq!(b.1.is_finite(), evaluated, "iteration {t}: {b:?}");
+            assert!(b.4.is_finite(), "iteration {t}: {b:?}");
+        }
     }
 
     fn driver(config: &Config) -> Driver {

@@ -2,20 +2,22 @@
 //! gradient and the evaluation of the losses (and, for classifiers, the
 //! test accuracy).
 
-use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::EngineError;
 use super::timing::Timing;
 use crate::config::Config;
 use crate::error::InputError;
-use crate::learn::{DataPlan, Model, Optimizer, Partition, StepKey};
+use crate::learn::{DataPlan, Evaluation, Model, ModelError, Optimizer, Partition, StepKey};
 
 /// The optimiser, the model, the test set and what the update needs to know of the data.
 pub struct Learner {
     opt: Optimizer,
     model: Arc<Model>,
-    test: Partition,
+    test: Arc<Partition>,
     /// θ at the start (0, or a network's seeded initialisation).
     initial: Vec<f64>,
     /// Samples of each partition that one step's gradient covers (its
@@ -28,6 +30,11 @@ pub struct Learner {
     test_accuracy: f64,
     /// The losses above are at the final θ ([`Learner::evaluate_final`]).
     final_evaluated: bool,
+    /// The iterations the training and the test losses above are of
+    /// (`u64::MAX`: the final θ's): an evaluation beside an older iteration
+    /// does not replace them.
+    train_at: Option<u64>,
+    test_at: Option<u64>,
     /// Seconds the last step's update took (the optimiser's step alone).
     update_s: f64,
     /// See [`Learner::last_batch_loss`].
@@ -35,8 +42,69 @@ pub struct Learner {
     /// See [`Learner::last_evaluate_s`].
     evaluate_s: f64,
     /// The learner's own copy of the training data, for the losses the
-    /// workers' results did not carry ([`Learner::complete_loss`]).
-    own: OwnCopy,
+    /// workers' results did not carry ([`Learner::complete_loss`]), shared
+    /// with an evaluation beside the next iteration while it runs.
+    own: Arc<Mutex<OwnCopy>>,
+    /// The thread that evaluates losses beside the iterations that follow
+    /// ([`Learner::evaluate_beside`]), started at its first use.
+    beside: Option<Beside>,
+    /// The iteration [`Learner::step`] leaves to it.
+    beside_iteration: Option<u64>,
+}
+
+/// The evaluation thread of a learner: evaluations are sent to it in
+/// iteration order and come back in that order; `in_flight` sent and not
+/// yet taken back. Dropping it ends the thread (its queue closes).
+struct Beside {
+    jobs: Sender<BesideJob>,
+    results: Receiver<BesideResult>,
+    in_flight: usize,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        // Close the queue first: the thread ends after its current job.
+        let (closed, _) = std::sync::mpsc::channel();
+        drop(std::mem::replace(&mut self.jobs, closed));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One iteration's evaluation: at `point` (its evaluation point), the test
+/// set's loss and accuracy and, with `train`, the loss sum over every
+/// partition (`known`: the losses the results carried).
+struct BesideJob {
+    iteration: u64,
+    point: Vec<f64>,
+    known: Option<Vec<f64>>,
+    train: bool,
+}
+
+/// What the thread evaluated for a [`BesideJob`] (its point moved back),
+/// and the seconds each part took.
+struct BesideResult {
+    iteration: u64,
+    point: Vec<f64>,
+    test: Result<Evaluation, ModelError>,
+    train_sum: Option<Result<f64, EngineError>>,
+    test_s: f64,
+    train_s: f64,
+}
+
+/// The losses of an evaluation beside the next iteration, for the record of
+/// the iteration it evaluated ([`Learner::take_beside`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BesideLosses {
+    pub iteration: u64,
+    /// The training loss over all the data (NaN when not asked for).
+    pub train: f64,
+    pub test: f64,
+    pub test_accuracy: f64,
+    /// Seconds the master waited for the thread to finish it.
+    pub wait_s: f64,
 }
 
 /// The training partitions as the master's learner sees them: the data plan
@@ -49,6 +117,51 @@ struct OwnCopy {
     seed: u64,
     /// One partition's gradient and loss sums (d + 1).
     scratch: Vec<f64>,
+}
+
+impl OwnCopy {
+    /// The loss sum over every partition at `theta`, each partition's
+    /// mini-batch of iteration `iteration`: the entries of `known` that are
+    /// not NaN, the others computed here (see [`Learner::complete_loss`]).
+    fn loss_sum(
+        &mut self,
+        model: &Model,
+        iteration: u64,
+        theta: &[f64],
+        known: Option<&[f64]>,
+    ) -> Result<f64, EngineError> {
+        let mut sum = 0.0;
+        for p in 0..self.loaded.len() {
+            if let Some(&loss) = known.and_then(|k| k.get(p))
+                && !loss.is_nan()
+            {
+                sum += loss;
+                continue;
+            }
+            if self.loaded[p].is_none() {
+                let part = self.data.load(&[p]).map_err(|e| EngineError::Model {
+                    iteration,
+                    what: format!("loading partition {} for the training loss: {e}", p + 1),
+                })?;
+                self.loaded[p] = part.into_iter().next();
+            }
+            let part = self.loaded[p].as_ref().expect("loaded above");
+            self.scratch.resize(theta.len() + 1, 0.0);
+            let key = StepKey {
+                seed: self.seed,
+                partition: p,
+                iteration,
+            };
+            model
+                .partition_gradient(part, self.batch, key, theta, &mut self.scratch)
+                .map_err(|e| EngineError::Model {
+                    iteration,
+                    what: e.to_string(),
+                })?;
+            sum += self.scratch[theta.len()];
+        }
+        Ok(sum)
+    }
 }
 
 /// The losses one step evaluated (NaN: not evaluated this iteration).
@@ -85,7 +198,7 @@ impl Learner {
         Self {
             opt,
             model,
-            test,
+            test: Arc::new(test),
             initial,
             samples: (0..data.partitions())
                 .map(|p| {
@@ -102,13 +215,17 @@ impl Learner {
             update_s: f64::NAN,
             batch_loss: f64::NAN,
             evaluate_s: 0.0,
-            own: OwnCopy {
+            own: Arc::new(Mutex::new(OwnCopy {
                 data: data.clone(),
                 loaded: (0..data.partitions()).map(|_| None).collect(),
                 batch,
                 seed: config.seed,
                 scratch: Vec::new(),
-            },
+            })),
+            beside: None,
+            beside_iteration: None,
+            train_at: None,
+            test_at: None,
         }
     }
 
@@ -123,6 +240,8 @@ impl Learner {
         self.train_loss = f64::NAN;
         self.test_loss = f64::NAN;
         self.test_accuracy = f64::NAN;
+        self.train_at = None;
+        self.test_at = None;
         self.final_evaluated = false;
     }
 
@@ -228,6 +347,8 @@ impl Learner {
         self.test_loss = losses.test;
         self.test_accuracy = losses.test_accuracy;
         self.final_evaluated = true;
+        self.train_at = Some(u64::MAX);
+        self.test_at = Some(u64::MAX);
         Ok(losses)
     }
 
@@ -252,38 +373,174 @@ impl Learner {
         } else {
             self.opt.eval_point()
         };
-        let own = &mut self.own;
-        let mut sum = 0.0;
-        for p in 0..own.loaded.len() {
-            if let Some(&loss) = known.and_then(|k| k.get(p))
-                && !loss.is_nan()
-            {
-                sum += loss;
-                continue;
-            }
-            if own.loaded[p].is_none() {
-                let part = own.data.load(&[p]).map_err(|e| EngineError::Model {
-                    iteration,
-                    what: format!("loading partition {} for the training loss: {e}", p + 1),
-                })?;
-                own.loaded[p] = part.into_iter().next();
-            }
-            let part = own.loaded[p].as_ref().expect("loaded above");
-            own.scratch.resize(theta.len() + 1, 0.0);
-            let key = StepKey {
-                seed: own.seed,
-                partition: p,
-                iteration,
-            };
-            self.model
-                .partition_gradient(part, own.batch, key, theta, &mut own.scratch)
-                .map_err(|e| EngineError::Model {
-                    iteration,
-                    what: e.to_string(),
-                })?;
-            sum += own.scratch[theta.len()];
+        let mut own = self.own.lock().unwrap_or_else(PoisonError::into_inner);
+        own.loss_sum(&self.model, iteration, theta, known)
+    }
+
+    /// Evaluate iteration `iteration`'s losses at its evaluation point (a
+    /// copy: call it before [`Learner::step`]) on the learner's evaluation
+    /// thread, beside the iterations that follow (issue 39: measuring is
+    /// not training): the master sends the next task and waits for its
+    /// results as it would without an evaluation, so the workers see the
+    /// same timeline. The test set's loss and accuracy, and with `train` the
+    /// training loss over every partition as [`Learner::complete_loss`]
+    /// computes it (`known`: the losses the results carried).
+    /// [`Learner::step`] of `iteration` then leaves them out;
+    /// [`Learner::take_beside`] collects them, in the order they were asked
+    /// for. The thread runs at the lowest scheduling priority (nice 19):
+    /// where the machine has no core to spare, the training runs first.
+    pub fn evaluate_beside(
+        &mut self,
+        iteration: u64,
+        known: Option<&[f64]>,
+        train: bool,
+    ) -> Result<(), EngineError> {
+        if self.beside.is_none() {
+            self.beside = Some(self.start_beside(iteration)?);
         }
-        Ok(sum)
+        let beside = self.beside.as_mut().expect("started above");
+        let job = BesideJob {
+            iteration,
+            point: self.opt.eval_point().to_vec(),
+            known: known.map(<[f64]>::to_vec),
+            train,
+        };
+        beside.jobs.send(job).map_err(|_| EngineError::Model {
+            iteration,
+            what: "the evaluation thread ended".into(),
+        })?;
+        beside.in_flight += 1;
+        self.beside_iteration = Some(iteration);
+        Ok(())
+    }
+
+    fn start_beside(&self, iteration: u64) -> Result<Beside, EngineError> {
+        let (jobs, queue) = std::sync::mpsc::channel::<BesideJob>();
+        let (done, results) = std::sync::mpsc::channel();
+        let model = Arc::clone(&self.model);
+        let test = Arc::clone(&self.test);
+        let own = Arc::clone(&self.own);
+        let thread = std::thread::Builder::new()
+            .name("gradcode-evaluate".into())
+            .spawn(move || {
+                // This thread only (Linux: nice values are per thread);
+                // nothing to do where it is refused.
+                // SAFETY: setpriority reads no memory of ours.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+                for job in queue {
+                    let start = Instant::now();
+                    let test = model.evaluate(&test, &job.point);
+                    let test_s = start.elapsed().as_secs_f64();
+                    let start = Instant::now();
+                    let train_sum = job.train.then(|| {
+                        let mut own = own.lock().unwrap_or_else(PoisonError::into_inner);
+                        own.loss_sum(&model, job.iteration, &job.point, job.known.as_deref())
+                    });
+                    let result = BesideResult {
+                        iteration: job.iteration,
+                        point: job.point,
+                        test,
+                        train_sum,
+                        test_s,
+                        train_s: start.elapsed().as_secs_f64(),
+                    };
+                    if done.send(result).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| EngineError::Model {
+                iteration,
+                what: format!("starting the evaluation thread: {e}"),
+            })?;
+        Ok(Beside {
+            jobs,
+            results,
+            in_flight: 0,
+            thread: Some(thread),
+        })
+    }
+
+    /// Evaluations asked of [`Learner::evaluate_beside`] and not yet taken.
+    pub fn beside_in_flight(&self) -> usize {
+        self.beside.as_ref().map_or(0, |b| b.in_flight)
+    }
+
+    /// The oldest evaluation beside not yet taken, once it is done (`wait`:
+    /// waiting for it; else `None` while it runs; `None` when there is none),
+    /// taken as the last evaluation's losses ([`Learner::last_losses`]). Its
+    /// times are the timing events "evaluate (beside)" and "evaluate train
+    /// loss (beside)" (beside the master's work, not in its wall time), a
+    /// wait for it "evaluate (wait for beside)".
+    pub fn take_beside(
+        &mut self,
+        wait: bool,
+        timing: &mut Timing,
+    ) -> Result<Option<BesideLosses>, EngineError> {
+        let Some(beside) = self.beside.as_mut().filter(|b| b.in_flight > 0) else {
+            return Ok(None);
+        };
+        let start = Instant::now();
+        let received = if wait {
+            beside
+                .results
+                .recv()
+                .map_err(|_| TryRecvError::Disconnected)
+        } else {
+            beside.results.try_recv()
+        };
+        let result = match received {
+            Ok(result) => result,
+            Err(TryRecvError::Empty) => return Ok(None),
+            Err(TryRecvError::Disconnected) => {
+                return Err(EngineError::Model {
+                    iteration: self.opt.iteration(),
+                    what: "the evaluation thread failed (it panicked)".into(),
+                });
+            }
+        };
+        beside.in_flight -= 1;
+        let wait_s = if wait {
+            let wait_s = start.elapsed().as_secs_f64();
+            timing.add("evaluate (wait for beside)", wait_s);
+            wait_s
+        } else {
+            0.0
+        };
+        timing.add("evaluate (beside)", result.test_s);
+        let iteration = result.iteration;
+        let evaluation = result.test.map_err(|e| EngineError::Model {
+            iteration,
+            what: e.to_string(),
+        })?;
+        let point = &result.point;
+        let mut losses = BesideLosses {
+            iteration,
+            train: f64::NAN,
+            test: self
+                .opt
+                .objective_at(point, evaluation.loss_sum, self.test.len()),
+            test_accuracy: evaluation
+                .correct
+                .map_or(f64::NAN, |c| c as f64 / self.test.len() as f64),
+            wait_s,
+        };
+        let newest = |at: Option<u64>| at.is_none_or(|at| iteration >= at);
+        if let Some(sum) = result.train_sum {
+            timing.add("evaluate train loss (beside)", result.train_s);
+            let total: usize = self.samples.iter().sum();
+            losses.train = self.opt.objective_at(point, sum?, total);
+            if newest(self.train_at) {
+                self.train_loss = losses.train;
+                self.train_at = Some(iteration);
+            }
+        }
+        if newest(self.test_at) {
+            self.test_loss = losses.test;
+            self.test_accuracy = losses.test_accuracy;
+            self.test_at = Some(iteration);
+        }
+        Ok(Some(losses))
     }
 
     /// Whether [`Learner::last_losses`] are at the final θ.
@@ -353,9 +610,10 @@ impl Learner {
         // older iteration's.
         if loss_sum.is_some() || self.evaluates(iteration) {
             self.train_loss = losses.train;
+            self.train_at = Some(iteration);
         }
         self.evaluate_s = 0.0;
-        if self.evaluates(iteration) {
+        if self.evaluates(iteration) && self.beside_iteration != Some(iteration) {
             let evaluate_start = Instant::now();
             let evaluation = timing
                 .time("evaluate", || {
@@ -371,6 +629,7 @@ impl Learner {
             }
             self.test_loss = losses.test;
             self.test_accuracy = losses.test_accuracy;
+            self.test_at = Some(iteration);
             self.evaluate_s = evaluate_start.elapsed().as_secs_f64();
         }
         let update_start = Instant::now();
