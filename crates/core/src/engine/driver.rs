@@ -689,11 +689,11 @@ impl Driver {
         // for a worker; not counted in the iteration's duration, which ended
         // at the stop, nor in the elapsed time).
         // A measured run that sends the next task ahead evaluates the losses
-        // (this one, the test set's) on a thread beside the next iteration
-        // instead, and observes this iteration once they are in (after the
-        // next round): the master sends and waits as it would without an
-        // evaluation, so which results arrive in time or stale does not
-        // depend on `train.eval_every` (issue 39). Not when a snapshot
+        // (this one, the test set's) on a thread beside the iterations that
+        // follow instead, and observes this iteration once they are in: the
+        // master sends and waits as it would without an evaluation, so which
+        // results arrive in time or stale depends on `train.eval_every` only
+        // through the CPU the thread takes (issue 39). Not when a snapshot
         // follows this iteration: it would have to wait for them.
         let partial = has_vectors
             && lane

@@ -14,21 +14,24 @@
 //! the one-step error. [`ExpanderCode::one_step_bound`] gives it and a test
 //! checks it on every straggler set of a small code.
 //!
-//! Limits: the graph is a random d-regular simple graph (`graph =
-//! "random-regular"`, the only choice: the explicit families of the paper,
-//! Margulis' among them, are not built); 1 <= d < K, K·d even.
+//! The graph (`scheme.graph`): a random d-regular simple graph
+//! (`random-regular`, the default; 1 <= d < K, K·d even), or the paper's
+//! explicit family, the Margulis–Gabber–Galil graph (`margulis`: K = m²
+//! workers, d = 8, with the self-loops and parallel edges of a small m kept
+//! as weights; second eigenvalue at most 5√2, see [`super::margulis`]).
+//! Limits: the other explicit families of the paper are not built.
 
 use serde::{Deserialize, Serialize};
 
 use super::super::registry::{BuildArgs, SchemeEntry};
 use super::super::{Arrival, CodingError, Decoding, RoundPlan, Scheme, Tolerance, WaitPolicy};
-use super::{ApproximateCode, DecoderKind, approximate_methods, regular};
+use super::{ApproximateCode, DecoderKind, approximate_methods, margulis, regular};
 use crate::rng::Stream;
 
 /// `agc-expander`.
 pub static AGC_EXPANDER: SchemeEntry = SchemeEntry::new::<AgcExpanderParams>(
     "agc-expander",
-    "approximate: B = adjacency/d of a random d-regular graph, the fastest `wait_for` decoded by least squares or one step n/(n − s) (Raviv et al. §V)",
+    "approximate: B = adjacency/d of a d-regular graph (random, or Margulis'), the fastest `wait_for` decoded by least squares or one step n/(n − s) (Raviv et al. §V)",
     build,
 );
 
@@ -39,6 +42,18 @@ pub enum GraphKind {
     /// A random d-regular simple graph (pairing with restarts).
     #[default]
     RandomRegular,
+    /// The Margulis–Gabber–Galil graph on Z_m × Z_m (8-regular;
+    /// `agc-expander` only).
+    Margulis,
+}
+
+impl std::fmt::Display for GraphKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GraphKind::RandomRegular => "random-regular",
+            GraphKind::Margulis => "margulis",
+        })
+    }
 }
 
 /// The default of `scheme.degree`, in every scheme that reads it.
@@ -79,6 +94,7 @@ fn build(args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
     Ok(Box::new(ExpanderCode::new(
         args.workers,
         p.degree,
+        p.graph,
         policy,
         p.decoder,
         &mut rng,
@@ -94,24 +110,67 @@ pub struct ExpanderCode {
 }
 
 impl ExpanderCode {
-    /// Limits: those of the random regular graph (1 <= d < K, K·d even) and
-    /// of the wait policy.
+    /// Limits: those of the graph (random regular: 1 <= d < K, K·d even;
+    /// Margulis: K = m² with m >= 2, d = 8) and of the wait policy.
     pub fn new(
         workers: usize,
         degree: usize,
+        graph: GraphKind,
         policy: WaitPolicy,
         decoder: DecoderKind,
         rng: &mut impl rand::Rng,
     ) -> Result<Self, CodingError> {
-        let edges = regular::random_regular(workers, degree, rng, "scheme.degree")?;
-        let mut rows = vec![Vec::new(); workers];
-        for &(u, v) in &edges {
-            rows[u].push((v, 1.0 / degree as f64));
-            rows[v].push((u, 1.0 / degree as f64));
-        }
-        for row in &mut rows {
-            row.sort_by_key(|&(p, _)| p);
-        }
+        let weight = 1.0 / degree as f64;
+        let (edges, rows) = match graph {
+            GraphKind::RandomRegular => {
+                let edges = regular::random_regular(workers, degree, rng, "scheme.degree")?;
+                let mut rows = vec![Vec::new(); workers];
+                for &(u, v) in &edges {
+                    rows[u].push((v, weight));
+                    rows[v].push((u, weight));
+                }
+                for row in &mut rows {
+                    row.sort_by_key(|&(p, _)| p);
+                }
+                (edges, rows)
+            }
+            GraphKind::Margulis => {
+                let Some(m) = margulis::square_side(workers) else {
+                    return Err(CodingError::invalid(
+                        "workers",
+                        workers,
+                        "is not a square m² with m >= 2: graph = \"margulis\" has a worker per point of Z_m × Z_m (4, 9, 16, 25, …)",
+                    ));
+                };
+                if degree != 8 {
+                    return Err(CodingError::invalid(
+                        "scheme.degree",
+                        degree,
+                        "is not 8: graph = \"margulis\" is 8-regular (set degree = 8)",
+                    ));
+                }
+                let neighbours = margulis::margulis_neighbours(m);
+                let mut edges = Vec::new();
+                for (v, row) in neighbours.iter().enumerate() {
+                    for &(u, count) in row {
+                        // A self-loop counts 2 in the row: one loop.
+                        let times = if u == v { count / 2 } else { count };
+                        if v <= u {
+                            edges.extend(std::iter::repeat_n((v, u), times));
+                        }
+                    }
+                }
+                let rows = neighbours
+                    .into_iter()
+                    .map(|row| {
+                        row.into_iter()
+                            .map(|(u, count)| (u, count as f64 * weight))
+                            .collect()
+                    })
+                    .collect();
+                (edges, rows)
+            }
+        };
         let code = ApproximateCode::new(
             &AGC_EXPANDER,
             workers,
@@ -127,7 +186,8 @@ impl ExpanderCode {
         })
     }
 
-    /// The graph's edges (u < v), sorted.
+    /// The graph's edges (u < v; u = v: a self-loop), sorted, a parallel
+    /// edge as often as it is there.
     pub fn edges(&self) -> &[(usize, usize)] {
         &self.edges
     }
@@ -176,7 +236,15 @@ mod tests {
 
     fn code(n: usize, d: usize, decoder: DecoderKind) -> ExpanderCode {
         let policy = WaitPolicy::new(n, Some(n - 2), None, "agc-expander").unwrap();
-        ExpanderCode::new(n, d, policy, decoder, &mut stream(7, Stream::Code)).unwrap()
+        ExpanderCode::new(
+            n,
+            d,
+            GraphKind::RandomRegular,
+            policy,
+            decoder,
+            &mut stream(7, Stream::Code),
+        )
+        .unwrap()
     }
 
     fn error(code: &mut ExpanderCode, plan: &RoundPlan, alive: &[usize]) -> f64 {
@@ -222,6 +290,77 @@ mod tests {
                 assert!(e1 <= 1e-12 && e2 <= 1e-9, "{e1} {e2}");
             }
         }
+    }
+
+    /// The Margulis graph on 16 workers: every worker's weights sum to 1
+    /// (B's rows of an 8-regular graph), so no straggler, no error; every set
+    /// of up to 2 stragglers keeps the one-step error within the spectral
+    /// bound and the optimal error below it. K not a square, or a degree
+    /// other than 8, is refused naming the key.
+    #[test]
+    fn the_margulis_graph_decodes_within_its_spectral_bound() {
+        let n = 16;
+        let build = |decoder| {
+            let policy = WaitPolicy::new(n, Some(n - 2), None, "agc-expander").unwrap();
+            ExpanderCode::new(
+                n,
+                8,
+                GraphKind::Margulis,
+                policy,
+                decoder,
+                &mut stream(7, Stream::Code),
+            )
+            .unwrap()
+        };
+        let mut one = build(DecoderKind::OneStep);
+        let mut opt = build(DecoderKind::Optimal);
+        let plan = one.plan_round(&Default::default());
+        for w in 0..n {
+            let sum: f64 = plan.tasks[w].messages[0]
+                .codeword
+                .terms
+                .iter()
+                .map(|&(_, c)| c)
+                .sum();
+            assert!((sum - 1.0).abs() < 1e-12, "worker {w}: {sum}");
+        }
+        let loops = one.edges().iter().filter(|(u, v)| u == v).count();
+        assert_eq!(one.edges().len(), n * 8 / 2, "{loops} self-loops");
+        for mask in 0u32..(1 << n) {
+            let stragglers = mask.count_ones() as usize;
+            if stragglers > 2 {
+                continue;
+            }
+            let alive: Vec<usize> = (0..n).filter(|w| mask & (1 << w) == 0).collect();
+            let e1 = error(&mut one, &plan, &alive);
+            let e2 = error(&mut opt, &plan, &alive);
+            let bound = one.one_step_bound(stragglers);
+            assert!(e1 * e1 <= bound + 1e-9, "{alive:?}: {e1}² > {bound}");
+            assert!(e2 <= e1 + 1e-9, "{alive:?}: optimal {e2} > one-step {e1}");
+            if stragglers == 0 {
+                assert!(e1 <= 1e-12 && e2 <= 1e-9, "{e1} {e2}");
+            }
+        }
+        let refused = |workers: usize, degree: usize| {
+            let policy = WaitPolicy::new(workers, Some(workers - 1), None, "agc-expander").unwrap();
+            ExpanderCode::new(
+                workers,
+                degree,
+                GraphKind::Margulis,
+                policy,
+                DecoderKind::Optimal,
+                &mut stream(7, Stream::Code),
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        let e = refused(15, 8);
+        assert!(e.contains("workers") && e.contains("square"), "{e}");
+        let e = refused(16, 4);
+        assert!(
+            e.contains("scheme.degree") && e.contains("8-regular"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod bibd;
 mod expander;
 mod frc;
 mod graph;
+mod margulis;
 mod regular;
 mod sgc;
 
