@@ -2,8 +2,9 @@
 # Measuring is not training (issue 39, item 1): does evaluating the losses change
 # a partial scheme's run? Trains 004 §VIII's CNN with IS-GC (CR placement, w = 2,
 # configs/paper/isgc-fig12-is-cr.toml) under mpirun with train.eval_every = 1
-# (the test set and the full-data training loss evaluated at every step) and
-# with eval_every = 1000 (only at the last step), SEEDS seeds each (default 3),
+# (the test set and the full-data training loss evaluated at every step),
+# eval_every = 5 and eval_every = 1000 (only at the first and the last
+# step), SEEDS seeds each (default 3),
 # and compares the iterations' durations (duration_s) and the stale results
 # dropped per iteration (the master evaluates on a thread beside the
 # iterations that follow). Written to results/bench-eval.json; the numbers are
@@ -24,7 +25,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 config=configs/paper/isgc-fig12-is-cr.toml
 ranks=$("$bin" check --config "$config" --ranks)
-for every in 1 1000; do
+for every in 1 5 1000; do
   for s in $(seq 1 "$seeds"); do
     echo "bench-eval.sh: eval_every = $every, seed $s of $seeds"
     mpirun --oversubscribe -n "$ranks" "$bin" train --config "$config" --set "seed=$s" \
@@ -42,15 +43,20 @@ import numpy as np
 work, seeds, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 out = {"config": "configs/paper/isgc-fig12-is-cr.toml", "seeds": seeds, "iterations": iterations,
        "machine_cores": __import__("os").cpu_count(), "cases": {}}
-for every in (1, 1000):
-    durations, stale, evaluating = [], [], []
+for every in (1, 5, 1000):
+    durations, stale, in_line, beside, waits, walls = [], [], [], [], [], []
     for s in range(1, seeds + 1):
         with h5py.File(f"{work}/every{every}-s{s}.h5", "r") as f:
             durations.append(f["iteration/duration_s"][:])
             stale.append(f["iteration/stale_dropped"][:])
         summary = json.load(open(f"{work}/every{every}-s{s}.json"))
-        evaluating.append(sum(e["total_s"] for e in summary["timing"]
-                              if e["event"] in ("evaluate", "evaluate train loss")))
+        total = lambda *names: sum(e["total_s"] for e in summary["timing"] if e["event"] in names)
+        # In line: the master evaluates before it goes on; beside: on its
+        # evaluation thread while the run goes on; the master's waits for it.
+        in_line.append(total("evaluate", "evaluate train loss"))
+        beside.append(total("evaluate (beside)", "evaluate train loss (beside)"))
+        waits.append(total("evaluate (wait for beside)"))
+        walls.append(summary["wall_s"])
     d = np.concatenate(durations)
     st = np.concatenate(stale)
     out["cases"][f"eval_every_{every}"] = {
@@ -60,7 +66,10 @@ for every in (1, 1000):
         "per_seed_mean_duration_s": [float(x.mean()) for x in durations],
         "stale_dropped_per_iteration": float(st.mean()),
         "per_seed_stale_dropped": [int(x.sum()) for x in stale],
-        "evaluating_s_per_run": float(np.mean(evaluating)),
+        "evaluating_in_line_s_per_run": float(np.mean(in_line)),
+        "evaluating_beside_s_per_run": float(np.mean(beside)),
+        "waiting_for_beside_s_per_run": float(np.mean(waits)),
+        "wall_s_per_run": float(np.mean(walls)),
     }
 print(json.dumps(out, indent=2))
 PY

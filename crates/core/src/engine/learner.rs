@@ -711,4 +711,53 @@ mod tests {
         let more = learner.complete_loss(0, false, Some(&shifted)).unwrap();
         assert!((more - all - 1000.0).abs() <= 1e-9);
     }
+
+    /// An evaluation beside gives the losses of the in-line one at the same
+    /// point (ln 2 per sample at θ = 0, the test loss the in-line step gives), is left
+    /// out of the step that asked for it, and its thread runs at nice 19
+    /// (Linux: read from /proc while the thread waits for its next job).
+    #[test]
+    fn an_evaluation_beside_is_the_in_line_one_on_a_thread_at_the_lowest_priority() {
+        let text = "workers = 3\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 30\ntest_samples = 6\nfeatures = 4\n[model]\nloss = \"logistic\"\n[train]\neval_every = 1\n";
+        let config = crate::config::parse(text, "test", &[]).unwrap().config;
+        let data = DataPlan::new(&config, 3).unwrap();
+        let mut timing = Timing::new(true);
+        let combined = vec![0.1, -0.2, 0.3, 0.05, 7.0];
+        let mut in_line = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
+        let want = in_line
+            .step(0, &combined, &[0], false, None, &mut timing)
+            .unwrap();
+        let mut beside = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
+        beside.evaluate_beside(0, None, true).unwrap();
+        let step = beside
+            .step(0, &combined, &[0], false, None, &mut timing)
+            .unwrap();
+        assert!(step.test.is_nan(), "left to the thread");
+        assert_eq!(beside.beside_in_flight(), 1);
+        let got = beside.take_beside(true, &mut timing).unwrap().unwrap();
+        assert_eq!(got.iteration, 0);
+        assert_eq!(got.test.to_bits(), want.test.to_bits());
+        let ln2 = std::f64::consts::LN_2;
+        assert!((got.train - ln2).abs() <= 1e-12, "{} per sample", got.train);
+        assert_eq!(beside.last_losses().test.to_bits(), want.test.to_bits());
+        assert_eq!(beside.beside_in_flight(), 0);
+        assert!(beside.take_beside(true, &mut timing).unwrap().is_none());
+        // The thread's nice value: field 19 of its stat, after the name.
+        let nice = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| {
+                let path = task.ok()?.path();
+                let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+                (comm.trim() == "gradcode-evalua").then(|| {
+                    let stat = std::fs::read_to_string(path.join("stat")).unwrap();
+                    let after = &stat[stat.rfind(')').unwrap() + 2..];
+                    after.split(' ').nth(16).unwrap().parse::<i64>().unwrap()
+                })
+            })
+            .collect::<Vec<_>>();
+        assert!(
+            nice.contains(&19),
+            "the evaluation threads' nice values: {nice:?}"
+        );
+    }
 }
