@@ -67,6 +67,8 @@ impl Drop for Beside {
         // Close the queue first: the thread ends after its current job.
         let (closed, _) = std::sync::mpsc::channel();
         drop(std::mem::replace(&mut self.jobs, closed));
+        // A panic of the thread was printed by the panic hook, and
+        // take_beside reports it for any evaluation not yet taken.
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -242,6 +244,9 @@ impl Learner {
         self.test_accuracy = f64::NAN;
         self.train_at = None;
         self.test_at = None;
+        // Evaluations of the run before are not this run's.
+        self.beside = None;
+        self.beside_iteration = None;
         self.final_evaluated = false;
     }
 
