@@ -57,6 +57,29 @@ mod tests {
         assert!(SCHEMES.get(crate::config::GC_SCHEME).is_some());
     }
 
+    /// `graph = "margulis"` builds agc-expander's explicit family (K = 9,
+    /// d = 8) and is refused by agc-graph, naming the key.
+    #[test]
+    fn the_margulis_graph_is_agc_expanders_only() {
+        let scheme = |kind: &str| {
+            let text = format!(
+                "workers = 9\n[scheme]\nkind = \"{kind}\"\ndegree = 8\ngraph = \"margulis\"\nwait_for = 7\n"
+            );
+            let config = crate::config::parse(&text, "test", &[]).unwrap().config;
+            build(&config)
+        };
+        let expander = scheme("agc-expander").unwrap();
+        assert_eq!(expander.partitions(), 9);
+        let Err(e) = scheme("agc-graph") else {
+            panic!("agc-graph built on the Margulis graph");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("scheme.graph") && e.contains("random-regular"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn param_reads_the_config_or_the_shared_default() {
         let mut config = Config::default();

@@ -263,29 +263,6 @@ mod tests {
     use crate::rng::stream;
     use rand::RngExt;
 
-    /// `graph = "margulis"` builds agc-expander's explicit family (K = 9,
-    /// d = 8) and is refused by agc-graph, naming the key.
-    #[test]
-    fn the_margulis_graph_is_agc_expanders_only() {
-        let build = |kind: &str| {
-            let text = format!(
-                "workers = 9\n[scheme]\nkind = \"{kind}\"\ndegree = 8\ngraph = \"margulis\"\nwait_for = 7\n"
-            );
-            let config = crate::config::parse(&text, "test", &[]).unwrap().config;
-            crate::coding::build(&config)
-        };
-        let expander = build("agc-expander").unwrap();
-        assert_eq!(expander.partitions(), 9);
-        let Err(e) = build("agc-graph") else {
-            panic!("agc-graph built on the Margulis graph");
-        };
-        let e = e.to_string();
-        assert!(
-            e.contains("scheme.graph") && e.contains("random-regular"),
-            "{e}"
-        );
-    }
-
     fn code(k: usize, d: usize, seed: u64) -> GraphCode {
         let policy = WaitPolicy::new(k, Some(k / 2), None, "agc-graph").unwrap();
         GraphCode::new(
