@@ -700,11 +700,10 @@ impl Driver {
                 .learner
                 .as_ref()
                 .is_some_and(|l| decoding.approximate || decoding.recovered.len() < l.partitions());
-        let snapshot_due = snapshot_every.is_some_and(|n| (t + 1) % n == 0);
-        let evaluated_beside = measured
-            && prepare
-            && !snapshot_due
-            && lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
+        // Whether something may wait past this iteration: no snapshot and
+        // no end follows it.
+        let may_wait = measured && prepare && !snapshot_every.is_some_and(|n| (t + 1) % n == 0);
+        let evaluated_beside = may_wait && lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
         let full_loss = match &mut lane.learner {
             Some(learner) if evaluated_beside => {
                 learner.evaluate_beside(t, round.partition_losses(), partial)?;
@@ -891,8 +890,7 @@ impl Driver {
         // losses (for all of them, or for room, past `waiting_capacity`)
         // comes here, before the next task is sent: never inside an
         // iteration's time.
-        let queue =
-            measured && prepare && !snapshot_due && (evaluated_beside || !lane.waiting.is_empty());
+        let queue = may_wait && (evaluated_beside || !lane.waiting.is_empty());
         let keep = match &lane.learner {
             Some(learner) if queue => {
                 waiting_capacity(learner.dim(), lane.record.finish_s.len()) - 1
@@ -1084,6 +1082,35 @@ mod tests {
         }
     }
 
+    /// A training run of `text` in one process: the driver of one lane with
+    /// its learner (`timed`: it keeps the timing events), the round that
+    /// computes the partitions' gradients (1 ms a model time unit), and the
+    /// config's straggler model.
+    fn learning_run(text: &str, timed: bool) -> (Driver, crate::engine::LearningRound, Straggling) {
+        let config = crate::config::parse(text, "test", &[]).unwrap().config;
+        let scheme = crate::coding::build(&config).unwrap();
+        let partitions = scheme.partitions();
+        let data = crate::learn::DataPlan::new(&config, partitions).unwrap();
+        let learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
+        let ids: Vec<usize> = (0..partitions).collect();
+        let round = crate::engine::LearningRound::new(
+            SimulatedRound::new(1e-3),
+            learner.model().clone(),
+            None,
+            config.seed,
+            data.load(&ids).unwrap(),
+        );
+        let driver = Driver::new(
+            vec![Lane::new(scheme, Some(learner))],
+            config.straggler.state_info,
+            1e-3,
+            None,
+            timed,
+        );
+        let spec = DelaySpec::from_config(&config).unwrap();
+        (driver, round, Straggling::Model(spec.model(0)))
+    }
+
     /// Issue 28, item 2: a measured iteration spans from the send of θ to
     /// the updated θ: the wait for a decodable set (`decodable_s`), the
     /// decode and the update, and nothing else (the update's share is
@@ -1092,29 +1119,9 @@ mod tests {
     #[test]
     fn a_measured_iteration_is_the_wait_the_decode_and_the_update() {
         let text = "workers = 4\n[scheme]\nkind = \"gc-cyclic\"\nload = 2\n[data]\ntrain_samples = 400\ntest_samples = 40\nfeatures = 30\n[train]\niterations = 6\neval_every = 1\n";
-        let config = crate::config::parse(text, "test", &[]).unwrap().config;
-        let scheme = crate::coding::build(&config).unwrap();
-        let partitions = scheme.partitions();
-        let data = crate::learn::DataPlan::new(&config, partitions).unwrap();
-        let learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
-        let ids: Vec<usize> = (0..partitions).collect();
-        let mut round = Clocked(crate::engine::LearningRound::new(
-            SimulatedRound::new(1e-3),
-            learner.model().clone(),
-            None,
-            config.seed,
-            data.load(&ids).unwrap(),
-        ));
-        let mut d = Driver::new(
-            vec![Lane::new(scheme, Some(learner))],
-            config.straggler.state_info,
-            1e-3,
-            None,
-            true,
-        );
-        let spec = DelaySpec::from_config(&config).unwrap();
+        let (mut d, round, mut straggling) = learning_run(text, true);
+        let mut round = Clocked(round);
         let mut clock = Clock::default();
-        let mut straggling = Straggling::Model(spec.model(0));
         let end = d
             .run(&mut straggling, &mut round, 0..6, 0, &mut [&mut clock])
             .unwrap();
@@ -1176,30 +1183,13 @@ mod tests {
     /// the next iteration) or a simulated one (evaluated in line).
     /// And the count of timing event `evaluate (beside)`.
     fn losses_of(text: &str, clocked: bool) -> (Vec<Seen>, u64) {
-        let config = crate::config::parse(text, "test", &[]).unwrap().config;
-        let scheme = crate::coding::build(&config).unwrap();
-        let partitions = scheme.partitions();
-        let data = crate::learn::DataPlan::new(&config, partitions).unwrap();
-        let learner = Learner::new(&config, &data, data.load_test().unwrap()).unwrap();
-        let ids: Vec<usize> = (0..partitions).collect();
-        let inner = crate::engine::LearningRound::new(
-            SimulatedRound::new(1e-3),
-            learner.model().clone(),
-            None,
-            config.seed,
-            data.load(&ids).unwrap(),
-        );
-        let mut d = Driver::new(
-            vec![Lane::new(scheme, Some(learner))],
-            config.straggler.state_info,
-            1e-3,
-            None,
-            clocked,
-        );
-        let spec = DelaySpec::from_config(&config).unwrap();
+        let iterations = crate::config::parse(text, "test", &[])
+            .unwrap()
+            .config
+            .train
+            .iterations as u64;
+        let (mut d, inner, mut straggling) = learning_run(text, clocked);
         let mut seen = Losses::default();
-        let mut straggling = Straggling::Model(spec.model(0));
-        let iterations = config.train.iterations as u64;
         let end = if clocked {
             let mut round = Clocked(inner);
             d.run(

@@ -339,14 +339,11 @@ impl Learner {
                 iteration: self.opt.iteration(),
                 what: e.to_string(),
             })?;
+        let (test, test_accuracy) = self.test_losses(theta, &evaluation);
         let losses = StepLosses {
             train: loss_sum.map_or(f64::NAN, |sum| self.opt.objective_at(theta, sum, total)),
-            test: self
-                .opt
-                .objective_at(theta, evaluation.loss_sum, self.test.len()),
-            test_accuracy: evaluation
-                .correct
-                .map_or(f64::NAN, |c| c as f64 / self.test.len() as f64),
+            test,
+            test_accuracy,
         };
         self.train_loss = losses.train;
         self.test_loss = losses.test;
@@ -519,15 +516,12 @@ impl Learner {
             what: e.to_string(),
         })?;
         let point = &result.point;
+        let (test, test_accuracy) = self.test_losses(point, &evaluation);
         let mut losses = BesideLosses {
             iteration,
             train: f64::NAN,
-            test: self
-                .opt
-                .objective_at(point, evaluation.loss_sum, self.test.len()),
-            test_accuracy: evaluation
-                .correct
-                .map_or(f64::NAN, |c| c as f64 / self.test.len() as f64),
+            test,
+            test_accuracy,
             wait_s,
         };
         let newest = |at: Option<u64>| at.is_none_or(|at| iteration >= at);
@@ -546,6 +540,16 @@ impl Learner {
             self.test_at = Some(iteration);
         }
         Ok(Some(losses))
+    }
+
+    /// The test objective at `point` and the test accuracy (NaN without
+    /// one) of the test set's `evaluation` there.
+    fn test_losses(&self, point: &[f64], evaluation: &Evaluation) -> (f64, f64) {
+        let n = self.test.len();
+        (
+            self.opt.objective_at(point, evaluation.loss_sum, n),
+            evaluation.correct.map_or(f64::NAN, |c| c as f64 / n as f64),
+        )
     }
 
     /// Whether [`Learner::last_losses`] are at the final θ.
@@ -628,10 +632,8 @@ impl Learner {
                     iteration,
                     what: e.to_string(),
                 })?;
-            losses.test = self.opt.objective(evaluation.loss_sum, self.test.len());
-            if let Some(correct) = evaluation.correct {
-                losses.test_accuracy = correct as f64 / self.test.len() as f64;
-            }
+            (losses.test, losses.test_accuracy) =
+                self.test_losses(self.opt.eval_point(), &evaluation);
             self.test_loss = losses.test;
             self.test_accuracy = losses.test_accuracy;
             self.test_at = Some(iteration);

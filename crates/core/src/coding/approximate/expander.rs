@@ -254,6 +254,33 @@ mod tests {
         decoding.error(plan, &arrivals, code.partitions(), &mut scratch)
     }
 
+    /// Every set of up to `most` stragglers of the code's workers: the
+    /// one-step error (`one`) within the paper's spectral bound, the optimal
+    /// one (`opt`, the same graph) at most it; no straggler, no error.
+    fn within_the_bound(
+        one: &mut ExpanderCode,
+        opt: &mut ExpanderCode,
+        plan: &RoundPlan,
+        most: usize,
+    ) {
+        let n = one.workers();
+        for mask in 0u32..(1 << n) {
+            let stragglers = mask.count_ones() as usize;
+            if stragglers > most {
+                continue;
+            }
+            let alive: Vec<usize> = (0..n).filter(|w| mask & (1 << w) == 0).collect();
+            let e1 = error(one, plan, &alive);
+            let e2 = error(opt, plan, &alive);
+            let bound = one.one_step_bound(stragglers);
+            assert!(e1 * e1 <= bound + 1e-9, "{alive:?}: {e1}² > {bound}");
+            assert!(e2 <= e1 + 1e-9, "{alive:?}: optimal {e2} > one-step {e1}");
+            if stragglers == 0 {
+                assert!(e1 <= 1e-12 && e2 <= 1e-9, "{e1} {e2}");
+            }
+        }
+    }
+
     /// Every worker stores its d neighbours with weight 1/d; every straggler
     /// set of up to 3 of 10 has a one-step error within the paper's bound,
     /// and an optimal error at most the one-step error; no straggler, no
@@ -275,21 +302,7 @@ mod tests {
                     .all(|&(_, c)| c == 1.0 / 3.0)
             );
         }
-        for mask in 0u32..(1 << n) {
-            let stragglers = mask.count_ones() as usize;
-            if stragglers > 3 {
-                continue;
-            }
-            let alive: Vec<usize> = (0..n).filter(|w| mask & (1 << w) == 0).collect();
-            let e1 = error(&mut one, &plan, &alive);
-            let e2 = error(&mut opt, &plan, &alive);
-            let bound = one.one_step_bound(stragglers);
-            assert!(e1 * e1 <= bound + 1e-9, "{alive:?}: {e1}² > {bound}");
-            assert!(e2 <= e1 + 1e-9, "{alive:?}: optimal {e2} > one-step {e1}");
-            if stragglers == 0 {
-                assert!(e1 <= 1e-12 && e2 <= 1e-9, "{e1} {e2}");
-            }
-        }
+        within_the_bound(&mut one, &mut opt, &plan, 3);
     }
 
     /// The Margulis graph on 16 workers: every worker's weights sum to 1
@@ -326,21 +339,7 @@ mod tests {
         }
         let loops = one.edges().iter().filter(|(u, v)| u == v).count();
         assert_eq!(one.edges().len(), n * 8 / 2, "{loops} self-loops");
-        for mask in 0u32..(1 << n) {
-            let stragglers = mask.count_ones() as usize;
-            if stragglers > 2 {
-                continue;
-            }
-            let alive: Vec<usize> = (0..n).filter(|w| mask & (1 << w) == 0).collect();
-            let e1 = error(&mut one, &plan, &alive);
-            let e2 = error(&mut opt, &plan, &alive);
-            let bound = one.one_step_bound(stragglers);
-            assert!(e1 * e1 <= bound + 1e-9, "{alive:?}: {e1}² > {bound}");
-            assert!(e2 <= e1 + 1e-9, "{alive:?}: optimal {e2} > one-step {e1}");
-            if stragglers == 0 {
-                assert!(e1 <= 1e-12 && e2 <= 1e-9, "{e1} {e2}");
-            }
-        }
+        within_the_bound(&mut one, &mut opt, &plan, 2);
         let refused = |workers: usize, degree: usize| {
             let policy = WaitPolicy::new(workers, Some(workers - 1), None, "agc-expander").unwrap();
             ExpanderCode::new(
