@@ -33,7 +33,7 @@ mod static_code;
 pub use approximate::{
     AGC_BGC, AGC_BIBD, AGC_EXPANDER, AGC_FRC, AGC_GRAPH, AgcBgcParams, AgcBibdParams,
     AgcExpanderParams, AgcFrcParams, AgcGraphParams, BernoulliCode, BlockDesignCode, DecoderKind,
-    ERASUREHEAD, ErasureHeadParams, ExpanderCode, FrcCode, GraphCode, GraphKind, MAX_DENSE_SIZE,
+    ERASUREHEAD, ErasureHeadParams, ExpanderCode, FrcCode, GraphCode, GraphKind, MAX_CODE_SIZE,
     SGC, SgcParams, StochasticCode, expected_error_per_partition,
 };
 pub use decoding::{Accuracy, Arrival, Decoding, EXACT_RELATIVE_ERROR, GroupDecoding};

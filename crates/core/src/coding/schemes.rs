@@ -145,4 +145,94 @@ mod tests {
             }
         }
     }
+
+    /// The least-squares error ‖a·B_S − 1‖₂ of the arrivals `alive`, by a
+    /// route of its own: the pseudo-inverse of the Gram matrix B_S·B_Sᵀ
+    /// (a self-adjoint eigendecomposition), a = B_S·1·(B_S·B_Sᵀ)⁺.
+    fn gram_least_squares_error(plan: &crate::coding::RoundPlan, alive: &[usize], n: usize) -> f64 {
+        let b = faer::Mat::<f64>::from_fn(alive.len(), n, |i, p| {
+            let terms = &plan.tasks[alive[i]].messages[0].codeword.terms;
+            terms
+                .iter()
+                .filter(|&&(q, _)| q == p)
+                .map(|&(_, c)| c)
+                .sum()
+        });
+        let gram = &b * b.transpose();
+        let pinv = gram
+            .self_adjoint_eigen(faer::Side::Lower)
+            .unwrap()
+            .pseudoinverse();
+        let rhs = faer::Mat::<f64>::from_fn(alive.len(), 1, |i, _| (0..n).map(|p| b[(i, p)]).sum());
+        let a = &pinv * &rhs;
+        (0..n)
+            .map(|p| {
+                let c: f64 = (0..alive.len()).map(|i| a[(i, 0)] * b[(i, p)]).sum();
+                (c - 1.0).powi(2)
+            })
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    /// Every approximate family's optimal decoder attains the least-squares
+    /// minimum of ‖a·B_S − 1‖₂ on random survivor sets, small codes (their
+    /// components solved densely) and large ones (CGLS), against an
+    /// independent solve.
+    #[test]
+    fn every_optimal_decode_attains_the_least_squares_minimum() {
+        use crate::coding::Arrival;
+        use crate::rng::{Stream, stream};
+        use rand::RngExt;
+        let mut rng = stream(11, Stream::CheckSampling);
+        for (kind, k, keys) in [
+            ("agc-expander", 12, "degree = 3\ndecoder = \"optimal\""),
+            ("agc-expander", 150, "degree = 4\ndecoder = \"optimal\""),
+            ("agc-bgc", 12, "load = 3\ndecoder = \"optimal\""),
+            ("agc-bgc", 150, "load = 6\ndecoder = \"optimal\""),
+            ("agc-bibd", 13, "decoder = \"optimal\""),
+            ("agc-bibd", 133, "decoder = \"optimal\""),
+            ("agc-frc", 12, "load = 3\ndecoder = \"optimal\""),
+            ("agc-frc", 150, "load = 3\ndecoder = \"optimal\""),
+            ("erasurehead", 150, "load = 5"),
+            ("agc-graph", 15, "degree = 3\ndecoder = \"optimal\""),
+            ("agc-graph", 150, "degree = 4\ndecoder = \"optimal\""),
+        ] {
+            let params: toml::Table =
+                toml::from_str(&format!("{keys}\nwait_for = {}\n", k / 2)).unwrap();
+            let entry = SCHEMES.get(kind).unwrap();
+            let mut scheme = entry
+                .build(&BuildArgs::new(k, 1, &params))
+                .unwrap_or_else(|e| panic!("{kind}: {e}"));
+            let n = scheme.partitions();
+            let plan = scheme.plan_round(&RoundContext::default());
+            for _ in 0..12 {
+                let keep = rng.random_range(0.4..1.0);
+                let alive: Vec<usize> = (0..k).filter(|_| rng.random::<f64>() < keep).collect();
+                let arrivals: Vec<Arrival> = alive.iter().map(|&w| Arrival::only(w)).collect();
+                let decoding = scheme.decode(&plan, &arrivals);
+                let e = decoding.error(&plan, &arrivals, n, &mut Vec::new());
+                let want = gram_least_squares_error(&plan, &alive, n);
+                assert!(
+                    (e - want).abs() <= 1e-7 * want.max(1.0),
+                    "{kind}, K = {k}, {} alive: decode {e}, least squares {want}",
+                    alive.len()
+                );
+            }
+        }
+    }
+
+    /// An approximate code past MAX_CODE_SIZE workers is refused naming
+    /// `workers` and the bound; one at the bound builds.
+    #[test]
+    fn an_approximate_code_past_the_size_bound_is_refused() {
+        let max = crate::coding::MAX_CODE_SIZE;
+        let params: toml::Table = toml::from_str("load = 2\nwait_for = 2\n").unwrap();
+        let entry = SCHEMES.get("agc-frc").unwrap();
+        assert!(entry.build(&BuildArgs::new(max, 1, &params)).is_ok());
+        let Err(e) = entry.build(&BuildArgs::new(max + 2, 1, &params)) else {
+            panic!("a code of {} workers was built", max + 2);
+        };
+        let e = e.to_string();
+        assert!(e.contains("workers") && e.contains(&max.to_string()), "{e}");
+    }
 }

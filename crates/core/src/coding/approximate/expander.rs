@@ -200,8 +200,8 @@ impl ExpanderCode {
         if stragglers >= n {
             return f64::INFINITY;
         }
-        let a =
-            faer::Mat::<f64>::from_fn(n, n, |i, j| self.code.matrix()[(i, j)] * self.degree as f64);
+        let b = self.code.dense_matrix();
+        let a = faer::Mat::<f64>::from_fn(n, n, |i, j| b[(i, j)] * self.degree as f64);
         let eigenvalues = a
             .self_adjoint_eigenvalues(faer::Side::Lower)
             .unwrap_or_default();

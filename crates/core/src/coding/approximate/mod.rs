@@ -10,10 +10,12 @@
 //! gives the encoding matrix B (K workers × n partitions, worker i sending
 //! `Σ_j B_ij g_j`); the decoders are:
 //!
-//! - `optimal`: `a = argmin ‖a·B_S − 1‖₂`, the minimum-norm least-squares
-//!   solution (thin SVD, the solver the exact MDS decode uses with more
-//!   arrivals than it needs); the graph codes reach the same optimum in
-//!   linear time (`graph.rs`);
+//! - `optimal`: `a = argmin ‖a·B_S − 1‖₂`, the least-squares solution on
+//!   B's sparse rows, one connected component of the arrivals at a time
+//!   (`lsq.rs`: a small component by the dense minimum-norm SVD the exact
+//!   MDS decode uses, a large one by CGLS); FRC and the graph codes reach
+//!   the same optimum by their structure in linear time (`frc.rs`,
+//!   `graph.rs`);
 //! - `one-step`: the same weight `K / (|S|·σ)` on every arrival, σ the mean
 //!   column sum of B, so that for a uniformly random S the expected
 //!   coverage of every partition is 1 (Raviv et al.'s `n/(n − s)` for
@@ -29,6 +31,7 @@ mod bibd;
 mod expander;
 mod frc;
 mod graph;
+mod lsq;
 mod margulis;
 mod regular;
 mod sgc;
@@ -42,19 +45,20 @@ pub use frc::{
 pub use graph::{AGC_GRAPH, AgcGraphParams, GraphCode};
 pub use sgc::{SGC, SgcParams, StochasticCode};
 
-use faer::Mat;
 use serde::{Deserialize, Serialize};
 
 use super::fixed_plan::FixedPlan;
 use super::{
-    Arrival, ArrivalTracker, Codeword, CodewordId, CodingError, CyclicMds, Decoding, Message,
-    RoundPlan, SchemeEntry, WaitPolicy, WorkerTask,
+    Arrival, ArrivalTracker, Codeword, CodewordId, CodingError, Decoding, Message, RoundPlan,
+    SchemeEntry, WaitPolicy, WorkerTask,
 };
 
-/// The most workers or partitions of an approximate code: B is held dense
-/// and a least-squares decode costs O(n·|S|²) per iteration, so larger codes
-/// would make every simulated iteration slow.
-pub const MAX_DENSE_SIZE: usize = 512;
+/// The most workers or partitions of an approximate code. B is held as
+/// sparse rows and the optimal decode solves on them (`lsq.rs`), but a
+/// component of the arrivals the CGLS cannot settle falls back to a dense
+/// solve, and the decode's cost grows with the arrivals' nonzeros: past
+/// 4096 a simulated iteration would be set by the decode, not the workers.
+pub const MAX_CODE_SIZE: usize = 4096;
 
 /// How the master turns the arrivals into weights (`scheme.decoder`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -81,8 +85,11 @@ impl DecoderKind {
 #[derive(Debug)]
 pub(crate) struct ApproximateCode {
     pub(crate) fixed: FixedPlan,
-    /// B: K × n, row i worker i's coefficients.
-    matrix: Mat<f64>,
+    /// B: K × n, row i worker i's (partition, coefficient) pairs,
+    /// partitions ascending.
+    rows: Vec<Vec<(usize, f64)>>,
+    /// The largest coefficient of B.
+    max_coefficient: f64,
     pub(crate) policy: WaitPolicy,
     pub(crate) decoder: DecoderKind,
     /// σ: the mean column sum of B (the one-step weight's denominator).
@@ -106,26 +113,24 @@ impl ApproximateCode {
         key: &str,
     ) -> Result<Self, CodingError> {
         let workers = rows.len();
-        if workers.max(partitions) > MAX_DENSE_SIZE {
+        if workers.max(partitions) > MAX_CODE_SIZE {
             return Err(CodingError::invalid(
                 "workers",
                 workers,
                 format!(
-                    "gives an approximate code of {workers} workers x {partitions} partitions, more than {MAX_DENSE_SIZE} (its matrix and least-squares decode are dense)"
+                    "gives an approximate code of {workers} workers x {partitions} partitions, more than {MAX_CODE_SIZE} (the decode's least squares would set the pace)"
                 ),
             ));
         }
-        let mut matrix = Mat::<f64>::zeros(workers, partitions);
-        for (w, row) in rows.iter().enumerate() {
-            for &(p, c) in row {
-                debug_assert!(
-                    p < partitions && c > 0.0,
-                    "a stored partition, a positive weight"
-                );
-                matrix[(w, p)] = c;
-            }
+        let mut stored_anywhere = vec![false; partitions];
+        for &(p, c) in rows.iter().flatten() {
+            debug_assert!(
+                p < partitions && c > 0.0,
+                "a stored partition, a positive weight"
+            );
+            stored_anywhere[p] = true;
         }
-        if let Some(p) = (0..partitions).find(|&p| (0..workers).all(|w| matrix[(w, p)] == 0.0)) {
+        if let Some(p) = stored_anywhere.iter().position(|&s| !s) {
             return Err(CodingError::invalid(
                 key,
                 "(the placement)",
@@ -133,12 +138,14 @@ impl ApproximateCode {
             ));
         }
         let total: f64 = rows.iter().flatten().map(|&(_, c)| c).sum();
+        let max_coefficient = rows.iter().flatten().fold(0.0_f64, |m, &(_, c)| m.max(c));
         let stored: Vec<Vec<usize>> = rows
             .iter()
             .map(|row| row.iter().map(|&(p, _)| p).collect())
             .collect();
         let tasks = rows
-            .into_iter()
+            .iter()
+            .cloned()
             .enumerate()
             .map(|(w, terms)| WorkerTask {
                 compute: terms.iter().map(|&(p, _)| p).collect(),
@@ -157,7 +164,8 @@ impl ApproximateCode {
         };
         Ok(Self {
             fixed: FixedPlan::new(kind, partitions, stored, plan),
-            matrix,
+            rows,
+            max_coefficient,
             policy,
             decoder,
             mean_column_sum: total / partitions as f64,
@@ -172,9 +180,16 @@ impl ApproximateCode {
         self
     }
 
-    /// B.
-    pub(crate) fn matrix(&self) -> &Mat<f64> {
-        &self.matrix
+    /// B as a dense K × n matrix (built on each call: for tests and
+    /// spectral bounds, not for decoding).
+    pub(crate) fn dense_matrix(&self) -> faer::Mat<f64> {
+        let mut b = faer::Mat::<f64>::zeros(self.rows.len(), self.fixed.partitions());
+        for (w, row) in self.rows.iter().enumerate() {
+            for &(p, c) in row {
+                b[(w, p)] = c;
+            }
+        }
+        b
     }
 
     /// The one-step weight of each of `arrived` distinct workers.
@@ -206,9 +221,7 @@ impl ApproximateCode {
     /// The least-squares weights of `workers` (distinct): the minimum-norm
     /// `a` minimising ‖a·B_S − 1‖₂.
     pub(crate) fn least_squares(&self, workers: &[usize]) -> Vec<f64> {
-        let n = self.matrix.ncols();
-        let bt = Mat::<f64>::from_fn(n, workers.len(), |r, c| self.matrix[(workers[c], r)]);
-        CyclicMds::min_norm_svd(&bt).unwrap_or_else(|| vec![0.0; workers.len()])
+        lsq::least_squares(&self.rows, workers, self.fixed.partitions())
     }
 
     /// Decode `received` with the per-distinct-worker weights `weights`
@@ -220,11 +233,11 @@ impl ApproximateCode {
         workers: &[usize],
         weights: &[f64],
     ) -> Decoding {
-        let n = self.matrix.ncols();
+        let n = self.fixed.partitions();
         let mut coverage = vec![0.0; n];
         for (&w, &a) in workers.iter().zip(weights) {
-            for (p, c) in coverage.iter_mut().enumerate() {
-                *c += a * self.matrix[(w, p)];
+            for &(p, c) in &self.rows[w] {
+                coverage[p] += a * c;
             }
         }
         let residual = coverage
@@ -232,9 +245,7 @@ impl ApproximateCode {
             .map(|c| (c - 1.0).abs())
             .fold(0.0_f64, f64::max);
         let max_a = weights.iter().fold(0.0_f64, |m, a| m.max(a.abs()));
-        let max_b = (0..self.matrix.nrows())
-            .flat_map(|w| (0..n).map(move |p| (w, p)))
-            .fold(0.0_f64, |m, (w, p)| m.max(self.matrix[(w, p)].abs()));
+        let max_b = self.max_coefficient;
         Decoding {
             decodable: !received.is_empty(),
             weights: slots
