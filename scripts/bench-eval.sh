@@ -6,9 +6,12 @@
 # eval_every = 5 and eval_every = 1000 (only at the first and the last
 # step), SEEDS seeds each (default 3),
 # and compares the iterations' durations (duration_s) and the stale results
-# dropped per iteration (the master evaluates on a thread beside the
-# iterations that follow). Written to results/bench-eval.json; the numbers are
-# quoted in docs/neural-networks.md. Needs Fashion-MNIST (dataset-fashion-mnist).
+# dropped per iteration, under both train.evaluation settings: "beside" (the
+# master evaluates on a thread beside the iterations that follow) and
+# "deferred" (held until a snapshot, the end or the memory bound, then
+# evaluated while nothing trains). Written to results/bench-eval.json; the
+# numbers are quoted in docs/neural-networks.md. Needs Fashion-MNIST
+# (dataset-fashion-mnist).
 # Usage: scripts/bench-eval.sh [SEEDS [ITERATIONS]]   (default 3, 200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,12 +28,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 config=configs/paper/isgc-fig12-is-cr.toml
 ranks=$("$bin" check --config "$config" --ranks)
-for every in 1 5 1000; do
-  for s in $(seq 1 "$seeds"); do
-    echo "bench-eval.sh: eval_every = $every, seed $s of $seeds"
-    mpirun --oversubscribe -n "$ranks" "$bin" train --config "$config" --set "seed=$s" \
-      --set "train.iterations=$iterations" --set "train.eval_every=$every" \
-      --out "$work/every$every-s$s.h5" --quiet --json > "$work/every$every-s$s.json"
+for evaluation in beside deferred; do
+  for every in 1 5 1000; do
+    for s in $(seq 1 "$seeds"); do
+      echo "bench-eval.sh: evaluation $evaluation, eval_every = $every, seed $s of $seeds"
+      run="$work/$evaluation-every$every-s$s"
+      mpirun --oversubscribe -n "$ranks" "$bin" train --config "$config" --set "seed=$s" \
+        --set "train.iterations=$iterations" --set "train.eval_every=$every" \
+        --set "train.evaluation=\"$evaluation\"" --out "$run.h5" --quiet --json > "$run.json"
+    done
   done
 done
 source scripts/python-env.sh
@@ -43,13 +49,14 @@ import numpy as np
 work, seeds, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 out = {"config": "configs/paper/isgc-fig12-is-cr.toml", "seeds": seeds, "iterations": iterations,
        "machine_cores": __import__("os").cpu_count(), "cases": {}}
-for every in (1, 5, 1000):
+for evaluation, every in [(e, n) for e in ("beside", "deferred") for n in (1, 5, 1000)]:
     durations, stale, in_line, beside, waits, walls = [], [], [], [], [], []
     for s in range(1, seeds + 1):
-        with h5py.File(f"{work}/every{every}-s{s}.h5", "r") as f:
+        run = f"{work}/{evaluation}-every{every}-s{s}"
+        with h5py.File(f"{run}.h5", "r") as f:
             durations.append(f["iteration/duration_s"][:])
             stale.append(f["iteration/stale_dropped"][:])
-        summary = json.load(open(f"{work}/every{every}-s{s}.json"))
+        summary = json.load(open(f"{run}.json"))
         total = lambda *names: sum(e["total_s"] for e in summary["timing"] if e["event"] in names)
         # In line: the master evaluates before it goes on; beside: on its
         # evaluation thread while the run goes on; the master's waits for it.
@@ -59,7 +66,7 @@ for every in (1, 5, 1000):
         walls.append(summary["wall_s"])
     d = np.concatenate(durations)
     st = np.concatenate(stale)
-    out["cases"][f"eval_every_{every}"] = {
+    out["cases"][f"{evaluation}_eval_every_{every}"] = {
         "mean_duration_s": float(d.mean()),
         "median_duration_s": float(np.median(d)),
         "p90_duration_s": float(np.percentile(d, 90)),

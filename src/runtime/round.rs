@@ -882,6 +882,14 @@ impl Round for MpiRound<'_> {
         Ok(())
     }
 
+    fn hold(&mut self, iteration: u64) -> Result<(), RoundError> {
+        for w in 0..self.workers {
+            self.comm
+                .send(w as i32 + 1, protocol::TAG_PAUSE, &[iteration as f64]);
+        }
+        Ok(())
+    }
+
     fn combine(
         &mut self,
         order: &[usize],

@@ -62,6 +62,9 @@ enum Control {
     Task(Box<Task>),
     /// `aggregate = reduce`: reduce this worker's share of the decoded sum.
     Order(Order),
+    /// Drop the task of this iteration or an older one: the master waits
+    /// before it sends the next (its evaluations).
+    Pause(u64),
     Stop,
 }
 
@@ -130,6 +133,14 @@ impl Link<'_> {
         match m.tag {
             protocol::TAG_STOP => Ok(Control::Stop),
             protocol::TAG_ORDER => Ok(Control::Order(Order::decode(&m.data)?)),
+            protocol::TAG_PAUSE => match m.data[..] {
+                [iteration] => Ok(Control::Pause(iteration as u64)),
+                _ => anyhow::bail!(
+                    "worker {}: a pause of {} values, expected 1",
+                    self.comm.rank(),
+                    m.data.len()
+                ),
+            },
             tag if protocol::is_iteration_tag(tag) => {
                 let task = Task::decode(&m.data)?;
                 // The model follows the task at once.
@@ -169,7 +180,9 @@ impl Link<'_> {
 
     /// Drain every message that has arrived; the newest task or a stop wins.
     /// An order is taken at once: the master sends nothing else to this
-    /// worker until the reduction it asks for is done.
+    /// worker until the reduction it asks for is done. A pause replaces a
+    /// task before it (that task is of its iteration or older: the master
+    /// sends a pause after the tasks up to its iteration, before the next).
     fn poll(&mut self) -> anyhow::Result<Option<Control>> {
         self.watch_signal();
         let mut latest = None;
@@ -177,7 +190,7 @@ impl Link<'_> {
             match self.control(m)? {
                 Control::Stop => return Ok(Some(Control::Stop)),
                 Control::Order(order) => return Ok(Some(Control::Order(order))),
-                task => latest = Some(task),
+                newer => latest = Some(newer),
             }
         }
         Ok(latest)
@@ -455,6 +468,12 @@ impl Worker<'_> {
             match control {
                 Control::Stop => break,
                 Control::Order(order) => worker.reduce(&order)?,
+                // Idle: nothing to drop.
+                Control::Pause(iteration) => log::debug!(
+                    "worker {}: a pause after {} while idle",
+                    comm.rank(),
+                    crate::error::Iteration(iteration)
+                ),
                 Control::Task(task) => {
                     if worker.counts.tasks == 0 {
                         interrupt::panic_if_asked(comm.rank(), "at the first task");
@@ -476,10 +495,13 @@ impl Worker<'_> {
                     );
                     next = worker.execute(&task)?;
                     // An order ends the task (the iteration is decoded) without abandoning it.
-                    if matches!(next, Some(Control::Task(_) | Control::Stop)) {
+                    if matches!(
+                        next,
+                        Some(Control::Task(_) | Control::Stop | Control::Pause(_))
+                    ) {
                         worker.counts.abandoned += 1;
                         log::debug!(
-                            "worker {}: abandoned {} for a newer task or a stop",
+                            "worker {}: abandoned {} for a newer task, a pause or a stop",
                             comm.rank(),
                             crate::error::Iteration(task.iteration)
                         );

@@ -596,6 +596,29 @@ pub enum Schedule {
     Cosine,
 }
 
+/// When a measured run's losses (the test set's, a partial decode's
+/// full-data training loss) are evaluated (`train.evaluation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvaluationTiming {
+    /// On a thread of the master at the lowest priority, beside the
+    /// iterations that follow: the losses come in as the run goes, and the
+    /// thread takes CPU the workers would have where no core is spare.
+    #[default]
+    Beside,
+    /// Held until the run must wait anyway (a snapshot, the end) or until
+    /// the held iterations fill their memory bound, then evaluated while
+    /// nothing trains: no iteration runs beside an evaluation on any
+    /// machine, and the iterations are observed (progress, trace) late.
+    Deferred,
+}
+
+impl EvaluationTiming {
+    fn is_beside(&self) -> bool {
+        *self == EvaluationTiming::Beside
+    }
+}
+
 /// `[train]`: the optimisation loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -624,6 +647,9 @@ pub struct TrainConfig {
     /// iteration that recovered only some partitions, every this many
     /// iterations (from the first) and at the last.
     pub eval_every: usize,
+    /// When those evaluations run: beside the training or deferred.
+    #[serde(skip_serializing_if = "EvaluationTiming::is_beside")]
+    pub evaluation: EvaluationTiming,
     /// Give up (an error) when no result arrives for this long while the scheme still needs one.
     pub result_timeout_s: f64,
     /// Mini-batch SGD: samples drawn from each partition per step, a pure
@@ -649,6 +675,7 @@ impl Default for TrainConfig {
             min_learning_rate: None,
             warmup_iterations: 0,
             eval_every: 1,
+            evaluation: EvaluationTiming::Beside,
             result_timeout_s: 300.0,
             batch_size: None,
             momentum: 0.0,

@@ -704,6 +704,23 @@ impl Driver {
         // no end follows it.
         let may_wait = measured && prepare && !snapshot_every.is_some_and(|n| (t + 1) % n == 0);
         let evaluated_beside = may_wait && lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
+        // Whether this iteration waits for losses evaluated beside (see the
+        // observation below), and how many iterations may stay waiting.
+        let queue = may_wait && (evaluated_beside || !lane.waiting.is_empty());
+        let keep = match &lane.learner {
+            Some(learner) if queue => {
+                waiting_capacity(learner.dim(), lane.record.finish_s.len()) - 1
+            }
+            _ => 0,
+        };
+        // The master evaluates in line or waits for evaluations before it
+        // sends the next task: the workers still on this iteration drop it
+        // first, as that task would have made them.
+        let in_line = !evaluated_beside && lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
+        let waits = lane.waiting.len() > keep && lane.waiting.iter().any(|w| w.evaluated.is_some());
+        if measured && prepare && (in_line || waits) {
+            round.hold(t).map_err(EngineError::Round)?;
+        }
         let full_loss = match &mut lane.learner {
             Some(learner) if evaluated_beside => {
                 learner.evaluate_beside(t, round.partition_losses(), partial)?;
@@ -890,13 +907,6 @@ impl Driver {
         // losses (for all of them, or for room, past `waiting_capacity`)
         // comes here, before the next task is sent: never inside an
         // iteration's time.
-        let queue = may_wait && (evaluated_beside || !lane.waiting.is_empty());
-        let keep = match &lane.learner {
-            Some(learner) if queue => {
-                waiting_capacity(learner.dim(), lane.record.finish_s.len()) - 1
-            }
-            _ => 0,
-        };
         release(lane, observers, timing, keep)?;
         // The next iteration, ahead of the observers: its state (the one
         // draw of the straggler model it would make at its start), its plan
@@ -1024,6 +1034,13 @@ mod tests {
     /// is).
     struct Clocked<R>(R);
 
+    thread_local! {
+        /// Rounds a [`Clocked`] round ran on this thread.
+        static ROUNDS_RUN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// The iterations a [`Clocked`] round was told to hold after.
+        static HOLDS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
     impl<R: Round> Round for Clocked<R> {
         fn run(
             &mut self,
@@ -1033,6 +1050,7 @@ mod tests {
             timing: &mut Timing,
         ) -> Result<RoundStatus, RoundError> {
             std::thread::sleep(Duration::from_millis(2));
+            ROUNDS_RUN.with(|n| n.set(n.get() + 1));
             let status = self.0.run(task, rule, report, timing)?;
             report.duration_s = 1e-3;
             Ok(status)
@@ -1061,6 +1079,11 @@ mod tests {
             timing: &mut Timing,
         ) -> Result<(), RoundError> {
             self.0.send_ahead(task, timing)
+        }
+
+        fn hold(&mut self, iteration: u64) -> Result<(), RoundError> {
+            HOLDS.with(|h| h.borrow_mut().push(iteration));
+            self.0.hold(iteration)
         }
 
         fn measures_time(&self) -> bool {
@@ -1159,7 +1182,9 @@ mod tests {
 
     /// One iteration's losses as the observers saw them: (iteration,
     /// train, test, test accuracy, batch loss).
-    type Seen = (u64, f64, f64, f64, f64);
+    /// An observed iteration, its losses, and the rounds run on this
+    /// thread when it was observed.
+    type Seen = (u64, f64, f64, f64, f64, u64);
 
     #[derive(Default)]
     struct Losses(Vec<Seen>);
@@ -1173,6 +1198,7 @@ mod tests {
                 r.test_loss,
                 r.test_accuracy,
                 r.batch_loss,
+                ROUNDS_RUN.with(std::cell::Cell::get),
             ));
             Ok(())
         }
@@ -1183,6 +1209,7 @@ mod tests {
     /// the next iteration) or a simulated one (evaluated in line).
     /// And the count of timing event `evaluate (beside)`.
     fn losses_of(text: &str, clocked: bool) -> (Vec<Seen>, u64) {
+        ROUNDS_RUN.with(|n| n.set(0));
         let iterations = crate::config::parse(text, "test", &[])
             .unwrap()
             .config
@@ -1245,6 +1272,56 @@ mod tests {
             assert_eq!(b.2.is_finite(), evaluated, "iteration {t}: {b:?}");
             assert_eq!(b.1.is_finite(), evaluated, "iteration {t}: {b:?}");
             assert!(b.4.is_finite(), "iteration {t}: {b:?}");
+        }
+    }
+
+    /// `train.evaluation = "deferred"`: the same losses, bit for bit, and
+    /// no evaluation runs beside an iteration: with no snapshot and room
+    /// for every iteration, each one is observed after the last round ran.
+    #[test]
+    fn deferred_evaluations_wait_for_the_end_and_give_the_same_losses() {
+        let text = "workers = 4\nseed = 5\n[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 2\n[straggler]\nmodel = \"shifted-exponential\"\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\ntest_samples = 40\nfeatures = 12\n[train]\niterations = 9\neval_every = 3\n";
+        let deferred_text = format!("{text}evaluation = \"deferred\"\n");
+        let (deferred, threads) = losses_of(&deferred_text, true);
+        let (in_line, _) = losses_of(text, false);
+        assert_eq!(threads, 3);
+        assert_eq!(deferred.len(), 9);
+        for (t, (b, l)) in deferred.iter().zip(&in_line).enumerate() {
+            assert_eq!(b.0, t as u64, "observed in order");
+            let same = |x: f64, y: f64| x.to_bits() == y.to_bits();
+            assert!(
+                same(b.1, l.1) && same(b.2, l.2) && same(b.3, l.3) && same(b.4, l.4),
+                "iteration {t}: deferred {b:?}, in line {l:?}"
+            );
+            assert_eq!(b.5, 9, "iteration {t} observed after round {} of 9", b.5);
+        }
+    }
+
+    /// Issue 39: the workers are told to drop the task in hand exactly when
+    /// the master evaluates in line or waits for evaluations before it
+    /// sends the next task. 9 iterations, evaluated every 3, a snapshot
+    /// every 4: iteration 3 is evaluated in line (a snapshot follows it),
+    /// iteration 7 waits for 6's evaluation (a snapshot follows it; beside,
+    /// unless it is already in), and the last sends nothing after it.
+    #[test]
+    fn the_workers_drop_their_task_before_the_master_evaluates_or_waits() {
+        let text = "workers = 4\nseed = 5\n[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 2\n[straggler]\nmodel = \"shifted-exponential\"\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\ntest_samples = 40\nfeatures = 12\n[train]\niterations = 9\neval_every = 3\n";
+        for evaluation in ["beside", "deferred"] {
+            let text = format!("{text}evaluation = \"{evaluation}\"\n");
+            let (mut d, inner, mut straggling) = learning_run(&text, true);
+            d.snapshot_every = Some(4);
+            HOLDS.with(|h| h.borrow_mut().clear());
+            let mut round = Clocked(inner);
+            d.run(&mut straggling, &mut round, 0..9, 0, &mut [])
+                .unwrap();
+            let holds = HOLDS.with(|h| h.borrow().clone());
+            if evaluation == "deferred" {
+                assert_eq!(holds, vec![3, 7]);
+            } else {
+                // Beside, iteration 6's evaluation may be in before 7 ends:
+                // then nothing waits there.
+                assert!(holds == [3] || holds == [3, 7], "{holds:?}");
+            }
         }
     }
 

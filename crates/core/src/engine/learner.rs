@@ -2,6 +2,7 @@
 //! gradient and the evaluation of the losses (and, for classifiers, the
 //! test accuracy).
 
+use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -9,7 +10,7 @@ use std::time::Instant;
 
 use super::EngineError;
 use super::timing::Timing;
-use crate::config::Config;
+use crate::config::{Config, EvaluationTiming};
 use crate::error::InputError;
 use crate::learn::{DataPlan, Evaluation, Model, ModelError, Optimizer, Partition, StepKey};
 
@@ -50,6 +51,12 @@ pub struct Learner {
     beside: Option<Beside>,
     /// The iteration [`Learner::step`] leaves to it.
     beside_iteration: Option<u64>,
+    /// `train.evaluation = "deferred"`: evaluations are held in `pending`
+    /// until a wait for one of them, which then evaluates every one held
+    /// and waits for all (`draining`).
+    deferred: bool,
+    pending: VecDeque<BesideJob>,
+    draining: bool,
 }
 
 /// The evaluation thread of a learner: evaluations are sent to it in
@@ -226,6 +233,9 @@ impl Learner {
             })),
             beside: None,
             beside_iteration: None,
+            deferred: config.train.evaluation == EvaluationTiming::Deferred,
+            pending: VecDeque::new(),
+            draining: false,
             train_at: None,
             test_at: None,
         }
@@ -247,6 +257,8 @@ impl Learner {
         // Evaluations of the run before are not this run's.
         self.beside = None;
         self.beside_iteration = None;
+        self.pending.clear();
+        self.draining = false;
         self.final_evaluated = false;
     }
 
@@ -391,6 +403,9 @@ impl Learner {
     /// [`Learner::take_beside`] collects them, in the order they were asked
     /// for. The thread runs at the lowest scheduling priority (nice 19):
     /// where the machine has no core to spare, the training runs first.
+    /// With `train.evaluation = "deferred"` the evaluation is held until a
+    /// [`Learner::take_beside`] must wait, and is then done with every
+    /// other held one while the master waits for all of them.
     pub fn evaluate_beside(
         &mut self,
         iteration: u64,
@@ -407,10 +422,11 @@ impl Learner {
             known: known.map(<[f64]>::to_vec),
             train,
         };
-        beside.jobs.send(job).map_err(|_| EngineError::Model {
-            iteration,
-            what: "the evaluation thread ended".into(),
-        })?;
+        if self.deferred {
+            self.pending.push_back(job);
+        } else {
+            send_job(beside, job)?;
+        }
         beside.in_flight += 1;
         self.beside_iteration = Some(iteration);
         Ok(())
@@ -482,6 +498,15 @@ impl Learner {
         let Some(beside) = self.beside.as_mut().filter(|b| b.in_flight > 0) else {
             return Ok(None);
         };
+        // Deferred: the first wait releases every held evaluation, and the
+        // waits go on until all of them are taken.
+        if self.deferred && (wait || self.draining) {
+            self.draining = true;
+            for job in self.pending.drain(..) {
+                send_job(beside, job)?;
+            }
+        }
+        let wait = wait || self.draining;
         let start = Instant::now();
         let received = if wait {
             beside
@@ -502,6 +527,9 @@ impl Learner {
             }
         };
         beside.in_flight -= 1;
+        if beside.in_flight == 0 {
+            self.draining = false;
+        }
         let wait_s = if wait {
             let wait_s = start.elapsed().as_secs_f64();
             timing.add("evaluate (wait for beside)", wait_s);
@@ -651,6 +679,15 @@ impl Learner {
         }
         Ok(losses)
     }
+}
+
+/// Send `job` to the evaluation thread of `beside`.
+fn send_job(beside: &Beside, job: BesideJob) -> Result<(), EngineError> {
+    let iteration = job.iteration;
+    beside.jobs.send(job).map_err(|_| EngineError::Model {
+        iteration,
+        what: "the evaluation thread ended".into(),
+    })
 }
 
 #[cfg(test)]

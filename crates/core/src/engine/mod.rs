@@ -200,6 +200,17 @@ pub trait Round {
         Ok(())
     }
 
+    /// The driver is about to wait (for evaluations beside the iterations)
+    /// after iteration `iteration` was decoded, before it sends the next
+    /// task: a round whose workers are still on that iteration's task has
+    /// them drop it now, as the next task would have a moment later, so
+    /// that a wait does not give a straggler the time to finish a result
+    /// that would only be dropped as stale (issue 39: measuring never
+    /// changes the run). Nothing by default.
+    fn hold(&mut self, _iteration: u64) -> Result<(), RoundError> {
+        Ok(())
+    }
+
     /// Whether the round measures wall time (then decode times are measured
     /// and recorded); a simulated round does not.
     fn measures_time(&self) -> bool {
