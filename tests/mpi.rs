@@ -1188,8 +1188,9 @@ fn a_bad_flag_under_mpirun_is_one_line_from_rank_0() {
     );
 }
 
-/// An approximate code trains with its decoded approximation: the test
-/// replays each run in one process from its trace alone. The accepted
+/// Every approximate code (agc-frc, agc-graph, agc-expander, agc-bgc,
+/// agc-bibd, sgc, erasurehead) trains with its decoded approximation: the
+/// test replays each run in one process from its trace alone. The accepted
 /// arrivals are the workers with a finish time, in the order of those times;
 /// the scheme (rebuilt from the config, so the same graph) decodes them
 /// into weights; the step is Σ a_i·(worker i's codeword of the partitions'
@@ -1201,30 +1202,49 @@ fn a_bad_flag_under_mpirun_is_one_line_from_rank_0() {
 fn approximate_codes_step_with_their_decoded_approximation() {
     use gradcode::coding::{Arrival, RoundContext};
     use gradcode::learn::{DataPlan, Optimizer};
-    for (name, scheme) in [
+    for (name, workers, scheme) in [
         (
             "agc-frc-replay",
+            6,
             "kind = \"agc-frc\"\nload = 2\nwait_for = 3",
         ),
         (
             "agc-graph-replay",
+            6,
             // n = 4 partitions (K4's 6 edges), the fastest 3: a triangle
             // misses a partition, a star is bipartite 1 against 3.
             "kind = \"agc-graph\"\ndegree = 3\nwait_for = 3",
         ),
         (
             "agc-expander-replay",
+            6,
             "kind = \"agc-expander\"\ndegree = 2\nwait_for = 4\ndecoder = \"one-step\"",
+        ),
+        // The least-squares decode of a random placement.
+        (
+            "agc-bgc-replay",
+            6,
+            "kind = \"agc-bgc\"\nload = 2\nwait_for = 3",
+        ),
+        // The Fano plane: 7 workers, the fastest 5.
+        ("agc-bibd-replay", 7, "kind = \"agc-bibd\"\nwait_for = 5"),
+        // Unbiased weights for the workers that arrived.
+        (
+            "sgc-replay",
+            6,
+            "kind = \"sgc\"\nload = 2\nstraggle_probability = 0.3\nwait_for = 4",
         ),
         // 3 blocks of 2, stopped at 2 results: some block is always missed
         // (with more results it would stop once every block came, exactly).
         (
             "erasurehead-replay",
+            6,
             "kind = \"erasurehead\"\nload = 2\nwait_for = 2",
         ),
     ] {
-        let text = format!("{EMULATED}eval_every = 3\n[scheme]\n{scheme}\n");
-        let (summary, trace) = train(name, 7, &text, &[]);
+        let emulated = EMULATED.replace("workers = 6", &format!("workers = {workers}"));
+        let text = format!("{emulated}eval_every = 3\n[scheme]\n{scheme}\n");
+        let (summary, trace) = train(name, workers + 1, &text, &[]);
         let records = read(&trace).records;
         let config = parse(&text, "test", &[]).unwrap().config;
         let mut built = coding::build(&config).unwrap();
