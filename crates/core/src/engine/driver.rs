@@ -1181,8 +1181,7 @@ mod tests {
     }
 
     /// One iteration's losses as the observers saw them: (iteration,
-    /// train, test, test accuracy, batch loss).
-    /// An observed iteration, its losses, and the rounds run on this
+    /// train, test, test accuracy, batch loss), and the rounds run on this
     /// thread when it was observed.
     type Seen = (u64, f64, f64, f64, f64, u64);
 
@@ -1246,6 +1245,9 @@ mod tests {
         (seen.0, beside)
     }
 
+    /// A partial scheme trained for 9 iterations, evaluated every 3.
+    const PARTIAL_RUN: &str = "workers = 4\nseed = 5\n[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 2\n[straggler]\nmodel = \"shifted-exponential\"\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\ntest_samples = 40\nfeatures = 12\n[train]\niterations = 9\neval_every = 3\n";
+
     /// Issue 39: a measured run evaluates an iteration's losses beside the
     /// next iteration and observes it once they are in: the observers see
     /// every iteration once, in order, with the losses an evaluation in
@@ -1255,7 +1257,7 @@ mod tests {
     /// batch loss at all.
     #[test]
     fn losses_evaluated_beside_the_next_iteration_are_those_evaluated_in_line() {
-        let text = "workers = 4\nseed = 5\n[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 2\n[straggler]\nmodel = \"shifted-exponential\"\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\ntest_samples = 40\nfeatures = 12\n[train]\niterations = 9\neval_every = 3\n";
+        let text = PARTIAL_RUN;
         let (beside, threads) = losses_of(text, true);
         let (in_line, none) = losses_of(text, false);
         // Iterations 0, 3 and 6 beside; the last (8) in line: nothing follows it.
@@ -1280,7 +1282,7 @@ mod tests {
     /// for every iteration, each one is observed after the last round ran.
     #[test]
     fn deferred_evaluations_wait_for_the_end_and_give_the_same_losses() {
-        let text = "workers = 4\nseed = 5\n[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 2\n[straggler]\nmodel = \"shifted-exponential\"\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\ntest_samples = 40\nfeatures = 12\n[train]\niterations = 9\neval_every = 3\n";
+        let text = PARTIAL_RUN;
         let deferred_text = format!("{text}evaluation = \"deferred\"\n");
         let (deferred, threads) = losses_of(&deferred_text, true);
         let (in_line, _) = losses_of(text, false);
@@ -1305,7 +1307,7 @@ mod tests {
     /// unless it is already in), and the last sends nothing after it.
     #[test]
     fn the_workers_drop_their_task_before_the_master_evaluates_or_waits() {
-        let text = "workers = 4\nseed = 5\n[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 2\n[straggler]\nmodel = \"shifted-exponential\"\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\ntest_samples = 40\nfeatures = 12\n[train]\niterations = 9\neval_every = 3\n";
+        let text = PARTIAL_RUN;
         for evaluation in ["beside", "deferred"] {
             let text = format!("{text}evaluation = \"{evaluation}\"\n");
             let (mut d, inner, mut straggling) = learning_run(&text, true);

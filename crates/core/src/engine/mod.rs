@@ -200,9 +200,9 @@ pub trait Round {
         Ok(())
     }
 
-    /// The driver is about to wait (for evaluations beside the iterations)
-    /// after iteration `iteration` was decoded, before it sends the next
-    /// task: a round whose workers are still on that iteration's task has
+    /// The driver is about to evaluate losses in line or wait for those
+    /// evaluated beside, after iteration `iteration` was decoded and before
+    /// it sends the next task: a round whose workers are still on that iteration's task has
     /// them drop it now, as the next task would have a moment later, so
     /// that a wait does not give a straggler the time to finish a result
     /// that would only be dropped as stale (issue 39: measuring never

@@ -11,10 +11,10 @@
 //! the normal equations applied through the sparse rows, started from 0 so
 //! that it tends to the same minimum-norm solution. One CGLS step costs two
 //! passes over the component's nonzeros, O(|S|·load), where the dense
-//! solve costs O(n·|S|²): at K = 1024 a decode of ~900 arrivals is a
-//! fraction of a millisecond instead of most of a second
-//! (`scripts/bench-sim.sh` states both). A component whose CGLS does not
-//! meet its tolerance within its step budget is solved densely.
+//! solve costs O(n·|S|²): a decode of the fastest 90% takes 3-6 ms at
+//! K = 1024, where the dense solve took 53 ms already at K = 512
+//! (`scripts/bench-sim.sh`, docs/performance.md). A component whose CGLS
+//! does not meet its tolerance within its step budget is solved densely.
 //!
 //! The weights are a function of the arrival set and its order alone (no
 //! state carries from one decode to the next), so a trace's recorded
