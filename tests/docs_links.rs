@@ -275,3 +275,50 @@ fn the_readme_fidelity_figures_are_the_committed_bench_runtime_output() {
         "README.md should quote `{quoted}` from results/bench-runtime.json"
     );
 }
+
+/// docs/design.md stays true (issue 40, item 7): its layout names every
+/// top-level module of both crates (a folder as `name/`, a file as
+/// `name.rs`), it names every subcommand (hidden ones too), and its config
+/// table has a row for every section of the config.
+#[test]
+fn the_design_doc_names_every_module_subcommand_and_config_section() {
+    use clap::CommandFactory;
+    let design = std::fs::read_to_string(root().join("docs/design.md")).unwrap();
+    let layout_start = design.find("## Layout").expect("a Layout section");
+    let layout = &design[layout_start..];
+    let layout = &layout[..layout.find("\n## ").map_or(layout.len(), |i| i + 1)];
+    let mut missing = Vec::new();
+    for dir in ["src", "crates/core/src"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let named = if entry.file_type().unwrap().is_dir() {
+                format!("{name}/")
+            } else if name.ends_with(".rs") && name != "lib.rs" && name != "main.rs" {
+                name.clone()
+            } else {
+                continue;
+            };
+            if !layout.contains(&named) {
+                missing.push(format!("{dir}/{named} (module)"));
+            }
+        }
+    }
+    for sub in gradcode::cli::Cli::command().get_subcommands() {
+        let name = sub.get_name();
+        if name != "help" && !design.contains(name) {
+            missing.push(format!("{name} (subcommand)"));
+        }
+    }
+    let config = toml::Value::try_from(gradcode::config::Config::default()).unwrap();
+    for (key, value) in config.as_table().unwrap() {
+        if value.is_table() && !design.contains(&format!("| `[{key}]` |")) {
+            missing.push(format!("[{key}] (config section)"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/design.md does not name: {}",
+        missing.join(", ")
+    );
+}
