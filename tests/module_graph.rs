@@ -25,11 +25,6 @@ const KNOWN: &[&[&str]] = &[
         "crates/core/src/coding/registry.rs",
         "crates/core/src/coding/scheme.rs",
     ],
-    // `assignment.rs` calls the repair `augment`, which takes `&mut Assignment`.
-    &[
-        "crates/core/src/cluster/assignment.rs",
-        "crates/core/src/cluster/repair.rs",
-    ],
 ];
 
 #[derive(Debug, Clone, PartialEq)]

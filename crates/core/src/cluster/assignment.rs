@@ -4,7 +4,7 @@ use rand::{Rng, RngExt};
 
 use std::fmt;
 
-use super::{ClusterError, Clustering, How, Placement, augment};
+use super::ClusterError;
 
 /// The n·l × P worker cluster assignment matrix: column p lists the workers
 /// that may join cluster p (they store its l partitions), every worker appears
@@ -13,8 +13,8 @@ use super::{ClusterError, Clustering, How, Placement, augment};
 /// Every such matrix admits a complete clustering (every worker in one
 /// cluster of its column, l per cluster): giving each of a worker's n edges
 /// weight 1/n puts weight 1 on each worker and n·l·(1/n) = l on each cluster,
-/// and the bipartite b-matching polytope is integral. [`augment`] finds one
-/// from any partial clustering.
+/// and the bipartite b-matching polytope is integral. [`augment`](super::augment)
+/// finds one from any partial clustering.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assignment {
     workers: usize,
@@ -443,52 +443,6 @@ impl Assignment {
     /// resolves a Phase I conflict of the paper's greedy.
     pub fn lemma1_holds(&self) -> bool {
         2 * self.workers * self.per_worker > self.clusters * (self.workers - 1)
-    }
-
-    /// The clustering used without straggler information: the columns of the
-    /// first l rows when they hold every worker once (always for
-    /// [`Self::circular_shifts`], where they are one shift per group; with eq.
-    /// (13) they are GC-SC's eq. (5)). Otherwise the repair completes an empty
-    /// clustering, taking workers in index order. Positions are ascending ids
-    /// (for circular shifts, the row order).
-    pub fn initial_clustering(&self) -> Clustering {
-        let (k, p, l) = (self.workers, self.clusters, self.size);
-        let mut members: Vec<Vec<usize>> = vec![Vec::with_capacity(l); p];
-        let mut cluster_of = vec![usize::MAX; k];
-        let mut rows_partition = true;
-        for row in &self.rows[..l] {
-            for (c, &w) in row.iter().enumerate() {
-                if cluster_of[w] != usize::MAX {
-                    rows_partition = false;
-                }
-                cluster_of[w] = c;
-                members[c].push(w);
-            }
-        }
-        if !rows_partition {
-            members.iter_mut().for_each(Vec::clear);
-            cluster_of.iter_mut().for_each(|c| *c = usize::MAX);
-            for w in 0..k {
-                augment(self, w, &mut members, &mut cluster_of, |_| {})
-                    .expect("every assignment matrix admits a complete clustering");
-            }
-        }
-        members.iter_mut().for_each(|m| m.sort_unstable());
-        let placements = (0..k)
-            .map(|w| Placement {
-                cluster: cluster_of[w],
-                straggler: false,
-                phase_one: None,
-                how: How::Initial,
-            })
-            .collect();
-        Clustering {
-            members,
-            cluster_of,
-            placements,
-            conflicts: Vec::new(),
-            phases: Vec::new(),
-        }
     }
 }
 

@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use super::Assignment;
+use super::{Assignment, Clustering, How, Placement};
 
 const NONE: usize = usize::MAX;
 
@@ -114,6 +114,54 @@ pub fn augment(
     moved: impl FnMut(usize),
 ) -> Option<(usize, usize)> {
     Augmenter::default().run(a, k, members, cluster_of, moved)
+}
+
+impl Assignment {
+    /// The clustering used without straggler information: the columns of the
+    /// first l rows when they hold every worker once (always for
+    /// [`Self::circular_shifts`], where they are one shift per group; with eq.
+    /// (13) they are GC-SC's eq. (5)). Otherwise the repair completes an empty
+    /// clustering, taking workers in index order. Positions are ascending ids
+    /// (for circular shifts, the row order).
+    pub fn initial_clustering(&self) -> Clustering {
+        let (k, p, l) = (self.workers(), self.clusters(), self.size());
+        let mut members: Vec<Vec<usize>> = vec![Vec::with_capacity(l); p];
+        let mut cluster_of = vec![usize::MAX; k];
+        let mut rows_partition = true;
+        for row in &self.rows()[..l] {
+            for (c, &w) in row.iter().enumerate() {
+                if cluster_of[w] != usize::MAX {
+                    rows_partition = false;
+                }
+                cluster_of[w] = c;
+                members[c].push(w);
+            }
+        }
+        if !rows_partition {
+            members.iter_mut().for_each(Vec::clear);
+            cluster_of.iter_mut().for_each(|c| *c = usize::MAX);
+            for w in 0..k {
+                augment(self, w, &mut members, &mut cluster_of, |_| {})
+                    .expect("every assignment matrix admits a complete clustering");
+            }
+        }
+        members.iter_mut().for_each(|m| m.sort_unstable());
+        let placements = (0..k)
+            .map(|w| Placement {
+                cluster: cluster_of[w],
+                straggler: false,
+                phase_one: None,
+                how: How::Initial,
+            })
+            .collect();
+        Clustering {
+            members,
+            cluster_of,
+            placements,
+            conflicts: Vec::new(),
+            phases: Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]
