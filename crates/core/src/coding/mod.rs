@@ -23,6 +23,7 @@ mod isgc;
 mod mds;
 mod mmc;
 mod options;
+mod params;
 mod partial;
 mod plan;
 pub mod registry;

@@ -1,9 +1,16 @@
 //! The scheme interface: the [`Scheme`] trait the engine calls, the
-//! arrival tracker it hands out, and building a scheme by name.
+//! arrival tracker it hands out, and a scheme's entry in the registry
+//! ([`SchemeEntry`]: its name, its parameters' keys and defaults, its
+//! constructor), kept beside the trait its constructor builds.
 
 use serde::Serialize;
 
-use super::{Accuracy, Arrival, Decoding, RoundContext, RoundPlan, SchemeEntry};
+use std::sync::OnceLock;
+
+use super::params::{
+    BuildArgs, ParamError, SchemeParams, defaults_of, expand, field_names, resolve_params,
+};
+use super::{Accuracy, Arrival, CodingError, Decoding, RoundContext, RoundPlan};
 
 /// Incremental check of whether the arrivals so far suffice to decode.
 pub trait ArrivalTracker {
@@ -151,5 +158,102 @@ pub trait Scheme: AsAny + Send {
     /// cluster); `None` when it is not. `advise` drops degenerate variants.
     fn degenerate(&self) -> Option<String> {
         None
+    }
+}
+
+/// A scheme's constructor: it reads its parameters from `args` and checks
+/// their limits.
+pub type Constructor = fn(&BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError>;
+
+/// One registered scheme: its name, description, parameters and constructor.
+/// Made by [`SchemeEntry::new`] in the scheme's own file.
+pub struct SchemeEntry {
+    name: &'static str,
+    description: &'static str,
+    fields: fn() -> &'static [&'static str],
+    /// `fields` with [`CODE_FIELD`] expanded, made on first use.
+    keys: OnceLock<Vec<&'static str>>,
+    defaults: fn() -> toml::Table,
+    resolve: fn(&toml::Table) -> Result<toml::Table, ParamError>,
+    build: Constructor,
+}
+
+impl SchemeEntry {
+    /// The entry of the scheme `name` (as in `scheme.kind`) with parameters
+    /// `P` and constructor `build`.
+    pub const fn new<P: SchemeParams>(
+        name: &'static str,
+        description: &'static str,
+        build: Constructor,
+    ) -> Self {
+        Self {
+            name,
+            description,
+            fields: field_names::<P>,
+            keys: OnceLock::new(),
+            defaults: defaults_of::<P>,
+            resolve: resolve_params::<P>,
+            build,
+        }
+    }
+
+    /// The name in configs, JSON and traces.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// One line: what the scheme does, and the paper section.
+    pub fn description(&self) -> &'static str {
+        self.description
+    }
+
+    /// The `[scheme]` keys it reads (besides `kind`), in declaration order
+    /// (the shared code options in the place of their field).
+    pub fn keys(&self) -> &[&'static str] {
+        self.keys.get_or_init(|| expand((self.fields)()))
+    }
+
+    /// Whether it reads the `[scheme]` key `key`.
+    pub fn declares(&self, key: &str) -> bool {
+        self.keys().contains(&key)
+    }
+
+    /// Its keys with their defaults (a key without a default is absent).
+    pub fn defaults(&self) -> toml::Table {
+        (self.defaults)()
+    }
+
+    /// Its parameters as given in `params` (its own keys; any others are
+    /// ignored), type-checked, with the defaults of the keys not given.
+    pub fn resolve(&self, params: &toml::Table) -> Result<toml::Table, ParamError> {
+        (self.resolve)(params)
+    }
+
+    /// Build the scheme.
+    pub fn build(&self, args: &BuildArgs<'_>) -> Result<Box<dyn Scheme>, CodingError> {
+        (self.build)(args)
+    }
+}
+
+impl PartialEq for SchemeEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for SchemeEntry {}
+
+impl std::fmt::Debug for SchemeEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemeEntry")
+            .field("name", &self.name)
+            .field("keys", &self.keys())
+            .finish()
+    }
+}
+
+impl std::fmt::Display for SchemeEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
     }
 }
