@@ -24,16 +24,12 @@
 //! | order | master → worker | [`Order`], `aggregate = reduce` only: the iteration, the decodable set's ranks, this worker's decode coefficient of each of its messages |
 //! | reduced | worker → master | `aggregate = reduce`: Σ a·(coded vector) over the decodable set (d + 1 values), from its lowest rank, then the seconds it spent on its own share and on the tree |
 //! | partial sum | worker → worker | `aggregate = reduce`: a partial sum of the reduction tree (d + 1 values) |
-//! | pause | master → worker | the iteration just decoded: the master waits for its evaluations before it sends the next task, so a worker still on that task (or an older one) drops it now, as the next task would have made it |
+//! | pause | master → worker | the iteration just decoded: the master evaluates in line or waits for its evaluations before it sends the next task, so a worker still on that task (or an older one) drops it now, as the next task would have made it |
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
 use crate::learn::Standardization;
 
 pub const TAG_SETUP: i32 = 1;
-/// Master → worker: drop the task of this iteration or older (payload: the
-/// iteration); past the task and result tags.
-pub const TAG_PAUSE: i32 = TAG_ITERATION_BASE + TAG_ITERATION_SPAN + 1;
-const _: () = assert!(TAG_PAUSE <= 32_767, "MPI guarantees tags up to 32767");
 pub const TAG_READY: i32 = 2;
 pub const TAG_ERROR: i32 = 3;
 pub const TAG_STOP: i32 = 4;
@@ -69,6 +65,10 @@ pub const MAX_UNTAKEN_TASKS: u64 = 2;
 /// Tasks and results: base + iteration mod span (MPI guarantees tags up to 32767).
 pub const TAG_ITERATION_BASE: i32 = 16;
 pub const TAG_ITERATION_SPAN: i32 = 16_000;
+/// Master → worker: drop the task of this iteration or older (payload: the
+/// iteration); past the task and result tags.
+pub const TAG_PAUSE: i32 = TAG_ITERATION_BASE + TAG_ITERATION_SPAN + 1;
+const _: () = assert!(TAG_PAUSE <= 32_767, "MPI guarantees tags up to 32767");
 
 /// The tag of a task or result of `iteration`.
 pub fn iteration_tag(iteration: u64) -> i32 {
