@@ -1248,6 +1248,20 @@ mod tests {
     /// A partial scheme trained for 9 iterations, evaluated every 3.
     const PARTIAL_RUN: &str = "workers = 4\nseed = 5\n[scheme]\nkind = \"ignore-stragglers\"\nwait_for = 2\n[straggler]\nmodel = \"shifted-exponential\"\n[data]\nkind = \"synthetic-logistic\"\ntrain_samples = 400\ntest_samples = 40\nfeatures = 12\n[train]\niterations = 9\neval_every = 3\n";
 
+    /// `seen` observed the 9 iterations of [`PARTIAL_RUN`] in order, each
+    /// with the losses an evaluation in line gives (`in_line`), bit for bit.
+    fn assert_same_losses(seen: &[Seen], in_line: &[Seen], how: &str) {
+        assert_eq!(seen.len(), 9, "{how}");
+        for (t, (b, l)) in seen.iter().zip(in_line).enumerate() {
+            assert_eq!(b.0, t as u64, "{how}: observed in order");
+            let same = |x: f64, y: f64| x.to_bits() == y.to_bits();
+            assert!(
+                same(b.1, l.1) && same(b.2, l.2) && same(b.3, l.3) && same(b.4, l.4),
+                "iteration {t}: {how} {b:?}, in line {l:?}"
+            );
+        }
+    }
+
     /// Issue 39: a measured run evaluates an iteration's losses beside the
     /// next iteration and observes it once they are in: the observers see
     /// every iteration once, in order, with the losses an evaluation in
@@ -1262,14 +1276,8 @@ mod tests {
         let (in_line, none) = losses_of(text, false);
         // Iterations 0, 3 and 6 beside; the last (8) in line: nothing follows it.
         assert_eq!((threads, none), (3, 0));
-        assert_eq!(beside.len(), 9);
-        for (t, (b, l)) in beside.iter().zip(&in_line).enumerate() {
-            assert_eq!(b.0, t as u64, "observed in order");
-            let same = |x: f64, y: f64| x.to_bits() == y.to_bits();
-            assert!(
-                same(b.1, l.1) && same(b.2, l.2) && same(b.3, l.3) && same(b.4, l.4),
-                "iteration {t}: beside {b:?}, in line {l:?}"
-            );
+        assert_same_losses(&beside, &in_line, "beside");
+        for (t, b) in beside.iter().enumerate() {
             let evaluated = t % 3 == 0 || t == 8;
             assert_eq!(b.2.is_finite(), evaluated, "iteration {t}: {b:?}");
             assert_eq!(b.1.is_finite(), evaluated, "iteration {t}: {b:?}");
@@ -1287,14 +1295,8 @@ mod tests {
         let (deferred, threads) = losses_of(&deferred_text, true);
         let (in_line, _) = losses_of(text, false);
         assert_eq!(threads, 3);
-        assert_eq!(deferred.len(), 9);
-        for (t, (b, l)) in deferred.iter().zip(&in_line).enumerate() {
-            assert_eq!(b.0, t as u64, "observed in order");
-            let same = |x: f64, y: f64| x.to_bits() == y.to_bits();
-            assert!(
-                same(b.1, l.1) && same(b.2, l.2) && same(b.3, l.3) && same(b.4, l.4),
-                "iteration {t}: deferred {b:?}, in line {l:?}"
-            );
+        assert_same_losses(&deferred, &in_line, "deferred");
+        for (t, b) in deferred.iter().enumerate() {
             assert_eq!(b.5, 9, "iteration {t} observed after round {} of 9", b.5);
         }
     }
