@@ -44,6 +44,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use clap::Args;
 use serde::Serialize;
 
 use super::ConfigArgs;
@@ -69,18 +70,51 @@ pub enum Objective {
     TimeToLoss,
 }
 
-/// The flags of `advise` besides the config.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AdviseFlags {
-    pub trace: Option<PathBuf>,
+/// The flags of `advise`.
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    #[command(flatten)]
+    pub args: ConfigArgs,
+    /// Fit the straggler model to this replay CSV (rows = rounds, one
+    /// column per worker, the model time of one partition computation).
+    #[arg(long, value_name = "FILE.csv", conflicts_with = "trace")]
     pub replay: Option<PathBuf>,
+    /// Fit the straggler model to the per-worker times measured in this
+    /// training trace (`/worker/finish_s` / scheme.load).
+    #[arg(long, value_name = "F.h5")]
+    pub trace: Option<PathBuf>,
+    /// Keep only schemes that store at most M partitions on every worker.
+    #[arg(
+        long,
+        value_name = "M",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
     pub memory_partitions: Option<usize>,
+    /// What to rank by.
+    #[arg(long, value_enum, default_value_t = Objective::Mean)]
     pub objective: Objective,
+    /// The training loss of `--objective time-to-loss` (default: what
+    /// full-batch descent records at iteration train.iterations / 2).
+    #[arg(long, value_name = "LOSS", allow_negative_numbers = true)]
     pub target_loss: Option<f64>,
+    /// The schemes to consider, comma separated (default: every
+    /// registered scheme; those that decode part of the gradient only
+    /// with --min-recovered).
+    #[arg(long, value_name = "S1,S2,...")]
     pub schemes: Option<String>,
+    /// Partial-recovery candidates (ignore-stragglers, is-gc, a gc-dc
+    /// deadline) must recover at least this share of the partitions per
+    /// iteration, on average (in (0, 1]); needed to rank them by time.
+    #[arg(long, value_name = "F")]
     pub min_recovered: Option<f64>,
+    /// Values of a key instead of the default search (repeatable, as in sweep).
+    #[arg(long, value_name = "KEY=V1,V2,...")]
     pub grid: Vec<String>,
+    /// Independent trials per candidate (overrides simulate.trials; at least 2).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
     pub trials: Option<u64>,
+    /// Iterations per trial (overrides simulate.iterations).
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(1..))]
     pub iterations: Option<u64>,
 }
 
@@ -157,10 +191,11 @@ fn fit_trace(
     Ok((source, super::netfit::fit_network(&measured, network)))
 }
 
-pub(super) fn run(args: &ConfigArgs, flags: &AdviseFlags) -> anyhow::Result<()> {
+pub(super) fn run(flags: &AdviseArgs) -> anyhow::Result<()> {
+    let args = &flags.args;
     // Every input error before any work.
     let grid = study::parse_grid(&flags.grid)?;
-    let base = super::sweep::with_run_length(args, flags.trials, flags.iterations);
+    let base = args.with_run_length(flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
     let config = &loaded.config;
     if config.simulate.trials < 2 {

@@ -1,5 +1,6 @@
 //! `gradcode check`: validate the config and print the plan (like PETSc's `-ksp_view`).
 
+use clap::Args;
 use rand::seq::SliceRandom;
 use serde::Serialize;
 
@@ -229,8 +230,36 @@ fn sample_amplification(
     report
 }
 
-pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
+/// `check --ranks`: the ranks a training run needs, after the checks of the
+/// config and the data files (jobs/submit.sh asks for the ranks before it
+/// submits, and a missing data.path must stop it there).
+fn print_ranks(args: &ConfigArgs) -> anyhow::Result<()> {
     let setup = load(args)?;
+    crate::learn::data::check_data_files(&setup.loaded.config, setup.scheme.partitions())?;
+    print_warnings(&setup.loaded);
+    crate::outln!("{}", setup.loaded.config.workers + 1);
+    Ok(())
+}
+
+/// The flags of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub args: ConfigArgs,
+    /// Random minimal arrival sets decoded to measure the worst amplification.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub samples: usize,
+    /// Print only the number of MPI ranks a training run needs (workers + 1), for job scripts.
+    #[arg(long, conflicts_with = "json")]
+    pub ranks: bool,
+}
+
+pub(super) fn run(flags: &CheckArgs) -> anyhow::Result<()> {
+    if flags.ranks {
+        return print_ranks(&flags.args);
+    }
+    let samples = flags.samples;
+    let setup = load(&flags.args)?;
     // The data files train would read: they exist, and their first rows parse.
     let format =
         crate::learn::data::check_data_files(&setup.loaded.config, setup.scheme.partitions())?;
@@ -342,7 +371,7 @@ pub(super) fn run(args: &ConfigArgs, samples: usize) -> anyhow::Result<()> {
         network,
         config: config.clone(),
     };
-    if args.json {
+    if flags.args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_text(&report);

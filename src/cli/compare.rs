@@ -32,6 +32,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use clap::Args;
 use serde::Serialize;
 
 use crate::error::InputError;
@@ -39,16 +40,30 @@ use crate::study::speedup::{PairKey, Speedup, speedup};
 use crate::trace::summary::{Reach, Summary, Targets, TraceColumns, summarize};
 
 /// The flags of `compare`.
-#[derive(Debug, Clone, Default)]
-pub struct CompareFlags {
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The traces (`train --out`, or `simulate --out`; not both kinds).
+    #[arg(value_name = "F.h5", required = true)]
     pub files: Vec<PathBuf>,
-    /// `--baseline`: a trace, or a row label.
+    /// The baseline: one of the traces (added when not among them) or a
+    /// row label (default: the first uncoded row, else the first row).
+    #[arg(long, value_name = "F.h5|LABEL")]
     pub baseline: Option<String>,
-    pub targets: Targets,
+    /// The time and iterations until each run first recorded a train
+    /// loss at most LOSS, and the speedup to it.
+    #[arg(long, value_name = "LOSS", allow_negative_numbers = true)]
+    pub target_loss: Option<f64>,
+    /// The same for a test accuracy (a share, in (0, 1]) at least A.
+    #[arg(long, value_name = "A", allow_negative_numbers = true)]
+    pub target_accuracy: Option<f64>,
+    /// Print JSON instead of text.
+    #[arg(long)]
     pub json: bool,
-    /// `--csv OUT`: the table as CSV, too.
+    /// Also write the table as CSV to OUT.
+    #[arg(long, value_name = "OUT.csv")]
     pub csv: Option<PathBuf>,
-    /// `--force`: an existing `--csv` file may be replaced.
+    /// Replace an existing --csv file.
+    #[arg(long, requires = "csv")]
     pub force: bool,
 }
 
@@ -724,8 +739,12 @@ pub fn csv(c: &Comparison) -> String {
 
 /// Run `compare`: every check first (flags, `--csv`, each trace read), then
 /// the output.
-pub(super) fn run(flags: &CompareFlags) -> anyhow::Result<()> {
-    super::inspect::check_targets(flags.targets)?;
+pub(super) fn run(flags: &CompareArgs) -> anyhow::Result<()> {
+    let targets = Targets {
+        loss: flags.target_loss,
+        accuracy: flags.target_accuracy,
+    };
+    super::check_targets(targets)?;
     let mut files = flags.files.clone();
     let mut baseline = BaselineChoice::Default;
     if let Some(b) = &flags.baseline {
@@ -758,8 +777,8 @@ pub(super) fn run(flags: &CompareFlags) -> anyhow::Result<()> {
             .and_then(|()| crate::trace::place::check_output(out, flags.force, &inputs))
             .map_err(|e| InputError::new("--csv", e))?;
     }
-    let (kind, members) = read_all(&files, flags.targets)?;
-    let comparison = compare(kind, &members, &baseline, flags.targets)
+    let (kind, members) = read_all(&files, targets)?;
+    let comparison = compare(kind, &members, &baseline, targets)
         .map_err(|e| InputError::value("--baseline", flags.baseline.as_deref().unwrap_or(""), e))?;
     if let Some(out) = &flags.csv {
         crate::trace::place::write_whole(out, flags.force, csv(&comparison).as_bytes())

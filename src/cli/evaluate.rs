@@ -6,18 +6,27 @@
 //! `train` computes its final ones: on the run's own test set the loss and
 //! accuracy equal the trace's `final_test_loss` and `final_test_accuracy`.
 
-use std::path::Path;
+use std::path::PathBuf;
+
+use clap::Args;
 
 use crate::error::InputError;
 
-/// What `evaluate` was asked.
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
-pub(crate) struct EvaluateFlags<'a> {
-    pub file: &'a Path,
-    /// `--set data.KEY=VALUE` onto the trace's config.
-    pub overrides: &'a [String],
+/// The flags of `evaluate`.
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    /// The training trace (`train --out`).
+    #[arg(value_name = "F.h5")]
+    pub file: PathBuf,
+    /// Change a `[data]` key of the trace's config, e.g. `--set
+    /// data.test_path="other.idx"` (repeatable; only data.* keys).
+    #[arg(long = "set", value_name = "data.KEY=VALUE")]
+    pub overrides: Vec<String>,
     /// Evaluate on the training set (every partition) instead of the test set.
+    #[arg(long)]
     pub train: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
     pub json: bool,
 }
 
@@ -37,8 +46,8 @@ fn check_overrides(overrides: &[String]) -> Result<(), InputError> {
 }
 
 #[cfg(not(feature = "hdf5"))]
-pub(crate) fn run(flags: &EvaluateFlags<'_>) -> anyhow::Result<()> {
-    check_overrides(flags.overrides)?;
+pub(crate) fn run(flags: &EvaluateArgs) -> anyhow::Result<()> {
+    check_overrides(&flags.overrides)?;
     Err(InputError::new(
         flags.file.display().to_string(),
         "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
@@ -47,8 +56,8 @@ pub(crate) fn run(flags: &EvaluateFlags<'_>) -> anyhow::Result<()> {
 }
 
 #[cfg(feature = "hdf5")]
-pub(crate) fn run(flags: &EvaluateFlags<'_>) -> anyhow::Result<()> {
-    check_overrides(flags.overrides)?;
+pub(crate) fn run(flags: &EvaluateArgs) -> anyhow::Result<()> {
+    check_overrides(&flags.overrides)?;
     let result = imp::evaluate(flags)?;
     if flags.json {
         crate::outln!("{}", serde_json::to_string_pretty(&result)?);
@@ -85,11 +94,11 @@ mod imp {
         pub confusion: Option<Vec<Vec<u64>>>,
     }
 
-    pub(super) fn evaluate(flags: &EvaluateFlags<'_>) -> anyhow::Result<Evaluated> {
+    pub(super) fn evaluate(flags: &EvaluateArgs) -> anyhow::Result<Evaluated> {
         let name = flags.file.display().to_string();
         let fail = |e: &dyn std::fmt::Display| InputError::new(&name, e.to_string());
-        crate::cli::trace_file::check_file(flags.file)?;
-        let file = TraceFile::open(flags.file).map_err(|e| fail(&e))?;
+        crate::cli::trace_file::check_file(&flags.file)?;
+        let file = TraceFile::open(&flags.file).map_err(|e| fail(&e))?;
         let root = file.root().map_err(|e| fail(&e))?;
         if root.kind != TraceKind::Train {
             return Err(fail(
@@ -116,7 +125,7 @@ mod imp {
             .into());
         }
         let origin = format!("{name} (config_toml)");
-        let setup = crate::setup::parse(&toml, &origin, flags.overrides)?;
+        let setup = crate::setup::parse(&toml, &origin, &flags.overrides)?;
         let config = &setup.loaded.config;
         let partitions = setup.scheme.partitions();
         crate::learn::data::check_data_files(config, partitions)?;

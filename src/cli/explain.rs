@@ -1,20 +1,51 @@
 //! `gradcode explain --received 1,2,5`: does this arrival set decode, and how.
 //! gc-dc has its own view (`explain_dc`): how the clusters are formed.
 
+use clap::Args;
+
 use super::decoding::{decode_report, print_text};
-use super::{ConfigArgs, ExplainFlags, load, parse_messages, parse_workers, print_warnings};
+use super::{ConfigArgs, load, parse_messages, parse_workers, print_warnings};
 use crate::coding::{Arrival, RoundContext, dynamic_clustering};
 use crate::error::InputError;
 
-pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<()> {
+/// The flags of `explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub args: ConfigArgs,
+    /// Workers whose results arrived, 1-based, in arrival order (e.g. 1,2,5).
+    /// Required except for gc-dc, where it decodes with the clusters formed.
+    #[arg(long, value_name = "IDS")]
+    pub received: Option<String>,
+    /// gc-dc: the workers the master believes straggle, 1-based (e.g. 3,5,6,7,8).
+    #[arg(long, value_name = "IDS")]
+    pub stragglers: Option<String>,
+    /// gc-dc: estimated rates of workers 1..K (e.g. 2.5,0.1,...); a worker
+    /// with rate < scheme.straggler_threshold straggles; fastest chosen first.
+    #[arg(long, value_name = "RATES")]
+    pub rates: Option<String>,
+}
+
+pub(super) fn run(flags: &ExplainArgs) -> anyhow::Result<()> {
+    let args = &flags.args;
     let setup = load(args)?;
     print_warnings(&setup.loaded);
     let mut scheme = setup.scheme;
     if dynamic_clustering(&*scheme).is_some() {
-        return super::explain_dc::run(args, scheme.as_mut(), flags);
+        let question = super::explain_dc::DcQuestion {
+            received: flags.received.as_deref(),
+            stragglers: flags.stragglers.as_deref(),
+            rates: flags.rates.as_deref(),
+            json: args.json,
+        };
+        return super::explain_dc::run(&question, scheme.as_mut());
     }
     let kind = scheme.kind().name();
-    for (flag, given) in [("--stragglers", flags.stragglers), ("--rates", flags.rates)] {
+    let given = [
+        ("--stragglers", &flags.stragglers),
+        ("--rates", &flags.rates),
+    ];
+    for (flag, given) in given {
         if given.is_some() {
             return Err(InputError::new(
                 flag,
@@ -23,7 +54,7 @@ pub(super) fn run(args: &ConfigArgs, flags: ExplainFlags<'_>) -> anyhow::Result<
             .into());
         }
     }
-    let received = flags.received.ok_or_else(|| {
+    let received = flags.received.as_deref().ok_or_else(|| {
         InputError::new(
             "--received",
             format!("is required for scheme.kind = {kind}"),

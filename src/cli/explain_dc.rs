@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::decoding::{ExplainReport, decode_report, print_text as print_decoding};
-use super::{ConfigArgs, ExplainFlags, one_based, parse_rates, parse_workers};
+use super::{one_based, parse_rates, parse_workers};
 use crate::cluster::spread::min_max_stragglers;
 use crate::cluster::{
     Clustering, ClusteringPolicy, ClusteringScore, GreedyClustering, How, Resolution, WorkerStates,
@@ -206,11 +206,16 @@ fn report(
     }
 }
 
-pub(super) fn run(
-    args: &ConfigArgs,
-    scheme: &mut dyn Scheme,
-    flags: ExplainFlags<'_>,
-) -> anyhow::Result<()> {
+/// What `explain` asks of gc-dc: its flags as given (`--received`,
+/// `--stragglers`, `--rates`) and whether to print JSON.
+pub(super) struct DcQuestion<'a> {
+    pub received: Option<&'a str>,
+    pub stragglers: Option<&'a str>,
+    pub rates: Option<&'a str>,
+    pub json: bool,
+}
+
+pub(super) fn run(flags: &DcQuestion<'_>, scheme: &mut dyn Scheme) -> anyhow::Result<()> {
     let k = scheme.workers();
     if flags.stragglers.is_some() && flags.rates.is_some() {
         return Err(InputError::new(
@@ -280,7 +285,7 @@ pub(super) fn run(
             r.into_iter().map(crate::coding::Arrival::only).collect();
         decode_report(scheme, &plan, &arrivals)
     });
-    if args.json {
+    if flags.json {
         crate::outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_text(&out);

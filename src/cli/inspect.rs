@@ -3,37 +3,70 @@
 //! pooled over its trials). The statistics are [`crate::trace::summary`];
 //! this file reads the file and prints them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
+
+use super::check_targets;
 use crate::error::InputError;
 use crate::trace::summary::Targets;
 
-/// The flags `--target-loss` (finite) and `--target-accuracy` (in (0, 1]),
-/// checked before the file is read.
-pub(super) fn check_targets(targets: Targets) -> Result<(), InputError> {
-    if let Some(x) = targets.loss.filter(|x| !x.is_finite()) {
-        return Err(InputError::value(
-            "--target-loss",
-            x,
-            "must be a finite number",
-        ));
+/// The flags of `inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The trace file.
+    #[arg(value_name = "F.h5")]
+    pub file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the per-worker times of one partition computation of this
+    /// training trace as a replay CSV (for straggler.model = "trace")
+    /// instead of the summary.
+    #[arg(long, value_name = "OUT.csv", conflicts_with = "json")]
+    pub replay_csv: Option<PathBuf>,
+    /// Replace an existing --replay-csv file.
+    #[arg(long, requires = "replay_csv")]
+    pub force: bool,
+    /// Training trace: the first iteration whose recorded train loss is
+    /// at most LOSS, the iterations before it and the time up to it.
+    #[arg(
+        long,
+        value_name = "LOSS",
+        allow_negative_numbers = true,
+        conflicts_with = "replay_csv"
+    )]
+    pub target_loss: Option<f64>,
+    /// Training trace: the first iteration whose recorded test accuracy
+    /// (a share, in (0, 1]) is at least A, the iterations before it and
+    /// the time up to it.
+    #[arg(
+        long,
+        value_name = "A",
+        allow_negative_numbers = true,
+        conflicts_with = "replay_csv"
+    )]
+    pub target_accuracy: Option<f64>,
+}
+
+/// `inspect`: the replay CSV when `--replay-csv` is given, else the summary.
+pub(super) fn run(flags: &InspectArgs) -> anyhow::Result<()> {
+    match &flags.replay_csv {
+        Some(out) => export_replay(&flags.file, out, flags.force),
+        None => summarize(
+            &flags.file,
+            flags.json,
+            Targets {
+                loss: flags.target_loss,
+                accuracy: flags.target_accuracy,
+            },
+        ),
     }
-    if let Some(a) = targets
-        .accuracy
-        .filter(|a| !(a.is_finite() && *a > 0.0 && *a <= 1.0))
-    {
-        return Err(InputError::value(
-            "--target-accuracy",
-            a,
-            "must be in (0, 1]: the share of the test samples classified correctly",
-        ));
-    }
-    Ok(())
 }
 
 /// Without HDF5 there is nothing to read.
 #[cfg(not(feature = "hdf5"))]
-pub(super) fn run(path: &Path, _json: bool, targets: Targets) -> anyhow::Result<()> {
+fn summarize(path: &Path, _json: bool, targets: Targets) -> anyhow::Result<()> {
     check_targets(targets)?;
     Err(InputError::new(
         path.display().to_string(),
@@ -43,7 +76,7 @@ pub(super) fn run(path: &Path, _json: bool, targets: Targets) -> anyhow::Result<
 }
 
 #[cfg(feature = "hdf5")]
-pub(super) fn run(path: &Path, json: bool, targets: Targets) -> anyhow::Result<()> {
+fn summarize(path: &Path, json: bool, targets: Targets) -> anyhow::Result<()> {
     check_targets(targets)?;
     let report = imp::read(path, targets)?;
     if report.kind == crate::trace::TraceKind::Simulation && targets.any() {

@@ -1,7 +1,7 @@
 //! `gradcode probe`: measure the network the job runs on and print the
 //! `[network]` section that models it (issue 26, item 2).
 //!
-//! Compiled with the `mpi` feature only (`cli/mod.rs`).
+//! The measurement needs the `mpi` feature; without it `probe` is refused.
 //!
 //! Under `mpirun -n K+1` rank 0 is the master and ranks 1..K the workers, as
 //! in `train`. Two measurements, each repeated and summarised by its
@@ -42,17 +42,56 @@
 //! bounded by `--timeout-s`, after which the silent worker (or pair) is
 //! named and the job ends with `MPI_Abort`.
 
+// Without MPI only the flags are used (`probe` is refused); the plan, the
+// fits and the report serve the measurement.
+#![cfg_attr(not(feature = "mpi"), allow(dead_code))]
+
+use clap::Args;
 use serde::Serialize;
 
 use crate::error::InputError;
 
-/// The flags of `probe`, as given (checked by [`ProbeFlags::check`]).
-#[derive(Debug, Clone)]
-pub struct ProbeFlags {
+/// The flags of `probe`, as given (checked by [`ProbeArgs::check`]).
+// The numbers are text, checked by rank 0 alone after MPI starts
+// (ProbeArgs::check): a bad value is then one line, not one per rank.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// The smallest ping-pong message, bytes.
+    #[arg(
+        long,
+        value_name = "B",
+        default_value = "8",
+        allow_negative_numbers = true
+    )]
     pub min_bytes: String,
+    /// The largest ping-pong message, bytes (sizes grow 4x from --min-bytes);
+    /// also what the fastest worker sends when all send at once.
+    #[arg(
+        long,
+        value_name = "B",
+        default_value = "8388608",
+        allow_negative_numbers = true
+    )]
     pub max_bytes: String,
+    /// Timed repetitions per size (the fastest counts).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "5",
+        allow_negative_numbers = true
+    )]
     pub repetitions: String,
+    /// How long the master waits for a worker's answer, seconds: a worker
+    /// (or a pair of workers) silent for longer is named and the job ends.
+    #[arg(
+        long,
+        value_name = "S",
+        default_value = "60",
+        allow_negative_numbers = true
+    )]
     pub timeout_s: String,
+    /// Print JSON instead of TOML.
+    #[arg(long)]
     pub json: bool,
 }
 
@@ -91,7 +130,7 @@ fn parse_count(flag: &str, text: &str) -> Result<usize, InputError> {
         .map_err(|_| InputError::value(flag, text, "is not a whole number of at least 1 (e.g. 8)"))
 }
 
-impl ProbeFlags {
+impl ProbeArgs {
     /// The plan, or the first bad flag named with its rule.
     pub fn check(&self) -> Result<ProbePlan, InputError> {
         let min = parse_count("--min-bytes", &self.min_bytes)?;
@@ -412,8 +451,16 @@ fn simultaneous_bytes(bandwidths: &[f64], min: usize, max: usize) -> Vec<usize> 
         .collect()
 }
 
+#[cfg(feature = "mpi")]
 pub use measure::run;
 
+/// Without MPI there is nothing to measure with.
+#[cfg(not(feature = "mpi"))]
+pub fn run(_flags: &ProbeArgs) -> anyhow::Result<()> {
+    Err(InputError::new("probe", "this gradcode was built without the `mpi` feature").into())
+}
+
+#[cfg(feature = "mpi")]
 mod measure {
     use std::time::{Duration, Instant};
 
@@ -476,7 +523,7 @@ mod measure {
     /// flags; every wait of rank 0 for a
     /// worker is watched ([`Watchdog`]): a worker (or a pair) silent for
     /// `--timeout-s` is named and the job ends.
-    pub fn run(flags: &ProbeFlags) -> anyhow::Result<()> {
+    pub fn run(flags: &ProbeArgs) -> anyhow::Result<()> {
         let inherited = crate::finalize::InheritedSockets::record();
         // Funneled: the watchdog thread may end the job (MPI_Abort).
         let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
@@ -490,7 +537,7 @@ mod measure {
     }
 
     /// This rank's part of the probe.
-    fn probe_rank(universe: &mpi::environment::Universe, flags: &ProbeFlags) -> anyhow::Result<()> {
+    fn probe_rank(universe: &mpi::environment::Universe, flags: &ProbeArgs) -> anyhow::Result<()> {
         let world = universe.world();
         let ranks = world.size() as usize;
         if world.rank() != 0 {
@@ -561,7 +608,7 @@ mod measure {
         }
     }
 
-    fn check(flags: &ProbeFlags, ranks: usize) -> Result<ProbePlan, InputError> {
+    fn check(flags: &ProbeArgs, ranks: usize) -> Result<ProbePlan, InputError> {
         let plan = flags.check()?;
         if ranks < 2 {
             return Err(InputError::value(
@@ -841,8 +888,8 @@ mod measure {
 mod tests {
     use super::*;
 
-    fn flags(min: &str, max: &str, reps: &str) -> ProbeFlags {
-        ProbeFlags {
+    fn flags(min: &str, max: &str, reps: &str) -> ProbeArgs {
+        ProbeArgs {
             min_bytes: min.into(),
             max_bytes: max.into(),
             repetitions: reps.into(),
@@ -877,14 +924,14 @@ mod tests {
             assert_eq!(e.field, field, "{e}");
         }
         for timeout in ["0", "-1", "nan", "inf", "1e300", "abc", ""] {
-            let f = ProbeFlags {
+            let f = ProbeArgs {
                 timeout_s: timeout.into(),
                 ..flags("8", "64", "3")
             };
             let e = f.check().unwrap_err();
             assert_eq!(e.field, "--timeout-s", "{timeout}: {e}");
         }
-        let f = ProbeFlags {
+        let f = ProbeArgs {
             timeout_s: "2.5".into(),
             ..flags("8", "64", "3")
         };

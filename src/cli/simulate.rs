@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use clap::Args;
 use serde::Serialize;
 
 use super::{ConfigArgs, load, print_warnings};
@@ -12,18 +13,26 @@ use crate::error::QuietExit;
 use crate::sim::{SimReport, Simulation};
 use crate::trace::{Target, TraceSink};
 
-/// The flags of `simulate` besides [`ConfigArgs`]; each overrides its config key.
-#[derive(Debug, Clone, Default)]
-pub struct SimulateFlags {
-    /// `--trials` → `simulate.trials`.
+/// The flags of `simulate`; `--trials`, `--iterations` and `--seed` override
+/// their config keys (`simulate.trials`, `simulate.iterations`, `seed`).
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    pub args: ConfigArgs,
+    /// Independent trials (overrides simulate.trials).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub trials: Option<u64>,
-    /// `--iterations` → `simulate.iterations`.
+    /// Iterations per trial (overrides simulate.iterations).
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(1..))]
     pub iterations: Option<u64>,
-    /// `--seed` → `seed`.
+    /// Master seed (overrides seed).
+    #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
-    /// `--out [F.h5]`: `Some(None)` = `output.trace`.
+    /// Write the per-iteration records to an HDF5 trace (output.trace when no file is given).
+    #[arg(long, value_name = "F.h5", num_args = 0..=1)]
     pub out: Option<Option<PathBuf>>,
-    /// `--force`: overwrite an existing trace.
+    /// Overwrite an existing trace.
+    #[arg(long, requires = "out")]
     pub force: bool,
 }
 
@@ -40,15 +49,8 @@ struct JsonReport<'a> {
     report: &'a SimReport,
 }
 
-pub(super) fn run(args: &ConfigArgs, flags: &SimulateFlags) -> anyhow::Result<()> {
-    let mut args = args.clone();
-    // Flags win over --set and the file: they are appended last.
-    if let Some(n) = flags.trials {
-        args.overrides.push(format!("simulate.trials={n}"));
-    }
-    if let Some(n) = flags.iterations {
-        args.overrides.push(format!("simulate.iterations={n}"));
-    }
+pub(super) fn run(flags: &SimulateArgs) -> anyhow::Result<()> {
+    let mut args = flags.args.with_run_length(flags.trials, flags.iterations);
     if let Some(s) = flags.seed {
         args.overrides.push(format!("seed={s}"));
     }

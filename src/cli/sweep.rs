@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use clap::Args;
 use serde::Serialize;
 
 use super::ConfigArgs;
@@ -26,31 +27,30 @@ use crate::error::InputError;
 use crate::study::{self, Outcome, Skipped, VariantRunner, describe, describe_skipped};
 use crate::trace::place::{self, Input};
 
-/// The flags of `sweep` besides the config.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SweepFlags {
+/// The flags of `sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub args: ConfigArgs,
+    /// A grid axis, `KEY=V1,V2,...` (repeatable; values are TOML, commas
+    /// inside brackets and quotes do not split).
+    #[arg(long, value_name = "KEY=V1,V2,...")]
     pub grid: Vec<String>,
+    /// The schemes to sweep, comma separated (default: simulate.compare).
+    #[arg(long, value_name = "S1,S2,...")]
     pub schemes: Option<String>,
+    /// Independent trials per variant (overrides simulate.trials).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub trials: Option<u64>,
+    /// Iterations per trial (overrides simulate.iterations).
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(1..))]
     pub iterations: Option<u64>,
+    /// Write the table to this file (`.json` or `.csv`).
+    #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Replace an existing --out file.
+    #[arg(long, requires = "out")]
     pub force: bool,
-}
-
-/// `args` with `--trials` and `--iterations` appended as overrides (flags win).
-pub(super) fn with_run_length(
-    args: &ConfigArgs,
-    trials: Option<u64>,
-    iterations: Option<u64>,
-) -> ConfigArgs {
-    let mut base = args.clone();
-    if let Some(n) = trials {
-        base.overrides.push(format!("simulate.trials={n}"));
-    }
-    if let Some(n) = iterations {
-        base.overrides.push(format!("simulate.iterations={n}"));
-    }
-    base
 }
 
 /// One row of the table: a variant that ran.
@@ -86,7 +86,7 @@ struct SweepReport {
     skipped: Vec<Skipped>,
 }
 
-pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
+pub(super) fn run(flags: &SweepArgs) -> anyhow::Result<()> {
     // Every input error before any work: the grid, the schemes, the base config, the output path.
     if flags.grid.is_empty() {
         return Err(
@@ -112,7 +112,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
         .iter()
         .position(|a| a.key == "scheme.kind")
         .map(|i| axes.remove(i));
-    let base = with_run_length(args, flags.trials, flags.iterations);
+    let base = flags.args.with_run_length(flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
     // The variants' typed base: the config as parsed, before the loader
     // resolves its `[scheme]` (read again: the loader consumes it).
@@ -160,7 +160,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
         }
     }
     if let Some(out) = &flags.out {
-        let inputs = place::inputs_of(&loaded.config, args.config.as_deref());
+        let inputs = place::inputs_of(&loaded.config, flags.args.config.as_deref());
         check_out(out, flags.force, &inputs)?;
     }
 
@@ -235,7 +235,7 @@ pub(super) fn run(args: &ConfigArgs, flags: &SweepFlags) -> anyhow::Result<()> {
     if let Some(out) = &flags.out {
         write_table(out, &report, flags.force)?;
     }
-    if args.json {
+    if flags.args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_text(&report);
