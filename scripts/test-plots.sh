@@ -13,7 +13,6 @@
 # turns the skip into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 source scripts/python-env.sh
 if ! python_env; then
   if [ "${GRADCODE_REQUIRE_PYTHON:-0}" = 1 ] || [ "${CI:-}" = true ]; then
@@ -26,8 +25,9 @@ if ! python_env; then
   echo "############################################################################" >&2
   exit 0
 fi
-cargo build --release --locked --quiet --bin gradcode --example synthetic_trace
-export GRADCODE=$PWD/target/release/gradcode SYNTHETIC_TRACE=$PWD/target/release/examples/synthetic_trace
+source scripts/lib.sh
+build_release --example synthetic_trace
+export SYNTHETIC_TRACE=$target/release/examples/synthetic_trace
 "$PYTHON" python/tests/test_traces.py
 "$PYTHON" scripts/test_plots.py
 "$PYTHON" scripts/test_figures.py
