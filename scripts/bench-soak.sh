@@ -25,10 +25,11 @@ GRADCODE_LOG=off "${launcher[@]}" "$bin" train --config "$config" --set "train.i
   --set "train.eval_every=$iterations" --set "output.progress_every=$progress" \
   --set "output.snapshot_every=$progress" --out "$work/soak.h5" > "$work/stdout" 2> "$work/stderr" &
 job=$!
-# Rank of a process of this job (OpenMPI or MPICH's environment), or nothing.
+# Rank of a process of this job (OpenMPI or MPICH's environment), or nothing
+# (also when the process has ended since pgrep saw it).
 rank_of() {
-  tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null |
-    sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p' | head -1
+  { tr '\0' '\n' < "/proc/$1/environ"; } 2>/dev/null |
+    sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p' | head -1 || true
 }
 : > "$work/samples"
 start=$(date +%s.%N)
