@@ -17,9 +17,12 @@
 #
 # $GRADCODE, when set, names a built gradcode: build_release builds no
 # gradcode then (only the CARGO-ARGS targets, when given) and $bin is it.
-# Having built, build_release exports GRADCODE, so the scripts a script runs
-# build nothing again. $target is the cargo target folder
-# ($CARGO_TARGET_DIR, else target/): examples are in $target/release/examples.
+# A script's later build_release with the same CARGO-ARGS builds nothing
+# again. GRADCODE is not exported for the scripts a script runs: each builds
+# (cargo rebuilds what a build with other features, e.g. a
+# --no-default-features test, left in target/release). $target is the cargo
+# target folder ($CARGO_TARGET_DIR, else target/): examples are in
+# $target/release/examples.
 #
 # Sourcing it sources jobs/launch.sh (its choose_launcher, launcher_command,
 # ...) and leaves the caller's shell options alone.
@@ -32,22 +35,24 @@ source "$repo/jobs/launch.sh"
 
 # build_release [CARGO-ARGS...]: `cargo build --release --locked --bin
 # gradcode CARGO-ARGS` in the repository, unless $GRADCODE names a built
-# binary (then only the CARGO-ARGS targets are built); sets and exports bin
-# and GRADCODE (absolute paths).
+# binary (then only the CARGO-ARGS targets are built), once per script and
+# CARGO-ARGS; sets bin to the binary (an absolute path).
 build_release() {
   command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-  if [ -n "${GRADCODE:-}" ]; then
-    [ -x "$GRADCODE" ] || { echo "lib.sh: GRADCODE=$GRADCODE is not an executable" >&2; return 1; }
-    if [ $# -gt 0 ]; then
-      (cd "$repo" && cargo build --release --locked "$@") || return 1
+  local built_for="[$*]"
+  if [ "${lib_built:-}" != "$built_for" ]; then
+    if [ -n "${GRADCODE:-}" ]; then
+      [ -x "$GRADCODE" ] || { echo "lib.sh: GRADCODE=$GRADCODE is not an executable" >&2; return 1; }
+      if [ $# -gt 0 ]; then
+        (cd "$repo" && cargo build --release --locked "$@") || return 1
+      fi
+    else
+      (cd "$repo" && cargo build --release --locked --bin gradcode "$@") || return 1
     fi
-  else
-    (cd "$repo" && cargo build --release --locked --bin gradcode "$@") || return 1
-    GRADCODE=$target/release/gradcode
+    lib_built=$built_for
   fi
-  case $GRADCODE in /*) ;; *) GRADCODE=$PWD/$GRADCODE ;; esac
-  bin=$GRADCODE
-  export GRADCODE
+  bin=${GRADCODE:-$target/release/gradcode}
+  case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
 }
 
 # mpi_env: OpenMPI refuses to run as root without its two root variables;

@@ -27,7 +27,7 @@ if ! python_env; then
 fi
 source scripts/lib.sh
 build_release --example synthetic_trace
-export SYNTHETIC_TRACE=$target/release/examples/synthetic_trace
+export GRADCODE=$bin SYNTHETIC_TRACE=$target/release/examples/synthetic_trace
 "$PYTHON" python/tests/test_traces.py
 "$PYTHON" scripts/test_plots.py
 "$PYTHON" scripts/test_figures.py
