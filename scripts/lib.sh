@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What the shell scripts of scripts/ share (sourced, not run):
 #
 #   source "$(dirname "$0")/lib.sh"   # sets $repo (the repository's top folder)
@@ -30,13 +31,14 @@
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
 case $target in /*) ;; *) target=$repo/$target ;; esac
-# shellcheck source=../jobs/launch.sh
+# shellcheck source=SCRIPTDIR/../jobs/launch.sh
 source "$repo/jobs/launch.sh"
 
 # build_release [CARGO-ARGS...]: `cargo build --release --locked --bin
 # gradcode CARGO-ARGS` in the repository, unless $GRADCODE names a built
 # binary (then only the CARGO-ARGS targets are built), once per script and
 # CARGO-ARGS; sets bin to the binary (an absolute path).
+# shellcheck disable=SC2120 # called with no arguments too: only the binary
 build_release() {
   command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
   local built_for="[$*]"
