@@ -5,7 +5,9 @@
 # replay study's statistics against gradcode's (scripts/test_replay_study.py)
 # and the maths of scripts/bench-peer.sh's mpi4py peer (scripts/test_bench_peer.py;
 # its run under mpirun is skipped, saying so, without Debian's python3-mpi4py),
-# and jobs/submit.sh's usage errors, without Slurm (scripts/test_submit.py).
+# and jobs/submit.sh's usage errors, without Slurm (scripts/test_submit.py),
+# and the benchmark configs of configs/bench/ with scripts/lib.sh's
+# write_config (scripts/test_bench_configs.py).
 # Needs python3 with venv and pip access to PyPI for the pinned packages of
 # scripts/requirements.txt; without them this prints SKIPPED and exits 0, so
 # a machine without Python still runs the Rust tests, and says so loudly.
@@ -34,3 +36,4 @@ export GRADCODE=$bin SYNTHETIC_TRACE=$target/release/examples/synthetic_trace
 "$PYTHON" scripts/test_replay_study.py
 "$PYTHON" scripts/test_bench_peer.py
 "$PYTHON" scripts/test_submit.py
+"$PYTHON" scripts/test_bench_configs.py
