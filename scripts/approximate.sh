@@ -22,10 +22,9 @@ esac
 cd "$(dirname "$0")/.."
 out=results/paper/approximate
 if [ "$replot" = 0 ]; then
-  command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-  cargo build --release --locked --quiet --bin gradcode
-  if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-  bin=target/release/gradcode
+  source scripts/lib.sh
+  build_release
+  mpi_env
   mkdir -p "$out"
   rm -f "$out"/*.h5 "$out"/*.json
   echo "approximate.sh: the decode error against the stragglers (sweep)"
@@ -39,7 +38,7 @@ if [ "$replot" = 0 ]; then
     local name=$1
     shift
     echo "approximate.sh: train $name"
-    mpirun --oversubscribe -n 9 "$bin" train --config configs/paper/agc-train.toml "$@" \
+    launch_ranks 9 "$bin" train --config configs/paper/agc-train.toml "$@" \
       --out "$out/$name.h5" --force --json --quiet > "$out/$name.json" 2> "$out/$name.log"
   }
   train uncoded --set 'scheme.kind="uncoded"'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # runtime.aggregate = gather against reduce (issue 28, item 3; docs/aggregate.md):
-# K = 16 workers (17 ranks, oversubscribed), gc-cyclic with load 2, measured
+# K = 16 workers (17 ranks, oversubscribed), gc-cyclic with load 2 (configs/bench/aggregate.toml), measured
 # mode, synthetic one-hot data with few samples (64 rows of 4 entries, so the
 # workers' compute is small; runtime.pack_sparse = false, so every coded
 # vector has its d + 1 values, as a dense model's: a packed one of these
@@ -17,9 +17,10 @@ repeats=${1:-2}
 shift || true
 dims=("$@")
 [ ${#dims[@]} -gt 0 ] || dims=(10000 30000 100000 1000000 10000000)
-cargo build --release --locked --bin gradcode
-bin=target/release/gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+source scripts/lib.sh
+build_release
+mpi_env
+config=$(bench_config aggregate)
 mkdir -p results
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -27,35 +28,11 @@ rows=()
 for d in "${dims[@]}"; do
   # Fewer iterations for the largest vectors: each moves 16 x 80 MB at d = 10^7.
   iterations=$(( d >= 10000000 ? 5 : 20 ))
-  cat > "$work/d$d.toml" <<TOML
-workers = 16
-seed = 3
-[scheme]
-kind = "gc-cyclic"
-load = 2
-[straggler]
-mode = "measured"
-[data]
-kind = "synthetic-onehot"
-train_samples = 64
-test_samples = 16
-features = $d
-nonzeros_per_row = 4
-[model]
-loss = "logistic"
-[train]
-iterations = $iterations
-learning_rate = 0.1
-eval_every = 1000
-result_timeout_s = 120.0
-[runtime]
-pack_sparse = false
-TOML
   declare -A best=([gather]=1e9 [reduce]=1e9) bytes=()
   for _ in $(seq "$repeats"); do
     for aggregate in gather reduce; do
-      mpirun --oversubscribe -n 17 "$bin" train --config "$work/d$d.toml" --out "$work/t.h5" --force \
-        --json --quiet --set "runtime.aggregate=\"$aggregate\"" > "$work/t.json"
+      launch_ranks 17 "$bin" train --config "$config" --set "data.features=$d" --set "train.iterations=$iterations" \
+        --out "$work/t.h5" --force --json --quiet --set "runtime.aggregate=\"$aggregate\"" > "$work/t.json"
       read -r s b < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["mean_iteration_s"], d["master_inbound_bytes_per_iteration"])' "$work/t.json")
       best[$aggregate]=$(python3 -c "print(min(${best[$aggregate]}, $s))")
       bytes[$aggregate]=$b

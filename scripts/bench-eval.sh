@@ -20,10 +20,9 @@ iterations=${2:-200}
 for n in "$seeds" "$iterations"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "bench-eval.sh: $n is not a positive whole number; usage: scripts/bench-eval.sh [SEEDS [ITERATIONS]]" >&2; exit 2; }
 done
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --quiet --bin gradcode
-bin=$PWD/target/release/gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+source scripts/lib.sh
+build_release
+mpi_env
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 config=configs/paper/isgc-fig12-is-cr.toml
@@ -33,7 +32,7 @@ for evaluation in beside deferred; do
     for s in $(seq 1 "$seeds"); do
       echo "bench-eval.sh: evaluation $evaluation, eval_every = $every, seed $s of $seeds"
       run="$work/$evaluation-every$every-s$s"
-      mpirun --oversubscribe -n "$ranks" "$bin" train --config "$config" --set "seed=$s" \
+      launch_ranks "$ranks" "$bin" train --config "$config" --set "seed=$s" \
         --set "train.iterations=$iterations" --set "train.eval_every=$every" \
         --set "train.evaluation=\"$evaluation\"" --out "$run.h5" --quiet --json > "$run.json"
     done

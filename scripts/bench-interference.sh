@@ -391,10 +391,9 @@ case $method in auto | v1 | v2 | hog) ;; *) die "--method = '$method': must be a
 cg_detect "$method"
 # Validation ends here: nothing was written before.
 
-command -v cargo > /dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --bin gradcode
-bin=${CARGO_TARGET_DIR:-$PWD/target}/release/gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+source scripts/lib.sh
+build_release
+mpi_env
 arm_cleanup
 work=$(mktemp -d)
 mkdir -p results
@@ -419,29 +418,10 @@ fi
 
 write_wrapper "$work/rank.sh"
 
-cat > "$work/bench.toml" << TOML
-workers = $workers
-seed = 1
-[scheme]
-kind = "uncoded"
-load = 2
-clusters = 2
-wait_for = $((workers - slow))
-[straggler]
-mode = "measured"
-time_unit_ms = 10.0
-[data]
-kind = "synthetic-linear"
-train_samples = $samples
-test_samples = 100
-features = $features
-[train]
-iterations = $iterations
-eval_every = 1000000
-[simulate]
-trials = 20
-iterations = $iterations
-TOML
+# configs/bench/interference.toml with the options' sizes.
+config=(--config "$(bench_config interference)" --set "workers=$workers" --set "scheme.wait_for=$((workers - slow))"
+        --set "data.train_samples=$samples" --set "data.features=$features" --set "train.iterations=$iterations"
+        --set "simulate.iterations=$iterations")
 schemes=(uncoded gc-cyclic gc-dc is-gc)
 
 # One training run: CONDITION SCHEME NAME [--set ...]; writes NAME.{h5,json}.
@@ -451,7 +431,7 @@ train() {
   : > "$work/record"
   BI_SLOW=$([ "$cond" = slowed ] && echo "$slowed" || echo "") BI_KIND=$cg_kind \
     BI_GROUP=$cg_root/$group BI_HOGS=$hog_file BI_RECORD=$work/record \
-    mpirun --oversubscribe -n $((workers + 1)) "$work/rank.sh" "$bin" train --config "$work/bench.toml" \
+    launch_ranks $((workers + 1)) "$work/rank.sh" "$bin" train "${config[@]}" \
     --set "scheme.kind=$scheme" "$@" --out "$name.h5" --force --json --quiet > "$name.json" 2> "$name.err" ||
     { echo "bench-interference.sh: training $scheme ($cond) failed:" >&2; cat "$name.err" >&2; exit 1; }
   hogs_stop
@@ -496,12 +476,12 @@ import json, sys
 runs = sorted((json.load(open(f"{sys.argv[1]}-{r}.json"))["mean_iteration_s"], r) for r in range(1, int(sys.argv[2]) + 1))
 print(runs[(len(runs) - 1) // 2][1])' "$work/$cond-uncoded" "$repeats")
   echo "$median_run" > "$work/fit-run-$cond"
-  "$bin" advise --config "$work/bench.toml" "${unit[@]}" --trace "$work/$cond-uncoded-$median_run.h5" \
+  "$bin" advise "${config[@]}" "${unit[@]}" --trace "$work/$cond-uncoded-$median_run.h5" \
     --schemes uncoded --json > "$work/advise-$cond.json"
   fitted=()
   while read -r setting; do fitted+=(--set "$setting"); done < <(json "$work/advise-$cond.json" \
     '"\n".join(["straggler.model=\"%s\"" % d["straggler"]["model"]] + ["straggler.%s=%s" % (k, int(v) if k == "initial_stragglers" else repr(float(v))) for k, v in d["straggler"]["set"].items()])')
-  "$bin" simulate --config "$work/bench.toml" "${unit[@]}" "${fitted[@]}" \
+  "$bin" simulate "${config[@]}" "${unit[@]}" "${fitted[@]}" \
     --set 'simulate.compare=["uncoded", "gc-cyclic", "gc-dc", "is-gc"]' --set 'simulate.baseline="uncoded"' \
     --json > "$work/simulate-$cond.json"
 done

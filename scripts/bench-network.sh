@@ -50,11 +50,11 @@ rate=${2:-100mbit}
   echo "bench-network.sh: needs root (network namespaces, tc)" >&2
   exit 2
 }
-bin=${GRADCODE_BIN:-$PWD/target/release/gradcode}
-if [ -z "${GRADCODE_BIN:-}" ]; then
-  cargo build --release --locked --bin gradcode
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source scripts/lib.sh
+# GRADCODE (or GRADCODE_BIN, its older name here): a built gradcode to use.
+[ -z "${GRADCODE_BIN:-}" ] || export GRADCODE=$GRADCODE_BIN
+build_release
+mpi_env
 bed=$PWD/scripts/netns-hosts.sh
 "$bed" sweep gcb
 name=gcb$$
@@ -63,6 +63,8 @@ work=$(mktemp -d)
 trap '"$bed" down "$name" || true; rm -rf "$work"' EXIT
 "$bed" up "$name" "$subnet" 3 "1=$rate:in"
 
+# OpenMPI's mpirun itself (not lib.sh's launch_ranks): the test bed's hosts
+# are reached through OpenMPI's rsh agent and TCP options.
 mpi() { # RANKS gradcode ARGS...: rank 0 on host 1, workers two per host on 2, 3
   "$bed" exec "$name" 1 mpirun --host "$subnet.1:1,$subnet.2:2,$subnet.3:2" -n 5 \
     --mca plm_rsh_agent "$bed rsh $name" --mca btl tcp,self \
@@ -77,30 +79,13 @@ for d in 100000 1000000; do
   for scheme in uncoded gc-cyclic; do
    for aggregate in gather reduce; do
     run=$work/$scheme-$d-$aggregate
-    load=""
-    [ "$scheme" = gc-cyclic ] && load="load = 2"
-    cat > "$run.toml" <<TOML
-workers = 4
-[scheme]
-kind = "$scheme"
-$load
-[straggler]
-mode = "measured"
-[data]
-kind = "synthetic-onehot"
-train_samples = 400
-test_samples = 40
-features = $d
-nonzeros_per_row = 10
-[model]
-loss = "logistic"
-[train]
-iterations = $iterations
-eval_every = $iterations
-[runtime]
-aggregate = "$aggregate"
-pack_sparse = false
-TOML
+    load=()
+    [ "$scheme" = gc-cyclic ] && load=(scheme.load=2)
+    # configs/bench/network.toml for this run, as a file: the simulation's
+    # config below is made from it.
+    write_config "$(bench_config network)" "$run.toml" "scheme.kind=\"$scheme\"" "${load[@]}" \
+      "data.features=$d" "train.iterations=$iterations" "train.eval_every=$iterations" \
+      "runtime.aggregate=\"$aggregate\""
     mpi train --config "$run.toml" --out "$run.h5" --json --quiet > "$run.train.json"
     "$bin" inspect "$run.h5" --replay-csv "$run.csv" 2>/dev/null
     # The same config, the measured compute replayed, probe's network.

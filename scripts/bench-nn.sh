@@ -37,45 +37,26 @@ else
   iterations=${1:-60}
   aggregate=${AGGREGATE:-auto}
 fi
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --bin gradcode
-bin=$PWD/target/release/gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+source scripts/lib.sh
+build_release
+mpi_env
 mkdir -p results
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
 cores=$(nproc)
 
-problem() { # NAME WORKERS MODEL-LINES
-  cat > "$work/$1.toml" <<TOML
-workers = $2
-seed = 1
-[scheme]
-kind = "gc-cyclic"
-load = 2
-[straggler]
-mode = "measured"
-[data]
-kind = "idx"
-set = "fashion-mnist"
-train_samples = 8000
-test_samples = 500
-[model]
-$3
-[train]
-iterations = $iterations
-learning_rate = 0.05
-batch_size = 32
-eval_every = 1000000
-TOML
+# configs/bench/nn.toml with a problem's workers and model.kind: the
+# config and its settings in the array `problem`.
+problem() { # WORKERS MODEL-KIND
+  problem=(--config "$(bench_config nn)" --set "workers=$1" --set "model.kind=\"$2\"" --set "train.iterations=$iterations")
 }
-problem mlp-k4 4 'kind = "mlp"'
 
 if [ -n "$cpu_per_step" ]; then
   for n in "$short" "$long"; do
     # One line per rank: user and system seconds, sorted by system time.
-    mpirun --oversubscribe -n 5 /usr/bin/time -f 'cpu %U %S' "$bin" train --config "$work/mlp-k4.toml" \
+    problem 4 mlp
+    launch_ranks 5 /usr/bin/time -f 'cpu %U %S' "$bin" train "${problem[@]}" \
       --out "$work/mlp.h5" --force --json --quiet --set "train.iterations=$n" \
       --set "runtime.aggregate=\"$aggregate\"" 2> "$work/$n.err" > /dev/null
     grep -o 'cpu [0-9.]* [0-9.]*' "$work/$n.err" | sort -n -k3 > "$work/$n.cpu"
@@ -95,18 +76,16 @@ PY
   exit 0
 fi
 
-problem cnn-k4 4 'kind = "cnn"'
-problem cnn-k8 8 'kind = "cnn"'
-problem mlp-k8 8 'kind = "mlp"'
 runs=()
 for p in cnn-k4 cnn-k8 mlp-k4 mlp-k8; do
-  workers=$(grep -m1 '^workers' "$work/$p.toml" | tr -dc 0-9)
+  workers=${p#*-k}
+  problem "$workers" "${p%%-*}"
   ranks=$((workers + 1))
   best_step=1e9 best_floor=1e9 peak=0
   for _ in 1 2 3; do
     # /usr/bin/time -f %M: each rank's maximum resident set in KiB, one line each.
-    mpirun --oversubscribe -n "$ranks" /usr/bin/time -f 'peak-rss-kib %M' "$bin" train \
-      --config "$work/$p.toml" --out "$work/$p.h5" --force --json --quiet \
+    launch_ranks "$ranks" /usr/bin/time -f 'peak-rss-kib %M' "$bin" train \
+      "${problem[@]}" --out "$work/$p.h5" --force --json --quiet \
       --set "runtime.aggregate=\"$aggregate\"" > "$work/t.json" 2> "$work/t.err"
     # The step as the user waits for it: every event of the master's loop
     # (send, wait, decode, update, observe), not only mean_iteration_s

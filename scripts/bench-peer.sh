@@ -59,10 +59,9 @@ if ! peer_modules; then
     exit 1
   fi
 fi
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --bin gradcode
-bin=$PWD/target/release/gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+source scripts/lib.sh
+build_release
+mpi_env
 cores=$(nproc)  # before OMP_NUM_THREADS: nproc reports that when set
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p results
@@ -81,26 +80,14 @@ for set in d1000:csv:csv d100:csv:csv onehot:libsvm:svm; do
   "$py" scripts/bench_peer.py cache --kind "$kind" --train "$work/$name.$ext" --test "$work/$name-test.$ext" --out "$work/$name-peer"
 done
 
-config() { # DATA KIND EXT LEARNING-RATE SCHEME-LINES
-  cat <<TOML
-workers = 10
-[scheme]
-$5
-[straggler]
-mode = "measured"
-[data]
-kind = "$2"
-path = "$work/$1.$3"
-test_path = "$work/$1-test.$3"
-standardize = false
-[model]
-loss = "logistic"
-[train]
-iterations = $iterations
-optimizer = "gd"
-learning_rate = $4
-eval_every = 1000000
-TOML
+# configs/bench/peer.toml with a case's data files, learning rate and scheme:
+# the config and its settings in the array `config`.
+config() { # DATA KIND EXT LEARNING-RATE SCHEME-SETTINGS...
+  config=(--config "$(bench_config peer)" --set "data.kind=\"$2\"" --set "data.path=\"$work/$1.$3\""
+          --set "data.test_path=\"$work/$1-test.$3\"" --set "train.iterations=$iterations"
+          --set "train.learning_rate=$4")
+  local setting
+  for setting in "${@:5}"; do config+=(--set "$setting"); done
 }
 # CASE DATA KIND EXT LEARNING-RATE PEER-SCHEME
 cases=(
@@ -141,20 +128,20 @@ for c in "${cases[@]}"; do
   read -r name data kind ext rate scheme <<< "$c"
   [[ $name == *"${BENCH_PEER_CASES:-}"* ]] || continue
   case $scheme in
-    naive) lines='kind = "uncoded"' ;;
-    cyclic) lines=$'kind = "gc-cyclic"\nload = 2' ;;
-    ignore) lines=$'kind = "ignore-stragglers"\nwait_for = 9' ;;
+    naive) settings=('scheme.kind="uncoded"') ;;
+    cyclic) settings=('scheme.kind="gc-cyclic"' scheme.load=2) ;;
+    ignore) settings=('scheme.kind="ignore-stragglers"' scheme.wait_for=9) ;;
   esac
-  config "$data" "$kind" "$ext" "$rate" "$lines" > "$work/$name.toml"
+  config "$data" "$kind" "$ext" "$rate" "${settings[@]}"
   load=$(cut -d' ' -f1 /proc/loadavg)
   ours=() theirs=() errs=() floors=()
   for rep in $(seq "$repetitions"); do
-    mpirun --oversubscribe -n 11 "$bin" train --config "$work/$name.toml" --out "$work/$name.h5" --force \
+    launch_ranks 11 "$bin" train "${config[@]}" --out "$work/$name.h5" --force \
       --json --quiet > "$work/g.json"
     ours+=("$(json "$work/g.json" 'd["mean_iteration_s"]')")
     floors+=("$(json "$work/g.json" 'sum(e["total_s"] for e in d["timing"] if e["event"] == "compute (workers, CPU)") / d["iterations"] / '"$(( 10 < cores ? 10 : cores ))")")
     # shellcheck disable=SC2046
-    mpirun --oversubscribe -n 11 -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x MKL_NUM_THREADS \
+    launch_ranks 11 \
       "$py" scripts/bench_peer.py run --data "$work/$data-peer" $(peer_args "$scheme") \
       --iterations "$iterations" --learning-rate "$rate" --out "$work/p.json"
     theirs+=("$(json "$work/p.json" 'd["mean_iteration_s"]')")
@@ -166,7 +153,7 @@ for c in "${cases[@]}"; do
 u = h5py.File(sys.argv[1], "r")["worker/used"][:]
 json.dump([[k + 1 for k in range(u.shape[1]) if row[k]] for row in u], open(sys.argv[2], "w"))' "$work/$name.h5" "$work/used.json"
       # shellcheck disable=SC2046
-      mpirun --oversubscribe -n 11 -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x MKL_NUM_THREADS \
+      launch_ranks 11 \
         "$py" scripts/bench_peer.py run --data "$work/$data-peer" $(peer_args "$scheme") --replay-used "$work/used.json" \
         --iterations "$iterations" --learning-rate "$rate" --out "$work/replay.json"
       err=$(same_theta "$work/g.json" "$work/replay.json" "$name, replay of gradcode's arrival sets")

@@ -20,9 +20,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-100}
-cargo build --release --locked --bin gradcode --example reduce_baseline
-bin=target/release/gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+source scripts/lib.sh
+build_release --example reduce_baseline
+mpi_env
 mkdir -p results
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -37,7 +37,7 @@ for kind in gc-sc gc-dc; do
   [ "$kind" = gc-dc ] && set_kind+=(--set scheme.clusters_per_worker=2)
   "$bin" simulate --config "$fig3" "${common[@]}" "${set_kind[@]}" --json > "$work/sim-$kind.json"
   ranks=$("$bin" check --config "$fig3" "${common[@]}" "${set_kind[@]}" --ranks)
-  mpirun --oversubscribe -n "$ranks" "$bin" train --config "$fig3" "${common[@]}" "${set_kind[@]}" \
+  launch_ranks "$ranks" "$bin" train --config "$fig3" "${common[@]}" "${set_kind[@]}" \
     --out "$work/train-$kind.h5" --json --quiet > "$work/train-$kind.json"
   predicted[$kind]=$(json "$work/sim-$kind.json" 'd["schemes"][0]["mean_iteration_time"] * 0.010')
   measured[$kind]=$(json "$work/train-$kind.json" 'd["mean_decodable_s"]')
@@ -51,29 +51,16 @@ done
 # this machine). Wall-clock compute would count the time a worker waits for a
 # core it shares with ten other ranks, and overstate the floor.
 cores=$(nproc)
-problem() { # NAME WORKERS SAMPLES FEATURES SCHEME-LINES
-  cat > "$work/$1.toml" <<TOML
-workers = $2
-[scheme]
-$5
-[straggler]
-mode = "measured"
-[data]
-kind = "synthetic-logistic"
-train_samples = $3
-test_samples = 100
-features = $4
-[model]
-loss = "logistic"
-[train]
-iterations = 200
-eval_every = 1000
-TOML
+# configs/bench/runtime.toml with a problem's workers, samples, features and
+# scheme, written to NAME.toml (the baseline example reads a file, no --set).
+problem() { # NAME WORKERS SAMPLES FEATURES SCHEME-SETTINGS...
+  write_config "$(bench_config runtime)" "$work/$1.toml" "workers=$2" "data.train_samples=$3" \
+    "data.features=$4" "${@:5}"
 }
-problem uncoded 10 10000 1000 'kind = "uncoded"'
-problem cyclic 10 10000 1000 $'kind = "gc-cyclic"\nload = 2'
-problem k1-small 1 10000 100 'kind = "uncoded"'
-problem k1-large 1 10000 1000 'kind = "uncoded"'
+problem uncoded 10 10000 1000 'scheme.kind="uncoded"'
+problem cyclic 10 10000 1000 'scheme.kind="gc-cyclic"' scheme.load=2
+problem k1-small 1 10000 100 'scheme.kind="uncoded"'
+problem k1-large 1 10000 1000 'scheme.kind="uncoded"'
 # FILE WORKERS: K workers use at most min(K, cores) cores at once.
 floor() { json "$1" 'sum(e["total_s"] for e in d["timing"] if e["event"] == "compute (workers, CPU)") / d["iterations"] / '"$(( $2 < cores ? $2 : cores ))"; }
 # Alternate gradcode and the baseline, three times each; keep the best of
@@ -83,12 +70,12 @@ for p in uncoded cyclic k1-small k1-large; do
   ranks=$(( $(grep -m1 '^workers' "$work/$p.toml" | tr -dc 0-9) + 1 ))
   best_train[$p]=1e9 best_base[$p]=1e9 best_floor[$p]=1e9
   for _ in 1 2 3; do
-    GRADCODE_LOG=gradcode::runtime=info mpirun --oversubscribe -x GRADCODE_LOG -n "$ranks" "$bin" train \
+    GRADCODE_LOG=gradcode::runtime=info launch_ranks "$ranks" "$bin" train \
       --config "$work/$p.toml" --out "$work/$p.h5" --force --json --quiet > "$work/t.json" 2> "$work/t.log"
     best_train[$p]=$(python3 -c "print(min(${best_train[$p]}, $(json "$work/t.json" 'd["mean_iteration_s"]')))")
     best_floor[$p]=$(python3 -c "print(min(${best_floor[$p]}, $(floor "$work/t.json" $((ranks - 1)))))")
     if [ "$p" != cyclic ]; then
-      mpirun --oversubscribe -n "$ranks" target/release/examples/reduce_baseline "$work/$p.toml" > "$work/b.json"
+      launch_ranks "$ranks" "$target/release/examples/reduce_baseline" "$work/$p.toml" > "$work/b.json"
       best_base[$p]=$(python3 -c "print(min(${best_base[$p]}, $(json "$work/b.json" 'd["mean_iteration_s"]')))")
     fi
   done

@@ -19,9 +19,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-5}
-cargo build --release --locked --bin gradcode
-bin=$PWD/target/release/gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+source scripts/lib.sh
+build_release
+mpi_env
 [ -x /usr/bin/time ] || { echo "error: /usr/bin/time is needed (apt-get install time)" >&2; exit 1; }
 mkdir -p results
 work=$(mktemp -d)
@@ -30,7 +30,7 @@ trap 'rm -rf "$work"' EXIT
 # Each rank under /usr/bin/time, its report in rss.RANK.
 cat > "$work/rank.sh" <<'SH'
 #!/bin/sh
-exec /usr/bin/time -v -o "$RSS_DIR/rss.$OMPI_COMM_WORLD_RANK" "$@"
+exec /usr/bin/time -v -o "$RSS_DIR/rss.${OMPI_COMM_WORLD_RANK:-$PMI_RANK}" "$@"
 SH
 chmod +x "$work/rank.sh"
 
@@ -41,31 +41,10 @@ for case in $cases; do
     k=${case%%:*} d=${case#*:}
     name="k$k-d$d"
     mkdir -p "$work/$name"
-    cat > "$work/$name.toml" <<TOML
-workers = $k
-seed = 7
-[scheme]
-kind = "gc-cyclic"
-load = 2
-[straggler]
-model = "shifted-exponential"
-alpha = 1.0
-mu = 2.0
-time_unit_ms = 20.0
-[data]
-kind = "synthetic-linear"
-train_samples = $((k * samples))
-test_samples = 1
-features = $d
-[train]
-iterations = $iterations
-learning_rate = 0.01
-eval_every = 1000
-result_timeout_s = 600.0
-TOML
     start=$(date +%s.%N)
-    RSS_DIR="$work/$name" mpirun --oversubscribe -x RSS_DIR -n $((k + 1)) "$work/rank.sh" "$bin" train \
-      --config "$work/$name.toml" --out "$work/$name.h5" --json --quiet > "$work/$name.json"
+    RSS_DIR="$work/$name" launch_ranks $((k + 1)) "$work/rank.sh" "$bin" train \
+      --config "$(bench_config scale)" --set "workers=$k" --set "data.train_samples=$((k * samples))" \
+      --set "data.features=$d" --set "train.iterations=$iterations" --out "$work/$name.h5" --json --quiet > "$work/$name.json"
     wall=$(python3 -c "import time; print(time.time() - $start)")
     rows+=("$name $k $d $wall")
     echo "$name: done in ${wall%.*} s" >&2

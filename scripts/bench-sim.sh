@@ -12,12 +12,11 @@
 # decoder = "optimal" and "one-step"; the decode's cost is the difference of
 # the two CPU times over the iterations (one-step's weights cost O(|S|)).
 #
-#   scripts/bench-sim.sh            build target/release/gradcode, then time
+#   scripts/bench-sim.sh            build target/release/gradcode (or use $GRADCODE), then time
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --quiet
-bin=target/release/gradcode
+source scripts/lib.sh
+build_release
 pin=()
 if command -v taskset >/dev/null 2>&1; then pin=(taskset -c 0); fi
 total_cpu=0

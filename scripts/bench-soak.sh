@@ -11,49 +11,31 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-1000000}
 warmup=${2:-200000}
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --bin gradcode
-bin=$PWD/target/release/gradcode
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+source scripts/lib.sh
+build_release
+mpi_env
 mkdir -p results
 work=$(mktemp -d)
 job=
 trap '[ -n "$job" ] && kill "$job" 2>/dev/null; rm -rf "$work"' EXIT
 progress=$((iterations / 100))
-cat > "$work/soak.toml" <<TOML
-workers = 4
-seed = 1
-[scheme]
-kind = "gc-cyclic"
-load = 2
-[straggler]
-mode = "measured"
-[data]
-kind = "synthetic-linear"
-features = 5
-train_samples = 80
-test_samples = 20
-[train]
-iterations = $iterations
-learning_rate = 0.01
-eval_every = $iterations
-[output]
-progress_every = $progress
-snapshot_every = $progress
-TOML
-GRADCODE_LOG=off mpirun --oversubscribe -np 5 "$bin" train --config "$work/soak.toml" \
-  --out "$work/soak.h5" > "$work/stdout" 2> "$work/stderr" &
+config=$(bench_config soak)
+launch_command 5
+GRADCODE_LOG=off "${launcher[@]}" "$bin" train --config "$config" --set "train.iterations=$iterations" \
+  --set "train.eval_every=$iterations" --set "output.progress_every=$progress" \
+  --set "output.snapshot_every=$progress" --out "$work/soak.h5" > "$work/stdout" 2> "$work/stderr" &
 job=$!
-# Rank of a process of this job (OpenMPI or MPICH's environment), or nothing.
+# Rank of a process of this job (OpenMPI or MPICH's environment), or nothing
+# (also when the process has ended since pgrep saw it).
 rank_of() {
-  tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null |
-    sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p' | head -1
+  { tr '\0' '\n' < "/proc/$1/environ"; } 2>/dev/null |
+    sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p' | head -1 || true
 }
 : > "$work/samples"
 start=$(date +%s.%N)
 while kill -0 "$job" 2>/dev/null; do
   reached=$(grep -o '^iteration [0-9]*' "$work/stderr" | tail -1 | tr -dc 0-9 || true)
-  for pid in $(pgrep -f "$bin train --config $work/soak.toml" || true); do
+  for pid in $(pgrep -f "$bin train --config $config " || true); do
     rank=$(rank_of "$pid")
     rss=$(sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$pid/status" 2>/dev/null || true)
     [ -n "$rank" ] && [ -n "$rss" ] && echo "${reached:-0} $rank $rss" >> "$work/samples"

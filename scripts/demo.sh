@@ -6,8 +6,9 @@
 # results/gc-sc-<UTC time stamp>.h5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-bin=target/release/gradcode
+scripts/setup.sh --no-build
+source scripts/lib.sh
+build_release
 echo
 echo "== gradcode check --config configs/demo.toml"
 "$bin" check --config configs/demo.toml
@@ -17,6 +18,6 @@ echo "== gradcode explain --config configs/demo.toml --received 1,6,2,7,3,8,4,5"
 echo
 ranks=$("$bin" check --config configs/demo.toml --ranks)
 echo "== mpirun -n $ranks gradcode train --config configs/demo.toml"
-# OpenMPI refuses to run as root without these; --oversubscribe: more ranks than cores.
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-mpirun --oversubscribe -n "$ranks" "$bin" train --config configs/demo.toml
+# mpirun (OpenMPI, with --oversubscribe: more ranks than cores) or MPICH's mpiexec.
+mpi_env
+launch_ranks "$ranks" "$bin" train --config configs/demo.toml

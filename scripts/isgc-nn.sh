@@ -40,17 +40,16 @@ fi
 cd "$(dirname "$0")/.."
 out=results/paper/isgc-nn
 if [ "$replot" = 0 ]; then
-  command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-  cargo build --release --locked --quiet --bin gradcode
-  if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-  bin=target/release/gradcode
+  source scripts/lib.sh
+  build_release
+  mpi_env
   run() { # CONFIG NAME [--set ...]: every seed
     local config=configs/paper/$1.toml name=$2 ranks s
     shift 2
     ranks=$("$bin" check --config "$config" "$@" --ranks)
     for s in $(seq 1 "$seeds"); do
       echo "isgc-nn.sh: $name seed $s of $seeds ($ranks ranks)"
-      mpirun --oversubscribe -n "$ranks" "$bin" train --config "$config" "$@" --set "seed=$s" \
+      launch_ranks "$ranks" "$bin" train --config "$config" "$@" --set "seed=$s" \
         --out "$out/$name-s$s.h5" --force --json --quiet > "$out/$name-s$s.json"
     done
   }

@@ -36,7 +36,6 @@ import re
 import sys
 from pathlib import Path
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
@@ -47,6 +46,14 @@ try:
     from scipy.stats import t as student_t
 except ImportError:  # the pinned venv has scipy; a bare python3 uses the table
     student_t = None
+
+# The trace reader (python/gradcode_traces, installed into .venv by
+# scripts/python-env.sh); from the source tree when not installed.
+try:
+    import gradcode_traces as gt
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+    import gradcode_traces as gt
 
 #: t quantiles t(0.975, dof) for dof = 1..30 (scipy.stats.t.ppf to 4 decimals): n <= 31 seeds without scipy.
 T975 = [12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
@@ -77,15 +84,14 @@ def t_source():
 
 
 def load(path):
-    with h5py.File(path, "r") as f:
-        it = f["iteration"]
-        run = {name: it[name][:] for name in ("duration_s", "recovered_fraction")}
-        run["series"] = "batch_loss" if "batch_loss" in it else "train_loss"
-        run["loss"] = it[run["series"]][:]
-        for name in ("test_accuracy", "batch_accuracy"):
-            run[name] = it[name][:] if name in it else None
-        run["elapsed_s"] = it["elapsed_s"][:] if "elapsed_s" in it else np.cumsum(run["duration_s"])
-        run["has_elapsed"] = "elapsed_s" in it
+    it = gt.open_trace(path).run().columns
+    run = {name: it[name] for name in ("duration_s", "recovered_fraction")}
+    run["series"] = "batch_loss" if "batch_loss" in it else "train_loss"
+    run["loss"] = it[run["series"]]
+    for name in ("test_accuracy", "batch_accuracy"):
+        run[name] = it.get(name)
+    run["elapsed_s"] = it["elapsed_s"] if "elapsed_s" in it else np.cumsum(run["duration_s"])
+    run["has_elapsed"] = "elapsed_s" in it
     return run
 
 

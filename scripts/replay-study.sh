@@ -36,11 +36,9 @@ ROOT=$(pwd)
 OUT=results/replay
 COLUMN_SETS=${COLUMN_SETS:-10} # 10 x 24 = 240 of the 256 columns, disjoint (fewer: a quick check only)
 K=24
-BIN=target/release/gradcode
-if [ ! -x "$BIN" ]; then
-  command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-  cargo build --release --locked --quiet --bin gradcode
-fi
+source scripts/lib.sh
+build_release
+BIN=$bin
 
 source scripts/python-env.sh
 python_env

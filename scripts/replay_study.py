@@ -35,6 +35,7 @@ resampled with replacement, 2000 resamples, seed 1).
 
 import argparse
 import csv
+import functools
 import json
 import math
 import pathlib
@@ -43,9 +44,16 @@ import re
 import sys
 import tomllib
 
-import h5py
 import numpy as np
 import scipy.stats
+
+# The trace reader (python/gradcode_traces, installed into .venv by
+# scripts/python-env.sh); from the source tree when not installed.
+try:
+    import gradcode_traces as gt
+except ImportError:
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
+    import gradcode_traces as gt
 
 SCHEMES = ["uncoded", "gc", "gc-sc", "gc-dc", "is-gc"]
 VARIANTS = {"perfect": "gc-dc perfect SSI", "thr1.1": "gc-dc threshold 1.1"}
@@ -72,13 +80,14 @@ def stat(cells):
 
 def iteration2(path, scheme):
     """[trials] time (s) and recovered fraction of iteration 2 of each trial."""
-    with h5py.File(path, "r") as f:
-        g = f[f"sim/{scheme}"]
-        trials = sorted((k for k in g.keys() if k.startswith("trial_")),
-                        key=lambda k: int(k.split("_")[1]))
-        times = [float(g[k]["iteration/duration_s"][1]) for k in trials]
-        rec = [float(g[k]["iteration/recovered_fraction"][1]) for k in trials]
-    return np.array(times), np.array(rec)
+    trace = open_trace(path)
+    return trace.values_at("duration_s", 2, scheme), trace.values_at("recovered_fraction", 2, scheme)
+
+
+@functools.lru_cache(maxsize=2)
+def open_trace(path):
+    """The trace at path, read once for all its schemes."""
+    return gt.open_trace(path)
 
 
 def read_csv(path):

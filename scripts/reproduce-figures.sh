@@ -12,8 +12,8 @@
 #   scripts/reproduce-figures.sh --replot     redraw figures (PNG, PDF, SVG) and README from the JSON present, no simulation
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --quiet
+source scripts/lib.sh
+build_release
 
 source scripts/python-env.sh
 python_env

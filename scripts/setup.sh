@@ -54,6 +54,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 if ((build)); then
-  cargo build --release --locked
-  echo "setup.sh: built target/release/gradcode"
+  source scripts/lib.sh
+  build_release
+  echo "setup.sh: built $bin"
 fi

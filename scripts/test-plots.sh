@@ -5,7 +5,9 @@
 # replay study's statistics against gradcode's (scripts/test_replay_study.py)
 # and the maths of scripts/bench-peer.sh's mpi4py peer (scripts/test_bench_peer.py;
 # its run under mpirun is skipped, saying so, without Debian's python3-mpi4py),
-# and jobs/submit.sh's usage errors, without Slurm (scripts/test_submit.py).
+# and jobs/submit.sh's usage errors, without Slurm (scripts/test_submit.py),
+# and the benchmark configs of configs/bench/ with scripts/lib.sh's
+# write_config (scripts/test_bench_configs.py).
 # Needs python3 with venv and pip access to PyPI for the pinned packages of
 # scripts/requirements.txt; without them this prints SKIPPED and exits 0, so
 # a machine without Python still runs the Rust tests, and says so loudly.
@@ -13,7 +15,6 @@
 # turns the skip into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 source scripts/python-env.sh
 if ! python_env; then
   if [ "${GRADCODE_REQUIRE_PYTHON:-0}" = 1 ] || [ "${CI:-}" = true ]; then
@@ -26,11 +27,13 @@ if ! python_env; then
   echo "############################################################################" >&2
   exit 0
 fi
-cargo build --release --locked --quiet --bin gradcode --example synthetic_trace
-export GRADCODE=$PWD/target/release/gradcode SYNTHETIC_TRACE=$PWD/target/release/examples/synthetic_trace
+source scripts/lib.sh
+build_release --example synthetic_trace
+export GRADCODE=$bin SYNTHETIC_TRACE=$target/release/examples/synthetic_trace
 "$PYTHON" python/tests/test_traces.py
 "$PYTHON" scripts/test_plots.py
 "$PYTHON" scripts/test_figures.py
 "$PYTHON" scripts/test_replay_study.py
 "$PYTHON" scripts/test_bench_peer.py
 "$PYTHON" scripts/test_submit.py
+"$PYTHON" scripts/test_bench_configs.py

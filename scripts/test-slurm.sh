@@ -5,10 +5,11 @@
 # Where Slurm cannot run here it says SKIPPED in capitals and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=target/release/gradcode
-# Always (re)build with the default features: a --no-default-features test
-# run leaves a binary without MPI in target/release.
-cargo build --release --locked --bin gradcode
+source scripts/lib.sh
+# Always (re)build with the default features (unless GRADCODE names a
+# binary): a --no-default-features test run leaves a binary without MPI in
+# target/release.
+build_release
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: the Slurm test needs root to install and start slurmctld/slurmd (run scripts/test.sh as root)"
@@ -37,24 +38,11 @@ else
   fi
   started=1
 fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi_env
 
 work=$(mktemp -d)
 made+=("$work")
-cat > "$work/train.toml" <<'TOML'
-workers = 4
-seed = 5
-[scheme]
-kind = "gc-cyclic"
-load = 2
-[straggler]
-mode = "measured"
-[data]
-train_samples = 400
-features = 30
-[train]
-iterations = 25
-TOML
+cp "$(bench_config slurm-train)" "$work/train.toml"
 printf '# a sweep over two schemes\n%s\n%s --set scheme.kind=uncoded\n' "$work/train.toml" "$work/train.toml" > "$work/runs.txt"
 
 fail() { echo "slurm test FAILED: $*" >&2; exit 1; }
@@ -130,14 +118,14 @@ fake=$(mktemp -d)
 made+=("$fake")
 printf '#!/bin/sh\necho "MPI plugin types are..."\necho "	none"\necho "	pmi2"\n' > "$fake/srun"
 chmod +x "$fake/srun"
-only_pmi2=$(PATH="$fake:$PATH" bash -c 'source jobs/launch.sh; choose_launcher target/release/gradcode')
+only_pmi2=$(PATH="$fake:$PATH" bash -c 'source jobs/launch.sh; choose_launcher "$1"' _ "$bin")
 choice=$only_pmi2
 if ompi_info --parsable | grep '^mca:pmix:s2:' >/dev/null; then
   [ "${choice%% *}" = srun-pmi2 ] || fail "Slurm and OpenMPI both have PMI-2, yet: $choice"
 else
   [ "${choice%% *}" = mpirun ] || fail "PMI-2 chosen for an OpenMPI without a PMI-2 client: $choice"
 fi
-choice=$(bash -c 'source jobs/launch.sh; choose_launcher target/release/gradcode')
+choice=$(bash -c 'source jobs/launch.sh; choose_launcher "$1"' _ "$bin")
 [ "${choice%% *}" != srun-pmi2 ] || ompi_info --parsable | grep '^mca:pmix:s2:' >/dev/null \
   || fail "srun-pmi2 chosen here: $choice"
 echo "slurm test: launcher choice ok (here: $choice; with only pmi2 in Slurm: $only_pmi2)"
@@ -159,28 +147,7 @@ echo "slurm test: a diverging job's summary and trace say failed"
 
 # Killed by its time limit (SIGTERM before the limit, from --signal), then
 # resumed with submit.sh --resume: the θ of an uninterrupted run.
-cat > "$work/limit.toml" <<'TOML'
-workers = 6
-seed = 9
-[scheme]
-kind = "gc-sc"
-load = 2
-clusters = 2
-[straggler]
-model = "shifted-exponential"
-mu = 2.0
-time_unit_ms = 20.0
-[data]
-train_samples = 600
-test_samples = 60
-features = 30
-[train]
-iterations = 100000
-learning_rate = 0.05
-[output]
-snapshot_every = 7
-progress_every = 100
-TOML
+cp "$(bench_config slurm-limit)" "$work/limit.toml"
 id=$(timeout 400 jobs/submit.sh jobs/train.sbatch "$work/limit.toml" -- --time=1 --signal=TERM@30 --wait) \
   && fail "the time-limited job completed 100000 iterations"
 out="results/gradcode-train-$id"
@@ -194,7 +161,7 @@ made+=("results/slurm-gradcode-train-$id2.out")
 [ "$(field "$out/summary.json" status)" = completed ] || fail "the resumed run did not complete"
 [ "$(field "$out/summary.json" iterations)" = "$total" ] || fail "the resumed run did not reach $total"
 [ "$(field "$out/summary.json" resumed_at)" = "$done_iterations" ] || fail "the resumed run is not marked"
-mpirun --oversubscribe -n 7 "$bin" train --config "$work/limit.toml" --set "train.iterations=$total" \
+launch_ranks 7 "$bin" train --config "$work/limit.toml" --set "train.iterations=$total" \
   --out "$work/whole.h5" --json --quiet > "$work/whole.json"
 python3 - "$out/summary.json" "$work/whole.json" <<'PY' || fail "the resumed θ differs from the uninterrupted run's"
 import json, sys

@@ -11,10 +11,9 @@ if command -v rustup >/dev/null 2>&1; then
   rustup component list --installed 2>/dev/null | grep '^clippy' >/dev/null || rustup component add clippy
 fi
 
-# OpenMPI refuses to run as root without these (CI runs as root).
-if [ "$(id -u)" -eq 0 ]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
+# OpenMPI refuses to run as root without its root variables (CI runs as root).
+source scripts/lib.sh
+mpi_env
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -33,10 +32,10 @@ OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self cargo test --locked --release \
   --test mpi --test aggregate --test bit_reproducible --test probe \
   --test resume_same_run --test trace_versions --test reliability --test scale
 echo "== examples: each asserts what it shows"
-cargo build --locked --release --examples
-examples=target/release/examples
+build_release --examples
+examples=$target/release/examples
 "$examples/full_batch" configs/demo.toml >/dev/null
-mpirun --oversubscribe -n 13 "$examples/reduce_baseline" configs/demo.toml >/dev/null
+launch_ranks 13 "$examples/reduce_baseline" configs/demo.toml >/dev/null
 "$examples/greedy_spread" --sets 2000 >/dev/null
 "$examples/structured_decode" 40 10 300 --strict
 scratch=$(mktemp -d)

@@ -166,11 +166,14 @@ class FiguresTest(unittest.TestCase):
 
 def fake_trace(path, batch_loss, step_s, recovered, train_loss=None):
     """A trace with the datasets isgc_nn.py reads: /iteration/ duration_s, recovered_fraction, batch_loss
-    (absent when train_loss is given: an older trace), batch_accuracy, test_accuracy, elapsed_s."""
+    (absent when train_loss is given: an older trace), batch_accuracy, test_accuracy, elapsed_s; and the
+    root attributes gradcode_traces (the reader isgc_nn.py reads through) needs of a trace."""
     n = len(batch_loss if train_loss is None else train_loss)
     acc = np.full(n, np.nan)
     acc[9::10] = np.linspace(0.5, 0.8, len(acc[9::10]))
     with h5py.File(path, "w") as f:
+        f.attrs["gradcode_version"] = "0.1.0"
+        f.attrs["trace_schema"] = np.uint64(1)
         it = f.create_group("iteration")
         it["duration_s"] = np.full(n, step_s)
         it["elapsed_s"] = np.cumsum(np.full(n, step_s)) + 0.01 * (np.arange(n) // 10)  # evaluations

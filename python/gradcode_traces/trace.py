@@ -390,6 +390,22 @@ class Trace:
             raise TraceError(f"{self.path}: scheme {scheme} has no trial")
         return runs[0]
 
+    def values_at(self, name, iteration, scheme=None):
+        """The value of the iteration/ dataset `name` at the 1-based `iteration` in every
+        run of `scheme` (default the first), as a float array: a simulation's trials in
+        order (trial k at index k), a training trace's one run."""
+        scheme = scheme or self.schemes[0]
+        (_, runs), = self.select(scheme)
+        values = []
+        for r in runs:
+            column = r.columns.get(name)
+            if column is None:
+                raise TraceError(f"{self.path}: scheme {scheme} has no dataset iteration/{name}")
+            if not 1 <= iteration <= r.iterations:
+                raise TraceError(f"{self.path}: scheme {scheme} has no iteration {iteration} (1..{r.iterations})")
+            values.append(float(column[iteration - 1]))
+        return np.array(values)
+
     def select(self, scheme=None, trial=None):
         """[(label, [runs])]: every scheme, or one scheme, or one trial of it."""
         if scheme is None:

@@ -595,6 +595,25 @@ class TracesTest(unittest.TestCase):
         self.assertEqual(w.index.names, ["scheme", "trial", "iteration", "worker"])
         self.assertEqual(len(w), 3 * 3 * 50 * 8)
 
+    def test_values_at_an_iteration_are_each_trials_in_order(self):
+        # What scripts/replay_study.py reads: one iteration's value in every trial of a scheme.
+        t = gt.open_trace(self.sim)
+        for scheme in t.schemes:
+            runs = t.runs[scheme]
+            got = t.values_at("duration_s", 2, scheme)
+            np.testing.assert_array_equal(got, [r.duration_s[1] for r in runs])
+            with h5py.File(self.sim, "r") as f:
+                raw = [f[f"sim/{scheme}/trial_{k}/iteration/recovered_fraction"][1] for k in range(len(runs))]
+            np.testing.assert_array_equal(t.values_at("recovered_fraction", 2, scheme), raw)
+        train = gt.open_trace(self.train)
+        self.assertEqual(train.values_at("duration_s", 1).tolist(), [float(train.run().duration_s[0])])
+        with self.assertRaisesRegex(gt.TraceError, "no iteration 0"):
+            t.values_at("duration_s", 0)
+        with self.assertRaisesRegex(gt.TraceError, "no dataset iteration/no_such"):
+            t.values_at("no_such", 1)
+        with self.assertRaisesRegex(gt.TraceError, "no scheme nothing"):
+            t.values_at("duration_s", 1, "nothing")
+
     def test_compare_table_has_a_row_per_run_equal_to_inspect(self):
         table = gt.compare(self.results)
         by_run = table.set_index("run")
