@@ -15,8 +15,9 @@
 //!    value has that scheme's type (errors name `scheme.<key>`, or
 //!    `simulate.compare.<name>.set.<key>`). Keys of schemes not in use are
 //!    type-checked, never range-checked;
-//! 3. keys set but read by no scheme in use become warnings
-//!    ([`LoadedConfig::unused_keys`]);
+//! 3. keys set but read by no scheme in use, and `[model]` keys that
+//!    `model.kind` does not read (the model registry says which,
+//!    `learn::model::MODELS`), become warnings ([`LoadedConfig::unused_keys`]);
 //! 4. the defaults of the schemes in use are filled into `[scheme]`, so that
 //!    [`Config::to_toml`] (what traces store and MPI workers receive) holds
 //!    every key they read;
@@ -158,6 +159,8 @@ pub fn resolve(registry: &Registry, mut loaded: LoadedConfig) -> Result<LoadedCo
         }
     }
     loaded.unused_scheme_keys = unused_keys(registry, &loaded, &in_use);
+    loaded.unused_model_keys = crate::learn::model::MODELS
+        .unused_keys(loaded.config.model.kind.name(), &loaded.explicit)?;
     let params = &mut loaded.config.scheme.params;
     for entry in &in_use {
         let resolved = entry.resolve(params).map_err(|e| e.at("scheme"))?;
@@ -314,6 +317,44 @@ mod tests {
             Ok(_) => panic!("accepted: {text} {overrides:?}"),
             Err(e) => e,
         }
+    }
+
+    /// The model registry says which `[model]` keys each kind reads.
+    #[test]
+    fn model_keys_the_kind_does_not_read_and_full_batch_networks_are_warned_about() {
+        let images = "[data]\nkind = \"idx\"\nset = \"fashion-mnist\"\n";
+        let warnings = |text: &str| parse_ok(&format!("{images}{text}"), &[]).loaded.warnings();
+        let batch = "[train]\nbatch_size = 8\n";
+        for (model, key) in [
+            ("kind = \"cnn\"\nhidden = [64]", "model.hidden"),
+            ("kind = \"resnet\"\ndropout = 0.5", "model.dropout"),
+            ("kind = \"mlp\"\nloss = \"logistic\"", "model.loss"),
+            ("kind = \"linear\"\nclasses = 3", "model.classes"),
+            ("kind = \"linear\"\nprecision = \"f32\"", "model.precision"),
+        ] {
+            let w = warnings(&format!("[model]\n{model}\n{batch}"));
+            let kind = model.split('"').nth(1).unwrap();
+            assert_eq!(
+                w,
+                [format!("{key} is set but not used by model.kind = {kind}")],
+                "{model}"
+            );
+        }
+        // Keys the kind reads: no warning.
+        assert!(
+            warnings(&format!(
+                "[model]\nkind = \"mlp\"\nhidden = [8]\ndropout = 0.1\nl2 = 0.01\n{batch}"
+            ))
+            .is_empty()
+        );
+        assert!(warnings("[model]\nkind = \"linear\"\nloss = \"logistic\"\nl2 = 0.1\n").is_empty());
+        // A network without batch_size: full-batch steps, said once.
+        let w = warnings("[model]\nkind = \"mlp\"\n");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("without train.batch_size takes full-batch steps"),
+            "{w:?}"
+        );
     }
 
     #[test]

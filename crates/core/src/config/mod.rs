@@ -45,12 +45,17 @@ pub struct LoadedConfig {
     /// ([`crate::straggler::rate_threshold_disagreements`]), as one-line
     /// warnings; filled in by the loader like [`Self::unused_scheme_keys`].
     pub threshold_warnings: Vec<String>,
+    /// `[model]` keys that were set but that `model.kind` does not read, as
+    /// one-line warnings; filled in by the loader from the model registry
+    /// (`learn::model::MODELS`), which knows the keys of each kind, like
+    /// [`Self::unused_scheme_keys`].
+    pub unused_model_keys: Vec<String>,
 }
 
 impl LoadedConfig {
     /// Keys that were set but that nothing in use reads, as one-line warnings:
     /// [`Self::unused_scheme_keys`], then the `[straggler]` keys that
-    /// `straggler.model` does not read.
+    /// `straggler.model` does not read, then [`Self::unused_model_keys`].
     ///
     /// Like PETSc's report of unused options: an explicit `scheme.clusters` on a
     /// `gc-cyclic` run is not an error (a `--set scheme.kind=...` comparison
@@ -58,7 +63,7 @@ impl LoadedConfig {
     pub fn unused_keys(&self) -> Vec<String> {
         let mut warnings = self.unused_scheme_keys.clone();
         warnings.extend(self.unused_straggler_keys());
-        warnings.extend(self.unused_model_keys());
+        warnings.extend(self.unused_model_keys.iter().cloned());
         warnings
     }
 
@@ -75,24 +80,6 @@ impl LoadedConfig {
             ));
         }
         warnings
-    }
-
-    /// `[model]` keys that were set but that `model.kind` does not read.
-    fn unused_model_keys(&self) -> Vec<String> {
-        let kind = self.config.model.kind;
-        self.explicit
-            .iter()
-            .filter_map(|key| {
-                let name = key.strip_prefix("model.")?;
-                if name == "kind" || name == "l2" || kind.keys().contains(&name) {
-                    return None;
-                }
-                Some(format!(
-                    "{key} is set but not used by model.kind = {}",
-                    kind.name()
-                ))
-            })
-            .collect()
     }
 
     /// `[straggler]` keys that were set but that `straggler.model` does not read.
@@ -258,6 +245,7 @@ fn checked(
         explicit,
         unused_scheme_keys: Vec::new(),
         threshold_warnings: Vec::new(),
+        unused_model_keys: Vec::new(),
     })
 }
 
@@ -397,43 +385,6 @@ mod tests {
     fn parse_err(text: &str, overrides: &[&str]) -> InputError {
         let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
         parse(text, "test.toml", &overrides).unwrap_err()
-    }
-
-    #[test]
-    fn model_keys_the_kind_does_not_read_and_full_batch_networks_are_warned_about() {
-        let images = "[data]\nkind = \"idx\"\nset = \"fashion-mnist\"\n";
-        let warnings = |text: &str| parse_ok(&format!("{images}{text}"), &[]).warnings();
-        let batch = "[train]\nbatch_size = 8\n";
-        for (model, key) in [
-            ("kind = \"cnn\"\nhidden = [64]", "model.hidden"),
-            ("kind = \"resnet\"\ndropout = 0.5", "model.dropout"),
-            ("kind = \"mlp\"\nloss = \"logistic\"", "model.loss"),
-            ("kind = \"linear\"\nclasses = 3", "model.classes"),
-            ("kind = \"linear\"\nprecision = \"f32\"", "model.precision"),
-        ] {
-            let w = warnings(&format!("[model]\n{model}\n{batch}"));
-            let kind = model.split('"').nth(1).unwrap();
-            assert_eq!(
-                w,
-                [format!("{key} is set but not used by model.kind = {kind}")],
-                "{model}"
-            );
-        }
-        // Keys the kind reads: no warning.
-        assert!(
-            warnings(&format!(
-                "[model]\nkind = \"mlp\"\nhidden = [8]\ndropout = 0.1\nl2 = 0.01\n{batch}"
-            ))
-            .is_empty()
-        );
-        assert!(warnings("[model]\nkind = \"linear\"\nloss = \"logistic\"\nl2 = 0.1\n").is_empty());
-        // A network without batch_size: full-batch steps, said once.
-        let w = warnings("[model]\nkind = \"mlp\"\n");
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(
-            w[0].contains("without train.batch_size takes full-batch steps"),
-            "{w:?}"
-        );
     }
 
     #[test]

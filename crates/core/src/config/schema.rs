@@ -488,28 +488,6 @@ impl ModelKind {
             ModelKind::Resnet => "resnet",
         }
     }
-
-    /// The `[model]` keys this kind reads besides `kind` and `l2`.
-    pub fn keys(self) -> &'static [&'static str] {
-        match self {
-            ModelKind::Linear => &["loss"],
-            ModelKind::Mlp => &[
-                "classes",
-                "hidden",
-                "dropout",
-                "precision",
-                "max_memory_mib",
-            ],
-            ModelKind::Cnn => &["classes", "dropout", "precision", "max_memory_mib"],
-            ModelKind::Resnet => &[
-                "classes",
-                "precision",
-                "resnet_blocks",
-                "resnet_width",
-                "max_memory_mib",
-            ],
-        }
-    }
 }
 
 /// The floating-point type a network computes its gradients in (`model.precision`).

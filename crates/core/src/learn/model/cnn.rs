@@ -10,9 +10,69 @@
 //! dropout is kept).
 
 use candle_core::Tensor;
+use serde::{Deserialize, Serialize};
 
+use super::Model;
+use super::entry::{ModelArgs, ModelEntry};
 use super::net::{Architecture, ParamSpec, Params, Pass};
 use super::ops::{conv2d, linear, max_pool2};
+use crate::config::Precision;
+use crate::error::InputError;
+
+/// The `[model]` keys the CNN reads (besides `kind` and `l2`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CnnParams {
+    /// The number of classes; labels are 0 .. classes − 1.
+    pub classes: usize,
+    /// The probability that dropout zeroes a unit of the hidden layer.
+    pub dropout: f64,
+    /// The precision of the forward and backward passes.
+    pub precision: Precision,
+    /// The most memory one process may need, in MiB (`Model::new` checks it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_memory_mib: Option<usize>,
+}
+
+impl Default for CnnParams {
+    fn default() -> Self {
+        Self {
+            classes: 10,
+            dropout: 0.0,
+            precision: Precision::F64,
+            max_memory_mib: None,
+        }
+    }
+}
+
+/// The registry entry of `model.kind = "cnn"`.
+pub static CNN: ModelEntry = ModelEntry::new::<CnnParams>(
+    "cnn",
+    "LeNet-style network of two convolutions and two linear layers (004 §VIII)",
+    build,
+);
+
+fn build(args: &ModelArgs<'_>) -> Result<Model, InputError> {
+    let p: CnnParams = args.params()?;
+    let shape = args.image()?;
+    let arch = Cnn::new(shape, p.classes).ok_or_else(|| {
+        InputError::value(
+            "model.kind",
+            "\"cnn\"",
+            format!(
+                "needs images of at least 16 x 16 pixels for its two 5 x 5 convolutions and 2 x 2 pools; the data's are {} x {}",
+                shape[1], shape[2]
+            ),
+        )
+    })?;
+    Ok(Model::network(
+        Box::new(arch),
+        args.input,
+        p.classes,
+        p.dropout,
+        p.precision,
+    ))
+}
 
 const KERNEL: usize = 5;
 const CONV1: usize = 10;

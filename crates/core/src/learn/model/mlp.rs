@@ -16,13 +16,80 @@
 //! bit (tested below); f32 goes through candle's graph.
 
 use candle_core::Tensor;
+use serde::{Deserialize, Serialize};
 
-use super::ModelError;
+use super::entry::{ModelArgs, ModelEntry};
 use super::net::{
     Architecture, BatchSums, DirectBatch, ParamSpec, Params, Pass, count_correct,
     cross_entropy_head,
 };
 use super::ops::{gemm, linear};
+use super::{Input, Model, ModelError};
+use crate::config::Precision;
+use crate::error::InputError;
+
+/// The `[model]` keys the MLP reads (besides `kind` and `l2`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MlpParams {
+    /// The number of classes; labels are 0 .. classes − 1.
+    pub classes: usize,
+    /// The widths of the hidden layers.
+    pub hidden: Vec<usize>,
+    /// The probability that dropout zeroes a unit of the last hidden layer.
+    pub dropout: f64,
+    /// The precision of the forward and backward passes.
+    pub precision: Precision,
+    /// The most memory one process may need, in MiB (`Model::new` checks it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_memory_mib: Option<usize>,
+}
+
+impl Default for MlpParams {
+    fn default() -> Self {
+        Self {
+            classes: 10,
+            hidden: vec![512, 512],
+            dropout: 0.0,
+            precision: Precision::F64,
+            max_memory_mib: None,
+        }
+    }
+}
+
+/// The registry entry of `model.kind = "mlp"`.
+pub static MLP: ModelEntry = ModelEntry::new::<MlpParams>(
+    "mlp",
+    "multilayer perceptron of model.hidden ReLU layers (004 §VIII's 784-512-512-10)",
+    build,
+);
+
+fn build(args: &ModelArgs<'_>) -> Result<Model, InputError> {
+    let p: MlpParams = args.params()?;
+    Ok(Model::mlp(
+        args.input,
+        &p.hidden,
+        p.classes,
+        p.dropout,
+        p.precision,
+    ))
+}
+
+impl Model {
+    /// An MLP classifier over samples shaped as `input` (flattened): the
+    /// `hidden` ReLU layers, `classes` logits, dropout on the last hidden
+    /// layer with probability `dropout`, computed in `precision`.
+    pub fn mlp(
+        input: Input,
+        hidden: &[usize],
+        classes: usize,
+        dropout: f64,
+        precision: Precision,
+    ) -> Model {
+        let arch = Mlp::new(input.features, hidden, classes);
+        Model::network(Box::new(arch), input, classes, dropout, precision)
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct Mlp {

@@ -1,5 +1,6 @@
-//! Models behind one interface, picked by name (`model.kind`): what a
-//! worker computes for a partition, and what the master evaluates.
+//! Models behind one interface, picked by name (`model.kind`) from a
+//! registry ([`MODELS`]): what a worker computes for a partition, and what
+//! the master evaluates.
 //!
 //! Every model's parameters are one flat vector θ of f64, the vector the
 //! engine, the schemes, the decode, the snapshots and resume carry; so every
@@ -7,24 +8,41 @@
 //! loss *summed* over a set of samples into a slice and returns the loss
 //! sum; the engine divides by the recovered samples.
 //!
-//! - `linear`: least squares or logistic regression (`model.loss`) with the
-//!   fused dense and sparse kernels of [`crate::learn::kernel`]; starts at θ = 0.
+//! - `linear` ([`Linear`]): least squares or logistic regression
+//!   (`model.loss`) with the fused dense and sparse kernels of
+//!   [`crate::learn::kernel`]; starts at θ = 0.
 //! - `mlp`, `cnn`, `resnet`: classifiers trained with softmax cross-entropy,
 //!   their gradients by reverse-mode autodiff (candle, on the CPU); θ starts
 //!   from a seeded PyTorch-style initialisation.
+//!
+//! Each kind is one file: its typed `[model]` parameters, its constructor
+//! and its `static` [`ModelEntry`]; [`MODELS`] (`models.rs`) lists the
+//! entries, one line each. docs/adding-a-model.md walks through adding one.
 
 mod cnn;
+mod entry;
+mod linear;
 pub mod memory;
 mod mlp;
+mod models;
 mod net;
 mod ops;
 mod resnet;
 
-use std::ops::Range;
-
+pub use cnn::{CNN, CnnParams};
+pub use entry::{Constructor, EVERY_MODEL_KEYS, ModelArgs, ModelEntry, ModelParams};
+pub use linear::{LINEAR, Linear, LinearParams};
+pub use mlp::{MLP, MlpParams};
+pub use models::{MODELS, ModelRegistry};
 pub use net::{BatchSums, Confusion, Net};
+pub use resnet::{RESNET, ResnetParams};
 
-use crate::config::{Config, Loss, ModelKind};
+/// docs/adding-a-model.md, whose example `cargo test --doc` compiles and runs.
+#[cfg(doctest)]
+#[doc = include_str!("../../../../../docs/adding-a-model.md")]
+pub struct AddingAModel;
+
+use crate::config::{Config, Loss, Precision};
 use crate::error::InputError;
 use crate::learn::Partition;
 use crate::learn::batch::{StepKey, batch_rows};
@@ -77,7 +95,7 @@ pub struct TensorLayout {
 /// A model: linear or a network.
 #[derive(Debug)]
 pub enum Model {
-    Linear { loss: Loss, features: usize },
+    Linear(Linear),
     Net(Box<Net>),
 }
 
@@ -98,52 +116,21 @@ impl Model {
     /// size (the message sizes `simulate` models), never to train it.
     /// Nothing in proportion to its parameters is allocated.
     pub fn sized(config: &Config, input: Input) -> Result<Self, InputError> {
-        let m = &config.model;
-        let image = || {
-            input.image.ok_or_else(|| {
-                InputError::value(
-                    "model.kind",
-                    format!("\"{}\"", m.kind.name()),
-                    "needs images (data.kind = \"idx\" or \"cifar10\"); this data has flat samples",
-                )
-            })
-        };
-        let arch: Box<dyn net::Architecture> = match m.kind {
-            ModelKind::Linear => {
-                return Ok(Model::Linear {
-                    loss: m.loss,
-                    features: input.features,
-                });
-            }
-            ModelKind::Mlp => Box::new(mlp::Mlp::new(input.features, &m.hidden, m.classes)),
-            ModelKind::Cnn => {
-                let shape = image()?;
-                Box::new(cnn::Cnn::new(shape, m.classes).ok_or_else(|| {
-                    InputError::value(
-                        "model.kind",
-                        "\"cnn\"",
-                        format!(
-                            "needs images of at least 16 x 16 pixels for its two 5 x 5 convolutions and 2 x 2 pools; the data's are {} x {}",
-                            shape[1], shape[2]
-                        ),
-                    )
-                })?)
-            }
-            ModelKind::Resnet => Box::new(resnet::Resnet::new(
-                image()?[0],
-                &m.resnet_blocks,
-                m.resnet_width,
-                m.classes,
-            )),
-        };
+        MODELS.build(&config.model, input)
+    }
+
+    /// The network of architecture `arch` over samples shaped as `input`
+    /// (flat samples as one row of `features`), with `classes` logits,
+    /// dropout probability `dropout` on its dropout layer, in `precision`.
+    pub(crate) fn network(
+        arch: Box<dyn net::Architecture>,
+        input: Input,
+        classes: usize,
+        dropout: f64,
+        precision: Precision,
+    ) -> Self {
         let shape = input.image.unwrap_or([1, 1, input.features]);
-        Ok(Model::Net(Box::new(Net::new(
-            arch,
-            shape,
-            m.classes,
-            m.dropout,
-            m.precision,
-        ))))
+        Model::Net(Box::new(Net::new(arch, shape, classes, dropout, precision)))
     }
 
     /// Whether `part`'s labels fit the model: a network's are classes in
@@ -160,7 +147,7 @@ impl Model {
     /// d: the number of parameters.
     pub fn dim(&self) -> usize {
         match self {
-            Model::Linear { features, .. } => *features,
+            Model::Linear(linear) => linear.dim(),
             Model::Net(net) => net.dim(),
         }
     }
@@ -168,7 +155,7 @@ impl Model {
     /// The loss of the linear model (its fused kernels' fast path), None for networks.
     pub fn linear_loss(&self) -> Option<Loss> {
         match self {
-            Model::Linear { loss, .. } => Some(*loss),
+            Model::Linear(linear) => Some(linear.loss()),
             Model::Net(_) => None,
         }
     }
@@ -182,11 +169,7 @@ impl Model {
     /// values), together exactly the d parameters.
     pub fn layout(&self) -> Vec<TensorLayout> {
         match self {
-            Model::Linear { features, .. } => vec![TensorLayout {
-                name: "weights".to_string(),
-                shape: vec![*features],
-                offset: 0,
-            }],
+            Model::Linear(linear) => linear.layout(),
             Model::Net(net) => net.layout(),
         }
     }
@@ -194,13 +177,7 @@ impl Model {
     /// One line: what the model is (`gradcode check`).
     pub fn describe(&self) -> String {
         match self {
-            Model::Linear { loss, features } => format!(
-                "linear, {} loss, {features} parameters",
-                match loss {
-                    Loss::LeastSquares => "least-squares",
-                    Loss::Logistic => "logistic",
-                }
-            ),
+            Model::Linear(linear) => linear.describe(),
             Model::Net(net) => net.describe(),
         }
     }
@@ -208,7 +185,7 @@ impl Model {
     /// θ at the start: 0 for the linear model, a seeded initialisation for networks.
     pub fn initial_theta(&self, seed: u64) -> Vec<f64> {
         match self {
-            Model::Linear { features, .. } => vec![0.0; *features],
+            Model::Linear(linear) => linear.initial_theta(),
             Model::Net(net) => net.initial_theta(seed),
         }
     }
@@ -225,13 +202,7 @@ impl Model {
         key: StepKey,
     ) -> Result<f64, ModelError> {
         match self {
-            Model::Linear { loss, .. } => Ok(match contiguous(rows) {
-                Some(range) => part.accumulate(*loss, range, theta, grad),
-                None => rows
-                    .iter()
-                    .map(|&r| part.accumulate(*loss, r..r + 1, theta, grad))
-                    .sum(),
-            }),
+            Model::Linear(linear) => Ok(linear.accumulate(part, rows, theta, grad)),
             Model::Net(net) => Ok(net
                 .accumulate(part, rows, theta, grad, key, false)?
                 .loss_sum),
@@ -281,8 +252,8 @@ impl Model {
     /// correctly classified samples for a classifier), with no dropout.
     pub fn evaluate(&self, part: &Partition, theta: &[f64]) -> Result<Evaluation, ModelError> {
         match self {
-            Model::Linear { loss, .. } => Ok(Evaluation {
-                loss_sum: part.loss_sum(*loss, theta),
+            Model::Linear(linear) => Ok(Evaluation {
+                loss_sum: linear.loss_sum(part, theta),
                 correct: None,
             }),
             Model::Net(net) => {
@@ -339,11 +310,4 @@ fn check_memory(config: &Config, net: &Net, input: Input) -> Result<(), InputErr
             ),
         )),
     }
-}
-
-/// `rows` as a range when it is one.
-fn contiguous(rows: &[usize]) -> Option<Range<usize>> {
-    let (&first, &last) = (rows.first()?, rows.last()?);
-    (last - first + 1 == rows.len() && rows.windows(2).all(|w| w[1] == w[0] + 1))
-        .then_some(first..last + 1)
 }

@@ -18,9 +18,64 @@
 //! store. Its scale and shift are parameters (in θ).
 
 use candle_core::Tensor;
+use serde::{Deserialize, Serialize};
 
+use super::Model;
+use super::entry::{ModelArgs, ModelEntry};
 use super::net::{Architecture, ParamSpec, Params, Pass};
 use super::ops::{conv2d, linear};
+use crate::config::Precision;
+use crate::error::InputError;
+
+/// The `[model]` keys the ResNet reads (besides `kind` and `l2`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResnetParams {
+    /// The number of classes; labels are 0 .. classes − 1.
+    pub classes: usize,
+    /// The precision of the forward and backward passes.
+    pub precision: Precision,
+    /// Basic blocks per stage (ResNet-18: 2, 2, 2, 2).
+    pub resnet_blocks: Vec<usize>,
+    /// The channels of the first stage (ResNet-18: 64), doubled at each stage.
+    pub resnet_width: usize,
+    /// The most memory one process may need, in MiB (`Model::new` checks it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_memory_mib: Option<usize>,
+}
+
+impl Default for ResnetParams {
+    fn default() -> Self {
+        Self {
+            classes: 10,
+            precision: Precision::F64,
+            resnet_blocks: vec![2, 2, 2, 2],
+            resnet_width: 64,
+            max_memory_mib: None,
+        }
+    }
+}
+
+/// The registry entry of `model.kind = "resnet"`.
+pub static RESNET: ModelEntry = ModelEntry::new::<ResnetParams>(
+    "resnet",
+    "ResNet-18's structure (He et al. 2016) of configurable depth and width, as 004 §VIII trains on CIFAR-10",
+    build,
+);
+
+fn build(args: &ModelArgs<'_>) -> Result<Model, InputError> {
+    let p: ResnetParams = args.params()?;
+    let channels = args.image()?[0];
+    let arch = Resnet::new(channels, &p.resnet_blocks, p.resnet_width, p.classes);
+    // The ResNet has no dropout (`model.dropout` is not read).
+    Ok(Model::network(
+        Box::new(arch),
+        args.input,
+        p.classes,
+        0.0,
+        p.precision,
+    ))
+}
 
 const BN_EPS: f64 = 1e-5;
 
