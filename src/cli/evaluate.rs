@@ -11,7 +11,6 @@ use std::path::Path;
 use crate::error::InputError;
 
 /// What `evaluate` was asked.
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub(crate) struct EvaluateFlags<'a> {
     pub file: &'a Path,
     /// `--set data.KEY=VALUE` onto the trace's config.
@@ -36,19 +35,10 @@ fn check_overrides(overrides: &[String]) -> Result<(), InputError> {
     Ok(())
 }
 
-#[cfg(not(feature = "hdf5"))]
 pub(crate) fn run(flags: &EvaluateFlags<'_>) -> anyhow::Result<()> {
     check_overrides(flags.overrides)?;
-    Err(InputError::new(
-        flags.file.display().to_string(),
-        "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
-    )
-    .into())
-}
-
-#[cfg(feature = "hdf5")]
-pub(crate) fn run(flags: &EvaluateFlags<'_>) -> anyhow::Result<()> {
-    check_overrides(flags.overrides)?;
+    crate::trace::backend::check(crate::trace::backend::TraceUse::Read)
+        .map_err(|missing| InputError::new(flags.file.display().to_string(), missing))?;
     let result = imp::evaluate(flags)?;
     if flags.json {
         crate::outln!("{}", serde_json::to_string_pretty(&result)?);
@@ -58,7 +48,6 @@ pub(crate) fn run(flags: &EvaluateFlags<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "hdf5")]
 mod imp {
     use super::*;
     use crate::learn::{DataPlan, Model, Optimizer, Partition};

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::read::TraceFile;
+use super::TraceFile;
 use super::{IterationRecord, TimingEvent, TraceError};
 
 type Result<T> = std::result::Result<T, TraceError>;

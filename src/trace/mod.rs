@@ -2,7 +2,8 @@
 //!
 //! The record types here are plain data and build without HDF5; the writer
 //! and reader ([`TraceWriter`], [`SimTraceWriter`], [`TraceFile`],
-//! [`read_trace`]) need the `hdf5` feature. The per-iteration datasets (the
+//! [`read_trace`]) are the backend's ([`backend`]), which without the
+//! `hdf5` feature opens and creates nothing. The per-iteration datasets (the
 //! `/iteration/` and `/worker/` lines below) are one table,
 //! [`gradcode_core::record::DATASETS`], from which the record, the writer,
 //! the reader and the summary's columns are derived; tests check that this
@@ -89,21 +90,23 @@
 //! Every read of a trace file (`inspect`, `train --resume`, [`read_trace`])
 //! goes through one guarded reader, [`TraceFile`]: a dataset's shape and
 //! type are checked against the schema and its claimed size against the
-//! file's size before it is read (see its module, `read.rs`).
+//! file's size before it is read (see its module, `backend/hdf5/read.rs`).
 
 pub use gradcode_core::record::{
     DATASETS, DatasetSpec, ElementType, IterationRecord, Presence, SchemaGroup, TimingEvent,
 };
 
-#[cfg(feature = "hdf5")]
-mod access;
-/// Snapshots: written atomically, read back, a trace reopened to resume.
-#[cfg(feature = "hdf5")]
-mod checkpoint;
-#[cfg(feature = "hdf5")]
-mod hdf5_io;
-#[cfg(feature = "hdf5")]
+/// The HDF5 seam: the writers, the guarded reader and snapshots with HDF5,
+/// refusals without it (the only code that knows which).
+pub mod backend;
+pub use backend::{SimTraceWriter, TraceFile, TraceWriter, read_snapshot};
+
+/// What a trace file holds, as the reader gives it back.
+mod contents;
+pub use contents::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme};
+
 mod load;
+pub use load::{TraceData, read_attr_string, read_trace};
 
 /// Creating a trace file without harming another (locks, temporary name, rename).
 pub mod place;
@@ -112,50 +115,22 @@ pub mod place;
 pub mod sink;
 pub use sink::{Target, TraceSink};
 
-#[cfg(feature = "hdf5")]
-pub use checkpoint::read_snapshot;
-#[cfg(feature = "hdf5")]
-pub use hdf5_io::{SimTraceWriter, TraceWriter};
-#[cfg(feature = "hdf5")]
-pub use load::{TraceData, read_attr_string, read_trace};
-
 /// Summaries of traces for `gradcode inspect` (pure, no HDF5).
 pub mod summary;
 
-#[cfg(feature = "hdf5")]
-mod read;
-
 /// Reading an untrusted trace in a child process with a deadline.
-#[cfg(feature = "hdf5")]
 pub mod probe;
 
-#[cfg(feature = "hdf5")]
-pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile};
-
 /// When this process is the trace probe's child (`gradcode
-/// <probe::SUBCOMMAND> FILE`, not a command a user runs), its exit status.
+/// <probe::SUBCOMMAND> FILE`, not a command a user runs), its exit status
+/// (never without HDF5).
 pub fn probe_child() -> Option<std::process::ExitCode> {
-    #[cfg(feature = "hdf5")]
-    {
-        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-        if args.len() == 3 && args[1] == probe::SUBCOMMAND {
-            return Some(probe::child(std::path::Path::new(&args[2])));
-        }
-    }
-    None
+    backend::probe_child()
 }
 
 /// The HDF5 library's version, or "none" without the `hdf5` feature.
 pub fn hdf5_library() -> String {
-    #[cfg(feature = "hdf5")]
-    {
-        let (major, minor, release) = hdf5::library_version();
-        format!("HDF5 {major}.{minor}.{release}")
-    }
-    #[cfg(not(feature = "hdf5"))]
-    {
-        "none".to_string()
-    }
+    backend::library()
 }
 
 /// The two kinds of file the trace writers make (plain data: `compare`
@@ -169,10 +144,7 @@ pub enum TraceKind {
     Simulation,
 }
 
-#[cfg(feature = "hdf5")]
 mod report;
-
-#[cfg(feature = "hdf5")]
 pub use report::{Report, SchemeReport, TrialReport};
 
 /// Where a trace goes: `--out` (the flag), else `output.trace`, else a
@@ -387,66 +359,14 @@ pub enum TraceError {
     /// folder cannot be written); the message names the file.
     #[error("{0}")]
     Place(String),
-}
-
-#[cfg(feature = "hdf5")]
-impl TraceError {
-    pub(crate) fn hdf5(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
-        TraceError::Hdf5 {
-            context: context.into(),
-            message: one_line(&e.to_string()),
-        }
-    }
-}
-
-/// An HDF5 message on one line, said once: libhdf5 puts a `ctime` date
-/// (ending in a newline) inside its write errors, and the error stack's
-/// outermost and innermost descriptions are often the same words
-/// (`file write failed: file write failed: ...`).
-#[cfg(feature = "hdf5")]
-pub(crate) fn one_line(message: &str) -> String {
-    let joined = message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace(" ,", ",");
-    let mut parts: Vec<&str> = Vec::new();
-    for part in joined.split(": ") {
-        if parts.last() != Some(&part) {
-            parts.push(part);
-        }
-    }
-    parts.join(": ")
+    /// This build cannot read or write traces (it has no HDF5).
+    #[error("{0}")]
+    Unsupported(#[from] backend::Unsupported),
 }
 
 #[cfg(test)]
 mod tests {
     use super::{DATASETS, SchemaGroup};
-
-    #[cfg(feature = "hdf5")]
-    #[test]
-    fn hdf5_messages_are_one_line_said_once() {
-        // As libhdf5 1.10 words a write to a full disk (ctime's newline included).
-        let raw = "H5F__accum_write(): file write failed: file write failed: time = Tue Nov 24 \
-                   01:25:14 2026\n, filename = './.tr.h5.tmp-1-1', file descriptor = 19, errno = 28, \
-                   error message = 'No space left on device', offset = 0";
-        assert_eq!(
-            super::one_line(raw),
-            "H5F__accum_write(): file write failed: time = Tue Nov 24 01:25:14 2026, filename = \
-             './.tr.h5.tmp-1-1', file descriptor = 19, errno = 28, error message = 'No space left \
-             on device', offset = 0"
-        );
-        let e = super::TraceError::hdf5("flush x.h5", raw);
-        assert_eq!(e.to_string().lines().count(), 1);
-        assert_eq!(e.to_string().matches("file write failed").count(), 1);
-        // Different descriptions stay.
-        assert_eq!(
-            super::one_line("H5Fopen(): unable to open file: truncated file"),
-            "H5Fopen(): unable to open file: truncated file"
-        );
-    }
 
     #[test]
     fn default_trace_names_have_the_scheme_and_a_utc_stamp_and_avoid_taken_ones() {

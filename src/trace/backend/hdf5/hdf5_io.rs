@@ -15,7 +15,7 @@ use ndarray::ArrayView2;
 use super::access::{close_on_exec, writer_access};
 use crate::engine::{IterationEvent, Observer, ObserverError};
 
-use super::{
+use crate::trace::{
     FLUSH_INTERVAL, IterationRecord, RunStatus, TimingEvent, TraceError, TraceMeta, place,
     status_reason,
 };
@@ -463,7 +463,7 @@ fn write_meta(file: &File, meta: &TraceMeta) -> Result<()> {
     scalar_attr(file, "workers", meta.workers as u64)?;
     string_attr(file, "config_toml", &meta.config_toml)?;
     string_attr(file, "gradcode_version", env!("CARGO_PKG_VERSION"))?;
-    scalar_attr(file, "trace_schema", super::TRACE_SCHEMA)?;
+    scalar_attr(file, "trace_schema", crate::trace::TRACE_SCHEMA)?;
     scalar_attr(file, "seed", meta.seed)?;
     for (name, value) in crate::provenance::trace_attributes() {
         string_attr(file, name, &value)?;

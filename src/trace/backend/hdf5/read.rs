@@ -1,5 +1,5 @@
 //! The one reader of trace files, guarded: `gradcode inspect`, `train
-//! --resume` ([`super::TraceWriter::resume`]) and [`super::read_trace`] all
+//! --resume` ([`crate::trace::TraceWriter::resume`]) and [`crate::trace::read_trace`] all
 //! read through [`TraceFile`].
 //!
 //! **The guard.** Nothing is read from a file before its shape is checked:
@@ -32,31 +32,17 @@ use std::path::{Path, PathBuf};
 
 use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
 use hdf5::{Attribute, Dataset, File, Group, H5Type, LinkType, Location, LocationType};
-use serde::Serialize;
 
-use super::summary::Distribution;
-use super::{TimingEvent, TraceError};
+use crate::trace::summary::Distribution;
+use crate::trace::{TimingEvent, TraceError};
 use gradcode_core::record::{
     ColumnVisitor, DATASETS, DatasetSpec, SchemaGroup, TraceColumns, rows_dataset,
 };
 
 type Result<T> = std::result::Result<T, TraceError>;
 
-pub use super::TraceKind;
-
-/// The root attributes (each `None` when absent) and the kind of trace.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RootInfo {
-    pub kind: TraceKind,
-    pub gradcode_version: String,
-    pub scheme: Option<String>,
-    pub workers: Option<u64>,
-    pub seed: Option<u64>,
-    pub config_toml: Option<String>,
-    /// `status` (running, completed, interrupted, failed) and `status_reason`.
-    pub status: Option<String>,
-    pub status_reason: Option<String>,
-}
+pub use crate::trace::TraceKind;
+use crate::trace::contents::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme};
 
 /// The snapshot slots of a training trace (`/model/snapshot_0`, `_1` and
 /// the attribute `snapshot` of `/model` naming the committed one).
@@ -73,61 +59,6 @@ pub(crate) enum SlotState {
         theta: Vec<f64>,
         previous: Vec<f64>,
     },
-}
-
-/// One simulated scheme: `/sim/<name>` and its trial groups.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimScheme {
-    pub name: String,
-    /// Attributes of `/sim/<name>` (`None` when absent).
-    pub trials: Option<u64>,
-    pub iterations: Option<u64>,
-    pub model_time_unit_s: Option<f64>,
-    /// (k, group path) of every `trial_<k>` present, k ascending.
-    pub trial_groups: Vec<(usize, String)>,
-}
-
-/// `/model/theta`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ModelInfo {
-    pub parameters: usize,
-    /// Its `iteration` attribute: the iteration after which it was written.
-    pub iteration: Option<u64>,
-    /// Euclidean norm (NaN entries left out).
-    pub norm: f64,
-    /// Entries that are not finite.
-    pub non_finite: usize,
-    /// `/model`'s attributes `final_train_loss`, `final_test_loss`,
-    /// `final_test_accuracy`: the losses at this θ (a run that completed its
-    /// iterations; absent otherwise, null in JSON when NaN).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_train_loss: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_test_loss: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_test_accuracy: Option<f64>,
-}
-
-/// A dataset outside the schema (`/worker/queue_s`, ...).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExtraDataset {
-    /// Path in the file.
-    pub path: String,
-    pub shape: Vec<usize>,
-    pub unit: Option<String>,
-    pub description: Option<String>,
-    /// Over every finite entry; `None` when not numeric (then not read) or
-    /// when none is finite. A numeric one that claims more bytes than the
-    /// file holds, alone or with what was read before it, is an error.
-    pub values: Option<Distribution>,
-}
-
-/// Scalar attributes of a group outside the schema.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExtraGroup {
-    pub path: String,
-    /// Numbers as numbers, variable-length strings as strings; other types left out.
-    pub attributes: BTreeMap<String, serde_json::Value>,
 }
 
 /// What the values of a dataset or attribute must be.
@@ -563,7 +494,7 @@ impl TraceFile {
                 record("not a gradcode trace (no root attribute gradcode_version)".into())
             })?;
         let trace_schema = self.number_attr::<u64>(root, "/", "trace_schema")?;
-        super::check_schema(trace_schema, &gradcode_version).map_err(record)?;
+        crate::trace::check_schema(trace_schema, &gradcode_version).map_err(record)?;
         let kind = if self.has_group(root, "/", "sim")? {
             TraceKind::Simulation
         } else if self.has_group(root, "/", "iteration")? {
@@ -855,7 +786,7 @@ impl TraceFile {
     /// (guarded: `[2, parameters]` numbers within the file's size, with its
     /// attribute `iteration`).
     pub(crate) fn snapshot_slot(&self, group: &str) -> Result<SlotState> {
-        use super::{NO_SNAPSHOT, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS};
+        use crate::trace::{NO_SNAPSHOT, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS};
         let g = self.group(group)?;
         if !self.has_group(&g, group, "model")? {
             return Ok(SlotState::NoSlots);
