@@ -1,4 +1,4 @@
-//! What a trace file holds, as the reader gives it back: the root
+//! What a trace file holds, as the reader gives it back: its kind, the root
 //! attributes, the simulated schemes, the model, and what lies outside the
 //! schema. Plain data, the same with or without HDF5 (the backend's
 //! [`TraceFile`](crate::trace::TraceFile) fills them).
@@ -7,8 +7,18 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::TraceKind;
 use super::summary::Distribution;
+
+/// The two kinds of file the trace writers make (plain data: `compare`
+/// names them without HDF5 too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceKind {
+    /// One run (`gradcode train --out`): `/iteration/`, `/worker/`, `/model/` at the root.
+    Train,
+    /// `gradcode simulate --out`: `/sim/<scheme>/trial_<k>/`.
+    Simulation,
+}
 
 /// The root attributes (each `None` when absent) and the kind of trace.
 #[derive(Debug, Clone, PartialEq)]
