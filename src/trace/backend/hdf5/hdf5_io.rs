@@ -615,7 +615,7 @@ pub struct TraceWriter {
     pub(super) path: PathBuf,
     pub(super) root: GroupWriter,
     pub(super) last_flush: Instant,
-    /// The committed snapshot slot (index into [`SNAPSHOT_SLOTS`]), `None`
+    /// The committed snapshot slot (index into [`SNAPSHOT_SLOTS`](crate::trace::SNAPSHOT_SLOTS)), `None`
     /// before the first snapshot (or in a trace without slots).
     pub(super) committed: Option<usize>,
 }
