@@ -1,7 +1,7 @@
 //! Whole traces and snapshots read back through the guarded reader
-//! ([`TraceFile`], read.rs): the records of a run or of a simulation trial
+//! ([`TraceFile`], backend/hdf5/read/): the records of a run or of a simulation trial
 //! ([`read_trace`]) and an attribute ([`read_attr_string`]); the snapshot
-//! `train --resume` continues from is checkpoint.rs's.
+//! `train --resume` continues from is backend/hdf5/checkpoint.rs's.
 
 use std::path::Path;
 

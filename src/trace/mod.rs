@@ -90,7 +90,7 @@
 //! Every read of a trace file (`inspect`, `train --resume`, [`read_trace`])
 //! goes through one guarded reader, [`TraceFile`]: a dataset's shape and
 //! type are checked against the schema and its claimed size against the
-//! file's size before it is read (see its module, `backend/hdf5/read.rs`).
+//! file's size before it is read (see its module, `backend/hdf5/read/`).
 
 pub use gradcode_core::record::{
     DATASETS, DatasetSpec, ElementType, IterationRecord, Presence, SchemaGroup, TimingEvent,

@@ -1,6 +1,6 @@
 //! The HDF5 writers of the trace schema (see the module above); reading a
 //! trace back is the read side's (load.rs over the guarded reader,
-//! read.rs), and snapshots are checkpoint.rs's. The per-iteration datasets are those of
+//! read/), and snapshots are checkpoint.rs's. The per-iteration datasets are those of
 //! the table ([`DATASETS`]): `GroupWriter` creates one per line, and
 //! writes the rows through [`TraceColumns::visit`], so no dataset is named here.
 

@@ -1,5 +1,5 @@
 //! The HDF5 backend: the writers of the trace schema (`hdf5_io.rs`), the
-//! guarded reader (`read.rs`), snapshots (`checkpoint.rs`), the caches of a
+//! guarded reader (`read/`), snapshots (`checkpoint.rs`), the caches of a
 //! file being written (`access.rs`), and what the library says (its
 //! version, its errors on one line).
 
