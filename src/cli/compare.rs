@@ -201,7 +201,6 @@ fn flatten(table: &toml::Table, prefix: &str, out: &mut BTreeMap<String, String>
 
 /// The resolved config `text` without what differs between repetitions of
 /// one run: `seed` and `[output]`; `None` when it does not parse.
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub fn repetition_key(text: Option<&str>) -> Option<toml::Table> {
     let mut table: toml::Table = toml::from_str(text?).ok()?;
     table.remove("seed");
@@ -806,24 +805,14 @@ fn same_file(a: &Path, b: &Path) -> bool {
         )
 }
 
-#[cfg(not(feature = "hdf5"))]
-fn read_all(
-    files: &[PathBuf],
-    _targets: Targets,
-) -> Result<(crate::trace::TraceKind, Vec<Member>), InputError> {
-    Err(InputError::new(
-        files[0].display().to_string(),
-        "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
-    ))
-}
-
 /// Every trace read through the guarded reader after its probe, as runs;
 /// an error names the file (or the flag a simulation trace cannot answer).
-#[cfg(feature = "hdf5")]
 fn read_all(
     files: &[PathBuf],
     targets: Targets,
 ) -> Result<(crate::trace::TraceKind, Vec<Member>), InputError> {
+    crate::trace::backend::check(crate::trace::backend::TraceUse::Read)
+        .map_err(|missing| InputError::new(files[0].display().to_string(), missing))?;
     use crate::trace::{TraceFile, TraceKind};
     let mut kind: Option<(TraceKind, String)> = None;
     let mut members = Vec::new();
@@ -917,7 +906,6 @@ fn read_all(
 
 /// The kind of the scheme `name` of a simulation's `simulate.compare` (a
 /// name, or a table with `name` and `kind`); the name when not found.
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 fn sim_kind(config: Option<&toml::Table>, name: &str) -> String {
     let entries = config
         .and_then(|c| c.get("simulate"))

@@ -45,19 +45,10 @@ fn check_overrides(overrides: &[String]) -> Result<(), InputError> {
     Ok(())
 }
 
-#[cfg(not(feature = "hdf5"))]
 pub(crate) fn run(flags: &EvaluateArgs) -> anyhow::Result<()> {
     check_overrides(&flags.overrides)?;
-    Err(InputError::new(
-        flags.file.display().to_string(),
-        "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
-    )
-    .into())
-}
-
-#[cfg(feature = "hdf5")]
-pub(crate) fn run(flags: &EvaluateArgs) -> anyhow::Result<()> {
-    check_overrides(&flags.overrides)?;
+    crate::trace::backend::check(crate::trace::backend::TraceUse::Read)
+        .map_err(|missing| InputError::new(flags.file.display().to_string(), missing))?;
     let result = imp::evaluate(flags)?;
     if flags.json {
         crate::outln!("{}", serde_json::to_string_pretty(&result)?);
@@ -67,7 +58,6 @@ pub(crate) fn run(flags: &EvaluateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "hdf5")]
 mod imp {
     use super::*;
     use crate::learn::{DataPlan, Model, Optimizer, Partition};

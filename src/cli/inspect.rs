@@ -64,20 +64,11 @@ pub(super) fn run(flags: &InspectArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Without HDF5 there is nothing to read.
-#[cfg(not(feature = "hdf5"))]
-fn summarize(path: &Path, _json: bool, targets: Targets) -> anyhow::Result<()> {
-    check_targets(targets)?;
-    Err(InputError::new(
-        path.display().to_string(),
-        "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
-    )
-    .into())
-}
-
-#[cfg(feature = "hdf5")]
 fn summarize(path: &Path, json: bool, targets: Targets) -> anyhow::Result<()> {
     check_targets(targets)?;
+    // Without HDF5 there is nothing to read.
+    crate::trace::backend::check(crate::trace::backend::TraceUse::Read)
+        .map_err(|missing| InputError::new(path.display().to_string(), missing))?;
     let report = imp::read(path, targets)?;
     if report.kind == crate::trace::TraceKind::Simulation && targets.any() {
         let flag = if targets.loss.is_some() {
@@ -150,7 +141,6 @@ pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Res
     Ok(())
 }
 
-#[cfg(feature = "hdf5")]
 mod imp {
     use std::path::Path;
 

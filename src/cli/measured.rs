@@ -51,7 +51,6 @@ pub(crate) struct Measured {
 /// Whether a trace says what its messages cost (only a build that reads
 /// traces, with `hdf5`, makes the variants other than `Recorded`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub(crate) enum Transfers {
     /// A measured run with the compute and receive times: the series are
     /// compute times.
@@ -62,16 +61,9 @@ pub(crate) enum Transfers {
     Emulated,
 }
 
-#[cfg(not(feature = "hdf5"))]
-pub(crate) fn read(_path: &Path, flag: &str) -> Result<Measured, InputError> {
-    Err(InputError::new(
-        flag,
-        "reading traces needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
-    ))
-}
-
-#[cfg(feature = "hdf5")]
 pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
+    crate::trace::backend::check(crate::trace::backend::TraceUse::Read)
+        .map_err(|missing| InputError::new(flag, missing))?;
     let name = path.display().to_string();
     let fail = |e: &dyn std::fmt::Display| InputError::new(flag, format!("{name}: {e}"));
     super::trace_file::check_file(path).map_err(|e| InputError::new(flag, e))?;

@@ -14,7 +14,6 @@ const HDF5_SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\
 /// A file that exists, can be read and is HDF5, whose metadata a child
 /// process reads within the probe's deadline ([`crate::trace::probe`]);
 /// the error names the file.
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
     use std::io::{Read, Seek, SeekFrom};
     let name = path.display().to_string();
@@ -51,7 +50,6 @@ pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
         if head == HDF5_SIGNATURE {
             // An HDF5 file: read its metadata in a child with a deadline
             // first (HDF5 may loop forever on a damaged one).
-            #[cfg(feature = "hdf5")]
             crate::trace::probe::check(path).map_err(|e| InputError::new(&name, e))?;
             return Ok(());
         }
@@ -61,7 +59,6 @@ pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
 
 /// An error reading the trace at `path`, naming the file (a file a
 /// running job holds open for writing says so).
-#[cfg(feature = "hdf5")]
 pub(super) fn read_error(path: &Path, e: crate::trace::TraceError) -> InputError {
     if e.to_string().contains("unable to lock file") {
         InputError::new(

@@ -1,11 +1,11 @@
 //! Whole traces and snapshots read back through the guarded reader
-//! ([`TraceFile`], read.rs): the records of a run or of a simulation trial
+//! ([`TraceFile`], backend/hdf5/read/): the records of a run or of a simulation trial
 //! ([`read_trace`]) and an attribute ([`read_attr_string`]); the snapshot
-//! `train --resume` continues from is checkpoint.rs's.
+//! `train --resume` continues from is backend/hdf5/checkpoint.rs's.
 
 use std::path::Path;
 
-use super::read::TraceFile;
+use super::TraceFile;
 use super::{IterationRecord, TimingEvent, TraceError};
 
 type Result<T> = std::result::Result<T, TraceError>;

@@ -2,7 +2,8 @@
 //!
 //! The record types here are plain data and build without HDF5; the writer
 //! and reader ([`TraceWriter`], [`SimTraceWriter`], [`TraceFile`],
-//! [`read_trace`]) need the `hdf5` feature. The per-iteration datasets (the
+//! [`read_trace`]) are the backend's ([`backend`]), which without the
+//! `hdf5` feature opens and creates nothing. The per-iteration datasets (the
 //! `/iteration/` and `/worker/` lines below) are one table,
 //! [`gradcode_core::record::DATASETS`], from which the record, the writer,
 //! the reader and the summary's columns are derived; tests check that this
@@ -89,21 +90,23 @@
 //! Every read of a trace file (`inspect`, `train --resume`, [`read_trace`])
 //! goes through one guarded reader, [`TraceFile`]: a dataset's shape and
 //! type are checked against the schema and its claimed size against the
-//! file's size before it is read (see its module, `read.rs`).
+//! file's size before it is read (see its module, `backend/hdf5/read/`).
 
 pub use gradcode_core::record::{
     DATASETS, DatasetSpec, ElementType, IterationRecord, Presence, SchemaGroup, TimingEvent,
 };
 
-#[cfg(feature = "hdf5")]
-mod access;
-/// Snapshots: written atomically, read back, a trace reopened to resume.
-#[cfg(feature = "hdf5")]
-mod checkpoint;
-#[cfg(feature = "hdf5")]
-mod hdf5_io;
-#[cfg(feature = "hdf5")]
+/// The HDF5 seam: the writers, the guarded reader and snapshots with HDF5,
+/// refusals without it (the only code that knows which).
+pub mod backend;
+pub use backend::{SimTraceWriter, TraceFile, TraceWriter, read_snapshot};
+
+/// What a trace file holds, as the reader gives it back.
+mod contents;
+pub use contents::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceKind};
+
 mod load;
+pub use load::{TraceData, read_attr_string, read_trace};
 
 /// Creating a trace file without harming another (locks, temporary name, rename).
 pub mod place;
@@ -112,358 +115,54 @@ pub mod place;
 pub mod sink;
 pub use sink::{Target, TraceSink};
 
-#[cfg(feature = "hdf5")]
-pub use checkpoint::read_snapshot;
-#[cfg(feature = "hdf5")]
-pub use hdf5_io::{SimTraceWriter, TraceWriter};
-#[cfg(feature = "hdf5")]
-pub use load::{TraceData, read_attr_string, read_trace};
-
 /// Summaries of traces for `gradcode inspect` (pure, no HDF5).
 pub mod summary;
 
-#[cfg(feature = "hdf5")]
-mod read;
-
 /// Reading an untrusted trace in a child process with a deadline.
-#[cfg(feature = "hdf5")]
 pub mod probe;
 
-#[cfg(feature = "hdf5")]
-pub use read::{ExtraDataset, ExtraGroup, ModelInfo, RootInfo, SimScheme, TraceFile};
-
 /// When this process is the trace probe's child (`gradcode
-/// <probe::SUBCOMMAND> FILE`, not a command a user runs), its exit status.
+/// <probe::SUBCOMMAND> FILE`, not a command a user runs), its exit status
+/// (never without HDF5).
 pub fn probe_child() -> Option<std::process::ExitCode> {
-    #[cfg(feature = "hdf5")]
-    {
-        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-        if args.len() == 3 && args[1] == probe::SUBCOMMAND {
-            return Some(probe::child(std::path::Path::new(&args[2])));
-        }
-    }
-    None
+    backend::probe_child()
 }
 
 /// The HDF5 library's version, or "none" without the `hdf5` feature.
 pub fn hdf5_library() -> String {
-    #[cfg(feature = "hdf5")]
-    {
-        let (major, minor, release) = hdf5::library_version();
-        format!("HDF5 {major}.{minor}.{release}")
-    }
-    #[cfg(not(feature = "hdf5"))]
-    {
-        "none".to_string()
-    }
+    backend::library()
 }
 
-/// The two kinds of file the trace writers make (plain data: `compare`
-/// names them without HDF5 too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TraceKind {
-    /// One run (`gradcode train --out`): `/iteration/`, `/worker/`, `/model/` at the root.
-    Train,
-    /// `gradcode simulate --out`: `/sim/<scheme>/trial_<k>/`.
-    Simulation,
-}
-
-#[cfg(feature = "hdf5")]
 mod report;
-
-#[cfg(feature = "hdf5")]
 pub use report::{Report, SchemeReport, TrialReport};
 
-/// Where a trace goes: `--out` (the flag), else `output.trace`, else a
-/// new name ([`default_trace_name`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TracePath {
-    pub path: std::path::PathBuf,
-    /// `--out` or `output.trace`: what an error names.
-    pub field: &'static str,
-    /// `--force`: an existing file may be replaced (when no process has it open).
-    pub force: bool,
-    /// The name was made for this run (neither `--out` nor `output.trace`
-    /// given): when another run takes it first, the next free one is taken.
-    pub generated: bool,
-}
+/// Where a trace goes: `--out`, `output.trace` or a name made for the run.
+mod naming;
+pub use naming::{DEFAULT_TRACE_FOLDER, TracePath, default_trace_name, trace_path};
 
-/// The folder of the traces named by [`default_trace_name`].
-pub const DEFAULT_TRACE_FOLDER: &str = "results";
+/// How a run stands, as its trace records it.
+mod status;
+pub use status::{REASON_CHARS, RunStatus, status_reason};
 
-/// A new trace name for a run of `stem` (the scheme kind of a training run,
-/// `simulate` for a simulation) at `time`: `results/<stem>-<UTC time
-/// stamp>.h5` (`results/gc-dc-20261126T190312Z.h5`), with `-2`, `-3`, ...
-/// before `.h5` when that name is taken (a file, a folder, anything) or
-/// `taken` (names another writer of this process claimed).
-pub fn default_trace_name(
-    stem: &str,
-    time: std::time::SystemTime,
-    taken: &[std::path::PathBuf],
-) -> std::path::PathBuf {
-    // RFC 3339 `2026-11-26T19:03:12Z` without its separators.
-    let stamp: String = humantime::format_rfc3339_seconds(time)
-        .to_string()
-        .chars()
-        .filter(|c| !matches!(c, '-' | ':'))
-        .collect();
-    let stem: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let folder = std::path::Path::new(DEFAULT_TRACE_FOLDER);
-    (1u64..)
-        .map(|n| match n {
-            1 => folder.join(format!("{stem}-{stamp}.h5")),
-            n => folder.join(format!("{stem}-{stamp}-{n}.h5")),
-        })
-        .find(|p| std::fs::symlink_metadata(p).is_err() && !taken.contains(p))
-        .expect("some suffix is free")
-}
+/// The version of the trace schema, and which traces this gradcode reads.
+mod schema;
+pub use schema::{TRACE_SCHEMA, check_schema};
 
-/// The trace path of a run (`train`) or simulation (`simulate --out`),
-/// checked before any work starts, with nothing created or changed: `out`
-/// (the `--out` flag), else `output.trace`, else a new name from
-/// `default_stem` and the time ([`default_trace_name`]); never anything but a
-/// regular file, nor one of the command's `inputs` ([`place::check_target`]);
-/// an existing file only with `force`, and only when no process has it open
-/// (HDF5's lock); a folder in which a file can be created (probed with a
-/// file created and removed at once; a missing folder is created with the
-/// trace, see [`place`]).
-pub fn trace_path(
-    config: &crate::config::Config,
-    out: Option<&std::path::Path>,
-    force: bool,
-    inputs: &[place::Input],
-    default_stem: &str,
-) -> Result<TracePath, crate::error::InputError> {
-    use crate::error::InputError;
-    use std::path::PathBuf;
-    let (field, path, generated) = match (out, &config.output.trace) {
-        (Some(p), _) => ("--out", p.to_path_buf(), false),
-        (None, Some(t)) => ("output.trace", PathBuf::from(t), false),
-        (None, None) => (
-            "output.trace",
-            default_trace_name(default_stem, std::time::SystemTime::now(), &[]),
-            true,
-        ),
-    };
-    // The lock is only probed here; it is taken when the trace is created.
-    place::check_output(&path, force, inputs).map_err(|e| InputError::new(field, e))?;
-    Ok(TracePath {
-        path,
-        field,
-        force,
-        generated,
-    })
-}
+/// The snapshot slots of a training trace and what a resume reads from them.
+mod snapshot;
+pub use snapshot::{NO_SNAPSHOT, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS, Snapshot};
 
-/// How a run stands, as its trace records it (root attributes `status` and
-/// `status_reason`): `running` from the moment the trace is created (or a
-/// run resumed) until the writer ends it. A trace whose writer died (SIGKILL,
-/// a crash, a full disk) keeps `running` after no process has it open, which
-/// `inspect` reports as such.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Running,
-    Completed,
-    /// Stopped by a signal (SIGTERM, SIGINT); resumable from its snapshot.
-    Interrupted,
-    /// Stopped by an error (the reason says which).
-    Failed,
-}
-
-impl RunStatus {
-    /// The value of the attribute `status`.
-    pub fn name(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Completed => "completed",
-            RunStatus::Interrupted => "interrupted",
-            RunStatus::Failed => "failed",
-        }
-    }
-}
-
-/// The one-line reason stored with a status: whitespace runs joined into
-/// single spaces, at most [`REASON_CHARS`] characters.
-pub fn status_reason(text: &str) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(REASON_CHARS) {
-        Some((cut, _)) => format!("{}...", &line[..cut]),
-        None => line,
-    }
-}
-
-/// The version of the trace schema this gradcode writes and reads (root
-/// attribute `trace_schema`). A trace without one was written by gradcode
-/// 0.1 before the attribute existed, and is schema 1 when its
-/// `gradcode_version` is 0.1.x; any other trace (a newer schema, another
-/// version, garbage) is refused by every reader and by resume.
-pub const TRACE_SCHEMA: u64 = 1;
-
-/// Whether a trace with these root attributes is one this gradcode reads:
-/// `Err` (in words) when not.
-pub fn check_schema(trace_schema: Option<u64>, gradcode_version: &str) -> Result<(), String> {
-    match trace_schema {
-        Some(TRACE_SCHEMA) => Ok(()),
-        Some(other) => Err(format!(
-            "trace schema {other} (written by gradcode {gradcode_version}); this gradcode {} reads schema {TRACE_SCHEMA}",
-            env!("CARGO_PKG_VERSION")
-        )),
-        None if gradcode_version.split('.').take(2).eq(["0", "1"])
-            && gradcode_version.split('.').count() == 3
-            && gradcode_version
-                .split('.')
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
-        {
-            Ok(())
-        }
-        None => Err(format!(
-            "written by gradcode {:?} without a trace_schema attribute: not a trace this gradcode {} reads",
-            status_reason(gradcode_version),
-            env!("CARGO_PKG_VERSION")
-        )),
-    }
-}
-
-/// The longest reason stored with a status, in characters.
-pub const REASON_CHARS: usize = 400;
-
-/// `/model/snapshot_0`, `/model/snapshot_1`: the two snapshot slots, written
-/// in turn; the attribute [`SNAPSHOT_COMMITTED`] of `/model` names the one
-/// a resume reads.
-pub const SNAPSHOT_SLOTS: [&str; 2] = ["snapshot_0", "snapshot_1"];
-
-/// The attribute of `/model` naming the committed snapshot slot (0 or 1;
-/// [`NO_SNAPSHOT`] before the first commit).
-pub const SNAPSHOT_COMMITTED: &str = "snapshot";
-
-/// The value of [`SNAPSHOT_COMMITTED`] before a snapshot is committed.
-pub const NO_SNAPSHOT: u64 = u64::MAX;
-
-/// Records are written and the file flushed at most this often (and at most once per iteration).
-pub const FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// What an interrupted run needs to continue: the iterate after `iteration`
-/// completed iterations, the one before it, and the run's resolved config.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Snapshot {
-    pub iteration: u64,
-    pub theta: Vec<f64>,
-    pub previous_theta: Vec<f64>,
-    pub config_toml: String,
-    pub seed: u64,
-}
-
-/// The root attributes of a trace (`gradcode_version` is added by the writer).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TraceMeta {
-    /// `scheme.kind` (a simulation trace: the compared schemes, comma separated).
-    pub scheme: String,
-    pub workers: usize,
-    /// The resolved config (`Config::to_toml`).
-    pub config_toml: String,
-    pub seed: u64,
-}
+/// What a writer is given (the root attributes) and how often it flushes.
+mod writing;
+pub use writing::{FLUSH_INTERVAL, TraceMeta};
 
 /// Failures of trace I/O.
-#[derive(Debug, thiserror::Error)]
-pub enum TraceError {
-    /// The HDF5 library failed; `context` says on what.
-    #[error("HDF5 trace {context}: {message}")]
-    Hdf5 { context: String, message: String },
-    /// A record does not fit the trace (e.g. its worker count).
-    #[error("trace record: {0}")]
-    Record(String),
-    /// The trace file cannot be put in place (it exists, is in use, its
-    /// folder cannot be written); the message names the file.
-    #[error("{0}")]
-    Place(String),
-}
-
-#[cfg(feature = "hdf5")]
-impl TraceError {
-    pub(crate) fn hdf5(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
-        TraceError::Hdf5 {
-            context: context.into(),
-            message: one_line(&e.to_string()),
-        }
-    }
-}
-
-/// An HDF5 message on one line, said once: libhdf5 puts a `ctime` date
-/// (ending in a newline) inside its write errors, and the error stack's
-/// outermost and innermost descriptions are often the same words
-/// (`file write failed: file write failed: ...`).
-#[cfg(feature = "hdf5")]
-pub(crate) fn one_line(message: &str) -> String {
-    let joined = message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace(" ,", ",");
-    let mut parts: Vec<&str> = Vec::new();
-    for part in joined.split(": ") {
-        if parts.last() != Some(&part) {
-            parts.push(part);
-        }
-    }
-    parts.join(": ")
-}
+mod error;
+pub use error::TraceError;
 
 #[cfg(test)]
 mod tests {
     use super::{DATASETS, SchemaGroup};
-
-    #[cfg(feature = "hdf5")]
-    #[test]
-    fn hdf5_messages_are_one_line_said_once() {
-        // As libhdf5 1.10 words a write to a full disk (ctime's newline included).
-        let raw = "H5F__accum_write(): file write failed: file write failed: time = Tue Nov 24 \
-                   01:25:14 2026\n, filename = './.tr.h5.tmp-1-1', file descriptor = 19, errno = 28, \
-                   error message = 'No space left on device', offset = 0";
-        assert_eq!(
-            super::one_line(raw),
-            "H5F__accum_write(): file write failed: time = Tue Nov 24 01:25:14 2026, filename = \
-             './.tr.h5.tmp-1-1', file descriptor = 19, errno = 28, error message = 'No space left \
-             on device', offset = 0"
-        );
-        let e = super::TraceError::hdf5("flush x.h5", raw);
-        assert_eq!(e.to_string().lines().count(), 1);
-        assert_eq!(e.to_string().matches("file write failed").count(), 1);
-        // Different descriptions stay.
-        assert_eq!(
-            super::one_line("H5Fopen(): unable to open file: truncated file"),
-            "H5Fopen(): unable to open file: truncated file"
-        );
-    }
-
-    #[test]
-    fn default_trace_names_have_the_scheme_and_a_utc_stamp_and_avoid_taken_ones() {
-        use std::path::PathBuf;
-        use std::time::{Duration, UNIX_EPOCH};
-        // 2026-11-26T19:03:12Z.
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_719_792);
-        let first = super::default_trace_name("gc-dc", t, &[]);
-        assert_eq!(first, PathBuf::from("results/gc-dc-20261126T190312Z.h5"));
-        let second = super::default_trace_name("gc-dc", t, std::slice::from_ref(&first));
-        assert_eq!(second, PathBuf::from("results/gc-dc-20261126T190312Z-2.h5"));
-        let third = super::default_trace_name("gc-dc", t, &[first, second]);
-        assert_eq!(third, PathBuf::from("results/gc-dc-20261126T190312Z-3.h5"));
-        // Nothing but letters, digits, `-` and `_` from the stem.
-        let odd = super::default_trace_name("a/b c", t, &[]);
-        assert_eq!(odd, PathBuf::from("results/a_b_c-20261126T190312Z.h5"));
-    }
 
     /// The lines of the schema block of this module's doc.
     fn doc_schema_lines() -> Vec<String> {

@@ -173,7 +173,6 @@ pub(crate) fn check_writable(path: &Path) -> Result<(), String> {
 }
 
 // Without HDF5 no trace is written: only the checks of its path are used.
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 /// Rename `from` to `to` unless `to` exists (then `AlreadyExists`),
 /// atomically where the file system can.
 pub(crate) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
@@ -362,7 +361,6 @@ pub fn write_whole(path: &Path, overwrite: bool, bytes: &[u8]) -> Result<(), Str
 }
 
 // Without HDF5 no trace is written: only the checks of its path are used.
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 /// How a new trace at `path` replaces what is there.
 #[derive(Debug)]
 pub(crate) enum Existing {
@@ -405,7 +403,6 @@ pub(crate) fn claim(path: &Path, overwrite: bool) -> Result<Existing, String> {
 }
 
 // Without HDF5 no trace is written: only the checks of its path are used.
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 /// Put the complete temporary file `temp` at `path`: over the file `claim`
 /// locked, or where nothing is (a file that appeared meanwhile is replaced
 /// only with `overwrite`, and only when nobody holds its lock).

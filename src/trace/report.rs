@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::read::{ExtraDataset, ExtraGroup, ModelInfo, TraceFile, TraceKind};
 use super::summary::{Summary, Targets, TraceColumns, summarize};
+use super::{ExtraDataset, ExtraGroup, ModelInfo, TraceFile, TraceKind};
 use super::{TimingEvent, TraceError};
 
 /// What `inspect --json` prints (keys documented in docs/json.md).

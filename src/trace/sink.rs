@@ -1,7 +1,7 @@
 //! The trace sink: the one factory of traces a run writes, an observer of
 //! the run and its checkpoint (`Checkpoint`: snapshots, and the state a
-//! resumed run restores), and the only place that knows whether HDF5 is
-//! compiled in. A training run's trace (`train`, [`TraceSink::for_run`],
+//! resumed run restores). Whether HDF5 is compiled in is the backend's
+//! ([`crate::trace::backend`]), asked at each entry. A training run's trace (`train`, [`TraceSink::for_run`],
 //! [`TraceSink::resume`]) holds a row per iteration, snapshots, the timing
 //! summary; a simulation's (`simulate --out`, [`TraceSink::for_simulation`])
 //! a group per scheme and trial. Both record the run's status when the
@@ -40,7 +40,6 @@ pub struct Target<'a> {
 }
 
 /// What opens the file at the start of training.
-#[cfg(feature = "hdf5")]
 enum Plan {
     /// A new trace.
     Create {
@@ -56,21 +55,17 @@ enum Plan {
 pub struct TraceSink {
     path: PathBuf,
     /// A simulation's trace, created with the sink.
-    #[cfg(feature = "hdf5")]
     sim: Option<crate::trace::SimTraceWriter>,
     /// The state a resumed run continues from.
     restore: Option<Restore>,
     /// The file was created (or the resumed trace reopened) by this run.
     opened: bool,
-    #[cfg(feature = "hdf5")]
     plan: Option<Plan>,
-    #[cfg(feature = "hdf5")]
     writer: Option<crate::trace::TraceWriter>,
     /// `runtime.wait` as resolved, and why: root attributes written with the file.
     wait: Option<(String, String)>,
     /// A write to the trace failed: the run ends with that error, which
     /// `end` does not repeat.
-    #[cfg(feature = "hdf5")]
     write_failed: bool,
     /// What the loss datasets hold: the root attribute `losses`.
     losses: Option<String>,
@@ -90,55 +85,45 @@ impl TraceSink {
         scheme: &dyn Scheme,
         target: Target<'_>,
     ) -> Result<Option<Self>, InputError> {
-        #[cfg(not(feature = "hdf5"))]
-        {
-            let _ = (config, scheme);
+        if let Err(missing) = super::backend::check(super::backend::TraceUse::Run) {
             if target.out.is_some() {
-                return Err(InputError::new(
-                    "--out",
-                    "this gradcode was built without the `hdf5` feature",
-                ));
+                return Err(InputError::new("--out", missing));
             }
-            crate::errln!(
-                "warning: this gradcode was built without the `hdf5` feature: no trace is written"
-            );
-            Ok(None)
+            crate::errln!("warning: {missing}: no trace is written");
+            return Ok(None);
         }
-        #[cfg(feature = "hdf5")]
-        {
-            let inputs = crate::trace::place::inputs_of(config, target.config_file);
-            let target = crate::trace::trace_path(
-                config,
-                target.out,
-                target.force,
-                &inputs,
-                scheme.kind().name(),
-            )?;
-            let meta = crate::trace::TraceMeta {
-                scheme: scheme.kind().name().to_string(),
-                workers: scheme.workers(),
-                config_toml: config.to_toml(),
-                seed: config.seed,
-            };
-            Ok(Some(Self {
-                path: target.path,
-                sim: None,
-                restore: None,
-                opened: false,
-                plan: Some(Plan::Create {
-                    meta,
-                    force: target.force,
-                    generated: target.generated,
-                }),
-                writer: None,
-                wait: None,
-                write_failed: false,
-                losses: None,
-                data_fingerprint: None,
-                stored_data_fingerprint: None,
-                model_layout: None,
-            }))
-        }
+        let inputs = crate::trace::place::inputs_of(config, target.config_file);
+        let target = crate::trace::trace_path(
+            config,
+            target.out,
+            target.force,
+            &inputs,
+            scheme.kind().name(),
+        )?;
+        let meta = crate::trace::TraceMeta {
+            scheme: scheme.kind().name().to_string(),
+            workers: scheme.workers(),
+            config_toml: config.to_toml(),
+            seed: config.seed,
+        };
+        Ok(Some(Self {
+            path: target.path,
+            sim: None,
+            restore: None,
+            opened: false,
+            plan: Some(Plan::Create {
+                meta,
+                force: target.force,
+                generated: target.generated,
+            }),
+            writer: None,
+            wait: None,
+            write_failed: false,
+            losses: None,
+            data_fingerprint: None,
+            stored_data_fingerprint: None,
+            model_layout: None,
+        }))
     }
 
     /// The trace of an interrupted run and its last snapshot, read without
@@ -146,67 +131,58 @@ impl TraceSink {
     /// point ([`Checkpoint::restore_point`]) is the snapshot with the totals
     /// of the iterations before it, which the resumed run carries over.
     pub fn resume(path: &Path) -> Result<(Self, crate::trace::Snapshot), InputError> {
-        #[cfg(not(feature = "hdf5"))]
-        {
-            let _ = path;
-            Err(InputError::new(
-                "--resume",
-                "this gradcode was built without the `hdf5` feature",
-            ))
-        }
-        #[cfg(feature = "hdf5")]
-        {
-            // A file that is no regular file, or whose metadata HDF5 cannot
-            // read within the probe's deadline, is refused before it is opened here.
-            crate::files::check_regular(path)
-                .map_err(|e| e.to_string())
-                .and_then(|_| crate::trace::probe::check(path))
-                .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
-            let snapshot = crate::trace::read_snapshot(path).map_err(|e| {
-                let text = e.to_string();
-                if text.contains("unable to lock file") {
-                    InputError::new(
-                        "--resume",
-                        format!(
-                            "{} is open in another process (it holds the file's HDF5 lock: is the run still going?)",
-                            path.display()
-                        ),
-                    )
-                } else {
-                    InputError::new("--resume", format!("{}: {text}", path.display()))
-                }
-            })?;
-            let carried = carried_totals(path, snapshot.iteration)
-                .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
-            let stored_data_fingerprint = crate::trace::TraceFile::open(path)
-                .and_then(|f| f.group_string_attr("/", "data_fingerprint"))
-                .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
-            let restore = Restore {
-                iteration: snapshot.iteration,
-                theta: snapshot.theta.clone(),
-                previous: snapshot.previous_theta.clone(),
-                carried,
-            };
-            Ok((
-                Self {
-                    path: path.to_path_buf(),
-                    sim: None,
-                    restore: Some(restore),
-                    opened: false,
-                    plan: Some(Plan::Resume {
-                        snapshot: snapshot.clone(),
-                    }),
-                    writer: None,
-                    wait: None,
-                    write_failed: false,
-                    losses: None,
-                    data_fingerprint: None,
-                    stored_data_fingerprint,
-                    model_layout: None,
-                },
-                snapshot,
-            ))
-        }
+        super::backend::check(super::backend::TraceUse::Run)
+            .map_err(|missing| InputError::new("--resume", missing))?;
+        // A file that is no regular file, or whose metadata HDF5 cannot
+        // read within the probe's deadline, is refused before it is opened here.
+        crate::files::check_regular(path)
+            .map_err(|e| e.to_string())
+            .and_then(|_| crate::trace::probe::check(path))
+            .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
+        let snapshot = crate::trace::read_snapshot(path).map_err(|e| {
+            let text = e.to_string();
+            if text.contains("unable to lock file") {
+                InputError::new(
+                    "--resume",
+                    format!(
+                        "{} is open in another process (it holds the file's HDF5 lock: is the run still going?)",
+                        path.display()
+                    ),
+                )
+            } else {
+                InputError::new("--resume", format!("{}: {text}", path.display()))
+            }
+        })?;
+        let carried = carried_totals(path, snapshot.iteration)
+            .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
+        let stored_data_fingerprint = crate::trace::TraceFile::open(path)
+            .and_then(|f| f.group_string_attr("/", "data_fingerprint"))
+            .map_err(|e| InputError::new("--resume", format!("{}: {e}", path.display())))?;
+        let restore = Restore {
+            iteration: snapshot.iteration,
+            theta: snapshot.theta.clone(),
+            previous: snapshot.previous_theta.clone(),
+            carried,
+        };
+        Ok((
+            Self {
+                path: path.to_path_buf(),
+                sim: None,
+                restore: Some(restore),
+                opened: false,
+                plan: Some(Plan::Resume {
+                    snapshot: snapshot.clone(),
+                }),
+                writer: None,
+                wait: None,
+                write_failed: false,
+                losses: None,
+                data_fingerprint: None,
+                stored_data_fingerprint,
+                model_layout: None,
+            },
+            snapshot,
+        ))
     }
 
     /// The trace of `simulate --out` for the compared schemes `names`,
@@ -223,34 +199,24 @@ impl TraceSink {
         let inputs = crate::trace::place::inputs_of(config, target.config_file);
         let target =
             crate::trace::trace_path(config, target.out, target.force, &inputs, "simulate")?;
-        #[cfg(not(feature = "hdf5"))]
-        {
-            let _ = names;
-            Err(InputError::value(
-                target.field,
-                target.path.display(),
-                "needs HDF5 support, which this build does not have (rebuild with the `hdf5` feature)",
-            ))
-        }
-        #[cfg(feature = "hdf5")]
-        {
-            let mut target = target;
-            let writer = create_simulation(config, names, &mut target)?;
-            Ok(Self {
-                path: target.path,
-                sim: Some(writer),
-                restore: None,
-                opened: true,
-                plan: None,
-                writer: None,
-                wait: None,
-                write_failed: false,
-                losses: None,
-                data_fingerprint: None,
-                stored_data_fingerprint: None,
-                model_layout: None,
-            })
-        }
+        super::backend::check(super::backend::TraceUse::Simulation)
+            .map_err(|missing| InputError::value(target.field, target.path.display(), missing))?;
+        let mut target = target;
+        let writer = create_simulation(config, names, &mut target)?;
+        Ok(Self {
+            path: target.path,
+            sim: Some(writer),
+            restore: None,
+            opened: true,
+            plan: None,
+            writer: None,
+            wait: None,
+            write_failed: false,
+            losses: None,
+            data_fingerprint: None,
+            stored_data_fingerprint: None,
+            model_layout: None,
+        })
     }
 
     /// The trace's path (a made name may change when the file is created,
@@ -297,7 +263,6 @@ impl TraceSink {
     }
 
     /// The writer, the file created or reopened at the first call.
-    #[cfg(feature = "hdf5")]
     fn writer(&mut self) -> Result<&mut crate::trace::TraceWriter, ObserverError> {
         use crate::trace::TraceWriter;
         if let Some(plan) = self.plan.take() {
@@ -378,7 +343,6 @@ impl TraceSink {
     /// Record how the run ended and close the file. A trace never created
     /// (the run failed before training) stays uncreated. Failures to write
     /// are warnings: the run's own outcome is what the job reports.
-    #[cfg(feature = "hdf5")]
     fn end(&mut self, status: crate::trace::RunStatus, reason: &str) {
         if let Some(w) = self.writer.take() {
             match w.finish(status, reason) {
@@ -399,7 +363,6 @@ impl TraceSink {
 }
 
 /// The status and one-line reason a trace records for `outcome`.
-#[cfg(feature = "hdf5")]
 fn status_of(
     outcome: &crate::engine::Outcome,
     finish: &Finish<'_>,
@@ -432,7 +395,6 @@ fn status_of(
 }
 
 /// Create the simulation trace at `target` (see [`TraceSink::for_simulation`]).
-#[cfg(feature = "hdf5")]
 fn create_simulation(
     config: &Config,
     names: &[String],
@@ -474,7 +436,6 @@ fn create_simulation(
 /// a resume keeps; records after its snapshot are cut) and its saved timing
 /// events. A run killed before it saved its timing (SIGKILL) has none: the
 /// resumed run's `/timing/` then counts from the resume on.
-#[cfg(feature = "hdf5")]
 fn carried_totals(
     path: &Path,
     upto: u64,
@@ -514,7 +475,6 @@ fn carried_totals(
 }
 
 /// The same snapshot, bit for bit (NaN included).
-#[cfg(feature = "hdf5")]
 fn same_snapshot(a: &crate::trace::Snapshot, b: &crate::trace::Snapshot) -> bool {
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     (a.iteration, a.seed, &a.config_toml) == (b.iteration, b.seed, &b.config_toml)
@@ -522,7 +482,6 @@ fn same_snapshot(a: &crate::trace::Snapshot, b: &crate::trace::Snapshot) -> bool
         && bits(&a.previous_theta) == bits(&b.previous_theta)
 }
 
-#[cfg(feature = "hdf5")]
 impl TraceSink {
     /// `write` on the writer, remembering a failure (see `end`).
     fn with_writer(
@@ -547,23 +506,17 @@ impl Observer for TraceSink {
     }
 
     fn iteration(&mut self, event: &IterationEvent<'_>) -> Result<(), ObserverError> {
-        #[cfg(feature = "hdf5")]
         match &mut self.sim {
             Some(sim) => sim.append(event.lane, event.trial as usize, event.record)?,
             None => self.with_writer(|w| w.append(event.record))?,
         }
-        #[cfg(not(feature = "hdf5"))]
-        let _ = event;
         Ok(())
     }
 
     fn snapshot(&mut self, snapshot: &SnapshotEvent<'_>) -> Result<(), ObserverError> {
-        #[cfg(feature = "hdf5")]
         self.with_writer(|w| {
             w.write_snapshot(snapshot.iteration, snapshot.theta, snapshot.previous)
         })?;
-        #[cfg(not(feature = "hdf5"))]
-        let _ = snapshot;
         Ok(())
     }
 
@@ -571,38 +524,30 @@ impl Observer for TraceSink {
     /// model itself went in with the last snapshot); then either trace
     /// records the status and is closed.
     fn finish(&mut self, finish: &Finish<'_>) -> Result<(), ObserverError> {
-        #[cfg(feature = "hdf5")]
-        {
-            if let Some(sim) = self.sim.take() {
-                let (status, reason) = status_of(finish.outcome, finish, true);
-                return Ok(sim.finish(status, &reason)?);
-            }
-            let written = match finish.summary {
-                Some(summary) => self.with_writer(|w| {
-                    w.write_timing(&summary.timing)?;
-                    if summary.final_at_theta {
-                        w.write_final_losses(
-                            summary.final_train_loss,
-                            summary.final_test_loss,
-                            summary.final_test_accuracy,
-                        )?;
-                    }
-                    Ok(())
-                }),
-                None => Ok(()),
-            };
-            let (status, reason) = match &written {
-                Ok(()) => status_of(finish.outcome, finish, false),
-                Err(e) => (crate::trace::RunStatus::Failed, e.to_string()),
-            };
-            self.end(status, &reason);
-            written
+        if let Some(sim) = self.sim.take() {
+            let (status, reason) = status_of(finish.outcome, finish, true);
+            return Ok(sim.finish(status, &reason)?);
         }
-        #[cfg(not(feature = "hdf5"))]
-        {
-            let _ = finish;
-            Ok(())
-        }
+        let written = match finish.summary {
+            Some(summary) => self.with_writer(|w| {
+                w.write_timing(&summary.timing)?;
+                if summary.final_at_theta {
+                    w.write_final_losses(
+                        summary.final_train_loss,
+                        summary.final_test_loss,
+                        summary.final_test_accuracy,
+                    )?;
+                }
+                Ok(())
+            }),
+            None => Ok(()),
+        };
+        let (status, reason) = match &written {
+            Ok(()) => status_of(finish.outcome, finish, false),
+            Err(e) => (crate::trace::RunStatus::Failed, e.to_string()),
+        };
+        self.end(status, &reason);
+        written
     }
 }
 

@@ -2,7 +2,7 @@
 //! trace ([`TraceWriter::write_snapshot`]), read back without changing the
 //! file ([`read_snapshot`]), and the trace reopened to continue the run
 //! from it ([`TraceWriter::resume`]). The session decides when (the
-//! [`Checkpoint`](crate::engine::Checkpoint) of [`TraceSink`](super::TraceSink));
+//! [`Checkpoint`](crate::engine::Checkpoint) of [`TraceSink`](crate::trace::TraceSink));
 //! this file decides how.
 //!
 //! Two slots (`SNAPSHOT_SLOTS`) alternate: a snapshot is written into the
@@ -21,7 +21,9 @@ use super::hdf5_io::{
     string_attr, write_status,
 };
 use super::read::{SlotState, TraceFile};
-use super::{NO_SNAPSHOT, RunStatus, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS, Snapshot, TraceError};
+use crate::trace::{
+    NO_SNAPSHOT, RunStatus, SNAPSHOT_COMMITTED, SNAPSHOT_SLOTS, Snapshot, TraceError,
+};
 use gradcode_core::record::{DATASETS, SchemaGroup};
 
 type Result<T> = std::result::Result<T, TraceError>;

@@ -1,6 +1,6 @@
 //! How a trace opened for writing holds HDF5's caches: bounded, so that a
 //! writer's memory stays flat over any number of iterations. Used when a
-//! trace is created (hdf5_io.rs) and when a resumed one is reopened (read.rs).
+//! trace is created (hdf5_io.rs) and when a resumed one is reopened (read/).
 
 /// The most bytes HDF5's metadata cache of a trace being written may grow to
 /// (HDF5's default is 32 MiB: it grew by about 80 bytes per iteration until

@@ -1,6 +1,6 @@
 //! The HDF5 writers of the trace schema (see the module above); reading a
 //! trace back is the read side's (load.rs over the guarded reader,
-//! read.rs), and snapshots are checkpoint.rs's. The per-iteration datasets are those of
+//! read/), and snapshots are checkpoint.rs's. The per-iteration datasets are those of
 //! the table ([`DATASETS`]): `GroupWriter` creates one per line, and
 //! writes the rows through [`TraceColumns::visit`], so no dataset is named here.
 
@@ -15,7 +15,7 @@ use ndarray::ArrayView2;
 use super::access::{close_on_exec, writer_access};
 use crate::engine::{IterationEvent, Observer, ObserverError};
 
-use super::{
+use crate::trace::{
     FLUSH_INTERVAL, IterationRecord, RunStatus, TimingEvent, TraceError, TraceMeta, place,
     status_reason,
 };
@@ -463,7 +463,7 @@ fn write_meta(file: &File, meta: &TraceMeta) -> Result<()> {
     scalar_attr(file, "workers", meta.workers as u64)?;
     string_attr(file, "config_toml", &meta.config_toml)?;
     string_attr(file, "gradcode_version", env!("CARGO_PKG_VERSION"))?;
-    scalar_attr(file, "trace_schema", super::TRACE_SCHEMA)?;
+    scalar_attr(file, "trace_schema", crate::trace::TRACE_SCHEMA)?;
     scalar_attr(file, "seed", meta.seed)?;
     for (name, value) in crate::provenance::trace_attributes() {
         string_attr(file, name, &value)?;
@@ -615,7 +615,7 @@ pub struct TraceWriter {
     pub(super) path: PathBuf,
     pub(super) root: GroupWriter,
     pub(super) last_flush: Instant,
-    /// The committed snapshot slot (index into [`SNAPSHOT_SLOTS`]), `None`
+    /// The committed snapshot slot (index into [`SNAPSHOT_SLOTS`](crate::trace::SNAPSHOT_SLOTS)), `None`
     /// before the first snapshot (or in a trace without slots).
     pub(super) committed: Option<usize>,
 }
