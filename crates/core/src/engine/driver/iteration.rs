@@ -262,7 +262,7 @@ impl Driver {
         // no end follows it.
         let may_wait = decoded.measured
             && it.prepare
-            && !self.snapshot_every.is_some_and(|n| (t + 1) % n == 0);
+            && self.snapshot_every.is_none_or(|n| (t + 1) % n != 0);
         let evaluates = lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
         let beside = may_wait && evaluates;
         // Whether this iteration waits for losses evaluated beside (see the
