@@ -57,6 +57,25 @@ struct Decoded {
     after_stop: f64,
 }
 
+impl Decoded {
+    /// The iteration's duration, in seconds and in model time units: from
+    /// the send of θ to the updated θ. Measured, the wait for a decodable
+    /// set, the decode and the update (`update_s`; the losses' evaluation
+    /// is not part of it: elapsed_s counts it); simulated, the model's time
+    /// until the decodable set and, reducing, the sum's arrival (nothing
+    /// models the decode itself). Simulated, the model time itself is kept:
+    /// seconds converted back would differ from it in the last digit.
+    fn duration(&self, update_s: f64, time_unit_s: f64) -> (f64, f64) {
+        if self.measured {
+            let duration_s = self.decodable_s + self.decode_s + update_s;
+            (duration_s, duration_s / time_unit_s)
+        } else {
+            let duration = self.stop.time + self.after_stop;
+            (duration * time_unit_s, duration)
+        }
+    }
+}
+
 /// Where an iteration's losses are evaluated and when it is observed.
 struct LossSchedule {
     /// The decode recovered part of the data (or approximated all of it):
@@ -260,9 +279,8 @@ impl Driver {
                 .is_some_and(|l| decoding.approximate || decoding.recovered.len() < l.partitions());
         // Whether something may wait past this iteration: no snapshot and
         // no end follows it.
-        let may_wait = decoded.measured
-            && it.prepare
-            && self.snapshot_every.is_none_or(|n| (t + 1) % n != 0);
+        let may_wait =
+            decoded.measured && it.prepare && self.snapshot_every.is_none_or(|n| (t + 1) % n != 0);
         let evaluates = lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
         let beside = may_wait && evaluates;
         // Whether this iteration waits for losses evaluated beside (see the
@@ -411,21 +429,8 @@ impl Driver {
             ..
         } = self;
         let lane = &mut lanes[it.lane];
-        // The iteration: from the send of θ to the updated θ. Measured, the
-        // wait for a decodable set, the decode and the update (the losses'
-        // evaluation is not part of it: elapsed_s counts it); simulated, the
-        // model's time until the decodable set and, reducing, the sum's
-        // arrival (nothing models the decode itself).
-        // Simulated, the model time itself is kept: seconds converted back
-        // would differ from it in the last digit.
-        let (duration_s, duration) = if decoded.measured {
-            let update_s = lane.learner.as_ref().map_or(0.0, Learner::last_update_s);
-            let duration_s = decoded.decodable_s + decoded.decode_s + update_s;
-            (duration_s, duration_s / *time_unit_s)
-        } else {
-            let duration = decoded.stop.time + decoded.after_stop;
-            (duration * *time_unit_s, duration)
-        };
+        let update_s = lane.learner.as_ref().map_or(0.0, Learner::last_update_s);
+        let (duration_s, duration) = decoded.duration(update_s, *time_unit_s);
         let record = &mut lane.record;
         record.duration_s = duration_s;
         if let Straggling::Measured { rate_threshold } = straggling {
