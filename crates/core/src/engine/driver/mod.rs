@@ -53,7 +53,7 @@ pub enum Straggling {
     Model(Box<dyn DelayModel>),
     /// Nothing injected: after each iteration a worker whose measured rate
     /// (1 / model time per computation) is below `rate_threshold`, or that
-    /// sent nothing, straggled ([`infer_from_compute`]).
+    /// sent nothing, straggled ([`crate::straggler::infer_from_compute`]).
     Measured { rate_threshold: f64 },
 }
 
@@ -177,7 +177,7 @@ pub struct RunSummary {
     /// Iterations completed, counting those before a resumed run's start.
     pub iterations: usize,
     /// Mean recorded iteration time (`duration_s`: from the send of θ to
-    /// the updated θ; a task sent ahead, [`Round::send_ahead`], counts the
+    /// the updated θ; a task sent ahead, [`super::Round::send_ahead`], counts the
     /// previous iteration's observers too) over every iteration, a resumed
     /// run's earlier part included.
     pub mean_iteration_s: f64,
