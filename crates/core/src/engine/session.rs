@@ -208,11 +208,6 @@ impl<'a> Session<'a> {
         let driver = self.driver;
         // A session of one trial (a training run): lane 0's summary is the run's.
         let single = plan.trials.end.saturating_sub(plan.trials.start) == 1;
-        let carried = restore
-            .as_ref()
-            .map(|r| r.carried.clone())
-            .unwrap_or_default();
-        let mut first = 0;
         let mut watched;
         let round: &mut dyn Round = match self.signal {
             Some(signal) => {
@@ -221,42 +216,8 @@ impl<'a> Session<'a> {
             }
             None => round,
         };
-        let looped = restore
-            .map_or(Ok(()), |r| {
-                first = r.iteration;
-                restore_into(driver, &r)
-            })
-            .and_then(|()| {
-                let layout = driver
-                    .lanes()
-                    .first()
-                    .and_then(|lane| lane.learner())
-                    .map(|l| l.model().layout());
-                let start = Start {
-                    first,
-                    carried: &carried,
-                    model_layout: layout.as_deref(),
-                };
-                for o in observers.iter_mut() {
-                    o.start(&start).map_err(EngineError::Start)?;
-                }
-                run_trials(driver, round, plan, first, &mut observers)
-            });
-        let (outcome, ended) = match &looped {
-            Ok((trial, end)) => {
-                let outcome = match end.interrupted {
-                    Some(signal) => Outcome::Interrupted { signal },
-                    None => Outcome::Completed,
-                };
-                (outcome, Some((*trial, *end)))
-            }
-            Err(e) => (
-                Outcome::Failed {
-                    reason: e.to_string(),
-                },
-                None,
-            ),
-        };
+        let looped = start_and_loop(driver, round, plan, restore, &mut observers);
+        let (outcome, ended) = outcome_of(&looped);
         let summary = ended
             .filter(|_| single)
             .map(|(_, end)| driver.summary(0, &end));
@@ -266,13 +227,7 @@ impl<'a> Session<'a> {
             completed: ended.map_or(0, |(_, e)| e.completed),
             summary: summary.as_ref(),
         };
-        let mut finished: Result<(), ObserverError> = Ok(());
-        for o in observers.iter_mut() {
-            let r = o.finish(&finish);
-            if finished.is_ok() {
-                finished = r;
-            }
-        }
+        let finished = finish_observers(&mut observers, &finish);
         let (trial, end) = looped?;
         finished.map_err(EngineError::Finish)?;
         Ok(Ended {
@@ -282,6 +237,76 @@ impl<'a> Session<'a> {
             summary,
         })
     }
+}
+
+/// Restore and start: lane 0's learner and the driver's totals at the
+/// restore point, when there is one; then every observer's start; then
+/// the loop. The last trial run and its end.
+fn start_and_loop(
+    driver: &mut Driver,
+    round: &mut dyn Round,
+    plan: Plan<'_>,
+    restore: Option<Restore>,
+    observers: &mut [&mut dyn Observer],
+) -> Result<(u64, RunEnd), EngineError> {
+    let carried = restore
+        .as_ref()
+        .map(|r| r.carried.clone())
+        .unwrap_or_default();
+    let mut first = 0;
+    if let Some(r) = &restore {
+        first = r.iteration;
+        restore_into(driver, r)?;
+    }
+    let layout = driver
+        .lanes()
+        .first()
+        .and_then(|lane| lane.learner())
+        .map(|l| l.model().layout());
+    let start = Start {
+        first,
+        carried: &carried,
+        model_layout: layout.as_deref(),
+    };
+    for o in observers.iter_mut() {
+        o.start(&start).map_err(EngineError::Start)?;
+    }
+    run_trials(driver, round, plan, first, observers)
+}
+
+/// The outcome of a loop that ended as `looped`, and its last trial and
+/// end when it did not fail.
+fn outcome_of(looped: &Result<(u64, RunEnd), EngineError>) -> (Outcome, Option<(u64, RunEnd)>) {
+    match looped {
+        Ok((trial, end)) => {
+            let outcome = match end.interrupted {
+                Some(signal) => Outcome::Interrupted { signal },
+                None => Outcome::Completed,
+            };
+            (outcome, Some((*trial, *end)))
+        }
+        Err(e) => (
+            Outcome::Failed {
+                reason: e.to_string(),
+            },
+            None,
+        ),
+    }
+}
+
+/// Every observer finishes, whatever the others do: the first error.
+fn finish_observers(
+    observers: &mut [&mut dyn Observer],
+    finish: &Finish<'_>,
+) -> Result<(), ObserverError> {
+    let mut finished: Result<(), ObserverError> = Ok(());
+    for o in observers.iter_mut() {
+        let r = o.finish(finish);
+        if finished.is_ok() {
+            finished = r;
+        }
+    }
+    finished
 }
 
 /// Lane 0's learner at the restore point, the driver's totals continuing

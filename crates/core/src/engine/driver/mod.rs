@@ -1,19 +1,26 @@
 //! The driver: the iteration loop of every run, simulated or on MPI.
+//!
+//! This file holds what the driver is made of (its lanes, the straggler
+//! state, the totals) and what it tells of a run (its end, its summary);
+//! `run.rs` is the loop, `iteration.rs` one iteration of one lane in named
+//! phases, `waiting.rs` the iterations observed once the losses evaluated
+//! beside them are in.
+
+mod iteration;
+mod run;
+mod waiting;
 
 use std::collections::VecDeque;
-use std::ops::Range;
 use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{
-    EngineError, IterationEvent, Learner, Observer, Round, RoundReport, RoundStatus, RoundTask,
-    SnapshotEvent, StopRule, Timing,
-};
+use super::{Learner, RoundReport, Timing};
 use crate::coding::{RoundContext, RoundPlan, Scheme};
 use crate::config::StateInfo;
 use crate::record::{IterationRecord, TimingEvent};
-use crate::straggler::{DelayModel, RoundSample, infer_from_compute};
+use crate::straggler::{DelayModel, RoundSample};
+use waiting::Waiting;
 
 /// What the master knows when it plans iteration `iteration` (000 §V, §VI):
 /// with `perfect` state information the state of this iteration (`current`),
@@ -46,7 +53,7 @@ pub enum Straggling {
     Model(Box<dyn DelayModel>),
     /// Nothing injected: after each iteration a worker whose measured rate
     /// (1 / model time per computation) is below `rate_threshold`, or that
-    /// sent nothing, straggled ([`infer_from_compute`]).
+    /// sent nothing, straggled ([`crate::straggler::infer_from_compute`]).
     Measured { rate_threshold: f64 },
 }
 
@@ -74,33 +81,6 @@ pub struct Lane {
     /// for losses evaluated beside the iterations after it (see
     /// [`Driver::iterate`]).
     waiting: VecDeque<Waiting>,
-}
-
-/// An iteration recorded but not yet observed: its losses, or those of an
-/// iteration before it, are evaluated beside the iterations that follow
-/// ([`Learner::evaluate_beside`]). What its event needs, kept.
-#[derive(Debug, Clone)]
-struct Waiting {
-    lane: usize,
-    trial: u64,
-    iteration: u64,
-    duration: f64,
-    decodable: bool,
-    /// Its losses are evaluated beside (`Some(true)`: the training loss
-    /// over every partition too).
-    evaluated: Option<bool>,
-    record: IterationRecord,
-    sample: RoundSample,
-    /// θ after its update.
-    theta: Vec<f64>,
-}
-
-/// The most iterations a lane keeps waiting for losses evaluated beside:
-/// as many as 256 MiB hold (a copy of θ and of the evaluation point each),
-/// at least 1, at most 1024. Past it the master waits for the oldest.
-fn waiting_capacity(dim: usize, workers: usize) -> usize {
-    let bytes = 16 * dim + 64 * workers + 512;
-    ((256usize << 20) / bytes).clamp(1, 1024)
 }
 
 /// What a resumed run carries over from the iterations before its start
@@ -197,7 +177,7 @@ pub struct RunSummary {
     /// Iterations completed, counting those before a resumed run's start.
     pub iterations: usize,
     /// Mean recorded iteration time (`duration_s`: from the send of θ to
-    /// the updated θ; a task sent ahead, [`Round::send_ahead`], counts the
+    /// the updated θ; a task sent ahead, [`super::Round::send_ahead`], counts the
     /// previous iteration's observers too) over every iteration, a resumed
     /// run's earlier part included.
     pub mean_iteration_s: f64,
@@ -267,6 +247,9 @@ pub struct Driver {
     /// When the current [`Driver::run`] started: the origin of the
     /// `elapsed_s` of a round that measures wall time.
     started: Instant,
+    /// The next iteration's state is in `next` and its plan in the lane's
+    /// plan: the iteration before prepared them and sent its task ahead.
+    prepared: bool,
 }
 
 /// Draw the straggler state of the next iteration into `sample`: the
@@ -312,6 +295,7 @@ impl Driver {
             order: Vec::new(),
             combined: Vec::new(),
             started: Instant::now(),
+            prepared: false,
         }
     }
 
@@ -326,119 +310,6 @@ impl Driver {
     /// K.
     pub fn workers(&self) -> usize {
         self.current.workers()
-    }
-
-    /// Run iterations `iterations` of trial `trial`. A range that starts
-    /// after 0 continues a run: the straggler process is replayed to its
-    /// start (its samples are a function of the seed), the learners are
-    /// expected to be restored already. Stops early, with the signal, when
-    /// the round is interrupted.
-    pub fn run(
-        &mut self,
-        straggling: &mut Straggling,
-        round: &mut dyn Round,
-        iterations: Range<u64>,
-        trial: u64,
-        observers: &mut [&mut dyn Observer],
-    ) -> Result<RunEnd, EngineError> {
-        assert!(
-            self.lanes.len() == 1 || matches!(straggling, Straggling::Model(_)),
-            "measured straggling infers the state of one lane's workers"
-        );
-        let started = Instant::now();
-        self.started = started;
-        let first = iterations.start;
-        for lane in &mut self.lanes {
-            lane.totals = lane.carried.clone();
-            lane.evaluating_s = 0.0;
-        }
-        let mut have_previous = false;
-        if let Straggling::Model(model) = straggling {
-            // The state before the first iteration (000 Algorithm 1's S⁰),
-            // when the model has one; a resumed run replays to its start.
-            have_previous = model.initial_state(&mut self.previous);
-            for _ in 0..first {
-                model.sample(&mut self.current);
-                std::mem::swap(&mut self.current, &mut self.previous);
-                have_previous = true;
-            }
-        }
-        let wants_workers = observers.iter().any(|o| o.wants_workers());
-        let mut completed = first;
-        let mut interrupted = None;
-        let last = iterations.end;
-        // A training run of one lane prepares each next iteration (its
-        // straggler state and plan) right after the update and hands its
-        // task to the round ([`Round::send_ahead`]) before the observers
-        // and any snapshot run: the workers compute meanwhile. Every draw
-        // comes in the same order as without it, so results are the same.
-        let ahead = self.lanes.len() == 1 && self.lanes[0].learner.is_some();
-        let mut prepared = false;
-        'iterations: for t in iterations {
-            let planned = std::mem::take(&mut prepared);
-            if planned {
-                std::mem::swap(&mut self.current, &mut self.next);
-            } else {
-                draw_state(straggling, &mut self.current);
-            }
-            for lane in 0..self.lanes.len() {
-                let status = self.iterate(
-                    lane,
-                    t,
-                    trial,
-                    have_previous,
-                    straggling,
-                    round,
-                    observers,
-                    wants_workers,
-                    planned,
-                    ahead && t + 1 < last,
-                    &mut prepared,
-                )?;
-                if let RoundStatus::Interrupted { signal } = status {
-                    interrupted = Some(signal);
-                    break 'iterations;
-                }
-            }
-            std::mem::swap(&mut self.current, &mut self.previous);
-            have_previous = true;
-            completed = t + 1;
-            if self.snapshot_every.is_some_and(|n| completed % n == 0) {
-                let start = self.timing.enabled().then(Instant::now);
-                self.snapshot(completed, observers)?;
-                if let Some(start) = start {
-                    self.timing
-                        .add("observe (progress, trace)", start.elapsed().as_secs_f64());
-                }
-            }
-        }
-        // An iteration still waiting for its losses (none after a
-        // completed iteration: the round after it observed it).
-        for lane in 0..self.lanes.len() {
-            release(&mut self.lanes[lane], observers, &mut self.timing, 0)?;
-        }
-        // The losses at the model the run ends with: one more round at θ.
-        if interrupted.is_none() && completed == last {
-            for lane in 0..self.lanes.len() {
-                if let Some(signal) = self.evaluate_final(lane, completed, round)? {
-                    interrupted = Some(signal);
-                    break;
-                }
-            }
-        }
-        // The state after the last completed iteration, resumable (an
-        // interrupted iteration is abandoned: it did not update the model).
-        if let Some(n) = self.snapshot_every {
-            if completed % n != 0 || completed == first {
-                self.snapshot(completed, observers)?;
-            }
-        }
-        Ok(RunEnd {
-            first,
-            completed,
-            interrupted,
-            wall_s: started.elapsed().as_secs_f64(),
-        })
     }
 
     /// A resumed run: lane `lane` starts its totals from `carried`, and the
@@ -489,542 +360,16 @@ impl Driver {
                 .map_or_else(Vec::new, |x| x.theta().to_vec()),
         }
     }
-
-    fn snapshot(
-        &mut self,
-        completed: u64,
-        observers: &mut [&mut dyn Observer],
-    ) -> Result<(), EngineError> {
-        for lane in &self.lanes {
-            let Some(learner) = &lane.learner else {
-                continue;
-            };
-            let snapshot = SnapshotEvent {
-                iteration: completed,
-                theta: learner.theta(),
-                previous: learner.previous(),
-            };
-            for o in observers.iter_mut() {
-                o.snapshot(&snapshot).map_err(EngineError::Snapshot)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The losses of lane `lane`'s learner at its final θ (after the last
-    /// update, the model a trace stores): one more round, numbered
-    /// `completed`, with the last plan, no emulated delay and θ itself as
-    /// the evaluation point, whose results carry each partition's loss at θ
-    /// ([`Round::partition_losses`]; the learner computes those the
-    /// stopped round did not bring, [`Learner::complete_loss`]); nothing is decoded or updated,
-    /// and nothing recorded as an iteration. `Some(signal)` when a signal
-    /// stopped it (the final training loss is then NaN).
-    fn evaluate_final(
-        &mut self,
-        lane: usize,
-        completed: u64,
-        round: &mut dyn Round,
-    ) -> Result<Option<i32>, EngineError> {
-        let Self {
-            lanes,
-            timing,
-            current,
-            report,
-            ..
-        } = self;
-        let index = lane;
-        let lane = &mut lanes[index];
-        let Some(learner) = &mut lane.learner else {
-            return Ok(None);
-        };
-        current.clear();
-        report.clear();
-        let task = RoundTask {
-            lane: index,
-            iteration: completed,
-            plan: &lane.plan,
-            sample: current,
-            eval_point: Some(learner.theta()),
-        };
-        let start = round.measures_time().then(Instant::now);
-        let mut rule = StopRule::new(lane.scheme.as_ref(), &lane.plan);
-        let (signal, loss_sum) = match round
-            .run(&task, &mut rule, report, timing)
-            .map_err(EngineError::Round)?
-        {
-            RoundStatus::Interrupted { signal } => (Some(signal), None),
-            _ => {
-                let known = round.partition_losses();
-                let sum = match known {
-                    Some(_) => Some(learner.complete_loss(completed, true, known)?),
-                    None => None,
-                };
-                (None, sum)
-            }
-        };
-        if let Some(start) = start {
-            timing.add(
-                "evaluate final model (round)",
-                start.elapsed().as_secs_f64(),
-            );
-        }
-        if loss_sum.is_none() {
-            // `train` says so to the user.
-            log::debug!(
-                "the training loss at the final model is not known{}: final_train_loss is NaN",
-                if signal.is_some() {
-                    " (a signal stopped its evaluation)"
-                } else {
-                    ""
-                }
-            );
-        }
-        learner.evaluate_final(loss_sum, timing)?;
-        Ok(signal)
-    }
-
-    /// One iteration of one lane; `planned`: the last iteration made its
-    /// plan. With `prepare`, once θ is updated the next iteration's state
-    /// is drawn and its plan made (into `next` and the lane's plan;
-    /// `prepared` says so) and its task handed to the round to send ahead,
-    /// before the observers run.
-    #[allow(clippy::too_many_arguments)]
-    fn iterate(
-        &mut self,
-        index: usize,
-        t: u64,
-        trial: u64,
-        have_previous: bool,
-        straggling: &mut Straggling,
-        round: &mut dyn Round,
-        observers: &mut [&mut dyn Observer],
-        wants_workers: bool,
-        planned: bool,
-        prepare: bool,
-        prepared: &mut bool,
-    ) -> Result<RoundStatus, EngineError> {
-        let Self {
-            lanes,
-            state_info,
-            time_unit_s,
-            timing,
-            current,
-            previous,
-            next,
-            report,
-            order,
-            combined,
-            started,
-            snapshot_every,
-            ..
-        } = self;
-        let lane = &mut lanes[index];
-        // A plan made ahead (by the last iteration) is this iteration's.
-        if !lane.fixed && !planned {
-            let ctx = state_context(*state_info, t, current, have_previous.then_some(&*previous));
-            timing.time("plan", || lane.scheme.plan_round_into(&ctx, &mut lane.plan));
-        }
-        let plan = &lane.plan;
-        report.clear();
-        let (status, stop) = {
-            let task = RoundTask {
-                lane: index,
-                iteration: t,
-                plan,
-                sample: current,
-                eval_point: lane.learner.as_ref().map(Learner::eval_point),
-            };
-            let mut rule = StopRule::new(lane.scheme.as_ref(), plan);
-            let status = round.run(&task, &mut rule, report, timing);
-            (status, rule.finish())
-        };
-        // The iterations waiting for losses evaluated beside: observed as
-        // soon as those are in; all of them, waiting, when this round does
-        // not complete (the run ends).
-        let keep = if matches!(status, Ok(RoundStatus::Completed)) {
-            usize::MAX
-        } else {
-            0
-        };
-        let observed = release(lane, observers, timing, keep);
-        let status = status.map_err(EngineError::Round)?;
-        observed?;
-        let plan = &lane.plan;
-        if status != RoundStatus::Completed {
-            return Ok(status);
-        }
-        debug_assert_eq!(stop.accepted, report.arrivals.len(), "accepted messages");
-        let measured = round.measures_time();
-        let decode_start = measured.then(Instant::now);
-        let decoding = lane.scheme.decode(plan, &report.arrivals);
-        let has_vectors = lane.learner.is_some() && {
-            // Summed in (worker, message) order: the rounding of the sum does
-            // not depend on who was fastest.
-            order.clear();
-            order.extend(0..report.arrivals.len());
-            order
-                .sort_unstable_by_key(|&i| (report.arrivals[i].worker, report.arrivals[i].message));
-            round
-                .combine(order, &decoding.weights, combined)
-                .map_err(EngineError::Round)?
-        };
-        let decode_s = decode_start.map_or(f64::NAN, |s| s.elapsed().as_secs_f64());
-        timing.add("decode", decode_s);
-        // A simulated round's aggregation after the stop (model time).
-        let after_stop = round.settle(
-            &RoundTask {
-                lane: index,
-                iteration: t,
-                plan,
-                sample: current,
-                eval_point: None,
-            },
-            &report.arrivals,
-            &decoding.weights,
-            stop.time,
-        );
-        // The training loss over all the data when the decode recovered only
-        // part of it: the partitions' losses the results carried, the others
-        // computed by the learner on its own copy of the data (nothing waits
-        // for a worker; not counted in the iteration's duration, which ended
-        // at the stop, nor in the elapsed time).
-        // A measured run that sends the next task ahead evaluates the losses
-        // (this one, the test set's) on a thread beside the iterations that
-        // follow instead, and observes this iteration once they are in: the
-        // master sends and waits as it would without an evaluation, so which
-        // results arrive in time or stale depends on `train.eval_every` only
-        // through the CPU the thread takes (issue 39). Not when a snapshot
-        // follows this iteration: it would have to wait for them.
-        let partial = has_vectors
-            && lane
-                .learner
-                .as_ref()
-                .is_some_and(|l| decoding.approximate || decoding.recovered.len() < l.partitions());
-        // Whether something may wait past this iteration: no snapshot and
-        // no end follows it.
-        let may_wait = measured && prepare && !snapshot_every.is_some_and(|n| (t + 1) % n == 0);
-        let evaluated_beside = may_wait && lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
-        // Whether this iteration waits for losses evaluated beside (see the
-        // observation below), and how many iterations may stay waiting.
-        let queue = may_wait && (evaluated_beside || !lane.waiting.is_empty());
-        let keep = match &lane.learner {
-            Some(learner) if queue => {
-                waiting_capacity(learner.dim(), lane.record.finish_s.len()) - 1
-            }
-            _ => 0,
-        };
-        // The master evaluates in line or waits for evaluations before it
-        // sends the next task: the workers still on this iteration drop it
-        // first, as that task would have made them.
-        let in_line = !evaluated_beside && lane.learner.as_ref().is_some_and(|l| l.evaluates(t));
-        let waits = lane.waiting.len() > keep && lane.waiting.iter().any(|w| w.evaluated.is_some());
-        if measured && prepare && (in_line || waits) {
-            round.hold(t).map_err(EngineError::Round)?;
-        }
-        let full_loss = match &mut lane.learner {
-            Some(learner) if evaluated_beside => {
-                learner.evaluate_beside(t, round.partition_losses(), partial)?;
-                None
-            }
-            Some(learner) if partial && learner.evaluates(t) => {
-                let start = Instant::now();
-                let loss = learner.complete_loss(t, false, round.partition_losses())?;
-                let evaluate_s = start.elapsed().as_secs_f64();
-                if measured {
-                    timing.add("evaluate train loss", evaluate_s);
-                    lane.evaluating_s += evaluate_s;
-                }
-                Some(loss)
-            }
-            _ => None,
-        };
-
-        let record = &mut lane.record;
-        // Until the decodable set: measured, or the model's stop time.
-        let decodable_s = if measured {
-            report.duration_s
-        } else {
-            stop.time * *time_unit_s
-        };
-        record.decodable_s = decodable_s;
-        record.decode_s = decode_s;
-        record.recovered_fraction = decoding.recovered_fraction(lane.scheme.partitions());
-        record.decode_error = decoding.error(
-            plan,
-            &report.arrivals,
-            lane.scheme.partitions(),
-            &mut lane.coverage,
-        );
-        record.messages_received = report.arrivals.len() as u64;
-        record.messages_used = decoding.messages_used() as u64;
-        record.stale_dropped = report.stale_dropped;
-        record.train_loss = f64::NAN;
-        record.batch_loss = f64::NAN;
-        record.batch_accuracy = f64::NAN;
-        record.test_loss = f64::NAN;
-        record.test_accuracy = f64::NAN;
-        if let Some(learner) = &mut lane.learner {
-            assert!(has_vectors, "a training lane runs on a round with vectors");
-            if !decoding.decodable || decoding.recovered.is_empty() {
-                return Err(EngineError::NotDecodable {
-                    iteration: t,
-                    residual: decoding.residual,
-                    tolerance: lane.scheme.decode_tolerance(),
-                });
-            }
-            let losses = learner.step(
-                t,
-                combined,
-                &decoding.recovered,
-                decoding.approximate,
-                full_loss,
-                timing,
-            )?;
-            lane.evaluating_s += learner.last_evaluate_s();
-            record.train_loss = losses.train;
-            record.batch_loss = learner.last_batch_loss();
-            // Over the recovered partitions; an approximate decode's over
-            // the partitions its weighted arrivals computed.
-            let covered: Vec<usize>;
-            let counted: &[usize] = if decoding.approximate {
-                let mut partitions: Vec<usize> = report
-                    .arrivals
-                    .iter()
-                    .zip(&decoding.weights)
-                    .filter(|&(_, &w)| w != 0.0)
-                    .flat_map(|(a, _)| {
-                        plan.tasks[a.worker].messages[a.message]
-                            .codeword
-                            .terms
-                            .iter()
-                            .map(|&(p, _)| p)
-                    })
-                    .collect();
-                partitions.sort_unstable();
-                partitions.dedup();
-                covered = partitions;
-                &covered
-            } else {
-                &decoding.recovered
-            };
-            record.batch_accuracy = round
-                .batch_correct(counted)
-                .map_or(f64::NAN, |c| c / learner.samples_of(counted) as f64);
-            record.test_loss = losses.test;
-            record.test_accuracy = losses.test_accuracy;
-        }
-        // The iteration: from the send of θ to the updated θ. Measured, the
-        // wait for a decodable set, the decode and the update (the losses'
-        // evaluation is not part of it: elapsed_s counts it); simulated, the
-        // model's time until the decodable set and, reducing, the sum's
-        // arrival (nothing models the decode itself).
-        // Simulated, the model time itself is kept: seconds converted back
-        // would differ from it in the last digit.
-        let (duration_s, duration) = if measured {
-            let update_s = lane.learner.as_ref().map_or(0.0, Learner::last_update_s);
-            let duration_s = decodable_s + decode_s + update_s;
-            (duration_s, duration_s / *time_unit_s)
-        } else {
-            let duration = stop.time + after_stop;
-            (duration * *time_unit_s, duration)
-        };
-        let record = &mut lane.record;
-        record.duration_s = duration_s;
-        // The straggler state this iteration recorded, and kept for the next plan.
-        if let Straggling::Measured { rate_threshold } = &*straggling {
-            infer_from_compute(
-                &report.per_computation_s,
-                *time_unit_s,
-                *rate_threshold,
-                current,
-            );
-        }
-        let overruns = report.overrun_s.iter().filter(|&&o| o > 0.0).count() as u64;
-        if wants_workers {
-            record.finish_s.fill(f64::NAN);
-            record.used.fill(false);
-            for (i, a) in report.arrivals.iter().enumerate() {
-                record.finish_s[a.worker] = report.arrival_s[i];
-                if decoding.weights[i] != 0.0 {
-                    record.used[a.worker] = true;
-                }
-            }
-            record.straggling.copy_from_slice(&current.straggling);
-            record.cluster.fill(-1);
-            for (c, members) in plan.clusters.iter().enumerate() {
-                for &w in members {
-                    record.cluster[w] = c as i64 + 1;
-                }
-            }
-            if report.overrun_s.len() == record.overrun_s.len() {
-                record.overrun_s.copy_from_slice(&report.overrun_s);
-            } else {
-                record.overrun_s.fill(0.0);
-            }
-            // Measured by an MPI round (issue 26, item 2); NaN otherwise.
-            for (column, measured) in [
-                (&mut record.message_bytes, &report.message_bytes),
-                (&mut record.compute_s, &report.compute_s),
-                (&mut record.received_s, &report.received_s),
-            ] {
-                if measured.len() == column.len() {
-                    column.copy_from_slice(measured);
-                } else {
-                    column.fill(f64::NAN);
-                }
-            }
-        }
-        let totals = &mut lane.totals;
-        totals.iterations += 1;
-        totals.duration_s += duration_s;
-        totals.decodable_s += decodable_s;
-        totals.stale_dropped += report.stale_dropped;
-        totals.overruns += overruns;
-        totals.recovered += record.recovered_fraction;
-        // The end of the iteration: the master's clock since the run started
-        // less the time it spent evaluating losses (the test evaluation, a
-        // partial scheme's wait for every partition's loss: measuring is not
-        // training), continuing a resumed run's; in simulation the model time
-        // of the iterations so far (in seconds), a trial's clock starting at 0.
-        record.elapsed_s = if measured {
-            lane.carried_elapsed_s + started.elapsed().as_secs_f64() - lane.evaluating_s
-        } else {
-            totals.duration_s
-        };
-        log::debug!(
-            "{}: {:.6} s, {} messages received, {} used, {} stale dropped, recovered {:.3}, train loss {:.6e}",
-            crate::error::Iteration(t),
-            record.duration_s,
-            record.messages_received,
-            record.messages_used,
-            record.stale_dropped,
-            record.recovered_fraction,
-            record.train_loss
-        );
-        // Observed in order: after the iterations waiting for their losses
-        // (this one waits too, evaluated beside or not, unless nothing may
-        // wait past it: a snapshot or the end follows). A wait for those
-        // losses (for all of them, or for room, past `waiting_capacity`)
-        // comes here, before the next task is sent: never inside an
-        // iteration's time.
-        release(lane, observers, timing, keep)?;
-        // The next iteration, ahead of the observers: its state (the one
-        // draw of the straggler model it would make at its start), its plan
-        // (on what the master knows then: this iteration's state is known
-        // now, after the inference above) and its task, sent to the workers.
-        if prepare && let Some(learner) = &lane.learner {
-            draw_state(straggling, next);
-            if !lane.fixed {
-                let ctx = state_context(*state_info, t + 1, next, Some(&*current));
-                timing.time("plan", || lane.scheme.plan_round_into(&ctx, &mut lane.plan));
-            }
-            *prepared = true;
-            let task = RoundTask {
-                lane: index,
-                iteration: t + 1,
-                plan: &lane.plan,
-                sample: next,
-                eval_point: Some(learner.eval_point()),
-            };
-            round
-                .send_ahead(&task, timing)
-                .map_err(EngineError::Round)?;
-        }
-        if queue && let Some(learner) = &lane.learner {
-            lane.waiting.push_back(Waiting {
-                lane: index,
-                trial,
-                iteration: t,
-                duration,
-                decodable: decoding.decodable,
-                evaluated: evaluated_beside.then_some(partial),
-                record: lane.record.clone(),
-                sample: current.clone(),
-                theta: learner.theta().to_vec(),
-            });
-            release(lane, observers, timing, usize::MAX)?;
-            return Ok(RoundStatus::Completed);
-        }
-        let event = IterationEvent {
-            lane: index,
-            trial,
-            iteration: t,
-            record: &lane.record,
-            duration,
-            decodable: decoding.decodable,
-            sample: current,
-            theta: lane.learner.as_ref().map(Learner::theta),
-        };
-        observe(&event, observers, timing)
-    }
-}
-
-/// Every observer sees `event`.
-fn observe(
-    event: &IterationEvent<'_>,
-    observers: &mut [&mut dyn Observer],
-    timing: &mut Timing,
-) -> Result<RoundStatus, EngineError> {
-    let start = timing.enabled().then(Instant::now);
-    for o in observers.iter_mut() {
-        o.iteration(event).map_err(EngineError::Observer)?;
-    }
-    if let Some(start) = start {
-        timing.add("observe (progress, trace)", start.elapsed().as_secs_f64());
-    }
-    Ok(RoundStatus::Completed)
-}
-
-/// Observe the iterations of `lane` waiting for losses evaluated beside,
-/// oldest first, as their losses come in: waiting for them while more than
-/// `keep` iterations wait (0: all of them), else as long as they are done.
-/// A wait is left out of the elapsed time, as an evaluation is.
-fn release(
-    lane: &mut Lane,
-    observers: &mut [&mut dyn Observer],
-    timing: &mut Timing,
-    keep: usize,
-) -> Result<(), EngineError> {
-    while let Some(front) = lane.waiting.front() {
-        if let Some(train) = front.evaluated {
-            let wait = lane.waiting.len() > keep;
-            let learner = lane
-                .learner
-                .as_mut()
-                .expect("an evaluation beside has a learner");
-            let Some(losses) = learner.take_beside(wait, timing)? else {
-                return Ok(());
-            };
-            lane.evaluating_s += losses.wait_s;
-            let front = lane.waiting.front_mut().expect("looked at above");
-            debug_assert_eq!(losses.iteration, front.iteration, "in order");
-            if train {
-                front.record.train_loss = losses.train;
-            }
-            front.record.test_loss = losses.test;
-            front.record.test_accuracy = losses.test_accuracy;
-        }
-        let w = lane.waiting.pop_front().expect("looked at above");
-        let event = IterationEvent {
-            lane: w.lane,
-            trial: w.trial,
-            iteration: w.iteration,
-            record: &w.record,
-            duration: w.duration,
-            decodable: w.decodable,
-            sample: &w.sample,
-            theta: Some(&w.theta),
-        };
-        observe(&event, observers, timing)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::engine::{ObserverError, RoundError, SimulatedRound};
+    use crate::engine::{
+        IterationEvent, Observer, ObserverError, Round, RoundError, RoundStatus, RoundTask,
+        SimulatedRound, StopRule,
+    };
     use crate::straggler::DelaySpec;
     use std::time::Duration;
 
