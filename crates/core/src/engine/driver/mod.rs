@@ -833,6 +833,48 @@ mod tests {
         }
     }
 
+    /// The log of an 8-iteration run of gc-dc on `config`: with a learner
+    /// (tasks prepared ahead) or without (plans and samples only).
+    fn logged_run(config: &Config, spec: &DelaySpec, learning: bool) -> Vec<String> {
+        let log = Log::default();
+        let scheme = crate::coding::build(config).unwrap();
+        assert!(!scheme.static_plan(), "the plans depend on the state");
+        let partitions = scheme.partitions();
+        let data = crate::learn::DataPlan::new(config, partitions).unwrap();
+        let learner =
+            learning.then(|| Learner::new(config, &data, data.load_test().unwrap()).unwrap());
+        let mut d = Driver::new(
+            vec![Lane::new(scheme, learner)],
+            config.straggler.state_info,
+            1e-3,
+            None,
+            false,
+        );
+        let mut straggling = Straggling::Model(spec.model(0));
+        let mut observer = Logged(log.clone());
+        if learning {
+            let ids: Vec<usize> = (0..partitions).collect();
+            let learner = d.lanes()[0].learner().unwrap();
+            let mut round = Recording(
+                crate::engine::LearningRound::new(
+                    SimulatedRound::new(1e-3),
+                    learner.model().clone(),
+                    None,
+                    config.seed,
+                    data.load(&ids).unwrap(),
+                ),
+                log.clone(),
+            );
+            d.run(&mut straggling, &mut round, 0..8, 0, &mut [&mut observer])
+                .unwrap();
+        } else {
+            let mut round = Recording(SimulatedRound::new(1e-3), log.clone());
+            d.run(&mut straggling, &mut round, 0..8, 0, &mut [&mut observer])
+                .unwrap();
+        }
+        log.take()
+    }
+
     /// Issue 23: a training lane prepares each next iteration after its
     /// update and hands the task to the round before the observers run
     /// (never past the last iteration), with θ after the update; the plans
@@ -844,45 +886,7 @@ mod tests {
         let text = "workers = 9\nseed = 3\n[scheme]\nkind = \"gc-dc\"\nload = 3\nclusters = 3\nclusters_per_worker = 3\nstraggler_threshold = 0.5\n[straggler]\nmodel = \"gilbert-elliott\"\nalpha = 0.01\nmu_fast = 10.0\nmu_slow = 0.1\nswitch_probability = 0.3\ninitial_stragglers = 2\nstate_info = \"imperfect\"\n[data]\ntrain_samples = 240\ntest_samples = 24\nfeatures = 5\n[train]\niterations = 8\neval_every = 1\n";
         let config = crate::config::parse(text, "test", &[]).unwrap().config;
         let spec = DelaySpec::from_config(&config).unwrap();
-        let run = |learning: bool| -> Vec<String> {
-            let log = Log::default();
-            let scheme = crate::coding::build(&config).unwrap();
-            assert!(!scheme.static_plan(), "the plans depend on the state");
-            let partitions = scheme.partitions();
-            let data = crate::learn::DataPlan::new(&config, partitions).unwrap();
-            let learner =
-                learning.then(|| Learner::new(&config, &data, data.load_test().unwrap()).unwrap());
-            let mut d = Driver::new(
-                vec![Lane::new(scheme, learner)],
-                config.straggler.state_info,
-                1e-3,
-                None,
-                false,
-            );
-            let mut straggling = Straggling::Model(spec.model(0));
-            let mut observer = Logged(log.clone());
-            if learning {
-                let ids: Vec<usize> = (0..partitions).collect();
-                let learner = d.lanes()[0].learner().unwrap();
-                let mut round = Recording(
-                    crate::engine::LearningRound::new(
-                        SimulatedRound::new(1e-3),
-                        learner.model().clone(),
-                        None,
-                        config.seed,
-                        data.load(&ids).unwrap(),
-                    ),
-                    log.clone(),
-                );
-                d.run(&mut straggling, &mut round, 0..8, 0, &mut [&mut observer])
-                    .unwrap();
-            } else {
-                let mut round = Recording(SimulatedRound::new(1e-3), log.clone());
-                d.run(&mut straggling, &mut round, 0..8, 0, &mut [&mut observer])
-                    .unwrap();
-            }
-            log.take()
-        };
+        let run = |learning: bool| logged_run(&config, &spec, learning);
         let ahead = run(true);
         let plain = run(false);
         let runs = |log: &[String]| -> Vec<String> {
