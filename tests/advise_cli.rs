@@ -299,7 +299,7 @@ fn the_time_to_loss_objective_trains_each_candidate_to_the_target() {
                 "{c}"
             );
         } else {
-            // Its own trajectory: tests/to_loss.rs checks it against a
+            // Its own trajectory: crates/core/tests/to_loss.rs checks it against a
             // descent on exactly the partitions it recovered.
             assert!(c["recovered_fraction"].as_f64().unwrap() < 1.0, "{c}");
             assert!((1.0..=60.0).contains(&its), "{c}");

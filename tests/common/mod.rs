@@ -1,6 +1,10 @@
 //! Helpers of the tests that run `gradcode train` under mpirun.
 #![allow(dead_code)] // each test binary uses a part
 
+#[path = "../../crates/core/tests/support/mod.rs"]
+mod core_support;
+pub use core_support::*;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
@@ -242,64 +246,6 @@ pub fn assert_rejected(name: &str, output: &Output, field: &str) {
     );
 }
 
-/// The test oracle of every exact scheme: single-process full-batch descent
-/// (or Nesterov) on the same data partitions, summing the partition
-/// gradients in partition order. Returns the final θ and the objective at
-/// the evaluation point of each iteration. Written here, independently of
-/// the engine, so that a test compares the engine with something else.
-pub fn full_batch(config: &gradcode::config::Config, partitions: usize) -> (Vec<f64>, Vec<f64>) {
-    use gradcode::learn::{DataPlan, Optimizer, kernel};
-    let plan = DataPlan::new(config, partitions).unwrap();
-    let ids: Vec<usize> = (0..partitions).collect();
-    let parts = plan.load(&ids).unwrap();
-    let d = plan.features();
-    let mut opt = Optimizer::new(&config.train, config.model.l2, d);
-    let mut gradient = vec![0.0; d];
-    let mut train_loss = Vec::new();
-    for _ in 0..config.train.iterations {
-        gradient.iter_mut().for_each(|g| *g = 0.0);
-        let mut loss = 0.0;
-        for part in &parts {
-            loss += kernel::accumulate_features(
-                config.model.loss,
-                &part.x,
-                &part.y,
-                0..part.len(),
-                opt.eval_point(),
-                &mut gradient,
-            );
-        }
-        train_loss.push(opt.objective(loss, plan.train_samples()));
-        opt.step(&gradient, plan.train_samples());
-    }
-    (opt.theta().to_vec(), train_loss)
-}
-
-/// The training objective over all the training data of `config` (split
-/// into `partitions`) at `theta`, summed partition by partition as the master does.
-pub fn objective_at(config: &gradcode::config::Config, partitions: usize, theta: &[f64]) -> f64 {
-    use gradcode::learn::{DataPlan, Optimizer, kernel};
-    let plan = DataPlan::new(config, partitions).unwrap();
-    let ids: Vec<usize> = (0..partitions).collect();
-    let parts = plan.load(&ids).unwrap();
-    let mut gradient = vec![0.0; theta.len()];
-    let loss: f64 = parts
-        .iter()
-        .map(|part| {
-            kernel::accumulate_features(
-                config.model.loss,
-                &part.x,
-                &part.y,
-                0..part.len(),
-                theta,
-                &mut gradient,
-            )
-        })
-        .sum();
-    let opt = Optimizer::new(&config.train, config.model.l2, theta.len());
-    opt.objective_at(theta, loss, plan.train_samples())
-}
-
 /// The MPI rank a process's environment (`/proc/PID/environ`) gives it:
 /// OpenMPI sets OMPI_COMM_WORLD_RANK in each rank's environment, MPICH's
 /// Hydra PMI_RANK; `None` for a process that is no rank (the launcher).
@@ -357,28 +303,6 @@ pub fn git_head() -> String {
         .map_or("unknown".to_string(), |o| {
             String::from_utf8_lossy(&o.stdout).trim().to_string()
         })
-}
-
-/// A_cluster of 000 eq. (13) (K = 12, P = 4, n = 2), 1-based rows as the
-/// paper prints them: the reference the library's `EQ13_SHIFTS` is checked
-/// against, spelled here independently of it.
-pub const EQ13: [[usize; 4]; 6] = [
-    [1, 2, 3, 4],
-    [6, 7, 8, 5],
-    [9, 10, 11, 12],
-    [4, 1, 2, 3],
-    [7, 8, 5, 6],
-    [10, 11, 12, 9],
-];
-
-/// [`EQ13`] as rows for `Assignment::from_rows`.
-pub fn eq13_rows() -> Vec<Vec<usize>> {
-    EQ13.iter().map(|r| r.to_vec()).collect()
-}
-
-/// [`EQ13`] as an assignment.
-pub fn eq13() -> gradcode::cluster::Assignment {
-    gradcode::cluster::Assignment::from_rows(12, 4, Some(2), &eq13_rows()).unwrap()
 }
 
 /// Every exact scheme of the registry with the parameters the MPI tests

@@ -28,12 +28,12 @@
 //! without level 4 a cluster with 3 slow workers was as good as 2-1-1-1.
 //! With rates that take two values (a Gilbert-Elliott state), levels 1-4
 //! give the smallest profile of the slow workers whatever tau is
-//! (`tests/optimal.rs`).
+//! (`crates/core/tests/optimal.rs`).
 //!
 //! Not used: the sorted vector of per-cluster bottleneck rates (the worst
 //! cluster's, then the second-worst's, ...). It leaves that example tied
 //! (a cluster with 3 slow workers and one with 2 both have the slow rate as
-//! their bottleneck; `tests/optimal.rs`), and maximising it is NP-hard: at
+//! their bottleneck; `crates/core/tests/optimal.rs`), and maximising it is NP-hard: at
 //! r = 1, l = 3, n = 2, with one slow and one fast worker per edge of a
 //! cubic graph whose vertices are the clusters (a worker may join the two
 //! clusters at its edge's ends), the clusters holding a slow worker form a

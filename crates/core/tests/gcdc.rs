@@ -1,20 +1,20 @@
 //! The gc-dc scheme (000 §IV-V): plans, storage, decoding and the tracker on
 //! the iteration's own clusters.
 
-mod common;
+mod support;
 
-use gradcode::cluster::Assignment;
-use gradcode::coding::ClusteringKind;
-use gradcode::coding::{
+use gradcode_core::cluster::Assignment;
+use gradcode_core::coding::ClusteringKind;
+use gradcode_core::coding::{
     Arrival, CodeOptions, DynamicClustering, RoundContext, RoundPlan, Scheme, StaticCode,
     clustering_policy,
 };
-use gradcode::engine::decode_prefix;
-use gradcode::rng::{Stream, stream};
+use gradcode_core::engine::decode_prefix;
+use gradcode_core::rng::{Stream, stream};
 use proptest::prelude::*;
 use rand::RngExt;
 
-use common::eq13_rows;
+use support::eq13_rows;
 
 fn gc_dc(
     k: usize,

@@ -4,8 +4,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use gradcode::coding::{IgnoreStragglerCode, IsgcLayout, WaitPolicy};
-use gradcode::rng::{Stream, stream};
+use gradcode_core::coding::{IgnoreStragglerCode, IsgcLayout, WaitPolicy};
+use gradcode_core::rng::{Stream, stream};
 use rand::seq::SliceRandom;
 
 struct Counting;

@@ -1,10 +1,10 @@
 //! The learning problem on one process: full-batch descent (the oracle the
 //! MPI tests compare `train` with) fits noiseless linear data.
 
-mod common;
+mod support;
 
-use gradcode::config::parse;
-use gradcode::learn::DataPlan;
+use gradcode_core::config::parse;
+use gradcode_core::learn::DataPlan;
 
 #[test]
 fn full_batch_gd_fits_noiseless_linear_data() {
@@ -15,7 +15,7 @@ fn full_batch_gd_fits_noiseless_linear_data() {
     )
     .unwrap()
     .config;
-    let (theta, train_loss) = common::full_batch(&config, 4);
+    let (theta, train_loss) = support::full_batch(&config, 4);
     let truth = DataPlan::new(&config, 4).unwrap().true_model().unwrap();
     let err: f64 = theta
         .iter()

@@ -3,18 +3,18 @@
 //! exhaustive check at small sizes that the circular-shift construction always
 //! admits a complete clustering and that greedy + repair always returns one.
 
-mod common;
+mod support;
 
-use gradcode::cluster::spread::{min_max_stragglers, most_even_profile};
-use gradcode::cluster::{
+use gradcode_core::cluster::spread::{min_max_stragglers, most_even_profile};
+use gradcode_core::cluster::{
     Assignment, ClassPhase, Clustering, ClusteringPolicy, Conflict, GreedyClustering, How,
     PhaseOneRule, Resolution, WorkerStates,
 };
-use gradcode::rng::{Stream, stream};
+use gradcode_core::rng::{Stream, stream};
 use proptest::prelude::*;
 use rand::RngExt;
 
-use common::eq13;
+use support::eq13;
 
 /// The paper's S (S_k = 0: straggler) as straggler flags.
 fn flags_from_s(s: &[u8]) -> Vec<bool> {

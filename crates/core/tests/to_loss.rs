@@ -3,27 +3,30 @@
 //! straggler samples of `simulate`. Checked against descents written here,
 //! on the partitions each iteration recovered.
 
-mod common;
+mod support;
 
-use gradcode::coding::Arrival;
-use gradcode::config::Config;
-use gradcode::engine::{IterationEvent, Observer, ObserverError};
-use gradcode::learn::{DataPlan, Optimizer};
-use gradcode::sim::{Simulation, default_target, exact_losses, time_to_loss};
+use gradcode_core::coding::Arrival;
+use gradcode_core::config::Config;
+use gradcode_core::engine::{IterationEvent, Observer, ObserverError};
+use gradcode_core::learn::{DataPlan, Optimizer};
+use gradcode_core::sim::{Simulation, default_target, exact_losses, time_to_loss};
 
 /// The demo (least squares on 1200 × 200, K = 12, 60 iterations of GD)
 /// with `overrides`, run for `trials` trials.
 fn demo(trials: usize, overrides: &[&str]) -> Config {
     let mut all: Vec<String> = overrides.iter().map(ToString::to_string).collect();
     all.push(format!("simulate.trials={trials}"));
-    gradcode::setup::load(None, &all).unwrap().loaded.config
+    gradcode_core::setup::load(None, &all)
+        .unwrap()
+        .loaded
+        .config
 }
 
 #[test]
 fn the_exact_losses_are_those_of_full_batch_descent() {
     let config = demo(2, &["train.optimizer=\"nesterov\""]);
     let losses = exact_losses(&config).unwrap();
-    let (_, reference) = common::full_batch(&config, config.workers);
+    let (_, reference) = support::full_batch(&config, config.workers);
     assert_eq!(losses.len(), reference.len());
     for (t, (a, b)) in losses.iter().zip(&reference).enumerate() {
         assert!(
@@ -64,7 +67,7 @@ fn an_exact_scheme_trains_as_full_batch_descent() {
         );
         let losses = exact_losses(&config).unwrap();
         let target = default_target(&losses).unwrap();
-        let scheme = gradcode::coding::build(&config).unwrap();
+        let scheme = gradcode_core::coding::build(&config).unwrap();
         let trials = time_to_loss(&config, scheme, target).unwrap();
         assert_eq!(trials.len(), 3);
         for t in &trials {
@@ -132,12 +135,17 @@ fn a_partial_scheme_descends_on_the_partitions_it_recovered() {
 fn partial_scheme_matches_its_reference(config: &Config) {
     let name = &config.scheme.kind;
     let target = default_target(&exact_losses(config).unwrap()).unwrap();
-    let got = time_to_loss(config, gradcode::coding::build(config).unwrap(), target).unwrap();
+    let got = time_to_loss(
+        config,
+        gradcode_core::coding::build(config).unwrap(),
+        target,
+    )
+    .unwrap();
 
     let mut sim = Simulation::from_config(config).unwrap();
     let mut accepted = Accepted::default();
     sim.run(&mut [&mut accepted]).unwrap();
-    let mut scheme = gradcode::coding::build(config).unwrap();
+    let mut scheme = gradcode_core::coding::build(config).unwrap();
     let plan = scheme.plan_round(&Default::default());
 
     let k = config.workers;

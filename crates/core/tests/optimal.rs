@@ -7,16 +7,16 @@
 //! vector at K = 8, and random rates with ties and NaN by proptest; it is
 //! always valid and never worse than the greedy of 000 §V on the objective.
 
-mod common;
+mod support;
 
-use gradcode::cluster::{
+use gradcode_core::cluster::{
     Assignment, Clustering, ClusteringPolicy, ClusteringScore, GreedyClustering, OptimalClustering,
     WorkerStates,
 };
-use gradcode::rng::{Stream, stream};
+use gradcode_core::rng::{Stream, stream};
 use proptest::prelude::*;
 
-use common::eq13;
+use support::eq13;
 
 /// Every valid clustering, as one bit mask of workers per cluster.
 fn all_clusterings(a: &Assignment) -> Vec<Vec<u32>> {
@@ -315,7 +315,7 @@ fn scores_order_by_bottleneck_then_profile() {
 /// largest count (max-flow check) and is never worse than the greedy.
 #[test]
 fn large_sizes_are_valid_and_never_worse_than_the_greedy() {
-    use gradcode::cluster::spread::min_max_stragglers;
+    use gradcode_core::cluster::spread::min_max_stragglers;
     use rand::RngExt;
     let mut rng = stream(3, Stream::CheckSampling);
     for (k, p, n) in [(20, 5, 3), (200, 10, 5), (200, 2, 2), (120, 40, 3)] {
@@ -353,14 +353,14 @@ fn large_sizes_are_valid_and_never_worse_than_the_greedy() {
 
 #[test]
 fn a_load_above_the_cluster_size_is_refused_by_the_scheme() {
-    let config = gradcode::config::parse(
+    let config = gradcode_core::config::parse(
         "workers = 12\n[scheme]\nkind = \"gc-dc\"\nclusters = 4\nload = 4\nclustering = \"optimal\"\n",
         "test",
         &[],
     )
     .unwrap_or_else(|e| panic!("{e}"))
     .config;
-    let Err(e) = gradcode::coding::build(&config) else {
+    let Err(e) = gradcode_core::coding::build(&config) else {
         panic!("load 4 > l = 3 was accepted");
     };
     assert!(e.to_string().starts_with("scheme.load = 4"), "{e}");
@@ -605,14 +605,15 @@ proptest! {
 /// straggler flags (the slow workers) over every valid clustering, and the
 /// distinct clusterings used.
 fn slow_mu_one_example(clustering: &str) -> (usize, usize) {
-    use gradcode::config::StateInfo;
-    use gradcode::engine::state_context;
-    use gradcode::straggler::{DelaySpec, RoundSample};
+    use gradcode_core::config::StateInfo;
+    use gradcode_core::engine::state_context;
+    use gradcode_core::straggler::{DelaySpec, RoundSample};
     let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/paper/gcdc-example.toml"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../configs/paper/gcdc-example.toml"),
     )
     .unwrap();
-    let setup = gradcode::setup::parse(
+    let setup = gradcode_core::setup::parse(
         &text,
         "gcdc-example.toml",
         &[
