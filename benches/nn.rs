@@ -62,7 +62,7 @@ fn networks(c: &mut Criterion) {
                 partition: 0,
                 iteration: 0,
             };
-            let name = format!("{} {:?}", kind.name(), precision).to_lowercase();
+            let name = format!("{kind} {precision:?}").to_lowercase();
             group.bench_function(name, |b| {
                 b.iter(|| {
                     black_box(
