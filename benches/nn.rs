@@ -15,7 +15,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group};
-use gradcode::config::{Config, ModelKind, Precision};
+use gradcode::config::{Config, ModelName, Precision};
 use gradcode::learn::{Features, Input, Model, Partition, StepKey};
 use gradcode::rng::{Stream, stream};
 use ndarray::Array2;
@@ -46,10 +46,10 @@ fn networks(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("gradient");
     group.throughput(Throughput::Elements(BATCH as u64));
-    for kind in [ModelKind::Mlp, ModelKind::Cnn, ModelKind::Resnet] {
+    for kind in ["mlp", "cnn", "resnet"] {
         for precision in [Precision::F64, Precision::F32] {
             let mut config = Config::default();
-            config.model.kind = kind;
+            config.model.kind = ModelName::new(kind);
             config.model.precision = precision;
             config.model.dropout = 0.5;
             config.model.resnet_blocks = RESNET_BLOCKS.to_vec();
@@ -62,7 +62,7 @@ fn networks(c: &mut Criterion) {
                 partition: 0,
                 iteration: 0,
             };
-            let name = format!("{} {:?}", kind.name(), precision).to_lowercase();
+            let name = format!("{kind} {precision:?}").to_lowercase();
             group.bench_function(name, |b| {
                 b.iter(|| {
                     black_box(

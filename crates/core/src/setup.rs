@@ -8,16 +8,21 @@
 //!
 //! 0. image data without `data.train_samples` / `data.test_samples` gets
 //!    the counts of its files (every image);
-//! 1. `scheme.kind` and every `simulate.compare` entry name a registered
-//!    scheme (errors list the registered names);
+//! 1. `model.kind` names a registered model kind (the model registry,
+//!    `learn::model::MODELS`; a value of another type is refused before the
+//!    config is typed, listing the names) and the rules of `[model]` that
+//!    depend on the kind hold (`ModelRegistry::check`); `scheme.kind` and
+//!    every `simulate.compare` entry name a registered scheme (errors list
+//!    the registered names);
 //! 2. every `[scheme]` key, and every key of a variant's `set`, is read by
 //!    some registered scheme (else `scheme.<key>: unknown key (...)`), and its
 //!    value has that scheme's type (errors name `scheme.<key>`, or
 //!    `simulate.compare.<name>.set.<key>`). Keys of schemes not in use are
 //!    type-checked, never range-checked;
 //! 3. keys set but read by no scheme in use, and `[model]` keys that
-//!    `model.kind` does not read (the model registry says which,
-//!    `learn::model::MODELS`), become warnings ([`LoadedConfig::unused_keys`]);
+//!    `model.kind` does not read (the model registry says which), become
+//!    warnings ([`LoadedConfig::unused_keys`]), as does a network without
+//!    `train.batch_size` ([`LoadedConfig::model_warnings`]);
 //! 4. the defaults of the schemes in use are filled into `[scheme]`, so that
 //!    [`Config::to_toml`] (what traces store and MPI workers receive) holds
 //!    every key they read;
@@ -34,6 +39,7 @@ use crate::coding::registry::{Registry, SchemeEntry, quoted};
 use crate::coding::{CodingError, Scheme, dynamic_clustering};
 use crate::config::{self, CompareEntry, Config, GC_SCHEME, LoadedConfig};
 use crate::error::InputError;
+use crate::learn::model::MODELS;
 
 /// A loaded config and its scheme.
 pub struct Setup {
@@ -58,12 +64,17 @@ impl Setup {
 /// Load a config file (the embedded demo when `path` is `None`), apply the
 /// overrides, check it against the registry and build its scheme.
 pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<Setup, InputError> {
-    from_parsed(&SCHEMES, config::load(path, overrides)?)
+    let check = |table: &toml::Table| MODELS.check_kind_type(table);
+    from_parsed(&SCHEMES, config::load_checked(path, overrides, &check)?)
 }
 
 /// [`load`] for config text; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Setup, InputError> {
-    from_parsed(&SCHEMES, config::parse(text, origin, overrides)?)
+    let check = |table: &toml::Table| MODELS.check_kind_type(table);
+    from_parsed(
+        &SCHEMES,
+        config::parse_checked(text, origin, overrides, &check)?,
+    )
 }
 
 /// Check a parsed config against `registry` ([`resolve`]), then build the
@@ -141,6 +152,7 @@ fn threshold_warnings(config: &Config, scheme: &dyn Scheme, prefix: &str, out: &
 /// Steps 1-4 of the module docs: names, keys, types, warnings, defaults.
 /// Builds nothing.
 pub fn resolve(registry: &Registry, mut loaded: LoadedConfig) -> Result<LoadedConfig, InputError> {
+    resolve_model(&mut loaded)?;
     let in_use = schemes_in_use(registry, &loaded.config)?;
     let config = &loaded.config;
     for (key, value) in &config.scheme.params {
@@ -159,14 +171,30 @@ pub fn resolve(registry: &Registry, mut loaded: LoadedConfig) -> Result<LoadedCo
         }
     }
     loaded.unused_scheme_keys = unused_keys(registry, &loaded, &in_use);
-    loaded.unused_model_keys = crate::learn::model::MODELS
-        .unused_keys(loaded.config.model.kind.name(), &loaded.explicit)?;
     let params = &mut loaded.config.scheme.params;
     for entry in &in_use {
         let resolved = entry.resolve(params).map_err(|e| e.at("scheme"))?;
         params.extend(resolved);
     }
     Ok(loaded)
+}
+
+/// Step 1's model half: `model.kind` names a registered model kind (checked
+/// first, whatever the data), the rules of `[model]` that depend on the kind
+/// hold ([`crate::learn::model::ModelRegistry::check`]); then step 3's
+/// `[model]` warnings: keys the kind does not read, and a network without
+/// `train.batch_size`.
+fn resolve_model(loaded: &mut LoadedConfig) -> Result<(), InputError> {
+    let config = &loaded.config;
+    let entry = MODELS.check(config)?;
+    loaded.unused_model_keys = MODELS.unused_keys(entry.name(), &loaded.explicit)?;
+    loaded.model_warnings.clear();
+    if entry.classifies() && config.train.batch_size.is_none() {
+        loaded.model_warnings.push(format!(
+            "a network (model.kind = \"{entry}\") without train.batch_size takes full-batch steps: every sample of every partition at each step; set train.batch_size for mini-batch SGD"
+        ));
+    }
+    Ok(())
 }
 
 /// Build the scheme of one `simulate.compare` entry (or of `scheme.kind`:
@@ -317,6 +345,51 @@ mod tests {
             Ok(_) => panic!("accepted: {text} {overrides:?}"),
             Err(e) => e,
         }
+    }
+
+    /// `model.kind` is a name the model registry resolves: a value of
+    /// another type lists the registered names (as every key that takes a
+    /// name does), and an unknown name is refused before the rules of the
+    /// kind (class labels, images) are checked, whatever the data.
+    #[test]
+    fn the_model_kind_is_a_name_of_the_model_registry() {
+        let e = parse_err("[model]\nkind = 1.5\n", &[]);
+        assert_eq!(e.field, "model.kind");
+        let line = e.to_string();
+        assert!(
+            line.starts_with("model.kind: 1.5 is not one of ")
+                && line.contains("\"linear\", \"mlp\", \"cnn\", \"resnet\"")
+                && !line.contains("invalid type"),
+            "{line}"
+        );
+        let e = parse_err("", &["model.kind=[1, 2]"]);
+        assert!(
+            e.to_string()
+                .starts_with("model.kind: [1, 2] is not one of "),
+            "{e}"
+        );
+        // The default data is synthetic (no class labels): the name comes first.
+        for text in [
+            "[model]\nkind = \"transformer\"\n",
+            "[model]\nkind = \"transformer\"\n[data]\nkind = \"synthetic-onehot\"\n",
+        ] {
+            let e = parse_err(text, &[]).to_string();
+            assert!(
+                e.starts_with("model.kind = \"transformer\" is not known (expected one of `linear`, `mlp`, `cnn`, `resnet`)"),
+                "{e}"
+            );
+        }
+        let e = parse_err("[model]\nkind = \"mlp\"\n", &[]).to_string();
+        assert!(
+            e.starts_with("model.kind = \"mlp\" needs class labels 0..model.classes"),
+            "{e}"
+        );
+        let e = parse_err(
+            "[model]\nkind = \"cnn\"\n[data]\nkind = \"csv\"\npath = \"x.csv\"\n",
+            &[],
+        )
+        .to_string();
+        assert!(e.contains("needs images (data.kind = \"idx\" or \"cifar10\"); data.kind = csv has flat samples"), "{e}");
     }
 
     /// The model registry says which `[model]` keys each kind reads.

@@ -4,7 +4,7 @@
 //! gradient is the same whichever process computes it (a pure function of
 //! θ, the batch and the step key), which is what makes coded sums exact.
 
-use gradcode_core::config::{Config, ModelKind};
+use gradcode_core::config::{Config, ModelName};
 use gradcode_core::learn::{Features, Input, Model, Partition, StepKey};
 use ndarray::Array2;
 use rand::{RngExt, SeedableRng};
@@ -24,9 +24,9 @@ fn random_images(n: usize, shape: [usize; 3], classes: usize, seed: u64) -> Part
     }
 }
 
-fn model(kind: ModelKind, shape: [usize; 3], tweak: impl Fn(&mut Config)) -> Model {
+fn model(kind: &str, shape: [usize; 3], tweak: impl Fn(&mut Config)) -> Model {
     let mut config = Config::default();
-    config.model.kind = kind;
+    config.model.kind = ModelName::new(kind);
     config.model.classes = 4;
     tweak(&mut config);
     Model::new(
@@ -101,7 +101,7 @@ fn assert_matches_finite_differences(
 #[test]
 fn the_mlp_gradient_matches_finite_differences() {
     let shape = [1, 5, 6];
-    let m = model(ModelKind::Mlp, shape, |c| {
+    let m = model("mlp", shape, |c| {
         c.model.hidden = vec![7, 5];
         c.model.dropout = 0.3;
     });
@@ -111,14 +111,14 @@ fn the_mlp_gradient_matches_finite_differences() {
 #[test]
 fn the_cnn_gradient_matches_finite_differences() {
     let shape = [2, 17, 16];
-    let m = model(ModelKind::Cnn, shape, |c| c.model.dropout = 0.5);
+    let m = model("cnn", shape, |c| c.model.dropout = 0.5);
     assert_matches_finite_differences("cnn", &m, &random_images(5, shape, 4, 2), 60);
 }
 
 #[test]
 fn the_resnet_gradient_matches_finite_differences() {
     let shape = [3, 8, 8];
-    let m = model(ModelKind::Resnet, shape, |c| {
+    let m = model("resnet", shape, |c| {
         c.model.resnet_blocks = vec![1, 1];
         c.model.resnet_width = 4;
     });
@@ -128,7 +128,7 @@ fn the_resnet_gradient_matches_finite_differences() {
 #[test]
 fn a_batch_gradient_is_a_pure_function_of_theta_the_batch_and_the_key() {
     let shape = [1, 16, 16];
-    let m = model(ModelKind::Cnn, shape, |c| c.model.dropout = 0.5);
+    let m = model("cnn", shape, |c| c.model.dropout = 0.5);
     let part = random_images(8, shape, 4, 4);
     let theta = m.initial_theta(1);
     let key = |iteration| StepKey {
@@ -148,8 +148,8 @@ fn a_batch_gradient_is_a_pure_function_of_theta_the_batch_and_the_key() {
 fn single_precision_stays_close_to_double() {
     let shape = [1, 16, 16];
     let part = random_images(8, shape, 4, 5);
-    let f64_model = model(ModelKind::Cnn, shape, |_| {});
-    let f32_model = model(ModelKind::Cnn, shape, |c| {
+    let f64_model = model("cnn", shape, |_| {});
+    let f32_model = model("cnn", shape, |c| {
         c.model.precision = gradcode_core::config::Precision::F32
     });
     let theta = f64_model.initial_theta(1);

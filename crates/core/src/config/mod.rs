@@ -50,6 +50,10 @@ pub struct LoadedConfig {
     /// (`learn::model::MODELS`), which knows the keys of each kind, like
     /// [`Self::unused_scheme_keys`].
     pub unused_model_keys: Vec<String>,
+    /// Warnings about the model kind in use, from the model registry: a
+    /// network without `train.batch_size` (each step then computes every
+    /// sample); filled in by the loader like [`Self::unused_model_keys`].
+    pub model_warnings: Vec<String>,
 }
 
 impl LoadedConfig {
@@ -68,17 +72,12 @@ impl LoadedConfig {
     }
 
     /// Every warning about this config, one line each: the unused keys, the
-    /// loader's [`Self::threshold_warnings`], and a network without
-    /// `train.batch_size` (each step then computes every sample).
+    /// loader's [`Self::threshold_warnings`], and its
+    /// [`Self::model_warnings`].
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = self.unused_keys();
         warnings.extend(self.threshold_warnings.iter().cloned());
-        if self.config.model.kind != ModelKind::Linear && self.config.train.batch_size.is_none() {
-            warnings.push(format!(
-                "a network (model.kind = \"{}\") without train.batch_size takes full-batch steps: every sample of every partition at each step; set train.batch_size for mini-batch SGD",
-                self.config.model.kind.name()
-            ));
-        }
+        warnings.extend(self.model_warnings.iter().cloned());
         warnings
     }
 
@@ -154,13 +153,27 @@ impl Config {
 /// overrides; `[scheme]` is taken as given (see `setup::load` for the loader
 /// that checks it).
 pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LoadedConfig, InputError> {
+    load_checked(path, overrides, &|_| Ok(()))
+}
+
+/// A check of the whole TOML table (file and settings applied) before it is
+/// typed: what the loader (`setup`) checks that this layer cannot (the
+/// type of `model.kind`, whose names only the model registry knows).
+pub type TableCheck<'a> = &'a dyn Fn(&toml::Table) -> Result<(), InputError>;
+
+/// [`load`] with `check` applied to the table before it is typed.
+pub fn load_checked(
+    path: Option<&Path>,
+    overrides: &[String],
+    check: TableCheck<'_>,
+) -> Result<LoadedConfig, InputError> {
     match path {
         Some(path) => {
             let origin = path.display().to_string();
             let text = read_config_file(path)?;
-            parse(&text, &origin, overrides)
+            parse_checked(&text, &origin, overrides, check)
         }
-        None => parse(DEMO_TOML, "<embedded demo>", overrides),
+        None => parse_checked(DEMO_TOML, "<embedded demo>", overrides, check),
     }
 }
 
@@ -203,6 +216,16 @@ fn read_config_file(path: &Path) -> Result<String, InputError> {
 /// Parse config text; `origin` names it in errors (`file:line:column`).
 /// `[scheme]` is taken as given (see `setup::parse` for the loader that checks it).
 pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedConfig, InputError> {
+    parse_checked(text, origin, overrides, &|_| Ok(()))
+}
+
+/// [`parse`] with `check` applied to the table before it is typed.
+pub fn parse_checked(
+    text: &str,
+    origin: &str,
+    overrides: &[String],
+    check: TableCheck<'_>,
+) -> Result<LoadedConfig, InputError> {
     let mut table: toml::Table = toml::from_str(text).map_err(|e| {
         let at = match e.span() {
             Some(span) => {
@@ -218,6 +241,7 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<LoadedCon
     }
     let mut explicit = BTreeSet::new();
     collect_keys(&table, "", &mut explicit);
+    check(&table)?;
     checked(table, origin.to_string(), explicit)
 }
 
@@ -246,6 +270,7 @@ fn checked(
         unused_scheme_keys: Vec::new(),
         threshold_warnings: Vec::new(),
         unused_model_keys: Vec::new(),
+        model_warnings: Vec::new(),
     })
 }
 
@@ -556,11 +581,6 @@ mod tests {
                 "\"synthetic-linear\", \"synthetic-logistic\"",
             ),
             ("data.format", "[1, 2]", "\"auto\", \"dense\", \"sparse\""),
-            (
-                "model.kind",
-                "1.5",
-                "\"linear\", \"mlp\", \"cnn\", \"resnet\"",
-            ),
             ("model.loss", "0", "\"least-squares\", \"logistic\""),
             ("train.optimizer", "1979-05-27", "\"gd\", \"nesterov\""),
             (

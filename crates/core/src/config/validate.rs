@@ -1,6 +1,7 @@
 //! Rules for every section except `[scheme]`, whose keys each scheme declares
-//! and whose constructor checks them (`coding::registry`), so that each rule
-//! lives once.
+//! and whose constructor checks them (`coding::registry`), and the rules of
+//! `[model]` that depend on `model.kind`, which the model registry checks
+//! (`learn::model`), so that each rule lives once.
 
 use super::schema::*;
 use crate::error::InputError;
@@ -59,7 +60,7 @@ pub fn validate(config: &Config) -> Result {
     validate_straggler(&config.straggler)?;
     validate_straggler_models(&config.straggler, config.workers)?;
     validate_data(&config.data, config.workers)?;
-    validate_model(&config.model, &config.data)?;
+    validate_model(&config.model)?;
     validate_train(&config.train)?;
     validate_output(&config.output)?;
     validate_simulate(&config.simulate)?;
@@ -228,7 +229,7 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
                     "\"sparse\"",
                     format!(
                         "needs libsvm, csv or synthetic-onehot data; data.kind = {} is dense",
-                        kind_name(d.kind)
+                        d.kind.name()
                     ),
                 ));
             }
@@ -265,7 +266,7 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
                         field,
                         format!(
                             "is set but data.kind = {} generates its data",
-                            kind_name(d.kind)
+                            d.kind.name()
                         ),
                     ));
                 }
@@ -278,7 +279,7 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
                     "\"sparse\"",
                     format!(
                         "needs libsvm, csv or synthetic-onehot data; images (data.kind = {}) are dense",
-                        kind_name(d.kind)
+                        d.kind.name()
                     ),
                 ));
             }
@@ -305,7 +306,7 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
                 None => {
                     return Err(InputError::new(
                         "data.path",
-                        format!("is required when data.kind = {}", kind_name(d.kind)),
+                        format!("is required when data.kind = {}", d.kind.name()),
                     ));
                 }
                 Some(p) if p.trim().is_empty() => {
@@ -325,19 +326,10 @@ fn validate_data(d: &DataConfig, workers: usize) -> Result {
     Ok(())
 }
 
-fn kind_name(kind: DataKind) -> &'static str {
-    match kind {
-        DataKind::SyntheticLinear => "synthetic-linear",
-        DataKind::SyntheticLogistic => "synthetic-logistic",
-        DataKind::Libsvm => "libsvm",
-        DataKind::Csv => "csv",
-        DataKind::SyntheticOnehot => "synthetic-onehot",
-        DataKind::Idx => "idx",
-        DataKind::Cifar10 => "cifar10",
-    }
-}
-
-fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
+/// The `[model]` keys every kind shares. The rules that depend on the kind
+/// (a network's keys, its data) are the model registry's
+/// (`learn::model::ModelRegistry::check`), which the loader applies.
+fn validate_model(m: &ModelConfig) -> Result {
     non_negative("model.l2", m.l2)?;
     if let Some(mib) = m.max_memory_mib {
         if !(1..=MAX_MATRIX_MIB_LIMIT).contains(&mib) {
@@ -348,99 +340,8 @@ fn validate_model(m: &ModelConfig, d: &DataConfig) -> Result {
             ));
         }
     }
-    if m.kind != ModelKind::Linear {
-        if !(2..=MAX_CLASSES).contains(&m.classes) {
-            return Err(InputError::value(
-                "model.classes",
-                m.classes,
-                format!("must be in 2..={MAX_CLASSES}"),
-            ));
-        }
-        if !(m.dropout.is_finite() && (0.0..1.0).contains(&m.dropout)) {
-            return Err(InputError::value(
-                "model.dropout",
-                m.dropout,
-                "must be in [0, 1)",
-            ));
-        }
-        if matches!(m.kind, ModelKind::Cnn | ModelKind::Resnet) && !d.kind.is_images() {
-            return Err(InputError::value(
-                "model.kind",
-                format!("\"{}\"", m.kind.name()),
-                format!(
-                    "needs images (data.kind = \"idx\" or \"cifar10\"); data.kind = {} has flat samples",
-                    kind_name(d.kind)
-                ),
-            ));
-        }
-        if matches!(
-            d.kind,
-            DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot
-        ) {
-            return Err(InputError::value(
-                "model.kind",
-                format!("\"{}\"", m.kind.name()),
-                format!(
-                    "needs class labels 0..model.classes, but data.kind = {} generates {} labels \
-                     (use data.kind = \"idx\", \"cifar10\", \"csv\" or \"libsvm\" with class labels, or model.kind = \"linear\")",
-                    kind_name(d.kind),
-                    if d.kind == DataKind::SyntheticLinear {
-                        "real-valued"
-                    } else {
-                        "±1"
-                    }
-                ),
-            ));
-        }
-        if !d.kind.is_images() && d.format == DataFormat::Sparse {
-            return Err(InputError::value(
-                "data.format",
-                "\"sparse\"",
-                format!(
-                    "cannot feed model.kind = {}: networks read dense samples",
-                    m.kind.name()
-                ),
-            ));
-        }
-        if m.hidden.iter().any(|&h| h == 0 || h > MAX_WIDTH) {
-            return Err(InputError::value(
-                "model.hidden",
-                format!("{:?}", m.hidden),
-                format!("every width must be in 1..={MAX_WIDTH}"),
-            ));
-        }
-        if m.resnet_blocks.is_empty()
-            || m.resnet_blocks.len() > 6
-            || m.resnet_blocks.iter().any(|&b| b == 0 || b > 64)
-        {
-            return Err(InputError::value(
-                "model.resnet_blocks",
-                format!("{:?}", m.resnet_blocks),
-                "must list 1 to 6 stages of 1..=64 blocks each",
-            ));
-        }
-        if m.resnet_width == 0 || m.resnet_width > 1024 {
-            return Err(InputError::value(
-                "model.resnet_width",
-                m.resnet_width,
-                "must be in 1..=1024",
-            ));
-        }
-    }
-    if m.loss == Loss::Logistic && d.kind == DataKind::SyntheticLinear {
-        return Err(InputError::value(
-            "model.loss",
-            "\"logistic\"",
-            "needs binary labels, but data.kind = synthetic-linear generates real-valued ones",
-        ));
-    }
     Ok(())
 }
-
-/// The most classes a network may have (`model.classes`).
-const MAX_CLASSES: usize = 1 << 16;
-/// The widest hidden layer of an MLP (`model.hidden`).
-const MAX_WIDTH: usize = 1 << 16;
 
 fn validate_train(t: &TrainConfig) -> Result {
     at_least("train.iterations", t.iterations, 1)?;

@@ -31,7 +31,7 @@ pub fn message_bytes(config: &Config) -> Result<f64, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ModelKind;
+    use crate::config::ModelName;
 
     #[test]
     fn a_linear_model_sends_its_features_and_the_loss() {
@@ -46,7 +46,7 @@ mod tests {
         // An MLP 20-7-3: (20·7 + 7) + (7·3 + 3) = 171 parameters.
         let mut config = Config::default();
         config.data.features = 20;
-        config.model.kind = ModelKind::Mlp;
+        config.model.kind = ModelName::new("mlp");
         config.model.hidden = vec![7];
         config.model.classes = 3;
         assert_eq!(message_values(&config).unwrap(), 172);

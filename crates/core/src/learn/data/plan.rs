@@ -1451,9 +1451,11 @@ mod cifar_files {
             assert!(described.contains("input 3x32x32"), "{described}");
             assert_eq!(choice.features, Some(3072));
         }
-        // Flat samples are refused for them, naming both kinds of images.
-        let e = crate::config::parse("workers = 2\n[model]\nkind = \"resnet\"\n", "test", &[])
-            .unwrap_err();
+        // Flat samples are refused for them, naming both kinds of images:
+        // by the model registry's check, which the loader applies.
+        let flat =
+            crate::config::parse("workers = 2\n[model]\nkind = \"resnet\"\n", "test", &[]).unwrap();
+        let e = crate::learn::model::MODELS.check(&flat.config).unwrap_err();
         assert!(
             e.to_string()
                 .contains("needs images (data.kind = \"idx\" or \"cifar10\")"),

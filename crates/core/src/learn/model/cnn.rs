@@ -50,7 +50,8 @@ pub static CNN: ModelEntry = ModelEntry::new::<CnnParams>(
     "cnn",
     "LeNet-style network of two convolutions and two linear layers (004 §VIII)",
     build,
-);
+)
+.reading_images();
 
 fn build(args: &ModelArgs<'_>) -> Result<Model, InputError> {
     let p: CnnParams = args.params()?;

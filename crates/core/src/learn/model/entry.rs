@@ -95,6 +95,7 @@ pub struct ModelEntry {
     fields: fn() -> &'static [&'static str],
     defaults: fn() -> toml::Table,
     build: Constructor,
+    images: bool,
 }
 
 impl ModelEntry {
@@ -111,7 +112,30 @@ impl ModelEntry {
             fields: field_names::<P>,
             defaults: defaults_of::<P>,
             build,
+            images: false,
         }
+    }
+
+    /// This entry, for a kind that reads images (its constructor asks
+    /// [`ModelArgs::image`]): the loader then refuses flat data before
+    /// anything is read (`needs images`).
+    pub const fn reading_images(self) -> Self {
+        Self {
+            images: true,
+            ..self
+        }
+    }
+
+    /// Whether the kind reads images ([`Self::reading_images`]).
+    pub fn reads_images(&self) -> bool {
+        self.images
+    }
+
+    /// Whether the kind is a classifier: it reads `model.classes`, and its
+    /// labels are classes 0..classes (a network trained with softmax
+    /// cross-entropy, on dense samples).
+    pub fn classifies(&self) -> bool {
+        self.keys().contains(&"classes")
     }
 
     /// The name in configs and traces (`model.kind`).

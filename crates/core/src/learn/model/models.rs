@@ -8,8 +8,13 @@ use std::collections::BTreeSet;
 use super::Model;
 use super::entry::{ModelArgs, ModelEntry};
 use super::{Input, cnn, linear, mlp, resnet};
-use crate::config::ModelConfig;
+use crate::config::{Config, DataFormat, DataKind, Loss, ModelConfig};
 use crate::error::InputError;
+
+/// The most classes a network may have (`model.classes`).
+const MAX_CLASSES: usize = 1 << 16;
+/// The widest hidden layer of an MLP (`model.hidden`).
+const MAX_WIDTH: usize = 1 << 16;
 
 /// Every model kind this build knows, in the order errors list them.
 /// Adding a kind is one line here.
@@ -53,6 +58,46 @@ impl ModelRegistry {
                 format!("is not known (expected one of {})", names.join(", ")),
             )
         })
+    }
+
+    /// A `model.kind` of another type than a name, in the `[model]` table
+    /// of the whole config `table` before it is typed: an error listing the
+    /// registered names (`model.kind: 1.5 is not one of "linear", "mlp"`),
+    /// as every key that takes a name says.
+    pub fn check_kind_type(&self, table: &toml::Table) -> Result<(), InputError> {
+        let Some(value) = table.get("model").and_then(|model| model.get("kind")) else {
+            return Ok(());
+        };
+        if value.is_str() {
+            return Ok(());
+        }
+        let names: Vec<String> = self.names().iter().map(|n| format!("\"{n}\"")).collect();
+        Err(InputError::new(
+            "model.kind",
+            format!("{value} is not one of {}", names.join(", ")),
+        ))
+    }
+
+    /// The entry of `config`'s `model.kind`, after the rules of `[model]`
+    /// that depend on the kind: the name is registered (checked first); a
+    /// classifier ([`ModelEntry::classifies`]) has 2..=65536 classes, a
+    /// dropout in [0, 1), class labels (no synthetic data), dense samples,
+    /// and valid network keys; a kind that reads images has image data; a
+    /// logistic loss has binary labels.
+    pub fn check(&self, config: &Config) -> Result<&'static ModelEntry, InputError> {
+        let (m, d) = (&config.model, &config.data);
+        let entry = self.entry(m.kind.name())?;
+        if entry.classifies() {
+            check_network(entry, m, d.kind, d.format)?;
+        }
+        if m.loss == Loss::Logistic && d.kind == DataKind::SyntheticLinear {
+            return Err(InputError::value(
+                "model.loss",
+                "\"logistic\"",
+                "needs binary labels, but data.kind = synthetic-linear generates real-valued ones",
+            ));
+        }
+        Ok(entry)
     }
 
     /// The warnings of the `[model]` keys among `explicit` (the dotted keys
@@ -101,10 +146,99 @@ impl ModelRegistry {
     }
 }
 
+/// The rules of a classifier `entry` over data of `kind` stored as `format`.
+fn check_network(
+    entry: &ModelEntry,
+    m: &ModelConfig,
+    kind: DataKind,
+    format: DataFormat,
+) -> Result<(), InputError> {
+    if !(2..=MAX_CLASSES).contains(&m.classes) {
+        return Err(InputError::value(
+            "model.classes",
+            m.classes,
+            format!("must be in 2..={MAX_CLASSES}"),
+        ));
+    }
+    if !(m.dropout.is_finite() && (0.0..1.0).contains(&m.dropout)) {
+        return Err(InputError::value(
+            "model.dropout",
+            m.dropout,
+            "must be in [0, 1)",
+        ));
+    }
+    if entry.reads_images() && !kind.is_images() {
+        return Err(InputError::value(
+            "model.kind",
+            format!("\"{entry}\""),
+            format!(
+                "needs images (data.kind = \"idx\" or \"cifar10\"); data.kind = {} has flat samples",
+                kind.name()
+            ),
+        ));
+    }
+    if matches!(
+        kind,
+        DataKind::SyntheticLinear | DataKind::SyntheticLogistic | DataKind::SyntheticOnehot
+    ) {
+        return Err(InputError::value(
+            "model.kind",
+            format!("\"{entry}\""),
+            format!(
+                "needs class labels 0..model.classes, but data.kind = {} generates {} labels \
+                 (use data.kind = \"idx\", \"cifar10\", \"csv\" or \"libsvm\" with class labels, or model.kind = \"linear\")",
+                kind.name(),
+                if kind == DataKind::SyntheticLinear {
+                    "real-valued"
+                } else {
+                    "±1"
+                }
+            ),
+        ));
+    }
+    if !kind.is_images() && format == DataFormat::Sparse {
+        return Err(InputError::value(
+            "data.format",
+            "\"sparse\"",
+            format!("cannot feed model.kind = {entry}: networks read dense samples"),
+        ));
+    }
+    check_network_keys(m)
+}
+
+/// The limits of the networks' own keys (`hidden`, `resnet_blocks`,
+/// `resnet_width`), checked for every classifier as the config checked them.
+fn check_network_keys(m: &ModelConfig) -> Result<(), InputError> {
+    if m.hidden.iter().any(|&h| h == 0 || h > MAX_WIDTH) {
+        return Err(InputError::value(
+            "model.hidden",
+            format!("{:?}", m.hidden),
+            format!("every width must be in 1..={MAX_WIDTH}"),
+        ));
+    }
+    if m.resnet_blocks.is_empty()
+        || m.resnet_blocks.len() > 6
+        || m.resnet_blocks.iter().any(|&b| b == 0 || b > 64)
+    {
+        return Err(InputError::value(
+            "model.resnet_blocks",
+            format!("{:?}", m.resnet_blocks),
+            "must list 1 to 6 stages of 1..=64 blocks each",
+        ));
+    }
+    if m.resnet_width == 0 || m.resnet_width > 1024 {
+        return Err(InputError::value(
+            "model.resnet_width",
+            m.resnet_width,
+            "must be in 1..=1024",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ModelKind;
 
     #[test]
     fn names_are_unique_and_every_config_kind_is_registered() {
@@ -112,13 +246,8 @@ mod tests {
         for (i, name) in names.iter().enumerate() {
             assert!(!names[..i].contains(name), "{name} registered twice");
         }
-        for kind in [
-            ModelKind::Linear,
-            ModelKind::Mlp,
-            ModelKind::Cnn,
-            ModelKind::Resnet,
-        ] {
-            assert_eq!(MODELS.entry(kind.name()).unwrap().name(), kind.name());
+        for kind in ["linear", "mlp", "cnn", "resnet"] {
+            assert_eq!(MODELS.entry(kind).unwrap().name(), kind);
         }
         let e = MODELS.entry("transformer").unwrap_err().to_string();
         assert!(

@@ -61,7 +61,8 @@ pub static RESNET: ModelEntry = ModelEntry::new::<ResnetParams>(
     "resnet",
     "ResNet-18's structure (He et al. 2016) of configurable depth and width, as 004 §VIII trains on CIFAR-10",
     build,
-);
+)
+.reading_images();
 
 fn build(args: &ModelArgs<'_>) -> Result<Model, InputError> {
     let p: ResnetParams = args.params()?;
