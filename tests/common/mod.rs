@@ -3,6 +3,7 @@
 
 #[path = "../../crates/core/tests/support/mod.rs"]
 mod core_support;
+#[allow(unused_imports)] // each test binary uses a part
 pub use core_support::*;
 
 use std::path::PathBuf;
