@@ -228,6 +228,32 @@ enum Loaded {
     Stopped,
 }
 
+/// The model and this worker's stored partitions (`setup.stored`), with
+/// the master's standardisation statistics, each partition's labels checked
+/// against the model (the loading thread's work).
+fn load_partitions(config: &Config, setup: Setup) -> Result<(Model, Vec<Partition>), InputError> {
+    let plan = DataPlan::new(config, setup.partitions)?;
+    // The master's statistics, computed once: a worker never makes its own.
+    match setup.standardization {
+        Some(s) => plan.set_standardization(s)?,
+        None if plan.standardizes() => {
+            return Err(InputError::new(
+                "setup",
+                "has no standardisation for standardised data",
+            ));
+        }
+        None => {}
+    }
+    let model = Model::new(config, plan.input())?;
+    let data = plan.load(&setup.stored)?;
+    for part in &data {
+        model
+            .check_labels(part)
+            .map_err(|e| InputError::new(format!("data: partition {}", part.id + 1), e))?;
+    }
+    Ok((model, data))
+}
+
 /// Load the stored partitions on a second thread while this one tells the
 /// master the worker is alive ([`protocol::TAG_LOADING`], four times per
 /// `train.result_timeout_s`, at least once a second), watches for signals and
@@ -235,32 +261,10 @@ enum Loaded {
 /// takes; a worker stopped or hung while loading falls silent, and the
 /// master names it after `train.result_timeout_s`.
 fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
-    let (own, partitions, stored) = (config.clone(), setup.partitions, setup.stored.clone());
-    let standardization = setup.standardization.clone();
+    let (own, setup_copy) = (config.clone(), setup.clone());
     let spawned = std::thread::Builder::new()
         .name("load".to_string())
-        .spawn(move || {
-            let plan = DataPlan::new(&own, partitions)?;
-            // The master's statistics, computed once: a worker never makes its own.
-            match standardization {
-                Some(s) => plan.set_standardization(s)?,
-                None if plan.standardizes() => {
-                    return Err(InputError::new(
-                        "setup",
-                        "has no standardisation for standardised data",
-                    ));
-                }
-                None => {}
-            }
-            let model = Model::new(&own, plan.input())?;
-            let data = plan.load(&stored)?;
-            for part in &data {
-                model
-                    .check_labels(part)
-                    .map_err(|e| InputError::new(format!("data: partition {}", part.id + 1), e))?;
-            }
-            Ok::<_, InputError>((model, data))
-        });
+        .spawn(move || load_partitions(&own, setup_copy));
     let loader = match spawned {
         Ok(handle) => handle,
         Err(e) => {
@@ -615,59 +619,17 @@ impl Worker<'_> {
     /// Run one task; returns the control message that interrupted it, if any.
     fn execute(&mut self, task: &Task) -> anyhow::Result<Option<Control>> {
         let start = Instant::now();
-        let dim = self.link.dim;
         let work = &task.work;
         self.prepare_slots(task);
         let mut compute = ComputeTime::default();
         let mut next_message = 0;
         let mut last_poll = start;
         for (slot, &p) in work.compute.iter().enumerate() {
-            let part = &self.data[self.index[p]];
-            let block_rows = part.x.rows_per_block(BLOCK_VALUES);
             self.slot_of[p] = slot;
             let busy = Instant::now();
             let busy_cpu_s = thread_cpu_s();
-            let g = &mut self.slots[slot];
-            match (self.model.linear_loss(), self.batch) {
-                // Full-batch linear models: the fused kernel in blocks, with
-                // a probe for a newer task between them.
-                (Some(linear), None) => {
-                    // Zeroed where the slot can hold non-zeros: all of it,
-                    // or the support of the partition it was formed for.
-                    match self.slot_holds[slot].and_then(|q| self.supports[q].as_deref()) {
-                        Some(support) => support.iter().for_each(|&j| g[j as usize] = 0.0),
-                        None => g.iter_mut().for_each(|v| *v = 0.0),
-                    }
-                    let q = self.index[p];
-                    self.slot_holds[slot] = self.supports[q].is_some().then_some(q);
-                    let (grad, loss) = g.split_at_mut(dim);
-                    let mut row = 0;
-                    while row < part.len() {
-                        let end = (row + block_rows).min(part.len());
-                        loss[0] += part.accumulate(linear, row..end, &self.theta, grad);
-                        row = end;
-                        if row < part.len() && last_poll.elapsed() >= POLL_INTERVAL {
-                            if let Some(c) = self.link.poll()? {
-                                return Ok(Some(c));
-                            }
-                            last_poll = Instant::now();
-                        }
-                    }
-                }
-                // A mini-batch (or a network): one pass over the batch.
-                _ => {
-                    self.slot_holds[slot] = None;
-                    let key = StepKey {
-                        seed: self.seed,
-                        partition: p,
-                        iteration: task.iteration,
-                    };
-                    let correct = self
-                        .model
-                        .partition_gradient(part, self.batch, key, &self.theta, g)
-                        .map_err(|e| anyhow::anyhow!("partition {}: {e}", p + 1))?;
-                    self.slot_correct[slot] = correct.map_or(f64::NAN, |c| c as f64);
-                }
+            if let Some(c) = self.compute_slot(task, slot, p, &mut last_poll)? {
+                return Ok(Some(c));
             }
             compute.wall_s += busy.elapsed().as_secs_f64();
             compute.cpu_s += thread_cpu_s() - busy_cpu_s;
@@ -677,6 +639,65 @@ impl Worker<'_> {
                     return Ok(Some(c));
                 }
                 next_message += 1;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Computation `slot` of `task`: partition `p`'s gradient and loss sums
+    /// into the slot; the fused kernel in blocks for a full-batch linear
+    /// model, probing for control messages every [`POLL_INTERVAL`] (since
+    /// `last_poll`), returned when one interrupts it.
+    fn compute_slot(
+        &mut self,
+        task: &Task,
+        slot: usize,
+        p: usize,
+        last_poll: &mut Instant,
+    ) -> anyhow::Result<Option<Control>> {
+        let dim = self.link.dim;
+        let part = &self.data[self.index[p]];
+        let block_rows = part.x.rows_per_block(BLOCK_VALUES);
+        let g = &mut self.slots[slot];
+        match (self.model.linear_loss(), self.batch) {
+            // Full-batch linear models: the fused kernel in blocks, with
+            // a probe for a newer task between them.
+            (Some(linear), None) => {
+                // Zeroed where the slot can hold non-zeros: all of it,
+                // or the support of the partition it was formed for.
+                match self.slot_holds[slot].and_then(|q| self.supports[q].as_deref()) {
+                    Some(support) => support.iter().for_each(|&j| g[j as usize] = 0.0),
+                    None => g.iter_mut().for_each(|v| *v = 0.0),
+                }
+                let q = self.index[p];
+                self.slot_holds[slot] = self.supports[q].is_some().then_some(q);
+                let (grad, loss) = g.split_at_mut(dim);
+                let mut row = 0;
+                while row < part.len() {
+                    let end = (row + block_rows).min(part.len());
+                    loss[0] += part.accumulate(linear, row..end, &self.theta, grad);
+                    row = end;
+                    if row < part.len() && last_poll.elapsed() >= POLL_INTERVAL {
+                        if let Some(c) = self.link.poll()? {
+                            return Ok(Some(c));
+                        }
+                        *last_poll = Instant::now();
+                    }
+                }
+            }
+            // A mini-batch (or a network): one pass over the batch.
+            _ => {
+                self.slot_holds[slot] = None;
+                let key = StepKey {
+                    seed: self.seed,
+                    partition: p,
+                    iteration: task.iteration,
+                };
+                let correct = self
+                    .model
+                    .partition_gradient(part, self.batch, key, &self.theta, g)
+                    .map_err(|e| anyhow::anyhow!("partition {}: {e}", p + 1))?;
+                self.slot_correct[slot] = correct.map_or(f64::NAN, |c| c as f64);
             }
         }
         Ok(None)
