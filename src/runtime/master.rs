@@ -11,14 +11,15 @@
 
 use std::time::{Duration, Instant};
 
-use super::comm::{Backoff, Comm, Wait, WaitMode, instant_after};
+use super::comm::{Backoff, Comm, Received, Wait, WaitMode, instant_after};
 use super::interrupt;
 use super::protocol::{self, Setup};
 use super::round::MpiRound;
 use crate::coding::Scheme;
 use crate::config::{Config, StragglerMode};
 use crate::engine::{
-    Checkpoint, Driver, Lane, Learner, Observer, Outcome, Plan, RunSummary, Session, Straggling,
+    Checkpoint, Driver, Ended, Lane, Learner, Observer, Outcome, Plan, RunSummary, Session,
+    Straggling,
 };
 use crate::error::InputError;
 use crate::learn::{DataPlan, Partition};
@@ -52,6 +53,65 @@ fn run_error(error: crate::engine::RoundError) -> anyhow::Error {
     match error.downcast::<InputError>() {
         Ok(input) => anyhow::Error::new(*input),
         Err(other) => crate::engine::EngineError::Round(other).into(),
+    }
+}
+
+/// The workers' progress through the setup: who is ready (and packs its
+/// vectors to which entries), and when each was last heard from.
+struct Readiness {
+    ready: Vec<bool>,
+    packed: Vec<Option<Vec<u32>>>,
+    heard: Vec<Instant>,
+    start: Instant,
+}
+
+impl Readiness {
+    fn new(workers: usize) -> Self {
+        let start = Instant::now();
+        Self {
+            ready: vec![false; workers],
+            packed: vec![None; workers],
+            heard: vec![start; workers],
+            start,
+        }
+    }
+
+    /// The workers not ready yet, as "2, 5".
+    fn not_ready(&self) -> String {
+        let names: Vec<String> = (0..self.ready.len())
+            .filter(|&w| !self.ready[w])
+            .map(|w| (w + 1).to_string())
+            .collect();
+        names.join(", ")
+    }
+
+    /// The earliest instant a worker still loading has been silent for `timeout_s`.
+    fn give_up(&self, timeout_s: f64) -> Option<Instant> {
+        (0..self.ready.len())
+            .filter(|&w| !self.ready[w])
+            .filter_map(|w| instant_after(self.heard[w], timeout_s))
+            .min()
+    }
+
+    /// The workers still loading that have been silent for `timeout_s` now.
+    fn silent(&self, timeout_s: f64) -> Vec<String> {
+        let now = Instant::now();
+        (0..self.ready.len())
+            .filter(|&w| {
+                !self.ready[w] && instant_after(self.heard[w], timeout_s).is_some_and(|g| now >= g)
+            })
+            .map(|w| (w + 1).to_string())
+            .collect()
+    }
+
+    /// `signal` (on this rank or a worker) stopped the setup.
+    fn interrupted(&self, signal: i32) -> anyhow::Error {
+        Interrupted {
+            signal,
+            iterations: 0,
+            during_setup: Some(self.not_ready()),
+        }
+        .into()
     }
 }
 
@@ -195,45 +255,16 @@ impl Master<'_> {
     /// SIGTERM or SIGINT (on this rank or a worker). Returns each worker's
     /// packing (see [`protocol::Ready`]).
     fn await_ready(&self) -> anyhow::Result<Vec<Option<Vec<u32>>>> {
-        let k = self.workers;
         let timeout_s = self.config.train.result_timeout_s;
-        let mut ready = vec![false; k];
-        let mut packed = vec![None; k];
-        let start = Instant::now();
-        let mut heard = vec![start; k];
-        let not_ready = |ready: &[bool]| {
-            let names: Vec<String> = (0..k)
-                .filter(|&w| !ready[w])
-                .map(|w| (w + 1).to_string())
-                .collect();
-            names.join(", ")
-        };
+        let mut setup = Readiness::new(self.workers);
         let mut backoff = Backoff::new(Duration::from_millis(1));
-        while ready.iter().any(|r| !r) {
-            // The earliest instant a worker still loading has been silent for the timeout.
-            let give_up = (0..k)
-                .filter(|&w| !ready[w])
-                .filter_map(|w| instant_after(heard[w], timeout_s))
-                .min();
-            let m = match self.comm.receive_or_signal(&mut backoff, give_up, true) {
-                Wait::Message(m) => m,
-                Wait::Signal(signal) => {
-                    return Err(Interrupted {
-                        signal,
-                        iterations: 0,
-                        during_setup: Some(not_ready(&ready)),
-                    }
-                    .into());
-                }
+        while setup.ready.iter().any(|r| !r) {
+            let give_up = setup.give_up(timeout_s);
+            match self.comm.receive_or_signal(&mut backoff, give_up, true) {
+                Wait::Message(m) => self.take_setup_message(m, &mut setup)?,
+                Wait::Signal(signal) => return Err(setup.interrupted(signal)),
                 Wait::Timeout => {
-                    let now = Instant::now();
-                    let silent: Vec<String> = (0..k)
-                        .filter(|&w| {
-                            !ready[w]
-                                && instant_after(heard[w], timeout_s).is_some_and(|g| now >= g)
-                        })
-                        .map(|w| (w + 1).to_string())
-                        .collect();
+                    let silent = setup.silent(timeout_s);
                     if silent.is_empty() {
                         continue;
                     }
@@ -242,44 +273,45 @@ impl Master<'_> {
                          a worker died or hangs; workers not ready after {:.1} s: {}",
                         silent.join(", "),
                         timeout_s,
-                        start.elapsed().as_secs_f64(),
-                        not_ready(&ready)
+                        setup.start.elapsed().as_secs_f64(),
+                        setup.not_ready()
                     );
                 }
-            };
-            let w = (m.rank - 1) as usize;
-            match m.tag {
-                protocol::TAG_READY => {
-                    packed[w] = protocol::Ready::decode(&m.data)?.packed;
-                    ready[w] = true;
-                    log::info!(
-                        "master: worker {} ready after {:.3} s",
-                        m.rank,
-                        start.elapsed().as_secs_f64()
-                    );
-                }
-                protocol::TAG_LOADING => heard[w] = Instant::now(),
-                protocol::TAG_SIGNAL => {
-                    let signal = m.data.first().map_or(15, |&s| s as i32);
-                    return Err(Interrupted {
-                        signal,
-                        iterations: 0,
-                        during_setup: Some(not_ready(&ready)),
-                    }
-                    .into());
-                }
-                protocol::TAG_ERROR => {
-                    let error = protocol::WorkerError::decode(&m.data).at_rank(m.rank);
-                    return Err(run_error(error));
-                }
-                tag => anyhow::bail!("worker {} sent tag {tag} during setup", m.rank),
             }
         }
         log::info!(
             "master: every worker ready after {:.3} s",
-            start.elapsed().as_secs_f64()
+            setup.start.elapsed().as_secs_f64()
         );
-        Ok(packed)
+        Ok(setup.packed)
+    }
+
+    /// A worker's message during the setup: ready (with its packing),
+    /// still loading, a signal or an error.
+    fn take_setup_message(&self, m: Received, setup: &mut Readiness) -> anyhow::Result<()> {
+        let w = (m.rank - 1) as usize;
+        match m.tag {
+            protocol::TAG_READY => {
+                setup.packed[w] = protocol::Ready::decode(&m.data)?.packed;
+                setup.ready[w] = true;
+                log::info!(
+                    "master: worker {} ready after {:.3} s",
+                    m.rank,
+                    setup.start.elapsed().as_secs_f64()
+                );
+            }
+            protocol::TAG_LOADING => setup.heard[w] = Instant::now(),
+            protocol::TAG_SIGNAL => {
+                let signal = m.data.first().map_or(15, |&s| s as i32);
+                return Err(setup.interrupted(signal));
+            }
+            protocol::TAG_ERROR => {
+                let error = protocol::WorkerError::decode(&m.data).at_rank(m.rank);
+                return Err(run_error(error));
+            }
+            tag => anyhow::bail!("worker {} sent tag {tag} during setup", m.rank),
+        }
+        Ok(())
     }
 
     fn train(
@@ -292,7 +324,6 @@ impl Master<'_> {
     ) -> anyhow::Result<Trained> {
         let config = self.config;
         let s = &config.straggler;
-        let k = self.workers;
         let straggling = match s.mode {
             StragglerMode::Emulate => Straggling::Model(DelaySpec::from_config(config)?.model(0)),
             StragglerMode::Measured => Straggling::Measured {
@@ -303,34 +334,8 @@ impl Master<'_> {
         let dim = learner.dim();
         // The workers resolve it from the same config, d and node answer.
         let reduce = config.runtime.aggregate.reduces(dim, self.one_node);
-        for (w, entries) in packed.iter().enumerate() {
-            if let Some(entries) = entries
-                && (reduce || entries.last() != Some(&(dim as u32)))
-            {
-                anyhow::bail!(
-                    "worker {}: packs its vectors to entries ending at {:?}, but the model has d = {dim} and results are {}",
-                    w + 1,
-                    entries.last(),
-                    if reduce { "reduced" } else { "gathered" }
-                );
-            }
-        }
-        let packed_workers = packed.iter().filter(|p| p.is_some()).count();
-        if packed_workers > 0 {
-            log::info!(
-                "master: {packed_workers} of {k} workers send packed vectors (sparse features: the entries their partitions can make non-zero)"
-            );
-        }
-        log::info!(
-            "runtime.aggregate = {}: {} (d = {dim}, {})",
-            config.runtime.aggregate.name(),
-            if reduce { "reduce" } else { "gather" },
-            if self.one_node {
-                "every rank on the master's node"
-            } else {
-                "ranks on several nodes"
-            }
-        );
+        check_packing(&packed, dim, reduce)?;
+        self.log_aggregation(&packed, dim, reduce);
         let scheme = self.scheme.take().expect("the scheme is trained once");
         let mut driver = Driver::new(
             vec![Lane::new(scheme, Some(learner))],
@@ -341,7 +346,7 @@ impl Master<'_> {
         );
         let mut round = MpiRound::new(
             self.comm,
-            k,
+            self.workers,
             dim,
             data.partitions(),
             s.mode == StragglerMode::Emulate,
@@ -352,41 +357,15 @@ impl Master<'_> {
             packed,
         );
         interrupt::panic_if_asked(0, "before the first iteration");
-        // Resume: the session restores the learner from the checkpoint; the
-        // driver replays the straggler process to the same point (its
-        // samples are a function of the seed).
-        let mut session = Session::new(&mut driver);
-        for o in observers.iter_mut() {
-            session = session.observe(&mut **o);
-        }
-        if let Some(c) = checkpoint {
-            session = session.checkpoint(c);
-        }
-        let mut straggling = Some(straggling);
-        let mut take = |_trial: u64| straggling.take().expect("one trial");
-        let ended = session
-            .run(
-                &mut round,
-                Plan {
-                    trials: 0..1,
-                    iterations: config.train.iterations as u64,
-                    straggling: &mut take,
-                },
-            )
-            .map_err(|e| match e {
-                // An input error found when the trace is created (another run
-                // took its path meanwhile): exit 2, as at the start.
-                crate::engine::EngineError::Observer(inner) => {
-                    match inner.downcast::<crate::error::InputError>() {
-                        Ok(input) => anyhow::Error::new(*input),
-                        Err(other) => crate::engine::EngineError::Observer(other).into(),
-                    }
-                }
-                // A worker's error about the input (its data does not fit the
-                // model): exit 2 too.
-                crate::engine::EngineError::Round(inner) => run_error(inner),
-                e => e.into(),
-            })?;
+        let iterations = config.train.iterations as u64;
+        let ended = run_session(
+            &mut driver,
+            &mut round,
+            observers,
+            checkpoint,
+            straggling,
+            iterations,
+        )?;
         let mut summary = ended.summary.expect("a session of one trial sums it up");
         summary.aggregate = Some(if reduce { "reduce" } else { "gather" });
         summary.master_inbound_bytes_per_iteration = round.inbound_bytes_per_iteration();
@@ -398,4 +377,89 @@ impl Master<'_> {
             },
         })
     }
+
+    /// Say how many workers pack their vectors and how results are aggregated.
+    fn log_aggregation(&self, packed: &[Option<Vec<u32>>], dim: usize, reduce: bool) {
+        let packed_workers = packed.iter().filter(|p| p.is_some()).count();
+        if packed_workers > 0 {
+            log::info!(
+                "master: {packed_workers} of {} workers send packed vectors (sparse features: the entries their partitions can make non-zero)",
+                self.workers
+            );
+        }
+        log::info!(
+            "runtime.aggregate = {}: {} (d = {dim}, {})",
+            self.config.runtime.aggregate.name(),
+            if reduce { "reduce" } else { "gather" },
+            if self.one_node {
+                "every rank on the master's node"
+            } else {
+                "ranks on several nodes"
+            }
+        );
+    }
+}
+
+/// A worker that packs its vectors must pack them to entries that end at
+/// the loss (d), and only when results are gathered.
+fn check_packing(packed: &[Option<Vec<u32>>], dim: usize, reduce: bool) -> anyhow::Result<()> {
+    for (w, entries) in packed.iter().enumerate() {
+        if let Some(entries) = entries
+            && (reduce || entries.last() != Some(&(dim as u32)))
+        {
+            anyhow::bail!(
+                "worker {}: packs its vectors to entries ending at {:?}, but the model has d = {dim} and results are {}",
+                w + 1,
+                entries.last(),
+                if reduce { "reduced" } else { "gathered" }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Run the training session: the driver with the MPI round, the observers
+/// and the checkpoint, over one trial of `iterations` with `straggling`. Resume: the session restores the learner from the
+/// checkpoint; the driver replays the straggler process to the same point
+/// (its samples are a function of the seed).
+fn run_session(
+    driver: &mut Driver,
+    round: &mut MpiRound<'_>,
+    observers: &mut [&mut dyn Observer],
+    checkpoint: Option<&mut dyn Checkpoint>,
+    straggling: Straggling,
+    iterations: u64,
+) -> anyhow::Result<Ended> {
+    let mut session = Session::new(driver);
+    for o in observers.iter_mut() {
+        session = session.observe(&mut **o);
+    }
+    if let Some(c) = checkpoint {
+        session = session.checkpoint(c);
+    }
+    let mut straggling = Some(straggling);
+    let mut take = |_trial: u64| straggling.take().expect("one trial");
+    session
+        .run(
+            round,
+            Plan {
+                trials: 0..1,
+                iterations,
+                straggling: &mut take,
+            },
+        )
+        .map_err(|e| match e {
+            // An input error found when the trace is created (another run
+            // took its path meanwhile): exit 2, as at the start.
+            crate::engine::EngineError::Observer(inner) => {
+                match inner.downcast::<crate::error::InputError>() {
+                    Ok(input) => anyhow::Error::new(*input),
+                    Err(other) => crate::engine::EngineError::Observer(other).into(),
+                }
+            }
+            // A worker's error about the input (its data does not fit the
+            // model): exit 2 too.
+            crate::engine::EngineError::Round(inner) => run_error(inner),
+            e => e.into(),
+        })
 }

@@ -44,8 +44,6 @@ pub struct TrainOptions {
 }
 
 pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
-    use crate::error::QuietExit;
-
     // The launcher's sockets, which the finalize guard never touches.
     let inherited = crate::finalize::InheritedSockets::record();
     // Funneled: a worker loads its partitions on a second thread while the
@@ -61,64 +59,87 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
     crate::logging::set_rank(comm.rank());
     log::info!("MPI world of {} ranks", comm.size());
     interrupt::stop_if_asked(comm.rank(), "before the setup");
-    let fallback_cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let outcome = if comm.rank() == 0 {
-        // Rank 0 prepares, hears every worker's hello (at most the result
-        // timeout), then sends each the verdict: the config and its node.
-        let prepared = prepare::prepare(options, comm.size() as usize);
-        let timeout_s = prepared.as_ref().map_or_else(
-            |_| crate::config::Config::default().train.result_timeout_s,
-            |p| p.loaded.config.train.result_timeout_s,
-        );
-        let hellos = match setup::await_hellos(&comm, timeout_s) {
-            Ok(hellos) => hellos,
-            Err(e) => {
-                if let Err(input) = &prepared {
-                    crate::errln!("error: {input}");
-                }
-                crate::errln!("error: {e}");
-                comm.abort(1);
-            }
-        };
-        let hosts: Vec<String> = hellos.iter().map(|h| h.host.clone()).collect();
-        crate::provenance::set_hosts(&hosts);
-        let nodes = setup::nodes(&hellos, fallback_cores);
-        match prepared {
-            Ok(p) => {
-                comm.set_rest_limit_s(p.loaded.config.train.result_timeout_s);
-                let toml = p.loaded.config.to_toml();
-                for (w, node) in nodes.iter().enumerate().skip(1) {
-                    let verdict = setup::Verdict::Config {
-                        toml: toml.clone(),
-                        node: *node,
-                    };
-                    comm.send(w as i32, protocol::TAG_CONFIG, &verdict.encode());
-                }
-                run_master(&comm, p, nodes[0], options)
-            }
-            Err(e) => {
-                crate::errln!("error: {e}");
-                for w in 1..comm.size() {
-                    comm.send(w, protocol::TAG_CONFIG, &setup::Verdict::Refused.encode());
-                }
-                Err(QuietExit(2).into())
-            }
-        }
+        run_rank_zero(&comm, options)
     } else {
-        match setup::worker_setup(&comm)? {
-            setup::Verdict::Refused => Err(QuietExit(2).into()),
-            setup::Verdict::Config { toml, node } => {
-                let config = crate::config::parse(&toml, "<config from the master>", &[])?.config;
-                comm.set_rest_limit_s(config.train.result_timeout_s);
-                let wait = comm::wait_mode(&config, node, comm.rank());
-                worker::run(&comm, &config, wait, node.one_node)
+        run_worker(&comm)
+    };
+    let outcome = print_error(outcome);
+    settle_messages(&comm, &outcome);
+    drop(comm);
+    // MPI_Finalize (dropping the universe) cannot hang the finished job.
+    let library = mpi::environment::library_version().unwrap_or_default();
+    crate::finalize::FinalizeGuard::arm(&inherited, &library);
+    drop(universe);
+    outcome
+}
+
+/// Rank 0 prepares, hears every worker's hello (at most the result
+/// timeout), then sends each the verdict: the config and its node; and runs
+/// the master.
+fn run_rank_zero(comm: &comm::Comm<'_>, options: &TrainOptions) -> anyhow::Result<()> {
+    let prepared = prepare::prepare(options, comm.size() as usize);
+    let timeout_s = prepared.as_ref().map_or_else(
+        |_| crate::config::Config::default().train.result_timeout_s,
+        |p| p.loaded.config.train.result_timeout_s,
+    );
+    let hellos = match setup::await_hellos(comm, timeout_s) {
+        Ok(hellos) => hellos,
+        Err(e) => {
+            if let Err(input) = &prepared {
+                crate::errln!("error: {input}");
             }
+            crate::errln!("error: {e}");
+            comm.abort(1);
         }
     };
-    // Each rank prints its own error now, before MPI finalises: a worker that
-    // exits with a failure status after finalising makes the launcher kill
-    // the others, and rank 0's line must have reached the launcher by then.
-    let outcome = outcome.map_err(|e| {
+    let hosts: Vec<String> = hellos.iter().map(|h| h.host.clone()).collect();
+    crate::provenance::set_hosts(&hosts);
+    let fallback_cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let nodes = setup::nodes(&hellos, fallback_cores);
+    match prepared {
+        Ok(p) => {
+            comm.set_rest_limit_s(p.loaded.config.train.result_timeout_s);
+            let toml = p.loaded.config.to_toml();
+            for (w, node) in nodes.iter().enumerate().skip(1) {
+                let verdict = setup::Verdict::Config {
+                    toml: toml.clone(),
+                    node: *node,
+                };
+                comm.send(w as i32, protocol::TAG_CONFIG, &verdict.encode());
+            }
+            run_master(comm, p, nodes[0], options)
+        }
+        Err(e) => {
+            crate::errln!("error: {e}");
+            for w in 1..comm.size() {
+                comm.send(w, protocol::TAG_CONFIG, &setup::Verdict::Refused.encode());
+            }
+            Err(crate::error::QuietExit(2).into())
+        }
+    }
+}
+
+/// A worker rank: its setup from the master (the verdict), then its work.
+fn run_worker(comm: &comm::Comm<'_>) -> anyhow::Result<()> {
+    match setup::worker_setup(comm)? {
+        setup::Verdict::Refused => Err(crate::error::QuietExit(2).into()),
+        setup::Verdict::Config { toml, node } => {
+            let config = crate::config::parse(&toml, "<config from the master>", &[])?.config;
+            comm.set_rest_limit_s(config.train.result_timeout_s);
+            let wait = comm::wait_mode(&config, node, comm.rank());
+            worker::run(comm, &config, wait, node.one_node)
+        }
+    }
+}
+
+/// Each rank prints its own error now, before MPI finalises: a worker that
+/// exits with a failure status after finalising makes the launcher kill
+/// the others, and rank 0's line must have reached the launcher by then.
+/// The error becomes a `QuietExit` with the status it ends the rank with.
+fn print_error(outcome: anyhow::Result<()>) -> anyhow::Result<()> {
+    use crate::error::QuietExit;
+    outcome.map_err(|e| {
         let printed = !e.is::<QuietExit>();
         let code = crate::output::report_error(&e);
         // A launcher reads the pipe as it comes; anyone else may read it
@@ -130,9 +151,14 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             crate::output::drain_to_launcher(std::time::Duration::from_secs(1));
         }
         QuietExit(code).into()
-    });
-    // Every send completes before MPI finalises (the destinations have
-    // received them all by the end of the stop/bye handshake).
+    })
+}
+
+/// Every send completes before MPI finalises (the destinations have
+/// received them all by the end of the stop/bye handshake), and every
+/// posted receive finished: when not, a peer is stopped or gone and
+/// MPI_Finalize would wait for it for ever, so the job is aborted.
+fn settle_messages(comm: &comm::Comm<'_>, outcome: &anyhow::Result<()>) {
     // How long a rank tests its sends in flight at the end of a clean run.
     let left = comm.drain(std::time::Instant::now() + std::time::Duration::from_secs(3));
     if left > 0 {
@@ -143,7 +169,7 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             comm.pending_ranks()
         );
         // Not a success, even where this rank's own part went well.
-        comm.abort(exit_code(&outcome).max(1));
+        comm.abort(exit_code(outcome).max(1));
     }
     let unfinished = comm.abandon_receives();
     if !unfinished.is_empty() {
@@ -152,14 +178,8 @@ pub fn train(options: &TrainOptions) -> anyhow::Result<()> {
             "error: rank {}: message(s) from rank(s) {unfinished:?} never arrived whole; ending the job with MPI_Abort",
             comm.rank()
         );
-        comm.abort(exit_code(&outcome).max(1));
+        comm.abort(exit_code(outcome).max(1));
     }
-    drop(comm);
-    // MPI_Finalize (dropping the universe) cannot hang the finished job.
-    let library = mpi::environment::library_version().unwrap_or_default();
-    crate::finalize::FinalizeGuard::arm(&inherited, &library);
-    drop(universe);
-    outcome
 }
 
 /// The exit status `outcome` ends this rank with (its errors are all
@@ -178,7 +198,6 @@ fn run_master(
     node: comm::Node,
     options: &TrainOptions,
 ) -> anyhow::Result<()> {
-    use crate::error::QuietExit;
     let prepare::Prepared {
         loaded,
         scheme,
@@ -225,21 +244,36 @@ fn run_master(
         summary.trace = trace_file.clone();
         report::report(&summary, options.json)
     });
+    let written = trace_file.as_deref().filter(|_| trace_opened);
+    let completed = progress.completed() as u64;
+    end_master(comm, outcome, clean, options.json, completed, written)
+}
+
+/// Say how the master's run ended when it failed (`--json`: the summary of
+/// a run that ended early, after `completed` iterations; the trace
+/// `written`, if any) and end the job: a signal with its exit status, and
+/// a run that did not end cleanly (a worker is gone or hangs: MPI cannot
+/// shut down cleanly) with `MPI_Abort`, the trace closed by then.
+fn end_master(
+    comm: &comm::Comm<'_>,
+    outcome: anyhow::Result<()>,
+    clean: bool,
+    json: bool,
+    completed: u64,
+    written: Option<&str>,
+) -> anyhow::Result<()> {
+    use crate::error::QuietExit;
     if let Err(e) = &outcome {
-        if options.json {
+        if json {
             // The job's summary file says how the run ended, not only the trace.
             crate::outln!(
                 "{}",
-                serde_json::to_string_pretty(&report::ended_early(
-                    e,
-                    progress.completed() as u64,
-                    trace_file.as_deref().filter(|_| trace_opened),
-                ))?
+                serde_json::to_string_pretty(&report::ended_early(e, completed, written))?
             );
         }
         // Every run that wrote a trace says where (an input error,
         // which leaves no trace, stays one line).
-        if let (Some(path), true) = (&trace_file, trace_opened) {
+        if let Some(path) = written {
             crate::errln!("trace: {path}");
         }
         if let Some(stop) = e.downcast_ref::<master::Interrupted>() {
@@ -251,7 +285,6 @@ fn run_master(
         }
     }
     if !clean {
-        // A worker is gone or hangs: MPI cannot shut down cleanly. The trace is closed.
         match &outcome {
             Ok(()) => {
                 crate::errln!(

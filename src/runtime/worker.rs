@@ -228,6 +228,32 @@ enum Loaded {
     Stopped,
 }
 
+/// The model and this worker's stored partitions (`setup.stored`), with
+/// the master's standardisation statistics, each partition's labels checked
+/// against the model (the loading thread's work).
+fn load_partitions(config: &Config, setup: Setup) -> Result<(Model, Vec<Partition>), InputError> {
+    let plan = DataPlan::new(config, setup.partitions)?;
+    // The master's statistics, computed once: a worker never makes its own.
+    match setup.standardization {
+        Some(s) => plan.set_standardization(s)?,
+        None if plan.standardizes() => {
+            return Err(InputError::new(
+                "setup",
+                "has no standardisation for standardised data",
+            ));
+        }
+        None => {}
+    }
+    let model = Model::new(config, plan.input())?;
+    let data = plan.load(&setup.stored)?;
+    for part in &data {
+        model
+            .check_labels(part)
+            .map_err(|e| InputError::new(format!("data: partition {}", part.id + 1), e))?;
+    }
+    Ok((model, data))
+}
+
 /// Load the stored partitions on a second thread while this one tells the
 /// master the worker is alive ([`protocol::TAG_LOADING`], four times per
 /// `train.result_timeout_s`, at least once a second), watches for signals and
@@ -235,32 +261,10 @@ enum Loaded {
 /// takes; a worker stopped or hung while loading falls silent, and the
 /// master names it after `train.result_timeout_s`.
 fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
-    let (own, partitions, stored) = (config.clone(), setup.partitions, setup.stored.clone());
-    let standardization = setup.standardization.clone();
+    let (own, setup_copy) = (config.clone(), setup.clone());
     let spawned = std::thread::Builder::new()
         .name("load".to_string())
-        .spawn(move || {
-            let plan = DataPlan::new(&own, partitions)?;
-            // The master's statistics, computed once: a worker never makes its own.
-            match standardization {
-                Some(s) => plan.set_standardization(s)?,
-                None if plan.standardizes() => {
-                    return Err(InputError::new(
-                        "setup",
-                        "has no standardisation for standardised data",
-                    ));
-                }
-                None => {}
-            }
-            let model = Model::new(&own, plan.input())?;
-            let data = plan.load(&stored)?;
-            for part in &data {
-                model
-                    .check_labels(part)
-                    .map_err(|e| InputError::new(format!("data: partition {}", part.id + 1), e))?;
-            }
-            Ok::<_, InputError>((model, data))
-        });
+        .spawn(move || load_partitions(&own, setup_copy));
     let loader = match spawned {
         Ok(handle) => handle,
         Err(e) => {
@@ -368,17 +372,8 @@ pub(super) fn run(
         incoming: Vec::new(),
         wait,
     };
-    let m = link.next(&mut backoff);
-    let setup = match m.tag {
-        protocol::TAG_SETUP => Setup::decode(&m.data)?,
-        protocol::TAG_STOP => {
-            link.goodbye(&Counts::default());
-            return Ok(());
-        }
-        tag => anyhow::bail!(
-            "worker {}: unexpected message with tag {tag} before setup",
-            comm.rank()
-        ),
+    let Some(setup) = await_setup(&mut link, &mut backoff)? else {
+        return Ok(());
     };
     let (model, data) = match load(&mut link, config, &setup) {
         Loaded::Data(model, data) => (model, data),
@@ -389,58 +384,8 @@ pub(super) fn run(
             return Ok(());
         }
     };
-    let dim = model.dim();
-    link.dim = dim;
-    let reduce = config.runtime.aggregate.reduces(dim, one_node);
-    let mut index = vec![usize::MAX; setup.partitions];
-    for (i, p) in data.iter().enumerate() {
-        index[p.id] = i;
-    }
-    let supports = gradient_supports(&model, config.train.batch_size, &data, dim);
-    let packing = (!reduce && config.runtime.pack_sparse)
-        .then(|| Packing::new(&supports, dim + 1))
-        .flatten();
-    link.model_len = packing.as_ref().map_or(dim, Packing::model_len);
-    let samples: usize = data.iter().map(Partition::len).sum();
-    log::info!(
-        "worker {}: {} partitions stored, {samples} samples x {dim} features{}",
-        comm.rank(),
-        data.len(),
-        packing.as_ref().map_or(String::new(), |p| format!(
-            "; vectors packed to {} of {} entries",
-            p.entries().len(),
-            dim + 1
-        ))
-    );
-    let ready = protocol::Ready {
-        samples,
-        features: dim,
-        packed: packing.as_ref().map(|p| p.entries().to_vec()),
-    };
-    comm.send(0, protocol::TAG_READY, &ready.encode());
-    let mut worker = Worker {
-        link,
-        model,
-        batch: config.train.batch_size,
-        seed: config.seed,
-        data,
-        index,
-        theta: vec![0.0; dim],
-        slots: Vec::new(),
-        slot_correct: Vec::new(),
-        supports,
-        slot_holds: Vec::new(),
-        packing,
-        slot_of: vec![usize::MAX; setup.partitions],
-        header: Vec::new(),
-        counts: Counts::default(),
-        reduce,
-        kept_iteration: None,
-        kept: Vec::new(),
-        kept_ready: Vec::new(),
-        share: Vec::new(),
-        partial: Vec::new(),
-    };
+    let mut worker = Worker::new(link, config, &setup, model, data, one_node);
+    worker.say_ready();
     match worker.serve(&mut backoff) {
         Ok(()) => {
             worker.link.goodbye(&worker.counts);
@@ -448,6 +393,95 @@ pub(super) fn run(
         }
         // The master prints it, naming this rank, and stops the run.
         Err(e) => worker.link.fail(&protocol::WorkerError::from_error(&e)),
+    }
+}
+
+/// The master's first message: the setup, or `None` when it is a stop
+/// (said goodbye to).
+fn await_setup(link: &mut Link<'_>, backoff: &mut Backoff) -> anyhow::Result<Option<Setup>> {
+    let m = link.next(backoff);
+    match m.tag {
+        protocol::TAG_SETUP => Ok(Some(Setup::decode(&m.data)?)),
+        protocol::TAG_STOP => {
+            link.goodbye(&Counts::default());
+            Ok(None)
+        }
+        tag => anyhow::bail!(
+            "worker {}: unexpected message with tag {tag} before setup",
+            link.comm.rank()
+        ),
+    }
+}
+
+impl<'a> Worker<'a> {
+    /// The worker of the loaded `model` and stored partitions `data`: its
+    /// gradient supports, its packing (gathering on sparse features with
+    /// `runtime.pack_sparse`), and whether it reduces.
+    fn new(
+        mut link: Link<'a>,
+        config: &Config,
+        setup: &Setup,
+        model: Box<Model>,
+        data: Vec<Partition>,
+        one_node: bool,
+    ) -> Self {
+        let dim = model.dim();
+        link.dim = dim;
+        let reduce = config.runtime.aggregate.reduces(dim, one_node);
+        let mut index = vec![usize::MAX; setup.partitions];
+        for (i, p) in data.iter().enumerate() {
+            index[p.id] = i;
+        }
+        let supports = gradient_supports(&model, config.train.batch_size, &data, dim);
+        let packing = (!reduce && config.runtime.pack_sparse)
+            .then(|| Packing::new(&supports, dim + 1))
+            .flatten();
+        link.model_len = packing.as_ref().map_or(dim, Packing::model_len);
+        Worker {
+            link,
+            model,
+            batch: config.train.batch_size,
+            seed: config.seed,
+            data,
+            index,
+            theta: vec![0.0; dim],
+            slots: Vec::new(),
+            slot_correct: Vec::new(),
+            supports,
+            slot_holds: Vec::new(),
+            packing,
+            slot_of: vec![usize::MAX; setup.partitions],
+            header: Vec::new(),
+            counts: Counts::default(),
+            reduce,
+            kept_iteration: None,
+            kept: Vec::new(),
+            kept_ready: Vec::new(),
+            share: Vec::new(),
+            partial: Vec::new(),
+        }
+    }
+
+    /// Log what this worker holds and tell the master it is ready.
+    fn say_ready(&self) {
+        let (comm, dim) = (self.link.comm, self.link.dim);
+        let samples: usize = self.data.iter().map(Partition::len).sum();
+        log::info!(
+            "worker {}: {} partitions stored, {samples} samples x {dim} features{}",
+            comm.rank(),
+            self.data.len(),
+            self.packing.as_ref().map_or(String::new(), |p| format!(
+                "; vectors packed to {} of {} entries",
+                p.entries().len(),
+                dim + 1
+            ))
+        );
+        let ready = protocol::Ready {
+            samples,
+            features: dim,
+            packed: self.packing.as_ref().map(|p| p.entries().to_vec()),
+        };
+        comm.send(0, protocol::TAG_READY, &ready.encode());
     }
 }
 
@@ -562,9 +596,9 @@ fn thread_cpu_s() -> f64 {
 }
 
 impl Worker<'_> {
-    /// Run one task; returns the control message that interrupted it, if any.
-    fn execute(&mut self, task: &Task) -> anyhow::Result<Option<Control>> {
-        let start = Instant::now();
+    /// A computation slot per computation of `task` (d + 1 values each,
+    /// kept across tasks) and, reducing, a kept vector per message.
+    fn prepare_slots(&mut self, task: &Task) {
         let dim = self.link.dim;
         let work = &task.work;
         while self.slots.len() < work.compute.len() {
@@ -580,56 +614,22 @@ impl Worker<'_> {
                 self.kept.push(Vec::with_capacity(dim + 1));
             }
         }
+    }
+
+    /// Run one task; returns the control message that interrupted it, if any.
+    fn execute(&mut self, task: &Task) -> anyhow::Result<Option<Control>> {
+        let start = Instant::now();
+        let work = &task.work;
+        self.prepare_slots(task);
         let mut compute = ComputeTime::default();
         let mut next_message = 0;
         let mut last_poll = start;
         for (slot, &p) in work.compute.iter().enumerate() {
-            let part = &self.data[self.index[p]];
-            let block_rows = part.x.rows_per_block(BLOCK_VALUES);
             self.slot_of[p] = slot;
             let busy = Instant::now();
             let busy_cpu_s = thread_cpu_s();
-            let g = &mut self.slots[slot];
-            match (self.model.linear_loss(), self.batch) {
-                // Full-batch linear models: the fused kernel in blocks, with
-                // a probe for a newer task between them.
-                (Some(linear), None) => {
-                    // Zeroed where the slot can hold non-zeros: all of it,
-                    // or the support of the partition it was formed for.
-                    match self.slot_holds[slot].and_then(|q| self.supports[q].as_deref()) {
-                        Some(support) => support.iter().for_each(|&j| g[j as usize] = 0.0),
-                        None => g.iter_mut().for_each(|v| *v = 0.0),
-                    }
-                    let q = self.index[p];
-                    self.slot_holds[slot] = self.supports[q].is_some().then_some(q);
-                    let (grad, loss) = g.split_at_mut(dim);
-                    let mut row = 0;
-                    while row < part.len() {
-                        let end = (row + block_rows).min(part.len());
-                        loss[0] += part.accumulate(linear, row..end, &self.theta, grad);
-                        row = end;
-                        if row < part.len() && last_poll.elapsed() >= POLL_INTERVAL {
-                            if let Some(c) = self.link.poll()? {
-                                return Ok(Some(c));
-                            }
-                            last_poll = Instant::now();
-                        }
-                    }
-                }
-                // A mini-batch (or a network): one pass over the batch.
-                _ => {
-                    self.slot_holds[slot] = None;
-                    let key = StepKey {
-                        seed: self.seed,
-                        partition: p,
-                        iteration: task.iteration,
-                    };
-                    let correct = self
-                        .model
-                        .partition_gradient(part, self.batch, key, &self.theta, g)
-                        .map_err(|e| anyhow::anyhow!("partition {}: {e}", p + 1))?;
-                    self.slot_correct[slot] = correct.map_or(f64::NAN, |c| c as f64);
-                }
+            if let Some(c) = self.compute_slot(task, slot, p, &mut last_poll)? {
+                return Ok(Some(c));
             }
             compute.wall_s += busy.elapsed().as_secs_f64();
             compute.cpu_s += thread_cpu_s() - busy_cpu_s;
@@ -644,6 +644,65 @@ impl Worker<'_> {
         Ok(None)
     }
 
+    /// Computation `slot` of `task`: partition `p`'s gradient and loss sums
+    /// into the slot; the fused kernel in blocks for a full-batch linear
+    /// model, probing for control messages every [`POLL_INTERVAL`] (since
+    /// `last_poll`), returned when one interrupts it.
+    fn compute_slot(
+        &mut self,
+        task: &Task,
+        slot: usize,
+        p: usize,
+        last_poll: &mut Instant,
+    ) -> anyhow::Result<Option<Control>> {
+        let dim = self.link.dim;
+        let part = &self.data[self.index[p]];
+        let block_rows = part.x.rows_per_block(BLOCK_VALUES);
+        let g = &mut self.slots[slot];
+        match (self.model.linear_loss(), self.batch) {
+            // Full-batch linear models: the fused kernel in blocks, with
+            // a probe for a newer task between them.
+            (Some(linear), None) => {
+                // Zeroed where the slot can hold non-zeros: all of it,
+                // or the support of the partition it was formed for.
+                match self.slot_holds[slot].and_then(|q| self.supports[q].as_deref()) {
+                    Some(support) => support.iter().for_each(|&j| g[j as usize] = 0.0),
+                    None => g.iter_mut().for_each(|v| *v = 0.0),
+                }
+                let q = self.index[p];
+                self.slot_holds[slot] = self.supports[q].is_some().then_some(q);
+                let (grad, loss) = g.split_at_mut(dim);
+                let mut row = 0;
+                while row < part.len() {
+                    let end = (row + block_rows).min(part.len());
+                    loss[0] += part.accumulate(linear, row..end, &self.theta, grad);
+                    row = end;
+                    if row < part.len() && last_poll.elapsed() >= POLL_INTERVAL {
+                        if let Some(c) = self.link.poll()? {
+                            return Ok(Some(c));
+                        }
+                        *last_poll = Instant::now();
+                    }
+                }
+            }
+            // A mini-batch (or a network): one pass over the batch.
+            _ => {
+                self.slot_holds[slot] = None;
+                let key = StepKey {
+                    seed: self.seed,
+                    partition: p,
+                    iteration: task.iteration,
+                };
+                let correct = self
+                    .model
+                    .partition_gradient(part, self.batch, key, &self.theta, g)
+                    .map_err(|e| anyhow::anyhow!("partition {}: {e}", p + 1))?;
+                self.slot_correct[slot] = correct.map_or(f64::NAN, |c| c as f64);
+            }
+        }
+        Ok(None)
+    }
+
     /// Form message `m`'s codeword, hold it until its due time when emulating, send it.
     fn send(
         &mut self,
@@ -652,10 +711,26 @@ impl Worker<'_> {
         start: Instant,
         compute: ComputeTime,
     ) -> anyhow::Result<Option<Control>> {
+        let vector = self.codeword(task, m)?;
+        let overrun_s = match self.await_due(task, m, start)? {
+            Ok(overrun_s) => overrun_s,
+            Err(c) => {
+                if self.reduce {
+                    self.kept[m] = vector; // its buffer, for the next task
+                }
+                return Ok(Some(c));
+            }
+        };
+        self.post_result(task, m, compute, overrun_s, vector);
+        Ok(None)
+    }
+
+    /// Message `m`'s codeword Σ c·g, in a buffer the send will own until
+    /// the master receives it (a reducing worker keeps it until an order or
+    /// its next task).
+    fn codeword(&mut self, task: &Task, m: usize) -> anyhow::Result<Vec<f64>> {
         let message = &task.work.messages[m];
         let dim = self.link.dim;
-        // The send owns the vector until the master receives it; a reducing
-        // worker keeps it until an order or its next task.
         let mut vector = if self.reduce {
             std::mem::take(&mut self.kept[m])
         } else {
@@ -702,37 +777,62 @@ impl Worker<'_> {
                 kernel::combination_into(&mut vector, &terms, dim + 1);
             }
         }
-        let mut overrun_s = 0.0;
-        if task.pace.emulate {
-            // A due time beyond any clock (an emulated delay of 1e300 model
-            // time units) is never: the message is held until a newer task or
-            // the stop replaces it, as from a worker that straggles forever.
-            let due = instant_after(start, task.pace.due_s(message.after));
-            let now = Instant::now();
-            match due {
-                Some(due) if now > due => overrun_s = (now - due).as_secs_f64(),
-                _ => {
-                    if due.is_none() {
-                        log::debug!(
-                            "worker {}: message {} of {} is due beyond any clock; held until replaced",
-                            self.link.comm.rank(),
-                            m + 1,
-                            crate::error::Iteration(task.iteration)
-                        );
-                    }
-                    let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, Duration::ZERO);
-                    while due.is_none_or(|due| Instant::now() < due) {
-                        if let Some(c) = self.link.poll()? {
-                            if self.reduce {
-                                self.kept[m] = vector; // its buffer, for the next task
-                            }
-                            return Ok(Some(c));
-                        }
-                        backoff.pause(due);
-                    }
-                }
-            }
+        Ok(vector)
+    }
+
+    /// In emulation, wait for message `m`'s due time (the task started at
+    /// `start`), probing for control messages; `Ok` with the seconds it is
+    /// past due (0 when it waited, or without emulation), `Err` with the
+    /// control message that interrupted the wait.
+    fn await_due(
+        &mut self,
+        task: &Task,
+        m: usize,
+        start: Instant,
+    ) -> anyhow::Result<Result<f64, Control>> {
+        if !task.pace.emulate {
+            return Ok(Ok(0.0));
         }
+        // A due time beyond any clock (an emulated delay of 1e300 model
+        // time units) is never: the message is held until a newer task or
+        // the stop replaces it, as from a worker that straggles forever.
+        let due = instant_after(start, task.pace.due_s(task.work.messages[m].after));
+        let now = Instant::now();
+        if let Some(due) = due
+            && now > due
+        {
+            return Ok(Ok((now - due).as_secs_f64()));
+        }
+        if due.is_none() {
+            log::debug!(
+                "worker {}: message {} of {} is due beyond any clock; held until replaced",
+                self.link.comm.rank(),
+                m + 1,
+                crate::error::Iteration(task.iteration)
+            );
+        }
+        let mut backoff = Backoff::for_mode(self.link.wait, IDLE_CAP, Duration::ZERO);
+        while due.is_none_or(|due| Instant::now() < due) {
+            if let Some(c) = self.link.poll()? {
+                return Ok(Err(c));
+            }
+            backoff.pause(due);
+        }
+        Ok(Ok(0.0))
+    }
+
+    /// Send message `m`'s result header and, gathering, its `vector`; a
+    /// reducing worker keeps the vector for an order.
+    fn post_result(
+        &mut self,
+        task: &Task,
+        m: usize,
+        compute: ComputeTime,
+        overrun_s: f64,
+        vector: Vec<f64>,
+    ) {
+        let message = &task.work.messages[m];
+        let dim = self.link.dim;
         let header = ResultHeader {
             iteration: task.iteration,
             message: m,
@@ -762,7 +862,6 @@ impl Worker<'_> {
         } else {
             comm.send_owned(0, protocol::TAG_VECTOR, vector);
         }
-        Ok(None)
     }
 
     /// `aggregate = reduce`: this worker's share of the decoded sum (its kept

@@ -13,7 +13,7 @@
 //! 2. at the stop `T` the master's orders reach S at once (the master's
 //!    messages are free, as the task and the iterate are);
 //! 3. the members sum by the binomial tree of `Comm::tree_sum`
-//!    (`src/runtime/comm.rs`): `ceil(log2 |S|)` rounds, in each of which a
+//!    (`src/runtime/comm/mod.rs`): `ceil(log2 |S|)` rounds, in each of which a
 //!    member receives one vector from another, `L + b / Bq`, `Bq` the
 //!    bandwidth between two workers (`network.peer_bandwidth_bytes_per_s`,
 //!    which `gradcode probe` measures; `Bw` when unset);

@@ -19,153 +19,28 @@
 //! spin after each message, then sleeps an interval that grows to a cap, so
 //! that an idle rank costs a few thousand cheap wake-ups per second instead
 //! of a core: 13 ranks share 2 cores.
+//!
+//! One idea a file: the node (`topology`), waiting (`waiting`), the send
+//! buffers (`pools`) and the raw MPI calls (`ffi`); this file is the
+//! communicator that uses them. Their items are re-exported here.
+
+mod ffi;
+mod pools;
+mod topology;
+mod waiting;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use mpi::datatype::Equivalence;
-use mpi::ffi;
 use mpi::point_to_point::{Message, Source, Status};
-use mpi::raw::{AsRaw, AsRawMut};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::config::RuntimeWait;
-
-/// How a rank waits for messages, resolved from `runtime.wait`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitMode {
-    /// Busy-poll: never sleep.
-    Spin,
-    /// Probe, yield briefly, then sleep a growing interval.
-    Backoff,
-}
-
-impl WaitMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Spin => "spin",
-            Self::Backoff => "backoff",
-        }
-    }
-
-    /// `auto` spins when the node's ranks do not outnumber its cores.
-    pub fn resolve(requested: RuntimeWait, node_ranks: usize, node_cores: usize) -> Self {
-        match requested {
-            RuntimeWait::Spin => Self::Spin,
-            RuntimeWait::Backoff => Self::Backoff,
-            RuntimeWait::Auto if node_ranks <= node_cores => Self::Spin,
-            RuntimeWait::Auto => Self::Backoff,
-        }
-    }
-}
-
-/// What a rank knows about its node: its ranks and its cores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Node {
-    /// Ranks of this job on this node (the ranks whose host is this one's).
-    pub ranks: usize,
-    /// Cores the node's ranks may run on: the union of their affinity masks.
-    pub cores: usize,
-    /// Every rank of the job is on this node: the same answer on every
-    /// rank (`runtime.aggregate = "auto"` gathers then).
-    pub one_node: bool,
-}
-
-pub(super) const MASK_WORDS: usize = 16; // 1024 CPUs, glibc's CPU_SETSIZE
-
-/// This process's CPU affinity as a bit set (empty when it cannot be read).
-pub(super) fn affinity_mask() -> [u64; MASK_WORDS] {
-    let mut mask = [0u64; MASK_WORDS];
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return mask;
-        }
-        for cpu in 0..(MASK_WORDS * 64).min(libc::CPU_SETSIZE as usize) {
-            if libc::CPU_ISSET(cpu, &set) {
-                mask[cpu / 64] |= 1 << (cpu % 64);
-            }
-        }
-    }
-    mask
-}
-
-/// Pauses between probes while nothing arrives.
-///
-/// In [`WaitMode::Backoff`] a wait first spins for `spin` (probe, yield the
-/// core, probe again: a sleep overshoots by 50-100 µs, which the spin
-/// avoids for waits that end within a fraction of a millisecond), then
-/// sleeps from [`Backoff::MIN`] doubling to `cap`. In [`WaitMode::Spin`] it
-/// never sleeps.
-#[derive(Debug, Clone)]
-pub struct Backoff {
-    sleep: Duration,
-    cap: Duration,
-    spin: Duration,
-    busy: bool,
-    /// When the current wait started spinning.
-    spin_from: Option<Instant>,
-}
-
-impl Backoff {
-    pub const MIN: Duration = Duration::from_micros(10);
-
-    /// A backoff whose sleeps never exceed `cap`, without a spin.
-    pub fn new(cap: Duration) -> Self {
-        Self::spinning(cap, Duration::ZERO)
-    }
-
-    /// A backoff that first spins for `spin` at each wait, then sleeps at most `cap`.
-    pub fn spinning(cap: Duration, spin: Duration) -> Self {
-        Self {
-            sleep: Self::MIN,
-            cap,
-            spin,
-            busy: false,
-            spin_from: None,
-        }
-    }
-
-    /// As [`spinning`](Self::spinning) in [`WaitMode::Backoff`]; never sleeps in [`WaitMode::Spin`].
-    pub fn for_mode(mode: WaitMode, cap: Duration, spin: Duration) -> Self {
-        Self {
-            busy: mode == WaitMode::Spin,
-            ..Self::spinning(cap, spin)
-        }
-    }
-
-    /// Spin; or yield the core while the spin lasts, then sleep, at most
-    /// until `until` when given, and lengthen the next sleep.
-    pub fn pause(&mut self, until: Option<Instant>) {
-        if self.busy {
-            std::hint::spin_loop();
-            return;
-        }
-        if !self.spin.is_zero() {
-            let now = Instant::now();
-            if now.duration_since(*self.spin_from.get_or_insert(now)) < self.spin {
-                std::thread::yield_now();
-                return;
-            }
-        }
-        let mut nap = self.sleep;
-        if let Some(until) = until {
-            nap = nap.min(until.saturating_duration_since(Instant::now()));
-        }
-        if !nap.is_zero() {
-            std::thread::sleep(nap);
-        }
-        self.sleep = (self.sleep * 2).min(self.cap);
-    }
-
-    /// Something arrived: the next wait spins and probes eagerly again.
-    pub fn reset(&mut self) {
-        self.sleep = Self::MIN;
-        self.spin_from = None;
-    }
-}
+use pools::Payload;
+pub use pools::{ModelPool, SendPool};
+pub use topology::{MASK_WORDS, Node, affinity_mask};
+pub use waiting::{Backoff, SUSPENDED_GAP, WaitMode, instant_after, wait_mode};
 
 /// How a wait ended.
 #[derive(Debug)]
@@ -183,226 +58,6 @@ pub struct Received {
     pub tag: i32,
     pub data: Vec<f64>,
 }
-
-/// The master's models in flight: at most `max` buffers of one model each,
-/// shared by reference count with the sends that read them. A buffer is
-/// reused once no send holds it, so its memory is allocated once.
-#[derive(Debug)]
-pub struct ModelPool {
-    buffers: Vec<Rc<Vec<f64>>>,
-    max: usize,
-}
-
-impl ModelPool {
-    pub fn new(max: usize) -> Self {
-        Self {
-            buffers: Vec::new(),
-            max: max.max(1),
-        }
-    }
-
-    /// A buffer no send holds, filled with `model`; `None` when all `max`
-    /// buffers are still held by sends in flight.
-    pub fn fill(&mut self, model: &[f64]) -> Option<Rc<Vec<f64>>> {
-        let i = match self.buffers.iter().position(|b| Rc::strong_count(b) == 1) {
-            Some(i) => i,
-            None if self.buffers.len() < self.max => {
-                self.buffers.push(Rc::new(Vec::with_capacity(model.len())));
-                self.buffers.len() - 1
-            }
-            None => return None,
-        };
-        let buffer = Rc::get_mut(&mut self.buffers[i]).expect("no send holds it");
-        buffer.clear();
-        buffer.extend_from_slice(model);
-        Some(Rc::clone(&self.buffers[i]))
-    }
-
-    /// Buffers allocated (held or free).
-    pub fn allocated(&self) -> usize {
-        self.buffers.len()
-    }
-
-    /// Buffers some send still holds.
-    pub fn held(&self) -> usize {
-        self.buffers
-            .iter()
-            .filter(|b| Rc::strong_count(b) > 1)
-            .count()
-    }
-}
-
-/// What a send reads from: a buffer of its own, or a model shared with the
-/// sends of the same iteration to other workers.
-#[derive(Debug)]
-enum Payload {
-    Owned(Vec<f64>),
-    Shared(Rc<Vec<f64>>),
-}
-
-impl Payload {
-    fn data(&self) -> &[f64] {
-        match self {
-            Self::Owned(v) => v,
-            Self::Shared(v) => v,
-        }
-    }
-}
-
-/// A send in flight: its destination and tag beside the buffer it reads.
-#[derive(Debug)]
-struct Pending {
-    rank: i32,
-    tag: i32,
-    payload: Payload,
-}
-
-/// Spare buffers kept for reuse (more are freed): a worker's spares may be
-/// vectors of d + 1 values.
-const MAX_SPARES: usize = 4;
-
-/// The sends of one rank in flight, each request beside its destination and
-/// its buffer; a buffer is released (recycled or, for a shared model, its
-/// reference dropped) only when its request has completed.
-#[derive(Debug, Default)]
-pub struct SendPool {
-    /// Parallel to `pending`: the MPI requests, for `MPI_Testsome`.
-    requests: Vec<ffi::MPI_Request>,
-    pending: Vec<Pending>,
-    spares: Vec<Vec<f64>>,
-    indices: Vec<i32>,
-    posted: u64,
-    completed: u64,
-}
-
-impl SendPool {
-    /// Sends in flight.
-    pub fn pending(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// Sends posted and completed since the start.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.posted, self.completed)
-    }
-
-    /// Destinations of the sends in flight, ascending, without repeats.
-    pub fn pending_ranks(&self) -> Vec<i32> {
-        let mut ranks: Vec<i32> = self.pending.iter().map(|p| p.rank).collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        ranks
-    }
-
-    /// An empty buffer with room for `len` values: a spare when one is large enough.
-    fn spare(&mut self, len: usize) -> Vec<f64> {
-        match self.spares.iter().position(|v| v.capacity() >= len) {
-            Some(i) => {
-                let mut v = self.spares.swap_remove(i);
-                v.clear();
-                v
-            }
-            None => Vec::with_capacity(len),
-        }
-    }
-
-    fn post(&mut self, world: &SimpleCommunicator, rank: i32, tag: i32, payload: Payload) {
-        let data = payload.data();
-        let count = i32::try_from(data.len()).expect("a message of fewer than 2^31 values");
-        // SAFETY: the buffer stays alive and unmodified until the request
-        // completes: `pending` owns it (or a reference to the shared model,
-        // which is never mutated while referenced) and releases it only in
-        // `reap` after MPI_Testsome reported the request complete. Moving the
-        // `Vec` or `Rc` handle does not move the heap data MPI reads.
-        let request = unsafe {
-            let mut request = ffi::RSMPI_REQUEST_NULL;
-            ffi::MPI_Isend(
-                data.as_ptr().cast(),
-                count,
-                f64::equivalent_datatype().as_raw(),
-                rank,
-                tag,
-                world.as_raw(),
-                &mut request,
-            );
-            request
-        };
-        self.requests.push(request);
-        self.pending.push(Pending { rank, tag, payload });
-        self.posted += 1;
-    }
-
-    /// Test every request without blocking and release the buffers of those
-    /// complete; returns how many completed.
-    pub fn reap(&mut self) -> usize {
-        if self.requests.is_empty() {
-            return 0;
-        }
-        let n = self.requests.len();
-        self.indices.resize(n, 0);
-        let mut done: i32 = 0;
-        // SAFETY: the arrays have n entries; completed requests are set to MPI_REQUEST_NULL.
-        unsafe {
-            ffi::MPI_Testsome(
-                n as i32,
-                self.requests.as_mut_ptr(),
-                &mut done,
-                self.indices.as_mut_ptr(),
-                ffi::RSMPI_STATUSES_IGNORE,
-            );
-        }
-        if done <= 0 {
-            // 0, or MPI_UNDEFINED when no request is active (cannot happen: all are).
-            return 0;
-        }
-        let null = unsafe { ffi::RSMPI_REQUEST_NULL };
-        let mut keep = 0;
-        for i in 0..n {
-            if self.requests[i] == null {
-                continue;
-            }
-            self.requests.swap(keep, i);
-            self.pending.swap(keep, i);
-            keep += 1;
-        }
-        self.requests.truncate(keep);
-        for p in self.pending.drain(keep..) {
-            if let Payload::Owned(v) = p.payload {
-                if self.spares.len() < MAX_SPARES {
-                    self.spares.push(v);
-                }
-            }
-        }
-        self.completed += done as u64;
-        done as usize
-    }
-}
-
-impl Drop for SendPool {
-    fn drop(&mut self) {
-        if !self.pending.is_empty() {
-            // Only on a path that ends the job with MPI_Abort (a rank is gone):
-            // MPI may still read the buffers, so they are not freed.
-            let sends: Vec<String> = self
-                .pending
-                .iter()
-                .map(|p| format!("{}:{}", p.rank, p.tag))
-                .collect();
-            log::warn!(
-                "{} sends still in flight at exit (rank:tag {}); their buffers are kept",
-                sends.len(),
-                sends.join(" ")
-            );
-            std::mem::forget(std::mem::take(&mut self.pending));
-        }
-    }
-}
-
-/// A gap between two looks at the clock of a wait this much longer than
-/// its longest sleep means the process did not run: it was stopped
-/// (SIGSTOP, Ctrl-Z, Slurm's `scontrol suspend`, gang scheduling) and
-/// continued. The time counts as [`Comm::suspended`], not against others.
-pub const SUSPENDED_GAP: Duration = Duration::from_secs(1);
 
 /// The world communicator with tracked nonblocking sends and matched-probe receives.
 pub struct Comm<'a> {
@@ -430,7 +85,7 @@ struct Receiving {
     rank: i32,
     tag: i32,
     data: Vec<f64>,
-    request: ffi::MPI_Request,
+    request: ffi::Request,
     since: Instant,
     /// Its sender was named on stderr already.
     named: bool,
@@ -440,21 +95,10 @@ impl Receiving {
     /// Post the receive of `message` (`len` values from `rank` with `tag`)
     /// into `data` (resized to `len`).
     fn post(message: Message, rank: i32, tag: i32, len: usize, mut data: Vec<f64>) -> Self {
-        let mut message = message;
         data.resize(len, 0.0);
-        let count = i32::try_from(len).expect("a probed count fits an MPI count");
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: `data` holds `len` values; its allocation is neither read
         // nor freed until the request completes (see `Receiving`).
-        unsafe {
-            ffi::MPI_Imrecv(
-                data.as_mut_ptr().cast(),
-                count,
-                f64::equivalent_datatype().as_raw(),
-                message.as_raw_mut(),
-                &mut request,
-            );
-        }
+        let request = unsafe { ffi::imrecv(message, &mut data) };
         Self {
             rank,
             tag,
@@ -475,10 +119,8 @@ impl Receiving {
 
     /// Whether the whole message is here (again true once it was).
     fn test(&mut self) -> bool {
-        let mut done: i32 = 0;
         // SAFETY: a live request (or the null request once complete).
-        unsafe { ffi::MPI_Test(&mut self.request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        done != 0
+        unsafe { ffi::test(&mut self.request) }
     }
 }
 
@@ -689,39 +331,22 @@ impl<'a> Comm<'a> {
         backoff: &mut Backoff,
         deadline: Option<Instant>,
     ) -> Result<(), String> {
-        let count = i32::try_from(data.len()).expect("a message of fewer than 2^31 values");
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: `data` is borrowed, so neither moved nor modified, until
         // the request completes: this function returns only after MPI_Test
         // says so, or, past the deadline, after cancelling it and waiting
         // for the cancellation (MPI_Wait) to complete.
-        unsafe {
-            ffi::MPI_Isend(
-                data.as_ptr().cast(),
-                count,
-                f64::equivalent_datatype().as_raw(),
-                rank,
-                tag,
-                self.world.as_raw(),
-                &mut request,
-            );
-        }
+        let mut request = unsafe { ffi::isend(self.world, data, rank, tag) };
         let mut deadline = deadline;
         loop {
             let now = self.look(&mut deadline);
-            let mut done: i32 = 0;
-            // SAFETY: one live request; a status is not asked for.
-            unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-            if done != 0 {
+            // SAFETY: one live request.
+            if unsafe { ffi::test(&mut request) } {
                 backoff.reset();
                 return Ok(());
             }
             if deadline.is_some_and(|d| now >= d) {
-                // SAFETY: as above; MPI_Wait completes the cancelled request.
-                unsafe {
-                    ffi::MPI_Cancel(&mut request);
-                    ffi::MPI_Wait(&mut request, ffi::RSMPI_STATUS_IGNORE);
-                }
+                // SAFETY: as above: the request is live.
+                unsafe { ffi::cancel_and_wait(&mut request) };
                 return Err(format!("worker {rank} did not take a partial sum"));
             }
             backoff.pause(deadline);
@@ -931,102 +556,4 @@ pub fn receive_into(message: Message, len: usize, buffer: &mut Vec<f64>) {
 
 fn count_f64(status: &Status) -> usize {
     usize::try_from(status.count(f64::equivalent_datatype())).unwrap_or(0)
-}
-
-/// `start + seconds`, or `None` when that is beyond any clock: a time too
-/// large for a `Duration` or an `Instant` (such as `train.result_timeout_s =
-/// 1e30`, or an emulated delay of 10^300 model time units) means "never".
-/// Negative seconds and NaN mean `start`.
-pub fn instant_after(start: Instant, seconds: f64) -> Option<Instant> {
-    Duration::try_from_secs_f64(seconds.max(0.0))
-        .ok()
-        .and_then(|d| start.checked_add(d))
-}
-
-/// `runtime.wait` resolved on this node, logged by rank 0.
-pub fn wait_mode(config: &crate::config::Config, node: Node, rank: i32) -> WaitMode {
-    let mode = WaitMode::resolve(config.runtime.wait, node.ranks, node.cores);
-    let text = format!(
-        "runtime.wait = {}: {} ({} ranks on this node, {} cores)",
-        config.runtime.wait.name(),
-        mode.name(),
-        node.ranks,
-        node.cores
-    );
-    if rank == 0 {
-        log::info!("{text}");
-    } else {
-        log::debug!("{text}");
-    }
-    mode
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_beyond_any_clock_are_never() {
-        let now = Instant::now();
-        assert_eq!(
-            instant_after(now, 1.5),
-            Some(now + Duration::from_millis(1500))
-        );
-        for never in [1e19, 1e30, 1e300, f64::MAX, f64::INFINITY] {
-            assert_eq!(instant_after(now, never), None, "{never}");
-        }
-        // Negative and NaN: at once.
-        for at_once in [0.0, -1.0, -1e300, f64::NAN] {
-            assert_eq!(instant_after(now, at_once), Some(now), "{at_once}");
-        }
-    }
-
-    #[test]
-    fn auto_spins_only_when_every_rank_has_a_core() {
-        use RuntimeWait::*;
-        assert_eq!(WaitMode::resolve(Auto, 2, 2), WaitMode::Spin);
-        assert_eq!(WaitMode::resolve(Auto, 1, 64), WaitMode::Spin);
-        assert_eq!(WaitMode::resolve(Auto, 3, 2), WaitMode::Backoff);
-        assert_eq!(WaitMode::resolve(Auto, 13, 2), WaitMode::Backoff);
-        assert_eq!(WaitMode::resolve(Spin, 13, 2), WaitMode::Spin);
-        assert_eq!(WaitMode::resolve(Backoff, 1, 64), WaitMode::Backoff);
-    }
-
-    #[test]
-    fn the_affinity_mask_counts_the_cores_this_process_may_use() {
-        let cores: usize = affinity_mask()
-            .iter()
-            .map(|w| w.count_ones() as usize)
-            .sum();
-        let parallelism = std::thread::available_parallelism().unwrap().get();
-        assert_eq!(cores, parallelism);
-    }
-
-    #[test]
-    fn the_model_pool_reuses_free_buffers_and_stops_at_its_bound() {
-        let mut pool = ModelPool::new(2);
-        let a = pool.fill(&[1.0, 2.0]).unwrap();
-        let a_ptr = a.as_ptr();
-        // Two sends hold the first model.
-        let sends_a = [Rc::clone(&a), Rc::clone(&a)];
-        drop(a);
-        let b = pool.fill(&[3.0, 4.0]).unwrap();
-        assert_ne!(b.as_ptr(), a_ptr, "a held buffer is not overwritten");
-        assert_eq!(*sends_a[0], vec![1.0, 2.0]);
-        assert_eq!((pool.allocated(), pool.held()), (2, 2));
-        // Both buffers held: the bound is reached.
-        assert!(pool.fill(&[5.0, 6.0]).is_none());
-        assert_eq!(pool.allocated(), 2);
-        // One send completes: still held by the other.
-        let [first, second] = sends_a;
-        drop(first);
-        assert!(pool.fill(&[5.0, 6.0]).is_none());
-        // The last completes: the buffer is reused, not reallocated.
-        drop(second);
-        let c = pool.fill(&[5.0, 6.0]).unwrap();
-        assert_eq!(c.as_ptr(), a_ptr);
-        assert_eq!(*c, vec![5.0, 6.0]);
-        assert_eq!(*b, vec![3.0, 4.0]);
-        assert_eq!(pool.allocated(), 2);
-    }
 }
