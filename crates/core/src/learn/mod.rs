@@ -4,19 +4,19 @@
 //! engine's driver (`crate::engine`), with a `Learner` for the update.
 
 pub mod batch;
-pub mod cifar;
 pub mod data;
-pub mod idx;
-pub mod images;
 pub mod kernel;
 pub mod model;
 pub mod optim;
 pub mod sparse;
-pub mod standardize;
 
 pub use batch::{StepKey, batch_rows};
+/// The data sources and the standardisation under their former paths
+/// (`crate::learn::idx`, …): they live in `data/sources/` and `data/`.
+pub use data::sources::{cifar, idx, images};
+pub use data::standardize;
+pub use data::standardize::{FeatureMoments, Standardization};
 pub use data::{DataPlan, Partition};
 pub use model::{Confusion, Evaluation, Input, Model, ModelError, TensorLayout};
 pub use optim::Optimizer;
 pub use sparse::{CsrMatrix, Features};
-pub use standardize::{FeatureMoments, Standardization};

@@ -1,11 +1,11 @@
 //! The cheap checks made before anything is written: the mini-batch
 //! against the partitions, and the data files' first rows.
 
-use super::read::{Scan, scan};
+use super::sources::images::ImageSource;
+use super::sources::read::{Scan, scan};
 use super::storage::{Storage, choose_storage};
 use crate::config::{Config, DataFormat, DataKind, SPARSE_DENSITY_THRESHOLD};
 use crate::error::InputError;
-use crate::learn::images::ImageSource;
 use crate::learn::model::memory::NetMemory;
 use crate::learn::model::{Input, Model};
 
@@ -144,31 +144,7 @@ fn check_storage(config: &Config) -> Result<(Storage, String), InputError> {
         let Some(file) = file else {
             continue;
         };
-        let quoted = format!("\"{file}\"");
-        match std::fs::metadata(file) {
-            Err(e) => {
-                return Err(InputError::value(
-                    field,
-                    quoted,
-                    format!("cannot be read: {e}"),
-                ));
-            }
-            Ok(m) if m.is_dir() => {
-                return Err(InputError::value(
-                    field,
-                    quoted,
-                    "is a folder, not a data file",
-                ));
-            }
-            Ok(m) if !m.is_file() => {
-                return Err(InputError::value(
-                    field,
-                    quoted,
-                    format!("is {}, not a regular file", crate::files::kind_of(&m)),
-                ));
-            }
-            Ok(_) => {}
-        }
+        check_regular_file(field, file)?;
         let s = scan(d.kind, file, config.model.loss, Some(CHECK_ROWS))?;
         if field == "data.path" {
             head = Some(s);
@@ -201,4 +177,27 @@ fn check_storage(config: &Config) -> Result<(Storage, String), InputError> {
         DataFormat::Dense => explicit(Storage::Dense),
         DataFormat::Sparse => explicit(Storage::Sparse),
     })
+}
+
+/// `file`, the value of `field`, is a regular file that can be read.
+fn check_regular_file(field: &str, file: &str) -> Result<(), InputError> {
+    let quoted = format!("\"{file}\"");
+    match std::fs::metadata(file) {
+        Err(e) => Err(InputError::value(
+            field,
+            quoted,
+            format!("cannot be read: {e}"),
+        )),
+        Ok(m) if m.is_dir() => Err(InputError::value(
+            field,
+            quoted,
+            "is a folder, not a data file",
+        )),
+        Ok(m) if !m.is_file() => Err(InputError::value(
+            field,
+            quoted,
+            format!("is {}, not a regular file", crate::files::kind_of(&m)),
+        )),
+        Ok(_) => Ok(()),
+    }
 }

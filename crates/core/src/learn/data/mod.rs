@@ -12,8 +12,11 @@
 //!   order of generation sees the same data set;
 //! - file samples are split into test and training rows by a seeded permutation
 //!   that every process computes alike, and standardised with statistics of the
-//!   training rows, computed in one streaming pass ([`FeatureMoments`](crate::learn::standardize::FeatureMoments)) by one
+//!   training rows, computed in one streaming pass ([`FeatureMoments`](crate::learn::data::standardize::FeatureMoments)) by one
 //!   process and handed to the others ([`DataPlan::set_standardization`]).
+//!
+//! Each kind of data has its source in [`sources`]: how it is planned and
+//! how its rows are generated or read.
 //!
 //! Partitions are dense or sparse (CSR, [`Storage`]): `data.format = "auto"`
 //! stores synthetic-onehot data and LIBSVM files of density below
@@ -21,15 +24,12 @@
 //! only: centering would make every zero non-zero.
 
 mod checks;
-mod csv;
-mod libsvm;
 mod partition;
 mod plan;
-mod read;
-mod row;
+pub mod sources;
+pub mod standardize;
 mod storage;
 mod streams;
-mod synthetic;
 
 pub use checks::{CHECK_ROWS, FormatChoice, check_batch, check_data_files};
 pub use partition::Partition;

@@ -1,32 +1,30 @@
 //! The data plan: where the data comes from, which rows each partition
 //! holds, and loading them (generated, read from files or images),
-//! standardised with statistics of the training rows.
+//! standardised with statistics of the training rows. Each kind of data has
+//! its source in [`super::sources`]; the plan dispatches to it.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rand::seq::SliceRandom;
-
 use super::checks::check_batch;
 use super::partition::Partition;
-use super::read::{beyond_features, for_each_row, read_rows, scan_file};
+use super::sources::Shape;
+use super::sources::images::ImageSource;
+use super::sources::synthetic::SyntheticSource;
+use super::sources::text_file::FileSource;
+use super::standardize::Standardization;
 use super::storage::{Storage, choose_storage};
-use super::streams::{SPLIT, TEST_BASE};
-use super::synthetic::{LogisticModel, OnehotModel, linear_samples, true_model};
-use crate::config::{Config, DataKind, Loss, check_dense_matrix, check_sparse_matrix};
+use super::streams::TEST_BASE;
+use crate::config::{Config, DataKind};
 use crate::error::InputError;
-use crate::learn::images::ImageSource;
 use crate::learn::model::Input;
-use crate::learn::sparse::{CsrMatrix, Features};
-use crate::learn::standardize::{FeatureMoments, Standardization};
-use crate::rng::{Stream, substream};
+use crate::learn::sparse::Features;
 
 /// Where the data comes from, with everything needed to produce any partition.
 #[derive(Debug, Clone)]
 pub struct DataPlan {
     source: Source,
-    loss: Loss,
     features: usize,
     train_samples: usize,
     test_samples: usize,
@@ -40,27 +38,12 @@ pub struct DataPlan {
     materialised: Arc<AtomicUsize>,
 }
 
+/// The source of each kind of data.
 #[derive(Debug, Clone)]
 enum Source {
-    SyntheticLinear { seed: u64, noise_std: f64 },
-    SyntheticLogistic { seed: u64 },
-    SyntheticOnehot(OnehotModel),
+    Synthetic(SyntheticSource),
     File(FileSource),
     Images(ImageSource),
-}
-
-#[derive(Debug, Clone)]
-struct FileSource {
-    kind: DataKind,
-    path: String,
-    test_path: Option<String>,
-    standardize: bool,
-    /// Data rows of the training file.
-    file_rows: usize,
-    /// Training row j (in partition order) is line-row `train_rows[j]` of `path`.
-    train_rows: Vec<usize>,
-    /// Test rows of `path` when there is no `test_path`.
-    test_rows: Vec<usize>,
 }
 
 impl DataPlan {
@@ -68,169 +51,26 @@ impl DataPlan {
     /// this reads the file(s) once to count and check rows (no matrix).
     pub fn new(config: &Config, partitions: usize) -> Result<Self, InputError> {
         let d = &config.data;
-        let loss = config.model.loss;
-        let synthetic_density = |features: usize| match d.kind {
-            DataKind::SyntheticOnehot => d.nonzeros_per_row as f64 / features as f64,
-            _ => 1.0,
-        };
-        let (source, features, train_samples, test_samples, density) = match d.kind {
-            DataKind::SyntheticLinear => (
-                Source::SyntheticLinear {
-                    seed: config.seed,
-                    noise_std: d.noise_std,
-                },
-                d.features,
-                d.train_samples,
-                d.test_samples,
-                1.0,
-            ),
-            DataKind::SyntheticLogistic => (
-                Source::SyntheticLogistic { seed: config.seed },
-                d.features,
-                d.train_samples,
-                d.test_samples,
-                1.0,
-            ),
-            DataKind::SyntheticOnehot => (
-                Source::SyntheticOnehot(OnehotModel::new(
-                    config.seed,
-                    d.features,
-                    d.nonzeros_per_row,
-                )?),
-                d.features,
-                d.train_samples,
-                d.test_samples,
-                synthetic_density(d.features),
-            ),
+        let synthetic = |(s, shape)| (Source::Synthetic(s), shape);
+        let (source, shape) = match d.kind {
+            DataKind::SyntheticLinear => synthetic(SyntheticSource::linear(config)?),
+            DataKind::SyntheticLogistic => synthetic(SyntheticSource::logistic(config)?),
+            DataKind::SyntheticOnehot => synthetic(SyntheticSource::onehot(config)?),
             DataKind::Idx | DataKind::Cifar10 => {
-                // Checks the matrices against data.max_matrix_mib.
-                let images = ImageSource::new(d, config.seed, config.model.classes)?;
-                let features = images.features();
-                (
-                    Source::Images(images),
-                    features,
-                    d.train_samples,
-                    d.test_samples,
-                    1.0,
-                )
+                let (images, shape) = ImageSource::plan(config)?;
+                (Source::Images(images), shape)
             }
             DataKind::Libsvm | DataKind::Csv => {
-                let path = d
-                    .path
-                    .clone()
-                    .ok_or_else(|| InputError::new("data.path", "is required"))?;
-                let scan = scan_file(d.kind, &path, loss)?;
-                let mut features = scan.features;
-                let mut stored = scan.stored as f64;
-                let mut all_rows = scan.rows as f64;
-                let mut test_stored = scan.stored;
-                let (train_rows, test_rows) = match &d.test_path {
-                    Some(test_path) => {
-                        let test_scan = scan_file(d.kind, test_path, loss)?;
-                        if d.kind == DataKind::Csv && test_scan.features != scan.features {
-                            return Err(InputError::new(
-                                test_path.clone(),
-                                format!(
-                                    "has {} features, the training file {}",
-                                    test_scan.features, scan.features
-                                ),
-                            ));
-                        }
-                        features = features.max(test_scan.features);
-                        stored += test_scan.stored as f64;
-                        all_rows += test_scan.rows as f64;
-                        test_stored = test_scan.stored;
-                        ((0..scan.rows).collect(), (0..test_scan.rows).collect())
-                    }
-                    None => {
-                        let mut order: Vec<usize> = (0..scan.rows).collect();
-                        order.shuffle(&mut substream(config.seed, Stream::Data, SPLIT));
-                        let test = (d.test_fraction * scan.rows as f64).round() as usize;
-                        let (test_rows, train_rows) = order.split_at(test);
-                        (train_rows.to_vec(), test_rows.to_vec())
-                    }
-                };
-                let (train, test) = (train_rows.len(), test_rows.len());
-                let density = stored / (all_rows * features.max(1) as f64);
-                // The largest feature index makes the width: refuse before allocating.
-                let test_origin = d.test_path.as_deref().unwrap_or(&path);
-                match choose_storage(d.format, d.kind, Some(density)) {
-                    Storage::Dense => {
-                        check_dense_matrix(&path, "training", train, features, d.max_matrix_mib)?;
-                        check_dense_matrix(test_origin, "test", test, features, d.max_matrix_mib)?;
-                    }
-                    Storage::Sparse => {
-                        // The entries of the whole file bound those of its training rows.
-                        let limit = d.max_matrix_mib;
-                        check_sparse_matrix(
-                            &path,
-                            "training",
-                            train,
-                            scan.stored,
-                            features,
-                            limit,
-                        )?;
-                        check_sparse_matrix(
-                            test_origin,
-                            "test",
-                            test,
-                            test_stored,
-                            features,
-                            limit,
-                        )?;
-                    }
-                }
-                let source = Source::File(FileSource {
-                    kind: d.kind,
-                    path,
-                    test_path: d.test_path.clone(),
-                    standardize: d.standardize,
-                    file_rows: scan.rows,
-                    train_rows,
-                    test_rows,
-                });
-                (source, features, train, test, density)
+                let (file, shape) = FileSource::plan(config)?;
+                (Source::File(file), shape)
             }
         };
-        let storage = choose_storage(d.format, d.kind, Some(density));
-        if !matches!(source, Source::File(_) | Source::Images(_)) {
-            if storage == Storage::Sparse {
-                let nnz = d.nonzeros_per_row;
-                let limit = d.max_matrix_mib;
-                let stored = |rows: usize| rows.saturating_mul(nnz);
-                check_sparse_matrix(
-                    "data.train_samples",
-                    "training",
-                    train_samples,
-                    stored(train_samples),
-                    features,
-                    limit,
-                )?;
-                check_sparse_matrix(
-                    "data.test_samples",
-                    "test",
-                    test_samples,
-                    stored(test_samples),
-                    features,
-                    limit,
-                )?;
-            } else {
-                check_dense_matrix(
-                    "data.train_samples",
-                    "training",
-                    train_samples,
-                    features,
-                    d.max_matrix_mib,
-                )?;
-                check_dense_matrix(
-                    "data.test_samples",
-                    "test",
-                    test_samples,
-                    features,
-                    d.max_matrix_mib,
-                )?;
-            }
-        }
+        let Shape {
+            features,
+            train_samples,
+            test_samples,
+            density,
+        } = shape;
         if train_samples < partitions {
             return Err(InputError::value(
                 "data.train_samples",
@@ -243,12 +83,11 @@ impl DataPlan {
         check_batch(config.train.batch_size, train_samples, partitions)?;
         Ok(Self {
             source,
-            loss,
             features,
             train_samples,
             test_samples,
             partitions,
-            storage,
+            storage: choose_storage(d.format, d.kind, Some(density)),
             density,
             standardization: OnceLock::new(),
             materialised: Arc::new(AtomicUsize::new(0)),
@@ -312,7 +151,7 @@ impl DataPlan {
 
     /// Whether the data is standardised (files with `data.standardize`).
     pub fn standardizes(&self) -> bool {
-        matches!(&self.source, Source::File(f) if f.standardize)
+        matches!(&self.source, Source::File(f) if f.standardizes())
     }
 
     /// The standardisation the data gets (None: synthetic data or
@@ -323,29 +162,13 @@ impl DataPlan {
         let Source::File(f) = &self.source else {
             return Ok(None);
         };
-        if !f.standardize {
+        if !f.standardizes() {
             return Ok(None);
         }
         if let Some(s) = self.standardization.get() {
             return Ok(Some(s));
         }
-        let moments = self.train_moments(f)?;
-        let computed = moments
-            .standardization(self.storage == Storage::Dense)
-            .map_err(|o| {
-                let column = match f.kind {
-                    DataKind::Csv => format!("column {} (feature {})", o.feature + 2, o.feature + 1),
-                    _ => format!("feature {}", o.feature + 1),
-                };
-                InputError::new(
-                    &f.path,
-                    format!(
-                        "{column} cannot be standardised: its {} over the training rows overflows \
-                         (values up to {:.3e}); rescale that column, or set data.standardize = false",
-                        o.statistic, o.largest
-                    ),
-                )
-            })?;
+        let computed = f.standardization()?;
         Ok(Some(self.standardization.get_or_init(|| computed)))
     }
 
@@ -355,7 +178,7 @@ impl DataPlan {
     /// (width, or centering sparse data).
     pub fn set_standardization(&self, s: Standardization) -> Result<(), InputError> {
         let field = "standardization";
-        if !matches!(&self.source, Source::File(f) if f.standardize) {
+        if !self.standardizes() {
             return Err(InputError::new(
                 field,
                 "given for data that is not standardised",
@@ -377,83 +200,27 @@ impl DataPlan {
 
     /// Generate or load the partitions `ids`.
     pub fn load(&self, ids: &[usize]) -> Result<Vec<Partition>, InputError> {
-        let parts = match &self.source {
-            Source::SyntheticLinear { seed, noise_std } => {
-                let theta = true_model(*seed, self.features);
-                ids.iter()
-                    .map(|&p| {
-                        let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
-                        let (x, y) = linear_samples(*seed, &rows, &theta, *noise_std);
-                        Partition {
-                            id: p,
-                            x: Features::Dense(x),
-                            y,
-                        }
-                    })
-                    .collect()
-            }
-            Source::SyntheticLogistic { seed } => {
-                let model = LogisticModel::new(*seed, self.features);
-                ids.iter()
-                    .map(|&p| {
-                        let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
-                        let (x, y) = model.samples(*seed, &rows);
-                        Partition {
-                            id: p,
-                            x: Features::Dense(x),
-                            y,
-                        }
-                    })
-                    .collect()
-            }
-            Source::SyntheticOnehot(model) => ids
-                .iter()
-                .map(|&p| {
-                    let rows: Vec<u64> = self.rows(p).map(|i| i as u64).collect();
-                    let (x, y) = model.samples(&rows);
-                    Partition {
-                        id: p,
-                        x: self.stored_as(x),
-                        y,
-                    }
-                })
-                .collect(),
-            Source::File(f) => {
-                let wanted: Vec<Vec<usize>> = ids
+        let ranges: Vec<Range<usize>> = ids.iter().map(|&p| self.rows(p)).collect();
+        let samples = match &self.source {
+            Source::Synthetic(s) => {
+                let row_sets: Vec<Vec<u64>> = ranges
                     .iter()
-                    .map(|&p| self.rows(p).map(|j| f.train_rows[j]).collect())
+                    .map(|rows| rows.clone().map(|i| i as u64).collect())
                     .collect();
-                let standardization = self.standardization()?;
-                let parts = read_rows(
-                    f.kind,
-                    &f.path,
-                    self.features,
-                    self.loss,
-                    &wanted,
-                    self.storage,
-                )?;
-                ids.iter()
-                    .zip(parts)
-                    .map(|(&id, (mut x, y))| {
-                        if let Some(s) = standardization {
-                            apply(s, &mut x);
-                        }
-                        Partition { id, x, y }
-                    })
-                    .collect::<Vec<_>>()
+                s.samples(&row_sets, self.features, self.storage)
             }
-            Source::Images(images) => {
-                let ranges: Vec<Range<usize>> = ids.iter().map(|&p| self.rows(p)).collect();
-                ids.iter()
-                    .zip(images.load_train(&ranges)?)
-                    .map(|(&id, (x, y))| Partition {
-                        id,
-                        x: Features::Dense(x),
-                        y,
-                    })
-                    .collect()
-            }
+            Source::File(f) => f.load_train(&ranges, self.standardization()?)?,
+            Source::Images(images) => images
+                .load_train(&ranges)?
+                .into_iter()
+                .map(|(x, y)| (Features::Dense(x), y))
+                .collect(),
         };
+        let parts: Vec<Partition> = ids
+            .iter()
+            .zip(samples)
+            .map(|(&id, (x, y))| Partition { id, x, y })
+            .collect();
         let rows: usize = parts.iter().map(Partition::len).sum();
         self.materialised.fetch_add(rows, Ordering::Relaxed);
         Ok(parts)
@@ -461,42 +228,15 @@ impl DataPlan {
 
     /// Generate or load the test set.
     pub fn load_test(&self) -> Result<Partition, InputError> {
-        let test_rows = || -> Vec<u64> {
-            (0..self.test_samples as u64)
-                .map(|j| TEST_BASE + j)
-                .collect()
-        };
         let (x, y) = match &self.source {
-            Source::SyntheticLinear { seed, noise_std } => {
-                let theta = true_model(*seed, self.features);
-                let (x, y) = linear_samples(*seed, &test_rows(), &theta, *noise_std);
-                (Features::Dense(x), y)
+            Source::Synthetic(s) => {
+                let rows: Vec<u64> = (0..self.test_samples as u64)
+                    .map(|j| TEST_BASE + j)
+                    .collect();
+                let mut sets = s.samples(&[rows], self.features, self.storage);
+                sets.remove(0)
             }
-            Source::SyntheticLogistic { seed } => {
-                let (x, y) = LogisticModel::new(*seed, self.features).samples(*seed, &test_rows());
-                (Features::Dense(x), y)
-            }
-            Source::SyntheticOnehot(model) => {
-                let (x, y) = model.samples(&test_rows());
-                (self.stored_as(x), y)
-            }
-            Source::File(f) => {
-                let path = f.test_path.as_deref().unwrap_or(&f.path);
-                let standardization = self.standardization()?;
-                let (mut x, y) = read_rows(
-                    f.kind,
-                    path,
-                    self.features,
-                    self.loss,
-                    std::slice::from_ref(&f.test_rows),
-                    self.storage,
-                )?
-                .remove(0);
-                if let Some(s) = standardization {
-                    apply(s, &mut x);
-                }
-                (x, y)
-            }
+            Source::File(f) => f.load_test(self.standardization()?)?,
             Source::Images(images) => {
                 let (x, y) = images.load_test()?;
                 (Features::Dense(x), y)
@@ -513,56 +253,9 @@ impl DataPlan {
     /// The true model of synthetic data (None for files).
     pub fn true_model(&self) -> Option<Vec<f64>> {
         match &self.source {
-            Source::SyntheticLinear { seed, .. } => Some(true_model(*seed, self.features)),
-            Source::SyntheticLogistic { seed } => {
-                Some(LogisticModel::new(*seed, self.features).beta)
-            }
-            Source::SyntheticOnehot(model) => Some(model.beta.clone()),
+            Source::Synthetic(s) => Some(s.true_model(self.features)),
             Source::File(_) | Source::Images(_) => None,
         }
-    }
-
-    /// Sparse samples as this plan stores them.
-    fn stored_as(&self, x: CsrMatrix) -> Features {
-        match self.storage {
-            Storage::Sparse => Features::Sparse(x),
-            Storage::Dense => Features::Dense(x.to_dense()),
-        }
-    }
-
-    /// Moments of the training rows, streamed: one row in memory at a time.
-    fn train_moments(&self, f: &FileSource) -> Result<FeatureMoments, InputError> {
-        let mut training = vec![false; f.file_rows];
-        for &r in &f.train_rows {
-            training[r] = true;
-        }
-        let mut moments = FeatureMoments::new(self.features);
-        let features = self.features;
-        for_each_row(f.kind, &f.path, self.loss, None, |row, _, (_, entries)| {
-            if training.get(row).copied().unwrap_or(false) {
-                if let Some(&(j, _)) = entries.iter().find(|&&(j, _)| j >= features) {
-                    return Err(beyond_features(j, features));
-                }
-                moments.add_row(entries);
-            }
-            Ok(())
-        })?;
-        Ok(moments)
-    }
-}
-
-/// Standardise `x` in place: sparse data is only scaled (its standardisation
-/// has no centre, see [`DataPlan::set_standardization`]).
-fn apply(s: &Standardization, x: &mut Features) {
-    match x {
-        Features::Dense(x) => {
-            for mut row in x.rows_mut() {
-                for ((v, m), sd) in row.iter_mut().zip(&s.center).zip(&s.scale) {
-                    *v = (*v - m) / sd;
-                }
-            }
-        }
-        Features::Sparse(x) => x.scale_columns(&s.scale),
     }
 }
 
@@ -667,11 +360,10 @@ mod tests {
         c.data.train_samples = usize::MAX / 2;
         c.data.max_matrix_mib = crate::config::MAX_MATRIX_MIB_LIMIT;
         let plan = DataPlan {
-            source: Source::SyntheticLinear {
+            source: Source::Synthetic(SyntheticSource::Linear {
                 seed: 1,
                 noise_std: 0.0,
-            },
-            loss: Loss::LeastSquares,
+            }),
             features: 1,
             train_samples: c.data.train_samples,
             test_samples: 1,

@@ -140,12 +140,20 @@ impl Opened {
             dims: Vec::new(),
             item_bytes: 0,
         };
+        opened.read_header()?;
+        opened.check_claim(max_matrix_mib, (!gzip).then_some(file_bytes))?;
+        Ok(opened)
+    }
+
+    /// Read the header after the file's start: the magic bytes, the
+    /// dimensions and their sizes, which give `dims` and `item_bytes`.
+    fn read_header(&mut self) -> Result<(), InputError> {
         let mut head = [0u8; MAGIC_BYTES];
-        if let Err(e) = opened.reader.read_exact(&mut head) {
-            return Err(opened.read_err(opened.reader.offset, e, "the IDX header"));
+        if let Err(e) = self.reader.read_exact(&mut head) {
+            return Err(self.read_err(self.reader.offset, e, "the IDX header"));
         }
         if head[0] != 0 || head[1] != 0 {
-            return Err(opened.fail(
+            return Err(self.fail(
                 0,
                 format!(
                     "not an IDX file: it starts with {:#04x} {:#04x}, not two zero bytes",
@@ -154,7 +162,7 @@ impl Opened {
             ));
         }
         if head[2] != TYPE_U8 {
-            return Err(opened.fail(
+            return Err(self.fail(
                 2,
                 format!(
                     "IDX type {:#04x} is not read; only unsigned bytes (0x08, the type of MNIST's files)",
@@ -164,32 +172,31 @@ impl Opened {
         }
         let ndims = head[3] as usize;
         if ndims == 0 || ndims > MAX_DIMS {
-            return Err(opened.fail(
+            return Err(self.fail(
                 3,
                 format!("{ndims} dimensions: an IDX file of items has 1 to {MAX_DIMS}"),
             ));
         }
         for i in 0..ndims {
             let mut size = [0u8; 4];
-            if let Err(e) = opened.reader.read_exact(&mut size) {
-                return Err(opened.read_err(opened.reader.offset, e, "the IDX header's sizes"));
+            if let Err(e) = self.reader.read_exact(&mut size) {
+                return Err(self.read_err(self.reader.offset, e, "the IDX header's sizes"));
             }
             let size = u32::from_be_bytes(size) as usize;
             if i > 0 && size == 0 {
-                return Err(opened.fail(
+                return Err(self.fail(
                     (MAGIC_BYTES + 4 * i) as u64,
                     format!("dimension {} has size 0", i + 1),
                 ));
             }
-            opened.dims.push(size);
+            self.dims.push(size);
         }
-        opened.item_bytes = opened.dims[1..]
+        self.item_bytes = self.dims[1..]
             .iter()
             .try_fold(1usize, |acc, &s| acc.checked_mul(s))
             .filter(|&b| b <= 1 << 30)
-            .ok_or_else(|| opened.fail(MAGIC_BYTES as u64, "items larger than 1 GiB"))?;
-        opened.check_claim(max_matrix_mib, (!gzip).then_some(file_bytes))?;
-        Ok(opened)
+            .ok_or_else(|| self.fail(MAGIC_BYTES as u64, "items larger than 1 GiB"))?;
+        Ok(())
     }
 
     /// The header's claim against `data.max_matrix_mib` and, for a raw

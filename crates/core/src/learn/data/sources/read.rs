@@ -10,19 +10,19 @@ use ndarray::Array2;
 use super::csv::parse_csv_row;
 use super::libsvm::parse_libsvm_line;
 use super::row::Row;
-use super::storage::Storage;
 use crate::config::{DataKind, Loss};
 use crate::csvfile::CsvRows;
 use crate::error::InputError;
+use crate::learn::data::Storage;
 use crate::learn::sparse::{CsrMatrix, Features};
 use crate::textfile::Lines;
 
 /// What a pass over a file found.
-pub(super) struct Scan {
-    pub(super) rows: usize,
-    pub(super) features: usize,
+pub(crate) struct Scan {
+    pub(crate) rows: usize,
+    pub(crate) features: usize,
     /// Entries the rows list (LIBSVM pairs, CSV cells).
-    pub(super) stored: usize,
+    pub(crate) stored: usize,
 }
 
 fn open(path: &str) -> Result<File, InputError> {
@@ -37,7 +37,7 @@ type Samples = (Features, Vec<f64>);
 /// with `limit`, stop after that many rows. LIBSVM is read line by line
 /// ([`Lines`]), CSV row by row ([`CsvRows`]: quoted cells, `\r\n`); the first
 /// row of a CSV file that is not blank is its header.
-pub(super) fn for_each_row(
+pub(crate) fn for_each_row(
     kind: DataKind,
     path: &str,
     loss: Loss,
@@ -85,11 +85,11 @@ pub(super) fn for_each_row(
     Ok(rows)
 }
 
-pub(super) fn scan_file(kind: DataKind, path: &str, loss: Loss) -> Result<Scan, InputError> {
+pub(crate) fn scan_file(kind: DataKind, path: &str, loss: Loss) -> Result<Scan, InputError> {
     scan(kind, path, loss, None)
 }
 
-pub(super) fn beyond_features(j: usize, features: usize) -> String {
+pub(crate) fn beyond_features(j: usize, features: usize) -> String {
     format!(
         "feature {} exceeds the {features} features of the training data",
         j + 1
@@ -97,7 +97,7 @@ pub(super) fn beyond_features(j: usize, features: usize) -> String {
 }
 
 /// Count and check the rows of a file (with `limit`, the first so many).
-pub(super) fn scan(
+pub(crate) fn scan(
     kind: DataKind,
     path: &str,
     loss: Loss,
@@ -146,7 +146,7 @@ pub(super) fn scan(
 
 /// Read the rows `wanted[k]` (row indices of the file, in the wanted order)
 /// into matrices stored as `storage`; only the wanted rows are kept.
-pub(super) fn read_rows(
+pub(crate) fn read_rows(
     kind: DataKind,
     path: &str,
     features: usize,

@@ -23,9 +23,10 @@ use std::path::{Path, PathBuf};
 use ndarray::Array2;
 use rand::seq::SliceRandom;
 
+use super::Shape;
 use super::cifar;
 use super::idx::{idx_header, read_idx};
-use crate::config::{DataConfig, DataKind, check_dense_matrix};
+use crate::config::{Config, DataConfig, DataKind, check_dense_matrix};
 use crate::error::InputError;
 use crate::rng::{Stream, substream};
 
@@ -499,6 +500,20 @@ struct ChannelStats {
 const MAX_CHANNELS: usize = 4;
 
 impl ImageSource {
+    /// Plan the images of `config` (`data.kind = "idx"` or `"cifar10"`), its
+    /// matrices checked against `data.max_matrix_mib`.
+    pub(crate) fn plan(config: &Config) -> Result<(Self, Shape), InputError> {
+        let d = &config.data;
+        let images = Self::new(d, config.seed, config.model.classes)?;
+        let shape = Shape {
+            features: images.features(),
+            train_samples: d.train_samples,
+            test_samples: d.test_samples,
+            density: 1.0,
+        };
+        Ok((images, shape))
+    }
+
     /// Plan the set of `d` with `classes` classes. IDX: reads the headers
     /// and the label files (small), checks they agree and every label is a
     /// class. CIFAR-10: the images come from the batch files' sizes (each a
@@ -517,27 +532,7 @@ impl ImageSource {
         let files = Files::of(d, root)?;
         let limit = d.max_matrix_mib;
         let (shape, train_n, test_n) = match &files {
-            Files::Idx(f) => {
-                let shape = image_shape(&f.train_images, limit)?;
-                let test_shape = image_shape(&f.test_images, limit)?;
-                if test_shape != shape {
-                    return Err(InputError::new(
-                        f.test_images.display().to_string(),
-                        format!(
-                            "holds images of {}x{}x{}, the training file {}x{}x{}",
-                            test_shape[0],
-                            test_shape[1],
-                            test_shape[2],
-                            shape[0],
-                            shape[1],
-                            shape[2]
-                        ),
-                    ));
-                }
-                let train_n = check_labels(&f.train_labels, &f.train_images, classes, limit)?;
-                let test_n = check_labels(&f.test_labels, &f.test_images, classes, limit)?;
-                (shape, train_n, test_n)
-            }
+            Files::Idx(f) => idx_counts(f, classes, limit)?,
             Files::Cifar(_) => (
                 cifar::SHAPE,
                 files.count(Split::Train, limit)?,
@@ -568,27 +563,9 @@ impl ImageSource {
             limit,
         )?;
         check_dense_matrix("data.test_samples", "test", d.test_samples, features, limit)?;
-        // n indices of 8 bytes: within data.max_matrix_mib (the header's
-        // check), and refused in words where the memory is not there.
-        let order = |n: usize, index: u64, take: usize, split: Split| {
-            let mut items: Vec<usize> = Vec::new();
-            items.try_reserve_exact(n).map_err(|_| {
-                InputError::new(
-                    files.describe(split),
-                    format!(
-                        "cannot allocate the order of its {n} items ({} MiB)",
-                        (n as u128 * 8).div_ceil(1 << 20)
-                    ),
-                )
-            })?;
-            items.extend(0..n);
-            items.shuffle(&mut substream(seed, Stream::Data, index));
-            items.truncate(take);
-            Ok::<_, InputError>(items)
-        };
         Ok(Self {
-            train_items: order(train_n, TRAIN_ORDER, d.train_samples, Split::Train)?,
-            test_items: order(test_n, TEST_ORDER, d.test_samples, Split::Test)?,
+            train_items: item_order(&files, seed, train_n, d.train_samples, Split::Train)?,
+            test_items: item_order(&files, seed, test_n, d.test_samples, Split::Test)?,
             files,
             shape,
             standardize: d.standardize,
@@ -693,6 +670,21 @@ impl ImageSource {
             wanted.get(i) == Some(&true)
         })?;
         let (mean, inv_std) = self.normalisation(&stats);
+        self.samples_of(split, items, &array, &mean, &inv_std)
+    }
+
+    /// The samples of each list of `items` from the images `array` kept
+    /// of `split`, each pixel / 255 normalised per channel with `mean` and
+    /// `inv_std`.
+    fn samples_of(
+        &self,
+        split: Split,
+        items: &[Vec<usize>],
+        array: &Kept,
+        mean: &[f64],
+        inv_std: &[f64],
+    ) -> Result<Vec<Samples>, InputError> {
+        let per_channel = self.shape[1] * self.shape[2];
         let position: std::collections::HashMap<usize, usize> = array
             .kept
             .iter()
@@ -743,6 +735,60 @@ impl ImageSource {
             })
             .unzip()
     }
+}
+
+/// The shape of the images of IDX files `f` and the number of training
+/// and test images, the shapes agreeing and every label a class.
+fn idx_counts(
+    f: &ImageFiles,
+    classes: usize,
+    limit: usize,
+) -> Result<([usize; 3], usize, usize), InputError> {
+    let shape = image_shape(&f.train_images, limit)?;
+    let test_shape = image_shape(&f.test_images, limit)?;
+    if test_shape != shape {
+        return Err(InputError::new(
+            f.test_images.display().to_string(),
+            format!(
+                "holds images of {}x{}x{}, the training file {}x{}x{}",
+                test_shape[0], test_shape[1], test_shape[2], shape[0], shape[1], shape[2]
+            ),
+        ));
+    }
+    let train_n = check_labels(&f.train_labels, &f.train_images, classes, limit)?;
+    let test_n = check_labels(&f.test_labels, &f.test_images, classes, limit)?;
+    Ok((shape, train_n, test_n))
+}
+
+/// The first `take` of the `n` items of `split` in a seeded order (the
+/// sub-stream of the split). n indices of 8 bytes: within
+/// data.max_matrix_mib (the header's check), and refused in words where the
+/// memory is not there.
+fn item_order(
+    files: &Files,
+    seed: u64,
+    n: usize,
+    take: usize,
+    split: Split,
+) -> Result<Vec<usize>, InputError> {
+    let index = match split {
+        Split::Train => TRAIN_ORDER,
+        Split::Test => TEST_ORDER,
+    };
+    let mut items: Vec<usize> = Vec::new();
+    items.try_reserve_exact(n).map_err(|_| {
+        InputError::new(
+            files.describe(split),
+            format!(
+                "cannot allocate the order of its {n} items ({} MiB)",
+                (n as u128 * 8).div_ceil(1 << 20)
+            ),
+        )
+    })?;
+    items.extend(0..n);
+    items.shuffle(&mut substream(seed, Stream::Data, index));
+    items.truncate(take);
+    Ok(items)
 }
 
 /// (channels, height, width) of the images of an IDX file: items ×
