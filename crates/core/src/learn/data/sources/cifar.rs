@@ -423,3 +423,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod cifar_files;

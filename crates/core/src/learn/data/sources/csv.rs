@@ -23,3 +23,6 @@ pub(super) fn parse_csv_row(
     }
     Ok(Some((binary_label(label, loss)?, features)))
 }
+
+#[cfg(test)]
+mod csv_files;

@@ -39,3 +39,6 @@ pub(super) fn parse_libsvm_line(line: &str, loss: Loss) -> Result<Option<Row>, S
     }
     Ok(Some((binary_label(label, loss)?, features)))
 }
+
+#[cfg(test)]
+mod libsvm_files;

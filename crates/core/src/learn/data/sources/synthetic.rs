@@ -291,3 +291,6 @@ impl OnehotModel {
         (x, y)
     }
 }
+
+#[cfg(test)]
+mod synthetic_data;
