@@ -11,11 +11,10 @@ pub mod optim;
 pub mod sparse;
 
 pub use batch::{StepKey, batch_rows};
-/// The data sources and the standardisation under their former paths
-/// (`crate::learn::idx`, …): they live in `data/sources/` and `data/`.
+// The data sources and the standardisation, also under their former paths
+// (`crate::learn::idx`, …): they live in `data/sources/` and `data/`.
 pub use data::sources::{cifar, idx, images};
-pub use data::standardize;
-pub use data::standardize::{FeatureMoments, Standardization};
+pub use data::standardize::{self, FeatureMoments, Standardization};
 pub use data::{DataPlan, Partition};
 pub use model::{Confusion, Evaluation, Input, Model, ModelError, TensorLayout};
 pub use optim::Optimizer;

@@ -1,9 +1,9 @@
-//! The data sources, one file per kind of data: generated
-//! ([`synthetic`]), text files ([`text_file`]: LIBSVM lines in `libsvm`,
-//! CSV rows in `csv`, read by `read`) and images ([`images`]: IDX files in
-//! [`idx`], CIFAR-10 in [`cifar`]). Each source plans its data (what
-//! [`Shape`] it has, checked against `data.max_matrix_mib`) and produces the
-//! rows a partition asks for; [`DataPlan`](super::DataPlan) dispatches to it.
+//! The data sources, one file per kind of data: generated (`synthetic`),
+//! text files (`text_file`: LIBSVM lines in `libsvm`, CSV rows in `csv`,
+//! read by `read`) and images ([`images`]: IDX files in [`idx`], CIFAR-10
+//! in [`cifar`]). Each source plans its data (its `Shape`, checked against
+//! `data.max_matrix_mib`) and produces the rows a partition asks for;
+//! [`DataPlan`](super::DataPlan) dispatches to it.
 
 pub mod cifar;
 mod csv;

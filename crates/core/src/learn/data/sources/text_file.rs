@@ -263,3 +263,6 @@ fn apply(s: &Standardization, x: &mut Features) {
         Features::Sparse(x) => x.scale_columns(&s.scale),
     }
 }
+
+#[cfg(test)]
+mod text_files;
