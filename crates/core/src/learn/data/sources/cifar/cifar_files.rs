@@ -113,6 +113,69 @@ fn standardisation_is_per_channel_over_the_training_images() {
     }
 }
 
+/// The one-line refusal of `c` by the plan, its loads or the data checks:
+/// (field, message).
+fn refused(c: &Config) -> (String, String) {
+    let e = DataPlan::new(c, 2)
+        .and_then(|p| p.load(&[0, 1]).map(|_| ()))
+        .and_then(|_| check_data_files(c, 2).map(|_| ()))
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(!text.contains('\n'), "{text}");
+    (e.field.clone(), text)
+}
+
+/// Label 10 in record 2 of batch 4 of `folder`, and a label not below
+/// model.classes, refused naming the file, the record and the rule (the
+/// caller puts batch 4 back).
+fn bad_labels_are_refused(folder: &Path, data: &str) {
+    // Label 10 in record 2 of batch 4: named by the data checks and by the load.
+    let batch4 = folder.join("data_batch_4.bin");
+    let c = cifar(folder, data, "");
+    write_cifar(&batch4, &[1, 10], &[image(0), image(1)].concat()).unwrap();
+    let rule = format!(
+        "data.path: {} record 2 (byte 3073): label 10 is not a CIFAR-10 class (0..=9)",
+        batch4.display()
+    );
+    assert_eq!(check_data_files(&c, 2).unwrap_err().to_string(), rule);
+    let plan = DataPlan::new(&c, 2).unwrap();
+    assert_eq!(plan.load(&[0]).unwrap_err().to_string(), rule);
+    // Below 10 but not below model.classes (labels are id · 3 mod 10:
+    // record 1 of batch 1 is 0, record 2 is 3, batch 2's first is 6).
+    let five = cifar(
+        folder,
+        data,
+        "[model]\nkind = \"mlp\"\nhidden = [2]\nclasses = 5\n",
+    );
+    let (field, e) = refused(&five);
+    assert_eq!(field, "data.path");
+    assert!(
+        e.contains("data_batch_2.bin record 1 (byte 0): label 6 is not below model.classes = 5"),
+        "{e}"
+    );
+}
+
+/// A FIFO as a batch of `folder` and as the folder (made in `dir`),
+/// refused without being opened.
+#[cfg(unix)]
+fn fifos_are_refused(dir: &Path, folder: &Path, data: &str) {
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success(), "mkfifo");
+    let (field, e) = refused(&cifar(&fifo, data, ""));
+    assert_eq!(field, "data.path");
+    assert!(e.contains("is a FIFO (named pipe), not a folder"), "{e}");
+    let test = folder.join("test_batch.bin");
+    std::fs::remove_file(&test).unwrap();
+    std::fs::rename(&fifo, &test).unwrap();
+    let (_, e) = refused(&cifar(folder, data, ""));
+    assert!(
+        e.contains("test_batch.bin is a FIFO (named pipe), not a regular file"),
+        "{e}"
+    );
+    std::fs::remove_file(&test).unwrap();
+}
+
 /// Bad folders and files are refused in one line naming the field, the
 /// file and the rule; nothing is allocated for a bogus size, nothing
 /// panics.
@@ -123,15 +186,6 @@ fn bad_cifar_files_are_refused_naming_the_field_and_the_file() {
     write_folder(&folder, [2, 2, 2, 2, 2, 2]);
     let data = "train_samples = 10\ntest_samples = 2\n";
     let c = cifar(&folder, data, "");
-    let refused = |c: &Config| {
-        let e = DataPlan::new(c, 2)
-            .and_then(|p| p.load(&[0, 1]).map(|_| ()))
-            .and_then(|_| check_data_files(c, 2).map(|_| ()))
-            .unwrap_err();
-        let text = e.to_string();
-        assert!(!text.contains('\n'), "{text}");
-        (e.field.clone(), text)
-    };
     let batch3 = folder.join("data_batch_3.bin");
     let good3 = std::fs::read(&batch3).unwrap();
     // 1000 records and one byte.
@@ -161,30 +215,9 @@ fn bad_cifar_files_are_refused_naming_the_field_and_the_file() {
     assert!(e.contains("more than data.max_matrix_mib = 4096"), "{e}");
     std::fs::write(&batch3, &good3).unwrap();
     DataPlan::new(&c, 2).unwrap();
-    // Label 10 in record 2 of batch 4: named by the data checks and by the load.
     let batch4 = folder.join("data_batch_4.bin");
     let good4 = std::fs::read(&batch4).unwrap();
-    write_cifar(&batch4, &[1, 10], &[image(0), image(1)].concat()).unwrap();
-    let rule = format!(
-        "data.path: {} record 2 (byte 3073): label 10 is not a CIFAR-10 class (0..=9)",
-        batch4.display()
-    );
-    assert_eq!(check_data_files(&c, 2).unwrap_err().to_string(), rule);
-    let plan = DataPlan::new(&c, 2).unwrap();
-    assert_eq!(plan.load(&[0]).unwrap_err().to_string(), rule);
-    // Below 10 but not below model.classes (labels are id · 3 mod 10:
-    // record 1 of batch 1 is 0, record 2 is 3, batch 2's first is 6).
-    let five = cifar(
-        &folder,
-        data,
-        "[model]\nkind = \"mlp\"\nhidden = [2]\nclasses = 5\n",
-    );
-    let (field, e) = refused(&five);
-    assert_eq!(field, "data.path");
-    assert!(
-        e.contains("data_batch_2.bin record 1 (byte 0): label 6 is not below model.classes = 5"),
-        "{e}"
-    );
+    bad_labels_are_refused(&folder, data);
     std::fs::write(&batch4, &good4).unwrap();
     // A missing batch.
     std::fs::rename(&batch4, dir.path().join("away.bin")).unwrap();
@@ -198,23 +231,7 @@ fn bad_cifar_files_are_refused_naming_the_field_and_the_file() {
     std::fs::rename(dir.path().join("away.bin"), &batch4).unwrap();
     // A FIFO as a batch, and as the folder: refused without being opened.
     #[cfg(unix)]
-    {
-        let fifo = dir.path().join("fifo");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-        assert!(made.unwrap().success(), "mkfifo");
-        let (field, e) = refused(&cifar(&fifo, data, ""));
-        assert_eq!(field, "data.path");
-        assert!(e.contains("is a FIFO (named pipe), not a folder"), "{e}");
-        let test = folder.join("test_batch.bin");
-        std::fs::remove_file(&test).unwrap();
-        std::fs::rename(&fifo, &test).unwrap();
-        let (_, e) = refused(&c);
-        assert!(
-            e.contains("test_batch.bin is a FIFO (named pipe), not a regular file"),
-            "{e}"
-        );
-        std::fs::remove_file(&test).unwrap();
-    }
+    fifos_are_refused(dir.path(), &folder, data);
     // A file as the folder, a folder that is not there.
     let (_, e) = refused(&cifar(&batch4, data, ""));
     assert!(e.contains("is a regular file, not a folder"), "{e}");
