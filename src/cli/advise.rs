@@ -202,16 +202,7 @@ pub(super) fn run(flags: &AdviseArgs) -> anyhow::Result<()> {
     let k = config.workers;
     let entries = scheme_entries(flags.schemes.as_deref())?;
     let (straggler, network) = fit_models(flags, config)?;
-    // The typed base of the candidates: the config as parsed (its `[scheme]`
-    // not resolved by the loader), with the fitted model's `[straggler]`
-    // and the fitted network's keys.
-    let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
-    let mut settings = straggler.settings();
-    settings.extend(network.settings()?);
-    let fitted = plain.with_settings(&settings)?;
-    // The fitted model must make a valid config (it does for every fit; an
-    // error here names the key).
-    crate::setup::from_parsed(&crate::coding::SCHEMES, fitted.clone())?;
+    let (plain, fitted) = fitted_base(&base, &straggler, &network)?;
     let target = match flags.objective {
         Objective::TimeToLoss => Some(loss_target(config, flags.target_loss)?),
         Objective::Mean | Objective::P99 => None,
@@ -354,6 +345,24 @@ fn fit_models(
             from_config(),
         ),
     })
+}
+
+/// The typed base of the candidates: the config as parsed (its `[scheme]`
+/// not resolved by the loader), and it with the fitted model's
+/// `[straggler]` and the fitted network's keys.
+fn fitted_base(
+    base: &ConfigArgs,
+    straggler: &ModelSource,
+    network: &NetworkSource,
+) -> anyhow::Result<(crate::config::LoadedConfig, crate::config::LoadedConfig)> {
+    let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
+    let mut settings = straggler.settings();
+    settings.extend(network.settings()?);
+    let fitted = plain.with_settings(&settings)?;
+    // The fitted model must make a valid config (it does for every fit; an
+    // error here names the key).
+    crate::setup::from_parsed(&crate::coding::SCHEMES, fitted.clone())?;
+    Ok((plain, fitted))
 }
 
 /// The budget: --memory-partitions; else, unless --grid chooses the
