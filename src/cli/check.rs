@@ -268,8 +268,13 @@ pub(super) fn run(flags: &CheckArgs) -> anyhow::Result<()> {
     let straggler_trace = delays.trace_summary();
     let straggler_long_run = crate::straggler::LongRun::measure(&delays);
     warn(&setup.loaded, straggler_trace.as_ref(), &straggler_long_run);
-    let straggler = (straggler_trace, straggler_long_run);
-    let report = check_report(setup, format, straggler, flags.samples)?;
+    let report = check_report(
+        setup,
+        format,
+        straggler_trace,
+        straggler_long_run,
+        flags.samples,
+    )?;
     if flags.args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -284,7 +289,8 @@ pub(super) fn run(flags: &CheckArgs) -> anyhow::Result<()> {
 fn check_report(
     setup: crate::setup::Setup,
     format: crate::learn::data::FormatChoice,
-    (straggler_trace, straggler_long_run): (Option<TraceSummary>, crate::straggler::LongRun),
+    straggler_trace: Option<TraceSummary>,
+    straggler_long_run: crate::straggler::LongRun,
     samples: usize,
 ) -> anyhow::Result<CheckReport> {
     let parameters = match serde_json::to_value(setup.parameters())? {
