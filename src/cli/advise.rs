@@ -198,260 +198,28 @@ pub(super) fn run(flags: &AdviseArgs) -> anyhow::Result<()> {
     let base = args.with_run_length(flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
     let config = &loaded.config;
-    if config.simulate.trials < 2 {
-        let field = if flags.trials.is_some() {
-            "--trials"
-        } else {
-            "simulate.trials"
-        };
-        return Err(InputError::value(
-            field,
-            config.simulate.trials,
-            "must be at least 2: advise compares candidates by confidence intervals over trials",
-        )
-        .into());
-    }
+    check_flags(flags, config)?;
     let k = config.workers;
-    match (flags.objective, flags.target_loss) {
-        (Objective::TimeToLoss, Some(t)) if !t.is_finite() => {
-            return Err(InputError::value("--target-loss", t, "must be a finite number").into());
-        }
-        (Objective::TimeToLoss, None) if config.train.iterations < 2 => {
-            return Err(InputError::value(
-                "train.iterations",
-                config.train.iterations,
-                "must be at least 2 for the default --target-loss (the loss of full-batch descent at half of them)",
-            )
-            .into());
-        }
-        (Objective::Mean | Objective::P99, Some(_)) => {
-            return Err(InputError::new(
-                "--target-loss",
-                "is read only with --objective time-to-loss",
-            )
-            .into());
-        }
-        _ => {}
-    }
-    if let Some(f) = flags.min_recovered {
-        if !(f > 0.0 && f <= 1.0) {
-            return Err(InputError::value("--min-recovered", f, "must be in (0, 1]").into());
-        }
-    }
-    // The candidates: --schemes, or every registered scheme (those whose
-    // decode is partial only with --min-recovered: ranked on time alone
-    // they would look faster for what they lose).
-    let every_scheme = flags.schemes.is_none();
-    let partial_admitted = !every_scheme || flags.min_recovered.is_some();
-    let partial_rule = |every_scheme: bool| -> Option<String> {
-        if every_scheme && flags.min_recovered.is_none() {
-            return Some(
-                "decodes part of the gradient: a candidate only when named in --schemes or with --min-recovered"
-                    .to_string(),
-            );
-        }
-        if flags.objective != Objective::TimeToLoss && flags.min_recovered.is_none() {
-            return Some(
-                "decodes part of the gradient: ranked by time only with --min-recovered F, the share it must \
-                 recover (or by --objective time-to-loss, which counts what it loses)"
-                    .to_string(),
-            );
-        }
-        None
-    };
-    let schemes: Vec<String> = match &flags.schemes {
-        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
-        None => crate::coding::SCHEMES
-            .names()
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
-    };
-    let mut entries = Vec::with_capacity(schemes.len());
-    for s in &schemes {
-        entries.push(crate::coding::SCHEMES.get(s).ok_or_else(|| {
-            InputError::value(
-                "--schemes",
-                s,
-                format!(
-                    "is not a scheme (one of {})",
-                    crate::coding::SCHEMES.names().join(", ")
-                ),
-            )
-        })?);
-    }
-    let from_config = || NetworkSource::from_config(config.network.as_ref());
-    let (straggler, network) = match (&flags.replay, &flags.trace) {
-        (Some(path), _) => (fit_replay(path, k)?, from_config()),
-        (None, Some(path)) => fit_trace(path, k, config.network.as_ref())?,
-        (None, None) => (
-            ModelSource::config_default(config.straggler.model.name()),
-            from_config(),
-        ),
-    };
-    // The typed base of the candidates: the config as parsed (its `[scheme]`
-    // not resolved by the loader), with the fitted model's `[straggler]`
-    // and the fitted network's keys.
-    let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
-    let mut settings = straggler.settings();
-    settings.extend(network.settings()?);
-    let fitted = plain.with_settings(&settings)?;
-    // The fitted model must make a valid config (it does for every fit; an
-    // error here names the key).
-    crate::setup::from_parsed(&crate::coding::SCHEMES, fitted.clone())?;
+    let entries = scheme_entries(flags.schemes.as_deref())?;
+    let (straggler, network) = fit_models(flags, config)?;
+    let (plain, fitted) = fitted_base(&base, &straggler, &network)?;
     let target = match flags.objective {
         Objective::TimeToLoss => Some(loss_target(config, flags.target_loss)?),
         Objective::Mean | Objective::P99 => None,
     };
-
-    // The budget: --memory-partitions; else, unless --grid chooses the
-    // loads, the most the config's experiment stores on a worker (its
-    // scheme and the schemes simulate.compare compares): an unlimited one
-    // ranks full replication first.
-    let memory = match flags.memory_partitions {
-        Some(m) => Some(m),
-        None if grid.iter().any(|a| a.key == "scheme.load") => None,
-        None => Some(experiment_memory(&fitted)?),
-    };
-    let over_budget = |stored: usize| match (memory, flags.memory_partitions) {
-        (Some(m), Some(_)) if stored > m => Some(format!(
-            "stores {stored} partitions on a worker, more than --memory-partitions {m}"
-        )),
-        (Some(m), None) if stored > m => Some(format!(
-            "stores {stored} partitions on a worker, more than the {m} the config's schemes \
-             store at most (--memory-partitions sets another budget)"
-        )),
-        _ => None,
-    };
+    let memory = memory_budget(flags.memory_partitions, &grid, &fitted)?;
     // The fitted config's unit: a trace's, when its network was fitted.
     let model_time_unit_s = super::units::emulated_unit_s(&fitted.config);
-    let mut runner = VariantRunner::new(fitted);
-    let mut ran: Vec<Ran> = Vec::new();
-    let mut skipped = Vec::new();
-    for entry in entries {
-        // A scheme with a wait policy (ignore-stragglers, is-gc) always
-        // decodes part of the gradient: said once, not per variant.
-        if !partial_admitted && entry.declares("wait_for") {
-            if let Some(reason) = partial_rule(every_scheme) {
-                skipped.push(Skipped {
-                    scheme: entry.name().to_string(),
-                    settings: BTreeMap::new(),
-                    reason,
-                    variants: 1,
-                });
-                continue;
-            }
-        }
-        let axes = axes_for(entry, &grid, k, memory, partial_admitted);
-        for combo in study::combinations(&axes) {
-            if beyond_clusters(&combo, &grid) {
-                continue;
-            }
-            let outcome = runner.run(&combo, entry.name(), |setup| {
-                if let Some(reason) = over_budget(max_stored(setup)) {
-                    return Err(reason);
-                }
-                if let Some(why) = setup.scheme.degenerate() {
-                    return Err(format!("degenerate: {why}"));
-                }
-                if setup.scheme.partial_recovery() {
-                    if let Some(reason) = partial_rule(every_scheme) {
-                        return Err(reason);
-                    }
-                }
-                Ok(())
-            })?;
-            match outcome {
-                Outcome::Ran {
-                    settings,
-                    setup,
-                    report,
-                    ..
-                } => {
-                    let recovered = report.schemes[0].recovered_fraction;
-                    if let Some(f) = flags.min_recovered.filter(|&f| recovered < f) {
-                        skipped.push(Skipped {
-                            scheme: entry.name().to_string(),
-                            settings,
-                            reason: format!(
-                                "recovers {recovered:.4} of the partitions per iteration on average, \
-                                 less than --min-recovered {f}"
-                            ),
-                            variants: 1,
-                        });
-                        continue;
-                    }
-                    // An approximate code recovers every partition only
-                    // approximately: its recovered share says nothing of
-                    // what it loses, so only the loss can rank it.
-                    let decode_error = report.schemes[0].mean_decode_error;
-                    if flags.objective != Objective::TimeToLoss
-                        && recovered >= 1.0
-                        && decode_error > 1e-9
-                    {
-                        skipped.push(Skipped {
-                            scheme: entry.name().to_string(),
-                            settings,
-                            reason: format!(
-                                "decodes an approximation (mean decode error {decode_error:.4}): ranked only by \
-                                 --objective time-to-loss, which trains through its error"
-                            ),
-                            variants: 1,
-                        });
-                        continue;
-                    }
-                    let stored = max_stored(&setup);
-                    let crate::setup::Setup { loaded, scheme, .. } = *setup;
-                    let to_loss = match &target {
-                        None => Vec::new(),
-                        Some(t) => match to_loss::time_to_loss(&loaded.config, scheme, t.loss) {
-                            Ok(trials) => trials,
-                            Err(LossRunError::Engine(e)) => {
-                                skipped.push(Skipped {
-                                    scheme: entry.name().to_string(),
-                                    settings,
-                                    reason: format!("training to the target loss failed: {e}"),
-                                    variants: 1,
-                                });
-                                continue;
-                            }
-                            Err(LossRunError::Input(e)) => return Err(e.into()),
-                        },
-                    };
-                    ran.push(Ran {
-                        scheme: entry.name().to_string(),
-                        settings,
-                        stored,
-                        report,
-                        to_loss,
-                    });
-                }
-                Outcome::Skipped(s) => skipped.push(s),
-            }
-        }
-    }
+    let search = Search {
+        flags,
+        grid: &grid,
+        workers: k,
+        memory,
+        target: target.as_ref(),
+    };
+    let (ran, skipped) = search.run(entries, VariantRunner::new(fitted))?;
     if ran.is_empty() {
-        // The first reason, so that the one line says why.
-        let example = skipped.first().map_or(String::new(), |s| {
-            let settings = describe(&s.settings);
-            let space = if settings.is_empty() { "" } else { " " };
-            format!("; {}{space}{settings}: {}", s.scheme, s.reason)
-        });
-        let rule = match memory {
-            Some(m) => format!(
-                "leaves no candidate that runs (the budget is {m} partitions per worker){example}"
-            ),
-            None => format!("leaves no candidate that runs{example}"),
-        };
-        return Err(InputError::new(
-            if flags.memory_partitions.is_some() {
-                "--memory-partitions"
-            } else {
-                "--schemes"
-            },
-            rule,
-        )
-        .into());
+        return Err(no_candidate(flags, memory, &skipped).into());
     }
     let objective = study::Objective::from(flags.objective);
     let ranking = study::rank(ran, objective);
@@ -483,6 +251,345 @@ pub(super) fn run(flags: &AdviseArgs) -> anyhow::Result<()> {
         print_text(&report);
     }
     Ok(())
+}
+
+/// The checks of the flags against each other and the loaded config:
+/// at least 2 trials, `--target-loss` only with `--objective
+/// time-to-loss` (and finite), `--min-recovered` in (0, 1].
+fn check_flags(flags: &AdviseArgs, config: &crate::config::Config) -> Result<(), InputError> {
+    if config.simulate.trials < 2 {
+        let field = if flags.trials.is_some() {
+            "--trials"
+        } else {
+            "simulate.trials"
+        };
+        return Err(InputError::value(
+            field,
+            config.simulate.trials,
+            "must be at least 2: advise compares candidates by confidence intervals over trials",
+        ));
+    }
+    match (flags.objective, flags.target_loss) {
+        (Objective::TimeToLoss, Some(t)) if !t.is_finite() => {
+            return Err(InputError::value(
+                "--target-loss",
+                t,
+                "must be a finite number",
+            ));
+        }
+        (Objective::TimeToLoss, None) if config.train.iterations < 2 => {
+            return Err(InputError::value(
+                "train.iterations",
+                config.train.iterations,
+                "must be at least 2 for the default --target-loss (the loss of full-batch descent at half of them)",
+            ));
+        }
+        (Objective::Mean | Objective::P99, Some(_)) => {
+            return Err(InputError::new(
+                "--target-loss",
+                "is read only with --objective time-to-loss",
+            ));
+        }
+        _ => {}
+    }
+    if let Some(f) = flags.min_recovered {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(InputError::value("--min-recovered", f, "must be in (0, 1]"));
+        }
+    }
+    Ok(())
+}
+
+/// The registered schemes `--schemes` names (default: every registered
+/// scheme), in its order.
+fn scheme_entries(
+    schemes: Option<&str>,
+) -> Result<Vec<&'static crate::coding::SchemeEntry>, InputError> {
+    let names: Vec<String> = match schemes {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => crate::coding::SCHEMES
+            .names()
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
+    };
+    let mut entries = Vec::with_capacity(names.len());
+    for s in &names {
+        entries.push(crate::coding::SCHEMES.get(s).ok_or_else(|| {
+            InputError::value(
+                "--schemes",
+                s,
+                format!(
+                    "is not a scheme (one of {})",
+                    crate::coding::SCHEMES.names().join(", ")
+                ),
+            )
+        })?);
+    }
+    Ok(entries)
+}
+
+/// The straggler model and the network of the candidates: fitted to
+/// `--replay` or `--trace`, or the config's.
+fn fit_models(
+    flags: &AdviseArgs,
+    config: &crate::config::Config,
+) -> Result<(ModelSource, NetworkSource), InputError> {
+    let k = config.workers;
+    let from_config = || NetworkSource::from_config(config.network.as_ref());
+    Ok(match (&flags.replay, &flags.trace) {
+        (Some(path), _) => (fit_replay(path, k)?, from_config()),
+        (None, Some(path)) => fit_trace(path, k, config.network.as_ref())?,
+        (None, None) => (
+            ModelSource::config_default(config.straggler.model.name()),
+            from_config(),
+        ),
+    })
+}
+
+/// The typed base of the candidates: the config as parsed (its `[scheme]`
+/// not resolved by the loader), and it with the fitted model's
+/// `[straggler]` and the fitted network's keys.
+fn fitted_base(
+    base: &ConfigArgs,
+    straggler: &ModelSource,
+    network: &NetworkSource,
+) -> anyhow::Result<(crate::config::LoadedConfig, crate::config::LoadedConfig)> {
+    let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
+    let mut settings = straggler.settings();
+    settings.extend(network.settings()?);
+    let fitted = plain.with_settings(&settings)?;
+    // The fitted model must make a valid config (it does for every fit; an
+    // error here names the key).
+    crate::setup::from_parsed(&crate::coding::SCHEMES, fitted.clone())?;
+    Ok((plain, fitted))
+}
+
+/// The budget: --memory-partitions; else, unless --grid chooses the
+/// loads, the most the config's experiment stores on a worker (its
+/// scheme and the schemes simulate.compare compares): an unlimited one
+/// ranks full replication first.
+fn memory_budget(
+    given: Option<usize>,
+    grid: &[study::Axis],
+    fitted: &crate::config::LoadedConfig,
+) -> anyhow::Result<Option<usize>> {
+    Ok(match given {
+        Some(m) => Some(m),
+        None if grid.iter().any(|a| a.key == "scheme.load") => None,
+        None => Some(experiment_memory(fitted)?),
+    })
+}
+
+/// The error when no candidate ran: the budget, and the first reason, so
+/// that the one line says why.
+fn no_candidate(flags: &AdviseArgs, memory: Option<usize>, skipped: &[Skipped]) -> InputError {
+    let example = skipped.first().map_or(String::new(), |s| {
+        let settings = describe(&s.settings);
+        let space = if settings.is_empty() { "" } else { " " };
+        format!("; {}{space}{settings}: {}", s.scheme, s.reason)
+    });
+    let rule = match memory {
+        Some(m) => format!(
+            "leaves no candidate that runs (the budget is {m} partitions per worker){example}"
+        ),
+        None => format!("leaves no candidate that runs{example}"),
+    };
+    InputError::new(
+        if flags.memory_partitions.is_some() {
+            "--memory-partitions"
+        } else {
+            "--schemes"
+        },
+        rule,
+    )
+}
+
+/// The search over the candidates: the rules each passes (the flags, the
+/// grid, the memory budget, the target loss).
+struct Search<'a> {
+    flags: &'a AdviseArgs,
+    grid: &'a [study::Axis],
+    workers: usize,
+    memory: Option<usize>,
+    target: Option<&'a LossTarget>,
+}
+
+impl Search<'_> {
+    /// No `--schemes`: every registered scheme is a candidate.
+    fn every_scheme(&self) -> bool {
+        self.flags.schemes.is_none()
+    }
+
+    /// Schemes whose decode is partial are candidates only when named in
+    /// `--schemes` or with `--min-recovered` (ranked on time alone they
+    /// would look faster for what they lose).
+    fn partial_admitted(&self) -> bool {
+        !self.every_scheme() || self.flags.min_recovered.is_some()
+    }
+
+    /// Why a scheme whose decode is partial is not ranked, if it is not.
+    fn partial_rule(&self) -> Option<String> {
+        if self.every_scheme() && self.flags.min_recovered.is_none() {
+            return Some(
+                "decodes part of the gradient: a candidate only when named in --schemes or with --min-recovered"
+                    .to_string(),
+            );
+        }
+        if self.flags.objective != Objective::TimeToLoss && self.flags.min_recovered.is_none() {
+            return Some(
+                "decodes part of the gradient: ranked by time only with --min-recovered F, the share it must \
+                 recover (or by --objective time-to-loss, which counts what it loses)"
+                    .to_string(),
+            );
+        }
+        None
+    }
+
+    /// Why a candidate storing `stored` partitions on a worker is over the
+    /// budget, if it is.
+    fn over_budget(&self, stored: usize) -> Option<String> {
+        match (self.memory, self.flags.memory_partitions) {
+            (Some(m), Some(_)) if stored > m => Some(format!(
+                "stores {stored} partitions on a worker, more than --memory-partitions {m}"
+            )),
+            (Some(m), None) if stored > m => Some(format!(
+                "stores {stored} partitions on a worker, more than the {m} the config's schemes \
+                 store at most (--memory-partitions sets another budget)"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Whether a built candidate runs: within the budget, not degenerate,
+    /// its partial decode admitted.
+    fn admit(&self, setup: &crate::setup::Setup) -> Result<(), String> {
+        if let Some(reason) = self.over_budget(max_stored(setup)) {
+            return Err(reason);
+        }
+        if let Some(why) = setup.scheme.degenerate() {
+            return Err(format!("degenerate: {why}"));
+        }
+        if setup.scheme.partial_recovery() {
+            if let Some(reason) = self.partial_rule() {
+                return Err(reason);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every variant of every scheme of `entries`: those that ran and
+    /// those skipped, with the reason.
+    fn run(
+        &self,
+        entries: Vec<&'static crate::coding::SchemeEntry>,
+        mut runner: VariantRunner,
+    ) -> anyhow::Result<(Vec<Ran>, Vec<Skipped>)> {
+        let mut ran: Vec<Ran> = Vec::new();
+        let mut skipped = Vec::new();
+        for entry in entries {
+            // A scheme with a wait policy (ignore-stragglers, is-gc) always
+            // decodes part of the gradient: said once, not per variant.
+            if !self.partial_admitted() && entry.declares("wait_for") {
+                if let Some(reason) = self.partial_rule() {
+                    skipped.push(skip(entry.name(), BTreeMap::new(), reason));
+                    continue;
+                }
+            }
+            let axes = axes_for(
+                entry,
+                self.grid,
+                self.workers,
+                self.memory,
+                self.partial_admitted(),
+            );
+            for combo in study::combinations(&axes) {
+                if beyond_clusters(&combo, self.grid) {
+                    continue;
+                }
+                let outcome = runner.run(&combo, entry.name(), |setup| self.admit(setup))?;
+                match outcome {
+                    Outcome::Ran {
+                        settings,
+                        setup,
+                        report,
+                        ..
+                    } => match self.judge(entry.name(), settings, *setup, report)? {
+                        Ok(candidate) => ran.push(candidate),
+                        Err(s) => skipped.push(s),
+                    },
+                    Outcome::Skipped(s) => skipped.push(s),
+                }
+            }
+        }
+        Ok((ran, skipped))
+    }
+
+    /// A variant that ran: a candidate (with its times to the target
+    /// loss), or skipped (too little recovered, an approximation ranked by
+    /// time, or its training failed).
+    fn judge(
+        &self,
+        scheme: &str,
+        settings: BTreeMap<String, String>,
+        setup: crate::setup::Setup,
+        report: crate::sim::SimReport,
+    ) -> anyhow::Result<Result<Ran, Skipped>> {
+        let recovered = report.schemes[0].recovered_fraction;
+        if let Some(f) = self.flags.min_recovered.filter(|&f| recovered < f) {
+            let reason = format!(
+                "recovers {recovered:.4} of the partitions per iteration on average, \
+                 less than --min-recovered {f}"
+            );
+            return Ok(Err(skip(scheme, settings, reason)));
+        }
+        // An approximate code recovers every partition only approximately:
+        // its recovered share says nothing of what it loses, so only the
+        // loss can rank it.
+        let decode_error = report.schemes[0].mean_decode_error;
+        if self.flags.objective != Objective::TimeToLoss && recovered >= 1.0 && decode_error > 1e-9
+        {
+            let reason = format!(
+                "decodes an approximation (mean decode error {decode_error:.4}): ranked only by \
+                 --objective time-to-loss, which trains through its error"
+            );
+            return Ok(Err(skip(scheme, settings, reason)));
+        }
+        let stored = max_stored(&setup);
+        let crate::setup::Setup {
+            loaded,
+            scheme: built,
+            ..
+        } = setup;
+        let to_loss = match self.target {
+            None => Vec::new(),
+            Some(t) => match to_loss::time_to_loss(&loaded.config, built, t.loss) {
+                Ok(trials) => trials,
+                Err(LossRunError::Engine(e)) => {
+                    let reason = format!("training to the target loss failed: {e}");
+                    return Ok(Err(skip(scheme, settings, reason)));
+                }
+                Err(LossRunError::Input(e)) => return Err(e.into()),
+            },
+        };
+        Ok(Ok(Ran {
+            scheme: scheme.to_string(),
+            settings,
+            stored,
+            report,
+            to_loss,
+        }))
+    }
+}
+
+/// One skipped variant of `scheme`.
+fn skip(scheme: &str, settings: BTreeMap<String, String>, reason: String) -> Skipped {
+    Skipped {
+        scheme: scheme.to_string(),
+        settings,
+        reason,
+        variants: 1,
+    }
 }
 
 /// The target of `--objective time-to-loss`: `--target-loss`, or the
@@ -524,85 +631,121 @@ fn print_text(r: &AdviseReport) {
     match &m.fits {
         None => crate::outln!("straggler model: {} (from the config)", m.model),
         Some(f) => {
-            crate::outln!(
-                "straggler model: fitted to {} ({} values; KS = Kolmogorov-Smirnov distance, 5% critical: {:.4} per worker, {:.4} pooled)",
-                m.file.as_deref().unwrap_or("?"),
-                f.pooled.samples,
-                fit::ks_critical_5(f.per_worker[0].samples),
-                f.ks_critical
-            );
-            crate::outln!(
-                "  {:>8}  {:>10}  {:>10}  {:>7}",
-                "worker",
-                "alpha",
-                "mu",
-                "KS"
-            );
-            for (w, p) in f.per_worker.iter().enumerate() {
-                crate::outln!(
-                    "  {:>8}  {:>10.4}  {:>10.4}  {:>7.4}",
-                    w + 1,
-                    p.alpha,
-                    p.mu,
-                    p.ks
-                );
-            }
-            crate::outln!(
-                "  {:>8}  {:>10.4}  {:>10.4}  {:>7.4}  shifted exponential",
-                "pooled",
-                f.pooled.alpha,
-                f.pooled.mu,
-                f.pooled.ks
-            );
-            let t = &f.two_state;
-            crate::outln!(
-                "  two-state: threshold {:.4}, alpha {:.4}, mu_fast {:.4}, mu_slow {:.4}, switch probability {:.4}, slow {:.1}%, KS {:.4}",
-                t.threshold,
-                t.alpha,
-                t.mu_fast,
-                t.mu_slow,
-                t.switch_probability,
-                100.0 * t.slow_fraction,
-                t.ks
-            );
-            let set: Vec<String> = m
-                .set
-                .iter()
-                .map(|(k, v)| {
-                    match m
-                        .intervals
-                        .as_ref()
-                        .and_then(|i| interval_of(i, &m.model, k))
-                    {
-                        Some(i) => format!("{k} = {v:.6} [95%: {:.6}, {:.6}]", i.low, i.high),
-                        None => format!("{k} = {v:.6}"),
-                    }
-                })
-                .collect();
-            crate::outln!("  simulated: {} ({})", m.model, set.join(", "));
-            if let Some(i) = &m.intervals {
-                crate::outln!(
-                    "  intervals: block bootstrap ({} replicates, blocks of {} rounds)",
-                    i.replicates,
-                    i.block_rounds
-                );
-            }
-            if let Some(c) = m.censored.filter(|c| *c > 0) {
-                let value = if r.network.source == "trace" {
-                    "the master's stop less the trace's fastest transfer, about a lower bound of the compute"
-                } else {
-                    "the iteration's end, a lower bound"
-                };
-                crate::outln!(
-                    "  note: {c} worker-iterations had no result in time; their value is {value}, fitted as censored"
-                );
-            }
+            print_fits(m, f);
+            print_fitted_model(r);
         }
     }
     let trace = r.straggler.file.as_deref().unwrap_or("the trace");
     for line in r.network.lines(trace) {
         crate::outln!("{line}");
     }
+    print_objective(r);
+    print_ranking(r);
+    let best = &r.ranking[0];
+    if best.reached_trials.is_some_and(|n| n < r.trials) {
+        crate::outln!(
+            "\nno candidate reaches the target loss in every trial: raise train.iterations or --target-loss"
+        );
+        return;
+    }
+    print_advice(r, best);
+    if !r.skipped.is_empty() {
+        let variants: usize = r.skipped.iter().map(|s| s.variants).sum();
+        crate::outln!(
+            "skipped: {variants} variants for {} reasons (invalid, degenerate, over the memory budget, \
+             partial recovery not admitted, or repeating another; --json lists each reason once)",
+            r.skipped.len()
+        );
+    }
+}
+
+/// The fits of the straggler model: per worker, pooled, two-state.
+fn print_fits(m: &ModelSource, f: &fit::Fits) {
+    crate::outln!(
+        "straggler model: fitted to {} ({} values; KS = Kolmogorov-Smirnov distance, 5% critical: {:.4} per worker, {:.4} pooled)",
+        m.file.as_deref().unwrap_or("?"),
+        f.pooled.samples,
+        fit::ks_critical_5(f.per_worker[0].samples),
+        f.ks_critical
+    );
+    crate::outln!(
+        "  {:>8}  {:>10}  {:>10}  {:>7}",
+        "worker",
+        "alpha",
+        "mu",
+        "KS"
+    );
+    for (w, p) in f.per_worker.iter().enumerate() {
+        crate::outln!(
+            "  {:>8}  {:>10.4}  {:>10.4}  {:>7.4}",
+            w + 1,
+            p.alpha,
+            p.mu,
+            p.ks
+        );
+    }
+    crate::outln!(
+        "  {:>8}  {:>10.4}  {:>10.4}  {:>7.4}  shifted exponential",
+        "pooled",
+        f.pooled.alpha,
+        f.pooled.mu,
+        f.pooled.ks
+    );
+    let t = &f.two_state;
+    crate::outln!(
+        "  two-state: threshold {:.4}, alpha {:.4}, mu_fast {:.4}, mu_slow {:.4}, switch probability {:.4}, slow {:.1}%, KS {:.4}",
+        t.threshold,
+        t.alpha,
+        t.mu_fast,
+        t.mu_slow,
+        t.switch_probability,
+        100.0 * t.slow_fraction,
+        t.ks
+    );
+}
+
+/// The fitted model the candidates are simulated with: its parameters
+/// (with their intervals), how the intervals were drawn, the censored
+/// values.
+fn print_fitted_model(r: &AdviseReport) {
+    let m = &r.straggler;
+    let set: Vec<String> = m
+        .set
+        .iter()
+        .map(|(k, v)| {
+            match m
+                .intervals
+                .as_ref()
+                .and_then(|i| interval_of(i, &m.model, k))
+            {
+                Some(i) => format!("{k} = {v:.6} [95%: {:.6}, {:.6}]", i.low, i.high),
+                None => format!("{k} = {v:.6}"),
+            }
+        })
+        .collect();
+    crate::outln!("  simulated: {} ({})", m.model, set.join(", "));
+    if let Some(i) = &m.intervals {
+        crate::outln!(
+            "  intervals: block bootstrap ({} replicates, blocks of {} rounds)",
+            i.replicates,
+            i.block_rounds
+        );
+    }
+    if let Some(c) = m.censored.filter(|c| *c > 0) {
+        let value = if r.network.source == "trace" {
+            "the master's stop less the trace's fastest transfer, about a lower bound of the compute"
+        } else {
+            "the iteration's end, a lower bound"
+        };
+        crate::outln!(
+            "  note: {c} worker-iterations had no result in time; their value is {value}, fitted as censored"
+        );
+    }
+}
+
+/// The objective line (with the budget and `--min-recovered`) and the
+/// model time unit.
+fn print_objective(r: &AdviseReport) {
     let what = match (r.objective, &r.target) {
         (study::Objective::Mean, _) => "mean iteration time (model time units)".to_string(),
         (study::Objective::P99, _) => {
@@ -632,6 +775,10 @@ fn print_text(r: &AdviseReport) {
                 .trim_matches(['(', ')'])
         );
     }
+}
+
+/// The table of the ranked candidates.
+fn print_ranking(r: &AdviseReport) {
     let width = r
         .ranking
         .iter()
@@ -687,13 +834,11 @@ fn print_text(r: &AdviseReport) {
             crate::outln!("{:>4}  same in every trial: {}", "", c.aliases.join("; "));
         }
     }
-    let best = &r.ranking[0];
-    if best.reached_trials.is_some_and(|n| n < r.trials) {
-        crate::outln!(
-            "\nno candidate reaches the target loss in every trial: raise train.iterations or --target-loss"
-        );
-        return;
-    }
+}
+
+/// The advice: the best candidate, whether it stays the best within the
+/// fitted intervals, and those that cannot be told apart from it.
+fn print_advice(r: &AdviseReport, best: &Candidate) {
     let seconds = r.model_time_unit_s.map_or(String::new(), |u| {
         format!(
             "; objective {:.4} units = {:.4} s",
@@ -739,14 +884,6 @@ fn print_text(r: &AdviseReport) {
         crate::outln!(
             "cannot be told apart from it (~: the paired 95% interval of the difference contains 0; more --trials may separate them): {}",
             ties.join("; ")
-        );
-    }
-    if !r.skipped.is_empty() {
-        let variants: usize = r.skipped.iter().map(|s| s.variants).sum();
-        crate::outln!(
-            "skipped: {variants} variants for {} reasons (invalid, degenerate, over the memory budget, \
-             partial recovery not admitted, or repeating another; --json lists each reason once)",
-            r.skipped.len()
         );
     }
 }

@@ -258,7 +258,6 @@ pub(super) fn run(flags: &CheckArgs) -> anyhow::Result<()> {
     if flags.ranks {
         return print_ranks(&flags.args);
     }
-    let samples = flags.samples;
     let setup = load(&flags.args)?;
     // The data files train would read: they exist, and their first rows parse.
     let format =
@@ -268,13 +267,32 @@ pub(super) fn run(flags: &CheckArgs) -> anyhow::Result<()> {
     let delays = crate::straggler::DelaySpec::from_config(&setup.loaded.config)?;
     let straggler_trace = delays.trace_summary();
     let straggler_long_run = crate::straggler::LongRun::measure(&delays);
-    print_warnings(&setup.loaded);
-    if let Some(warning) = straggler_trace.as_ref().and_then(clock_warnings) {
-        crate::errln!("warning: {warning}");
+    warn(&setup.loaded, straggler_trace.as_ref(), &straggler_long_run);
+    let report = check_report(
+        setup,
+        format,
+        straggler_trace,
+        straggler_long_run,
+        flags.samples,
+    )?;
+    if flags.args.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
     }
-    if let Some(warning) = straggler_long_run.warning() {
-        crate::errln!("warning: {warning}");
-    }
+    Ok(())
+}
+
+/// The report of a checked setup: its plan of the first round, its
+/// decoding sampled `samples` times, its data, memory, straggler model
+/// (the trace's summary and the long run) and network.
+fn check_report(
+    setup: crate::setup::Setup,
+    format: crate::learn::data::FormatChoice,
+    straggler_trace: Option<TraceSummary>,
+    straggler_long_run: crate::straggler::LongRun,
+    samples: usize,
+) -> anyhow::Result<CheckReport> {
     let parameters = match serde_json::to_value(setup.parameters())? {
         serde_json::Value::Object(map) => map,
         other => unreachable!("a TOML table converts to a JSON object, not {other}"),
@@ -285,38 +303,11 @@ pub(super) fn run(flags: &CheckArgs) -> anyhow::Result<()> {
     let plan = scheme.plan_round(&RoundContext::default());
     let network = crate::sim::communication::communication(config, &plan, None)?;
     let amplification = sample_amplification(scheme.as_mut(), &plan, config.seed, samples);
-    let mut cluster_of = vec![None; scheme.workers()];
-    for (c, members) in plan.clusters.iter().enumerate() {
-        for &w in members {
-            cluster_of[w] = Some(c + 1);
-        }
-    }
-    let workers = plan
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(w, task)| WorkerReport {
-            worker: w + 1,
-            partitions: one_based(scheme.stored(w)),
-            memory_partitions: scheme.stored(w).len(),
-            cluster: cluster_of[w],
-            codewords: task
-                .messages
-                .iter()
-                .map(|m| CodewordReport {
-                    cluster: m.codeword.id.group + 1,
-                    index: m.codeword.id.index + 1,
-                    after: m.after,
-                    partitions: m.codeword.terms.iter().map(|&(p, _)| p + 1).collect(),
-                    coefficients: m.codeword.terms.iter().map(|&(_, c)| c).collect(),
-                })
-                .collect(),
-        })
-        .collect();
     let tolerance = scheme.tolerance();
     let k = scheme.workers();
     let memory = memory_report(config, &format, scheme.as_ref());
-    let report = CheckReport {
+    let messages_per_worker = most_messages(&plan);
+    Ok(CheckReport {
         origin: loaded.origin.clone(),
         scheme: entry.name().to_string(),
         description: entry.description(),
@@ -343,40 +334,92 @@ pub(super) fn run(flags: &CheckArgs) -> anyhow::Result<()> {
         exact_decoding: scheme.exact_decoding(),
         deadline: scheme.deadline(),
         partial_recovery: scheme.partial_recovery(),
-        messages_per_worker: plan
-            .tasks
-            .iter()
-            .map(|t| t.messages.len())
-            .max()
-            .unwrap_or(0),
+        messages_per_worker,
         aggregate: aggregate_line(
             config.runtime.aggregate,
             config.runtime.pack_sparse,
-            plan.tasks
-                .iter()
-                .map(|t| t.messages.len())
-                .max()
-                .unwrap_or(0),
+            messages_per_worker,
         ),
-        workers,
+        workers: worker_reports(scheme.as_ref(), &plan),
         dynamic_clustering: dynamic_plan(scheme.as_ref(), &loaded.threshold_warnings),
-        warnings: loaded
-            .warnings()
-            .into_iter()
-            .chain(straggler_trace.iter().flat_map(clock_warnings))
-            .chain(straggler_long_run.warning())
-            .collect(),
+        warnings: all_warnings(&loaded, straggler_trace.as_ref(), &straggler_long_run),
         straggler_trace,
         straggler_long_run,
         network,
         config: config.clone(),
-    };
-    if flags.args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_text(&report);
+    })
+}
+
+/// The most messages a worker sends in `plan`.
+fn most_messages(plan: &RoundPlan) -> usize {
+    plan.tasks
+        .iter()
+        .map(|t| t.messages.len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The config's warnings, the straggler trace's clock warnings and the
+/// long run's, as the report lists them.
+fn all_warnings(
+    loaded: &crate::config::LoadedConfig,
+    straggler_trace: Option<&TraceSummary>,
+    straggler_long_run: &crate::straggler::LongRun,
+) -> Vec<String> {
+    loaded
+        .warnings()
+        .into_iter()
+        .chain(straggler_trace.into_iter().flat_map(clock_warnings))
+        .chain(straggler_long_run.warning())
+        .collect()
+}
+
+/// The config's warnings, then the straggler trace's clock warnings and
+/// the long run's, on stderr.
+fn warn(
+    loaded: &crate::config::LoadedConfig,
+    straggler_trace: Option<&TraceSummary>,
+    straggler_long_run: &crate::straggler::LongRun,
+) {
+    print_warnings(loaded);
+    if let Some(warning) = straggler_trace.and_then(clock_warnings) {
+        crate::errln!("warning: {warning}");
     }
-    Ok(())
+    if let Some(warning) = straggler_long_run.warning() {
+        crate::errln!("warning: {warning}");
+    }
+}
+
+/// Per worker: the partitions it stores, its cluster, the codewords it
+/// sends in the plan of the first round.
+fn worker_reports(scheme: &dyn Scheme, plan: &RoundPlan) -> Vec<WorkerReport> {
+    let mut cluster_of = vec![None; scheme.workers()];
+    for (c, members) in plan.clusters.iter().enumerate() {
+        for &w in members {
+            cluster_of[w] = Some(c + 1);
+        }
+    }
+    plan.tasks
+        .iter()
+        .enumerate()
+        .map(|(w, task)| WorkerReport {
+            worker: w + 1,
+            partitions: one_based(scheme.stored(w)),
+            memory_partitions: scheme.stored(w).len(),
+            cluster: cluster_of[w],
+            codewords: task
+                .messages
+                .iter()
+                .map(|m| CodewordReport {
+                    cluster: m.codeword.id.group + 1,
+                    index: m.codeword.id.index + 1,
+                    after: m.after,
+                    partitions: m.codeword.terms.iter().map(|&(p, _)| p + 1).collect(),
+                    coefficients: m.codeword.terms.iter().map(|&(_, c)| c).collect(),
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// `runtime.aggregate` as `train` will apply it (docs/aggregate.md), and
@@ -620,7 +663,30 @@ fn column_list(columns: &[usize]) -> String {
 }
 
 fn print_text(r: &CheckReport) {
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    print_scheme(r);
+    print_data(r);
+    print_tolerance(r);
+    print_stragglers(r);
+    if let Some(d) = &r.dynamic_clustering {
+        print_dynamic(r, d);
+    }
+    print_decoding(r);
+    print_clusters(r);
+    print_workers(r);
+    crate::outln!(
+        "\nresolved config:\n{}",
+        printed_config(&r.config).trim_end()
+    );
+}
+
+/// `n what`, with an `s` unless n is 1.
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The config's origin, its scheme and parameters, the workers and the
+/// data's storage.
+fn print_scheme(r: &CheckReport) {
     crate::outln!("gradcode check: {} is valid", r.origin);
     crate::outln!("scheme        {}: {}", r.scheme, r.description);
     if !r.parameters.is_empty() {
@@ -641,6 +707,10 @@ fn print_text(r: &CheckReport) {
         r.data_format.storage,
         r.data_format.reason
     );
+}
+
+/// The data read, the samples, the model and the memory it needs.
+fn print_data(r: &CheckReport) {
     if let Some(d) = &r.data_files {
         crate::outln!(
             "data read     {} training samples, {} test samples, {} features",
@@ -676,6 +746,11 @@ fn print_text(r: &CheckReport) {
             with(m.worker_data_mib, "of its partitions' samples")
         );
     }
+}
+
+/// The clusters, the stragglers tolerated, the arrivals needed and the
+/// sampled decoding amplification.
+fn print_tolerance(r: &CheckReport) {
     if !r.clusters.is_empty() {
         crate::outln!(
             "clusters      {} of {} workers",
@@ -705,6 +780,10 @@ fn print_text(r: &CheckReport) {
             String::new()
         }
     );
+}
+
+/// The straggler model in the long run, and its trace file.
+fn print_stragglers(r: &CheckReport) {
     let l = &r.straggler_long_run;
     let share = match r.config.straggler.model {
         StragglerModel::None | StragglerModel::ShiftedExponential => {
@@ -738,53 +817,61 @@ fn print_text(r: &CheckReport) {
             short(t.max)
         );
     }
-    if let Some(d) = &r.dynamic_clustering {
+}
+
+/// Dynamic clustering: the memory, Lemma 1, the clustering rule and the
+/// assignment matrix.
+fn print_dynamic(r: &CheckReport, d: &DynamicPlan) {
+    crate::outln!(
+        "memory        every worker stores n·l = {} partitions (n = {} clusters per worker); computes {} per iteration",
+        d.memory_partitions,
+        d.clusters_per_worker,
+        r.workers
+            .first()
+            .map_or(0, |w| w.codewords.first().map_or(0, |c| c.after))
+    );
+    let n = d.clusters_per_worker as f64;
+    if d.lemma1.holds {
         crate::outln!(
-            "memory        every worker stores n·l = {} partitions (n = {} clusters per worker); computes {} per iteration",
-            d.memory_partitions,
-            d.clusters_per_worker,
-            r.workers
-                .first()
-                .map_or(0, |w| w.codewords.first().map_or(0, |c| c.after))
+            "Lemma 1       holds: n = {n} > P(K-1)/(2K) = {:.3}, a single swap resolves any Phase I conflict",
+            d.lemma1.bound
         );
-        let n = d.clusters_per_worker as f64;
-        if d.lemma1.holds {
-            crate::outln!(
-                "Lemma 1       holds: n = {n} > P(K-1)/(2K) = {:.3}, a single swap resolves any Phase I conflict",
-                d.lemma1.bound
-            );
-        } else {
-            crate::outln!(
-                "Lemma 1       does NOT hold: n = {n} <= P(K-1)/(2K) = {:.3}; a conflict may need more than one swap, which the augmenting-path repair provides (every clustering stays valid)",
-                d.lemma1.bound
-            );
-        }
+    } else {
         crate::outln!(
-            "clustering    {} per iteration; a worker with estimated rate < {} straggles",
-            d.clustering,
-            d.straggler_threshold
+            "Lemma 1       does NOT hold: n = {n} <= P(K-1)/(2K) = {:.3}; a conflict may need more than one swap, which the augmenting-path repair provides (every clustering stays valid)",
+            d.lemma1.bound
         );
-        for warning in &d.threshold_warnings {
-            crate::outln!("  warning: {warning}");
-        }
-        crate::outln!(
-            "\nassignment matrix A_cluster ({} x {}, column p = workers that may join cluster p): {}",
-            d.assignment.len(),
-            r.clusters.len(),
-            d.assignment_source
-        );
-        if d.distinct_columns < r.clusters.len() && d.clusters_per_worker < r.clusters.len() {
-            crate::outln!(
-                "  warning: only {} of {} columns differ: clusters with the same column share their candidates, so those workers can be spread over fewer clusters",
-                d.distinct_columns,
-                r.clusters.len()
-            );
-        }
-        for row in &d.assignment {
-            let row: Vec<String> = row.iter().map(|w| format!("{w:>4}")).collect();
-            crate::outln!("  {}", row.join(""));
-        }
     }
+    crate::outln!(
+        "clustering    {} per iteration; a worker with estimated rate < {} straggles",
+        d.clustering,
+        d.straggler_threshold
+    );
+    for warning in &d.threshold_warnings {
+        crate::outln!("  warning: {warning}");
+    }
+    crate::outln!(
+        "\nassignment matrix A_cluster ({} x {}, column p = workers that may join cluster p): {}",
+        d.assignment.len(),
+        r.clusters.len(),
+        d.assignment_source
+    );
+    if d.distinct_columns < r.clusters.len() && d.clusters_per_worker < r.clusters.len() {
+        crate::outln!(
+            "  warning: only {} of {} columns differ: clusters with the same column share their candidates, so those workers can be spread over fewer clusters",
+            d.distinct_columns,
+            r.clusters.len()
+        );
+    }
+    for row in &d.assignment {
+        let row: Vec<String> = row.iter().map(|w| format!("{w:>4}")).collect();
+        crate::outln!("  {}", row.join(""));
+    }
+}
+
+/// The decoding accuracy, partial recovery, the messages, the
+/// aggregation and the network.
+fn print_decoding(r: &CheckReport) {
     if let Some(acc) = &r.decoding_accuracy {
         if r.exact_decoding {
             crate::outln!(
@@ -832,6 +919,10 @@ fn print_text(r: &CheckReport) {
             n.describe(&format!("the plan's {} messages", n.messages))
         );
     }
+}
+
+/// The cluster assignment (or the initial clusters of dynamic clustering).
+fn print_clusters(r: &CheckReport) {
     if !r.clusters.is_empty() {
         if r.dynamic_clustering.is_some() {
             crate::outln!(
@@ -846,6 +937,11 @@ fn print_text(r: &CheckReport) {
             crate::outln!("  {}", row.join(""));
         }
     }
+}
+
+/// One row per worker: its memory, the partitions it stores, the
+/// codewords it sends.
+fn print_workers(r: &CheckReport) {
     crate::outln!("\nworker  memory  partitions stored      codeword sent");
     for w in &r.workers {
         let stored: Vec<String> = w.partitions.iter().map(|p| p.to_string()).collect();
@@ -870,8 +966,4 @@ fn print_text(r: &CheckReport) {
             codewords.join("; ")
         );
     }
-    crate::outln!(
-        "\nresolved config:\n{}",
-        printed_config(&r.config).trim_end()
-    );
 }

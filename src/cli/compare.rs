@@ -274,7 +274,54 @@ pub fn compare(
     targets: Targets,
 ) -> Result<Comparison, String> {
     let rows = group(members);
-    let base = match baseline {
+    let base = baseline_row(&rows, members, baseline)?;
+    // Every run's summary with the targets: inspect's.
+    let summaries: Vec<Summary> = members
+        .iter()
+        .map(|m| summarize(&[&m.columns]).with_targets(&m.columns, targets))
+        .collect();
+    let lacking = members
+        .iter()
+        .zip(&summaries)
+        .find(|(_, s)| s.elapsed_s.is_none() && s.iterations > 0)
+        .map(|(m, _)| m.file.clone());
+    let elapsed_basis = lacking.is_none();
+    let runs = Runs {
+        members,
+        summaries: &summaries,
+        elapsed_basis,
+        base_runs: &rows[base].1,
+    };
+    let base_means = runs.means(runs.base_runs);
+    let out_rows = rows
+        .iter()
+        .enumerate()
+        .map(|(r, (label, of_row))| runs.row(label, of_row, r == base, &base_means, targets))
+        .collect();
+    Ok(Comparison {
+        kind,
+        unit: "s",
+        baseline: rows[base].0.clone(),
+        time_basis: if elapsed_basis {
+            "elapsed"
+        } else {
+            "iteration time"
+        },
+        time_basis_reason: lacking.map(|f| {
+            format!("{f} does not record /iteration/elapsed_s (a trace of an older gradcode)")
+        }),
+        rows: out_rows,
+    })
+}
+
+/// The row of the baseline: the first with an uncoded run (default: the
+/// first row), the row of a trace file, or the row of a label.
+fn baseline_row(
+    rows: &[(String, Vec<usize>)],
+    members: &[Member],
+    baseline: &BaselineChoice,
+) -> Result<usize, String> {
+    Ok(match baseline {
         BaselineChoice::Default => rows
             .iter()
             .position(|(_, r)| r.iter().any(|&i| members[i].kind == "uncoded"))
@@ -294,52 +341,69 @@ pub fn compare(
                 )
             })?
         }
-    };
-    // Every run's summary with the targets: inspect's.
-    let summaries: Vec<Summary> = members
-        .iter()
-        .map(|m| summarize(&[&m.columns]).with_targets(&m.columns, targets))
-        .collect();
-    let lacking = members
-        .iter()
-        .zip(&summaries)
-        .find(|(_, s)| s.elapsed_s.is_none() && s.iterations > 0)
-        .map(|(m, _)| m.file.clone());
-    let elapsed_basis = lacking.is_none();
-    let pair = |i: usize| (members[i].seed, members[i].trial);
-    let mean_of = |i: usize| summaries[i].iteration_time_s.as_ref().map(|d| d.mean);
-    let reach_time = |r: &Reach| if elapsed_basis { r.elapsed_s } else { r.time_s };
-    let target_times = |runs: &[usize], loss: bool| -> Vec<(PairKey, Option<f64>)> {
+    })
+}
+
+/// The runs compared, with their summaries, by index into `members`.
+struct Runs<'a> {
+    members: &'a [Member],
+    summaries: &'a [Summary],
+    /// Times to a target are elapsed times (every run records them), else
+    /// sums of iteration times.
+    elapsed_basis: bool,
+    /// The runs of the baseline's row.
+    base_runs: &'a [usize],
+}
+
+impl Runs<'_> {
+    /// The key that pairs run `i` with a run of another row.
+    fn pair(&self, i: usize) -> PairKey {
+        (self.members[i].seed, self.members[i].trial)
+    }
+
+    /// The mean iteration time of run `i`.
+    fn mean_of(&self, i: usize) -> Option<f64> {
+        self.summaries[i].iteration_time_s.as_ref().map(|d| d.mean)
+    }
+
+    /// The mean iteration time of each of `runs`, paired.
+    fn means(&self, runs: &[usize]) -> Vec<(PairKey, Option<f64>)> {
         runs.iter()
-            .map(|&i| {
-                let reach = if loss {
-                    &summaries[i].target_loss
-                } else {
-                    &summaries[i].target_accuracy
-                };
-                (pair(i), reach.as_ref().and_then(reach_time))
-            })
+            .map(|&i| (self.pair(i), self.mean_of(i)))
             .collect()
-    };
-    let base_runs = &rows[base].1;
-    let base_means: Vec<(PairKey, Option<f64>)> =
-        base_runs.iter().map(|&i| (pair(i), mean_of(i))).collect();
-    let target_row = |runs: &[usize], loss: bool, target: f64| -> TargetRow {
-        let reaches: Vec<&Reach> = runs
-            .iter()
-            .filter_map(|&i| {
-                if loss {
-                    summaries[i].target_loss.as_ref()
-                } else {
-                    summaries[i].target_accuracy.as_ref()
-                }
-            })
-            .collect();
+    }
+
+    /// Run `i`'s reach of the target loss (`loss`) or accuracy.
+    fn reach(&self, i: usize, loss: bool) -> Option<&Reach> {
+        if loss {
+            self.summaries[i].target_loss.as_ref()
+        } else {
+            self.summaries[i].target_accuracy.as_ref()
+        }
+    }
+
+    /// The time each of `runs` took to reach the target, paired.
+    fn target_times(&self, runs: &[usize], loss: bool) -> Vec<(PairKey, Option<f64>)> {
+        let reach_time = |r: &Reach| {
+            if self.elapsed_basis {
+                r.elapsed_s
+            } else {
+                r.time_s
+            }
+        };
+        runs.iter()
+            .map(|&i| (self.pair(i), self.reach(i, loss).and_then(reach_time)))
+            .collect()
+    }
+
+    /// How `runs` reach the target loss (`loss`) or accuracy `target`.
+    fn target_row(&self, runs: &[usize], loss: bool, target: f64) -> TargetRow {
+        let reaches: Vec<&Reach> = runs.iter().filter_map(|&i| self.reach(i, loss)).collect();
         let reached = reaches.iter().filter(|r| r.reached).count();
         let recorded = reaches.iter().filter(|r| r.evaluated > 0).count();
         let all = reached == runs.len() && !runs.is_empty();
         let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
-        let times = target_times(runs, loss);
+        let times = self.target_times(runs, loss);
         TargetRow {
             target,
             recorded,
@@ -358,71 +422,60 @@ pub fn compare(
                 .collect::<Option<Vec<f64>>>()
                 .filter(|t| all && !t.is_empty())
                 .map(mean),
-            speedup: speedup(&target_times(base_runs, loss), &times),
+            speedup: speedup(&self.target_times(self.base_runs, loss), &times),
         }
-    };
-    let out_rows = rows
-        .iter()
-        .enumerate()
-        .map(|(r, (label, runs))| {
-            let parts: Vec<&TraceColumns> = runs.iter().map(|&i| &members[i].columns).collect();
-            let pooled = summarize(&parts);
-            let elapsed: Option<Vec<f64>> = runs.iter().map(|&i| summaries[i].elapsed_s).collect();
-            let n = runs.len() as f64;
-            Row {
-                label: label.clone(),
-                scheme: members[runs[0]].kind.clone(),
-                baseline: r == base,
-                runs: runs
-                    .iter()
-                    .map(|&i| RunOut {
-                        file: members[i].file.clone(),
-                        seed: members[i].seed,
-                        trial: members[i].trial,
-                        status: members[i].status.clone(),
-                        iterations: summaries[i].iterations,
-                        mean_s: mean_of(i),
-                        elapsed_s: summaries[i].elapsed_s,
-                        target_loss: summaries[i].target_loss.clone(),
-                        target_accuracy: summaries[i].target_accuracy.clone(),
-                    })
-                    .collect(),
-                iterations: runs
-                    .iter()
-                    .map(|&i| summaries[i].iterations as f64)
-                    .sum::<f64>()
-                    / n,
-                mean_s: pooled.iteration_time_s.as_ref().map(|d| d.mean),
-                p50_s: pooled.iteration_time_s.as_ref().map(|d| d.p50),
-                p99_s: pooled.iteration_time_s.as_ref().map(|d| d.p99),
-                elapsed_s: elapsed.map(|e| e.iter().sum::<f64>() / n),
-                mean_decode_error: pooled.decode_error.as_ref().map(|d| d.mean),
-                speedup: speedup(
-                    &base_means,
-                    &runs
-                        .iter()
-                        .map(|&i| (pair(i), mean_of(i)))
-                        .collect::<Vec<_>>(),
-                ),
-                target_loss: targets.loss.map(|x| target_row(runs, true, x)),
-                target_accuracy: targets.accuracy.map(|a| target_row(runs, false, a)),
-            }
-        })
-        .collect();
-    Ok(Comparison {
-        kind,
-        unit: "s",
-        baseline: rows[base].0.clone(),
-        time_basis: if elapsed_basis {
-            "elapsed"
-        } else {
-            "iteration time"
-        },
-        time_basis_reason: lacking.map(|f| {
-            format!("{f} does not record /iteration/elapsed_s (a trace of an older gradcode)")
-        }),
-        rows: out_rows,
-    })
+    }
+
+    /// Run `i` as the comparison lists it.
+    fn run_out(&self, i: usize) -> RunOut {
+        let (m, s) = (&self.members[i], &self.summaries[i]);
+        RunOut {
+            file: m.file.clone(),
+            seed: m.seed,
+            trial: m.trial,
+            status: m.status.clone(),
+            iterations: s.iterations,
+            mean_s: self.mean_of(i),
+            elapsed_s: s.elapsed_s,
+            target_loss: s.target_loss.clone(),
+            target_accuracy: s.target_accuracy.clone(),
+        }
+    }
+
+    /// The row `label` of `runs`: their pooled times and speedups over the
+    /// baseline.
+    fn row(
+        &self,
+        label: &str,
+        runs: &[usize],
+        baseline: bool,
+        base_means: &[(PairKey, Option<f64>)],
+        targets: Targets,
+    ) -> Row {
+        let parts: Vec<&TraceColumns> = runs.iter().map(|&i| &self.members[i].columns).collect();
+        let pooled = summarize(&parts);
+        let elapsed: Option<Vec<f64>> = runs.iter().map(|&i| self.summaries[i].elapsed_s).collect();
+        let n = runs.len() as f64;
+        Row {
+            label: label.to_string(),
+            scheme: self.members[runs[0]].kind.clone(),
+            baseline,
+            runs: runs.iter().map(|&i| self.run_out(i)).collect(),
+            iterations: runs
+                .iter()
+                .map(|&i| self.summaries[i].iterations as f64)
+                .sum::<f64>()
+                / n,
+            mean_s: pooled.iteration_time_s.as_ref().map(|d| d.mean),
+            p50_s: pooled.iteration_time_s.as_ref().map(|d| d.p50),
+            p99_s: pooled.iteration_time_s.as_ref().map(|d| d.p99),
+            elapsed_s: elapsed.map(|e| e.iter().sum::<f64>() / n),
+            mean_decode_error: pooled.decode_error.as_ref().map(|d| d.mean),
+            speedup: speedup(base_means, &self.means(runs)),
+            target_loss: targets.loss.map(|x| self.target_row(runs, true, x)),
+            target_accuracy: targets.accuracy.map(|a| self.target_row(runs, false, a)),
+        }
+    }
 }
 
 /// A number with 4 significant digits, scientific beyond 1e6 or below 1e-4.
@@ -469,6 +522,19 @@ fn speedup_text(s: &Option<Speedup>, baseline: bool) -> String {
 /// The text table (units stated) and its notes.
 pub fn text(c: &Comparison) -> String {
     let mut out = String::new();
+    out += &header_text(c);
+    out += &table_text(c);
+    out += &targets_text(c);
+    out += &runs_text(c);
+    out += "\nspeedup = baseline time / this time (> 1: faster than the baseline). Rows with the baseline's \
+            seeds (2 or more runs each) are paired by seed: geometric mean of the per-seed ratios [95% \
+            Student t interval]; other rows: the ratio of the two rows' mean times.\n";
+    out
+}
+
+/// The title line (runs, rows, baseline) and what the times are.
+fn header_text(c: &Comparison) -> String {
+    let mut out = String::new();
     let runs: usize = c.rows.iter().map(|r| r.runs.len()).sum();
     let what = match c.kind {
         crate::trace::TraceKind::Train => "training",
@@ -488,6 +554,12 @@ pub fn text(c: &Comparison) -> String {
         }
     };
     out += "\n";
+    out
+}
+
+/// The table of the rows: times, decode error, speedup.
+fn table_text(c: &Comparison) -> String {
+    let mut out = String::new();
     // The decode error's column where some row's decode is not exact.
     let with_error = c
         .rows
@@ -533,6 +605,12 @@ pub fn text(c: &Comparison) -> String {
             speedup_text(&r.speedup, r.baseline)
         );
     }
+    out
+}
+
+/// One table per target (loss, accuracy): reached, iteration, time, speedup.
+fn targets_text(c: &Comparison) -> String {
+    let mut out = String::new();
     for (loss, title) in [(true, "train loss ≤"), (false, "test accuracy ≥")] {
         let target = |r: &Row| {
             if loss {
@@ -583,6 +661,12 @@ pub fn text(c: &Comparison) -> String {
     {
         out += &format!("times to targets are iteration times: {why}\n");
     }
+    out
+}
+
+/// The runs of each row, with their trial, seed, status.
+fn runs_text(c: &Comparison) -> String {
+    let mut out = String::new();
     out += "\nruns:\n";
     for r in &c.rows {
         let list: Vec<String> = r
@@ -611,9 +695,6 @@ pub fn text(c: &Comparison) -> String {
             .collect();
         out += &format!("  {}: {}\n", r.label, list.join("; "));
     }
-    out += "\nspeedup = baseline time / this time (> 1: faster than the baseline). Rows with the baseline's \
-            seeds (2 or more runs each) are paired by seed: geometric mean of the per-seed ratios [95% \
-            Student t interval]; other rows: the ratio of the two rows' mean times.\n";
     out
 }
 
@@ -822,24 +903,7 @@ fn read_all(
         let err = |e| super::trace_file::read_error(path, e);
         let file = TraceFile::open(path).map_err(err)?;
         let root = file.root().map_err(err)?;
-        match &kind {
-            None => kind = Some((root.kind, name.clone())),
-            Some((k, first)) if *k != root.kind => {
-                let what = |k: TraceKind| match k {
-                    TraceKind::Train => "a training trace",
-                    TraceKind::Simulation => "a simulation trace",
-                };
-                return Err(InputError::new(
-                    &name,
-                    format!(
-                        "is {} and {first} {}: the times of a simulation are model time, not measured, so the two are not compared",
-                        what(root.kind),
-                        what(*k)
-                    ),
-                ));
-            }
-            Some(_) => {}
-        }
+        same_kind(&mut kind, root.kind, &name)?;
         let key = repetition_key(root.config_toml.as_deref());
         match root.kind {
             TraceKind::Train => {
@@ -857,40 +921,7 @@ fn read_all(
                 });
             }
             TraceKind::Simulation => {
-                if targets.any() {
-                    let flag = if targets.loss.is_some() {
-                        "--target-loss"
-                    } else {
-                        "--target-accuracy"
-                    };
-                    return Err(InputError::new(
-                        flag,
-                        format!(
-                            "{name} is a simulation trace, which records no losses or accuracies: the flag reads training traces (train --out)"
-                        ),
-                    ));
-                }
-                for s in file.sim_schemes().map_err(err)? {
-                    let kind = sim_kind(key.as_ref(), &s.name);
-                    // The scheme's name is part of what makes runs repetitions.
-                    let mut scheme_key = key.clone();
-                    if let Some(k) = scheme_key.as_mut() {
-                        k.insert("compared_scheme".to_string(), s.name.clone().into());
-                    }
-                    for (trial, group) in &s.trial_groups {
-                        let columns = file.columns(group, root.workers).map_err(err)?;
-                        members.push(Member {
-                            file: name.clone(),
-                            seed: root.seed,
-                            trial: Some(*trial),
-                            kind: kind.clone(),
-                            label: s.name.clone(),
-                            key: scheme_key.clone(),
-                            status: root.status.clone(),
-                            columns,
-                        });
-                    }
-                }
+                sim_members(&file, &root, key, path, targets, &mut members)?;
             }
         }
         if !members.iter().any(|m| m.file == name) {
@@ -902,6 +933,85 @@ fn read_all(
     }
     let (kind, _) = kind.expect("at least one file");
     Ok((kind, members))
+}
+
+/// The first trace's kind, or an error when `name` is of another kind:
+/// the times of a simulation are model time, never compared with
+/// measured ones.
+fn same_kind(
+    kind: &mut Option<(crate::trace::TraceKind, String)>,
+    this: crate::trace::TraceKind,
+    name: &str,
+) -> Result<(), InputError> {
+    use crate::trace::TraceKind;
+    match &*kind {
+        None => *kind = Some((this, name.to_string())),
+        Some((k, first)) if *k != this => {
+            let what = |k: TraceKind| match k {
+                TraceKind::Train => "a training trace",
+                TraceKind::Simulation => "a simulation trace",
+            };
+            return Err(InputError::new(
+                name,
+                format!(
+                    "is {} and {first} {}: the times of a simulation are model time, not measured, so the two are not compared",
+                    what(this),
+                    what(*k)
+                ),
+            ));
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// The runs of a simulation trace: one per compared scheme and trial
+/// (targets refused: a simulation records no losses or accuracies).
+fn sim_members(
+    file: &crate::trace::TraceFile,
+    root: &crate::trace::RootInfo,
+    key: Option<toml::Table>,
+    path: &Path,
+    targets: Targets,
+    members: &mut Vec<Member>,
+) -> Result<(), InputError> {
+    let name = path.display().to_string();
+    let err = |e| super::trace_file::read_error(path, e);
+    if targets.any() {
+        let flag = if targets.loss.is_some() {
+            "--target-loss"
+        } else {
+            "--target-accuracy"
+        };
+        return Err(InputError::new(
+            flag,
+            format!(
+                "{name} is a simulation trace, which records no losses or accuracies: the flag reads training traces (train --out)"
+            ),
+        ));
+    }
+    for s in file.sim_schemes().map_err(err)? {
+        let kind = sim_kind(key.as_ref(), &s.name);
+        // The scheme's name is part of what makes runs repetitions.
+        let mut scheme_key = key.clone();
+        if let Some(k) = scheme_key.as_mut() {
+            k.insert("compared_scheme".to_string(), s.name.clone().into());
+        }
+        for (trial, group) in &s.trial_groups {
+            let columns = file.columns(group, root.workers).map_err(err)?;
+            members.push(Member {
+                file: name.clone(),
+                seed: root.seed,
+                trial: Some(*trial),
+                kind: kind.clone(),
+                label: s.name.clone(),
+                key: scheme_key.clone(),
+                status: root.status.clone(),
+                columns,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The kind of the scheme `name` of a simulation's `simulate.compare` (a

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::one_based;
-use crate::coding::{Arrival, RoundPlan, Scheme};
+use crate::coding::{Arrival, Decoding, RoundPlan, Scheme};
 use crate::engine::decode_prefix;
 
 #[derive(Debug, Serialize)]
@@ -99,54 +99,8 @@ pub(super) fn decode_report(
         .collect();
     workers_used.sort_unstable();
     workers_used.dedup();
-    let mut coefficients: Vec<Coefficient> = Vec::new();
-    if decoding.decodable {
-        coefficients = arrivals[..used]
-            .iter()
-            .zip(&decoding.weights)
-            .filter(|&(_, &w)| w != 0.0)
-            .map(|(a, &coefficient)| {
-                let id = plan.tasks[a.worker].messages[a.message].codeword.id;
-                Coefficient {
-                    worker: a.worker + 1,
-                    message: Some(a.message + 1),
-                    codeword: Some(CodewordRef {
-                        cluster: id.group + 1,
-                        index: id.index + 1,
-                    }),
-                    coefficient,
-                }
-            })
-            .collect();
-        coefficients.sort_by_key(|c| (c.worker, c.message));
-    }
-    // Clusters of clustered codes and the one group of gc-cyclic; the
-    // singleton groups of uncoded placements say nothing the top level does not.
-    let show_groups = !plan.clusters.is_empty() || decoding.groups.len() == 1;
-    let clusters = decoding
-        .groups
-        .iter()
-        .filter(|_| show_groups)
-        .map(|g| ClusterReport {
-            cluster: g.group + 1,
-            received: one_based(&g.workers),
-            needed: g.needed,
-            decodable: g.decodable,
-            coefficients: g
-                .workers
-                .iter()
-                .zip(&g.coefficients)
-                .map(|(&w, &c)| Coefficient {
-                    worker: w + 1,
-                    message: None,
-                    codeword: None,
-                    coefficient: c,
-                })
-                .collect(),
-            residual: finite(g.residual),
-            amplification: finite(g.amplification),
-        })
-        .collect();
+    let coefficients = used_coefficients(plan, &arrivals[..used], &decoding);
+    let clusters = cluster_reports(plan, &decoding);
     let any_decoded = !decoding.recovered.is_empty();
     ExplainReport {
         scheme: scheme.kind().name().to_string(),
@@ -173,13 +127,66 @@ pub(super) fn decode_report(
     }
 }
 
+/// The coefficient of every used arrival whose result enters the sum (none
+/// when the arrivals do not decode), by worker and message.
+fn used_coefficients(plan: &RoundPlan, used: &[Arrival], decoding: &Decoding) -> Vec<Coefficient> {
+    let mut coefficients: Vec<Coefficient> = Vec::new();
+    if decoding.decodable {
+        coefficients = used
+            .iter()
+            .zip(&decoding.weights)
+            .filter(|&(_, &w)| w != 0.0)
+            .map(|(a, &coefficient)| {
+                let id = plan.tasks[a.worker].messages[a.message].codeword.id;
+                Coefficient {
+                    worker: a.worker + 1,
+                    message: Some(a.message + 1),
+                    codeword: Some(CodewordRef {
+                        cluster: id.group + 1,
+                        index: id.index + 1,
+                    }),
+                    coefficient,
+                }
+            })
+            .collect();
+        coefficients.sort_by_key(|c| (c.worker, c.message));
+    }
+    coefficients
+}
+
+/// The groups of the decode, each with its received workers and
+/// coefficients.
+fn cluster_reports(plan: &RoundPlan, decoding: &Decoding) -> Vec<ClusterReport> {
+    // Clusters of clustered codes and the one group of gc-cyclic; the
+    // singleton groups of uncoded placements say nothing the top level does not.
+    let show_groups = !plan.clusters.is_empty() || decoding.groups.len() == 1;
+    decoding
+        .groups
+        .iter()
+        .filter(|_| show_groups)
+        .map(|g| ClusterReport {
+            cluster: g.group + 1,
+            received: one_based(&g.workers),
+            needed: g.needed,
+            decodable: g.decodable,
+            coefficients: g
+                .workers
+                .iter()
+                .zip(&g.coefficients)
+                .map(|(&w, &c)| Coefficient {
+                    worker: w + 1,
+                    message: None,
+                    codeword: None,
+                    coefficient: c,
+                })
+                .collect(),
+            residual: finite(g.residual),
+            amplification: finite(g.amplification),
+        })
+        .collect()
+}
+
 pub(super) fn print_text(r: &ExplainReport) {
-    let list = |ids: &[usize]| {
-        ids.iter()
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     crate::outln!("scheme      {}", r.scheme);
     crate::outln!(
         "received    {} ({} workers)",
@@ -192,6 +199,36 @@ pub(super) fn print_text(r: &ExplainReport) {
             list(&r.used)
         );
     }
+    print_decodable(r);
+    crate::outln!(
+        "workers     {} enter the sum; messages received {}, used {}",
+        if r.workers_used.is_empty() {
+            "none".to_string()
+        } else {
+            list(&r.workers_used)
+        },
+        r.messages_received,
+        r.messages_used
+    );
+    if let (Some(res), Some(amp)) = (r.residual, r.amplification) {
+        crate::outln!(
+            "numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}"
+        );
+    }
+    print_clusters(r);
+}
+
+/// Worker or partition numbers, comma separated.
+fn list(ids: &[usize]) -> String {
+    ids.iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether the arrivals decode, and what they recover (or which clusters
+/// are short).
+fn print_decodable(r: &ExplainReport) {
     let short: Vec<String> = r
         .clusters
         .iter()
@@ -222,21 +259,10 @@ pub(super) fn print_text(r: &ExplainReport) {
             100.0 * r.recovered_fraction
         ),
     }
-    crate::outln!(
-        "workers     {} enter the sum; messages received {}, used {}",
-        if r.workers_used.is_empty() {
-            "none".to_string()
-        } else {
-            list(&r.workers_used)
-        },
-        r.messages_received,
-        r.messages_used
-    );
-    if let (Some(res), Some(amp)) = (r.residual, r.amplification) {
-        crate::outln!(
-            "numerics    residual |a·B_W − 1|_inf = {res:.2e}, amplification max|a|·max|B| = {amp:.3e}"
-        );
-    }
+}
+
+/// Per cluster: what it received, whether it decodes, its coefficients.
+fn print_clusters(r: &ExplainReport) {
     for c in &r.clusters {
         if r.clusters.len() > 1 || !c.decodable {
             let state = if c.decodable {

@@ -87,33 +87,7 @@ mod imp {
     pub(super) fn evaluate(flags: &EvaluateArgs) -> anyhow::Result<Evaluated> {
         let name = flags.file.display().to_string();
         let fail = |e: &dyn std::fmt::Display| InputError::new(&name, e.to_string());
-        crate::cli::trace_file::check_file(&flags.file)?;
-        let file = TraceFile::open(&flags.file).map_err(|e| fail(&e))?;
-        let root = file.root().map_err(|e| fail(&e))?;
-        if root.kind != TraceKind::Train {
-            return Err(fail(
-                &"is a simulation trace, which stores no model: evaluate reads a training trace (train --out)",
-            )
-            .into());
-        }
-        let toml = root.config_toml.ok_or_else(|| {
-            fail(&"has no config_toml attribute, so the model it stores cannot be rebuilt")
-        })?;
-        let (theta, iterations) = file
-            .model_vector("/", "theta")
-            .map_err(|e| fail(&e))?
-            .ok_or_else(|| {
-                fail(&"has no /model/theta: the run stopped before it stored a model")
-            })?;
-        drop(file);
-        if let Some(bad) = theta.iter().position(|v| !v.is_finite()) {
-            return Err(fail(&format!(
-                "/model/theta entry {} is {}: the stored model is not finite",
-                bad + 1,
-                theta[bad]
-            ))
-            .into());
-        }
+        let (toml, theta, iterations) = read_model(&flags.file)?;
         let origin = format!("{name} (config_toml)");
         let setup = crate::setup::parse(&toml, &origin, &flags.overrides)?;
         let config = &setup.loaded.config;
@@ -141,24 +115,7 @@ mod imp {
         } else {
             "data.test_path"
         };
-        let mut loss_sum = 0.0;
-        let mut samples = 0;
-        let mut confusion: Option<crate::learn::Confusion> = None;
-        for part in &parts {
-            model
-                .check_labels(part)
-                .map_err(|e| InputError::new(field, e.to_string()))?;
-            let (evaluation, c) = model
-                .evaluate_confusion(part, &theta)
-                .map_err(|e| InputError::new(field, e.to_string()))?;
-            loss_sum += evaluation.loss_sum;
-            samples += part.len();
-            match (&mut confusion, c) {
-                (Some(total), Some(c)) => total.merge(&c),
-                (None, c) => confusion = c,
-                (Some(_), None) => {}
-            }
-        }
+        let (loss_sum, samples, confusion) = evaluate_parts(&model, &parts, &theta, field)?;
         if samples == 0 {
             return Err(InputError::new(field, "has no samples to evaluate on").into());
         }
@@ -182,6 +139,69 @@ mod imp {
             }),
             confusion: confusion.map(|c| c.counts),
         })
+    }
+
+    /// The config (TOML), θ and its completed iterations stored in the
+    /// training trace `path`; θ finite.
+    fn read_model(path: &std::path::Path) -> Result<(String, Vec<f64>, Option<u64>), InputError> {
+        let name = path.display().to_string();
+        let fail = |e: &dyn std::fmt::Display| InputError::new(&name, e.to_string());
+        crate::cli::trace_file::check_file(path)?;
+        let file = TraceFile::open(path).map_err(|e| fail(&e))?;
+        let root = file.root().map_err(|e| fail(&e))?;
+        if root.kind != TraceKind::Train {
+            return Err(fail(
+                &"is a simulation trace, which stores no model: evaluate reads a training trace (train --out)",
+            ));
+        }
+        let toml = root.config_toml.ok_or_else(|| {
+            fail(&"has no config_toml attribute, so the model it stores cannot be rebuilt")
+        })?;
+        let (theta, iterations) = file
+            .model_vector("/", "theta")
+            .map_err(|e| fail(&e))?
+            .ok_or_else(|| {
+                fail(&"has no /model/theta: the run stopped before it stored a model")
+            })?;
+        drop(file);
+        if let Some(bad) = theta.iter().position(|v| !v.is_finite()) {
+            return Err(fail(&format!(
+                "/model/theta entry {} is {}: the stored model is not finite",
+                bad + 1,
+                theta[bad]
+            )));
+        }
+        Ok((toml, theta, iterations))
+    }
+
+    /// The loss summed over the samples of `parts`, their number, and the
+    /// confusion matrix (classifiers); a label the model cannot take is an
+    /// error of `field`.
+    fn evaluate_parts(
+        model: &Model,
+        parts: &[Partition],
+        theta: &[f64],
+        field: &str,
+    ) -> Result<(f64, usize, Option<crate::learn::Confusion>), InputError> {
+        let mut loss_sum = 0.0;
+        let mut samples = 0;
+        let mut confusion: Option<crate::learn::Confusion> = None;
+        for part in parts {
+            model
+                .check_labels(part)
+                .map_err(|e| InputError::new(field, e.to_string()))?;
+            let (evaluation, c) = model
+                .evaluate_confusion(part, theta)
+                .map_err(|e| InputError::new(field, e.to_string()))?;
+            loss_sum += evaluation.loss_sum;
+            samples += part.len();
+            match (&mut confusion, c) {
+                (Some(total), Some(c)) => total.merge(&c),
+                (None, c) => confusion = c,
+                (Some(_), None) => {}
+            }
+        }
+        Ok((loss_sum, samples, confusion))
     }
 
     pub(super) fn print_text(e: &Evaluated) {

@@ -328,6 +328,32 @@ fn objective_text(o: &ObjectiveReport) -> String {
 }
 
 fn print_text(r: &DynamicReport) {
+    print_state(r);
+    print_phase_one(r);
+    print_conflicts(r);
+    print_clusters(r);
+    let most = r.stragglers_per_cluster.iter().max().copied().unwrap_or(0);
+    crate::outln!(
+        "spread      at most {most} stragglers in a cluster; the most even valid clustering has {}",
+        r.most_even_max_stragglers
+    );
+    if let Some(o) = &r.objective {
+        println!("objective   {}", objective_text(o));
+        if let Some(g) = &r.greedy_objective {
+            println!(
+                "greedy      {} (000 §V on the same state)",
+                objective_text(g)
+            );
+        }
+    }
+    if let Some(d) = &r.decoding {
+        crate::outln!();
+        print_decoding(d);
+    }
+}
+
+/// The scheme and the straggler state the clustering is formed from.
+fn print_state(r: &DynamicReport) {
     crate::outln!("scheme      {} (clustering: {})", r.scheme, r.clustering);
     let workers = r.placements.len();
     match r.state_information {
@@ -350,6 +376,10 @@ fn print_text(r: &DynamicReport) {
             );
         }
     }
+}
+
+/// Phase I: each class's turn order, and the clusters after it.
+fn print_phase_one(r: &DynamicReport) {
     for (i, ph) in r.phases.iter().enumerate() {
         crate::outln!(
             "phase I     {} {}: turn order {} (availability {}){}",
@@ -388,6 +418,10 @@ fn print_text(r: &DynamicReport) {
             }
         );
     }
+}
+
+/// Phase II: how each placement conflict was resolved.
+fn print_conflicts(r: &DynamicReport) {
     for c in &r.conflicts {
         match (c.partner, c.via_cluster, c.moved) {
             (Some(partner), Some(via), _) => crate::outln!(
@@ -405,6 +439,10 @@ fn print_text(r: &DynamicReport) {
             ),
         }
     }
+}
+
+/// The clusters formed, their members and stragglers.
+fn print_clusters(r: &DynamicReport) {
     crate::outln!("clusters    (* = straggler; position order)");
     for (c, members) in r.clusters.iter().enumerate() {
         let names: Vec<String> = members
@@ -430,23 +468,5 @@ fn print_text(r: &DynamicReport) {
                 "s"
             }
         );
-    }
-    let most = r.stragglers_per_cluster.iter().max().copied().unwrap_or(0);
-    crate::outln!(
-        "spread      at most {most} stragglers in a cluster; the most even valid clustering has {}",
-        r.most_even_max_stragglers
-    );
-    if let Some(o) = &r.objective {
-        println!("objective   {}", objective_text(o));
-        if let Some(g) = &r.greedy_objective {
-            println!(
-                "greedy      {} (000 §V on the same state)",
-                objective_text(g)
-            );
-        }
-    }
-    if let Some(d) = &r.decoding {
-        crate::outln!();
-        print_decoding(d);
     }
 }

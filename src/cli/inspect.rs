@@ -245,6 +245,15 @@ mod imp {
 
     /// The lines of a summary (one run, or one scheme `pooled` over trials).
     fn print_summary(s: &Summary, pooled: bool) {
+        print_times(s, pooled);
+        print_messages(s);
+        print_stragglers(s);
+        print_learning(s);
+    }
+
+    /// The iterations, their times and decode times, the recovered fraction
+    /// and the decode error.
+    fn print_times(s: &Summary, pooled: bool) {
         line(
             "iterations",
             format!(
@@ -283,6 +292,11 @@ mod imp {
                 ),
             );
         }
+    }
+
+    /// The messages and workers per iteration, the stale results, the
+    /// overruns.
+    fn print_messages(s: &Summary) {
         let per = |x: Option<f64>| x.map_or("n/a".to_string(), |x| number(x, 2));
         line(
             "messages/iteration",
@@ -321,6 +335,10 @@ mod imp {
                 ),
             },
         );
+    }
+
+    /// The stragglers, the clusters and the stragglers per cluster.
+    fn print_stragglers(s: &Summary) {
         line(
             "stragglers",
             match &s.stragglers {
@@ -369,6 +387,10 @@ mod imp {
                 pct(spc.even_fraction)
             );
         }
+    }
+
+    /// The losses, the accuracies and the targets reached.
+    fn print_learning(s: &Summary) {
         for (label, loss) in [
             ("train loss", &s.train_loss),
             ("batch loss", &s.batch_loss),
@@ -492,166 +514,193 @@ mod imp {
             r.file,
             r.status.as_deref().unwrap_or("status not recorded")
         );
-        let or = |x: &Option<String>| x.clone().unwrap_or_else(|| "?".to_string());
-        let num = |x: Option<u64>| x.map_or("?".to_string(), |x| x.to_string());
         match r.kind {
-            TraceKind::Train => {
-                crate::outln!(
-                    "training trace (gradcode {}): scheme {}, K = {} workers, seed {}",
-                    r.gradcode_version,
-                    or(&r.scheme),
-                    num(r.workers),
-                    num(r.seed)
-                );
-                line("status", status_text(r));
-                print_provenance(r);
-                if let Some(snapshot) = r.snapshot_iteration {
-                    line(
-                        "snapshot",
-                        match snapshot {
-                            Some(i) => {
-                                format!("after iteration {i} (train --resume continues from it)")
-                            }
-                            None => "none".to_string(),
-                        },
-                    );
-                }
-                crate::outln!();
-                if let Some(s) = &r.summary {
-                    print_summary(s, false);
-                }
-                match &r.model {
-                    Some(Some(m)) => line(
-                        "model",
-                        format!(
-                            "/model/theta: {} parameters{}, norm {}{}",
-                            m.parameters,
-                            m.iteration
-                                .map_or(String::new(), |i| format!(" after iteration {i}")),
-                            number(m.norm, 6),
-                            if m.non_finite > 0 {
-                                format!(", {} not finite", m.non_finite)
-                            } else {
-                                String::new()
-                            }
-                        ),
-                    ),
-                    _ => line("model", "no /model/theta"),
-                }
-                if let Some(Some(m)) = &r.model
-                    && let Some(train) = m.final_train_loss
-                {
-                    let mut text = format!("train loss {}", number(train, 6));
-                    if let Some(test) = m.final_test_loss {
-                        text += &format!(", test loss {}", number(test, 6));
+            TraceKind::Train => print_train(r),
+            TraceKind::Simulation => print_simulation(r),
+        }
+    }
+
+    /// A value, or `?` when not recorded.
+    fn or_unknown(x: &Option<String>) -> String {
+        x.clone().unwrap_or_else(|| "?".to_string())
+    }
+
+    /// A count, or `?` when not recorded.
+    fn count_or_unknown(x: Option<u64>) -> String {
+        x.map_or("?".to_string(), |x| x.to_string())
+    }
+
+    /// A training trace: its header, summary, model, timing and extras.
+    fn print_train(r: &Report) {
+        crate::outln!(
+            "training trace (gradcode {}): scheme {}, K = {} workers, seed {}",
+            r.gradcode_version,
+            or_unknown(&r.scheme),
+            count_or_unknown(r.workers),
+            count_or_unknown(r.seed)
+        );
+        line("status", status_text(r));
+        print_provenance(r);
+        if let Some(snapshot) = r.snapshot_iteration {
+            line(
+                "snapshot",
+                match snapshot {
+                    Some(i) => {
+                        format!("after iteration {i} (train --resume continues from it)")
                     }
-                    if let Some(a) = m.final_test_accuracy.filter(|a| !a.is_nan()) {
-                        text += &format!(", test accuracy {}", number(a, 4));
+                    None => "none".to_string(),
+                },
+            );
+        }
+        crate::outln!();
+        if let Some(s) = &r.summary {
+            print_summary(s, false);
+        }
+        print_model(r);
+        print_timing(r);
+        print_extras(r);
+    }
+
+    /// The model at /model/theta and its final losses.
+    fn print_model(r: &Report) {
+        match &r.model {
+            Some(Some(m)) => line(
+                "model",
+                format!(
+                    "/model/theta: {} parameters{}, norm {}{}",
+                    m.parameters,
+                    m.iteration
+                        .map_or(String::new(), |i| format!(" after iteration {i}")),
+                    number(m.norm, 6),
+                    if m.non_finite > 0 {
+                        format!(", {} not finite", m.non_finite)
+                    } else {
+                        String::new()
                     }
-                    line("final model", text + " (at /model/theta)");
-                }
-                if let Some(Some(events)) = &r.timing {
-                    crate::outln!("timing of the master (/timing):");
-                    crate::outln!(
-                        "  {:<28}{:>12}{:>10}{:>12}",
-                        "event",
-                        "total",
-                        "count",
-                        "mean"
-                    );
-                    for e in events {
-                        let mean = if e.count > 0 {
-                            secs(e.total_s / e.count as f64)
-                        } else {
-                            "-".to_string()
-                        };
-                        crate::outln!(
-                            "  {:<28}{:>12}{:>10}{:>12}",
-                            e.event,
-                            secs(e.total_s),
-                            e.count,
-                            mean
-                        );
-                    }
-                }
-                print_extras(r);
+                ),
+            ),
+            _ => line("model", "no /model/theta"),
+        }
+        if let Some(Some(m)) = &r.model
+            && let Some(train) = m.final_train_loss
+        {
+            let mut text = format!("train loss {}", number(train, 6));
+            if let Some(test) = m.final_test_loss {
+                text += &format!(", test loss {}", number(test, 6));
             }
-            TraceKind::Simulation => {
-                let schemes = r.schemes.as_deref().unwrap_or_default();
-                crate::outln!(
-                    "simulation trace (gradcode {}): {} scheme(s), K = {} workers, seed {}",
-                    r.gradcode_version,
-                    schemes.len(),
-                    num(r.workers),
-                    num(r.seed)
-                );
-                line("status", status_text(r));
-                print_provenance(r);
-                if let Some(unit) = schemes.iter().find_map(|s| s.model_time_unit_s) {
-                    crate::outln!(
-                        "times in seconds: one model time unit = {} (straggler.time_unit_ms); pooled over trials",
-                        secs(unit)
-                    );
-                }
-                crate::outln!();
-                crate::outln!(
-                    "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
-                    "scheme",
-                    "trials x it",
-                    "mean",
-                    "p50",
-                    "p99",
-                    "recovered",
-                    "messages",
-                    "stragglers",
-                    "even"
-                );
-                for s in schemes {
-                    let t = &s.summary.iteration_time_s;
-                    let f = |g: fn(&Distribution) -> f64| {
-                        t.as_ref().map_or("n/a".into(), |d| secs(g(d)))
-                    };
-                    let lengths: Vec<usize> =
-                        s.per_trial.iter().map(|t| t.summary.iterations).collect();
-                    let shape = match lengths.first() {
-                        Some(&n) if lengths.iter().all(|&l| l == n) => {
-                            format!("{} x {n}", s.trials)
-                        }
-                        _ => format!("{}: {} it", s.trials, s.summary.iterations),
-                    };
-                    crate::outln!(
-                        "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
-                        s.name,
-                        shape,
-                        f(|d| d.mean),
-                        f(|d| d.p50),
-                        f(|d| d.p99),
-                        s.summary
-                            .recovered_fraction
-                            .as_ref()
-                            .map_or("n/a".into(), |r| pct(r.mean)),
-                        s.summary
-                            .messages_received_per_iteration
-                            .map_or("n/a".into(), |m| format!("{m:.2}")),
-                        s.summary
-                            .stragglers
-                            .as_ref()
-                            .map_or("n/a".into(), |st| format!("{:.2}", st.mean_per_iteration)),
-                        s.summary
-                            .stragglers_per_cluster
-                            .as_ref()
-                            .map_or("-".into(), |c| pct(c.even_fraction)),
-                    );
-                }
-                crate::outln!(
-                    "\n`stragglers`: mean per iteration; `even`: share of clustered iterations whose most stragglers in one cluster is ceil(stragglers / P)."
-                );
-                for s in schemes {
-                    crate::outln!("\n== {}", s.name);
-                    print_summary(&s.summary, true);
-                }
-                print_extras(r);
+            if let Some(a) = m.final_test_accuracy.filter(|a| !a.is_nan()) {
+                text += &format!(", test accuracy {}", number(a, 4));
             }
+            line("final model", text + " (at /model/theta)");
+        }
+    }
+
+    /// The timing of the master's events (/timing).
+    fn print_timing(r: &Report) {
+        if let Some(Some(events)) = &r.timing {
+            crate::outln!("timing of the master (/timing):");
+            crate::outln!(
+                "  {:<28}{:>12}{:>10}{:>12}",
+                "event",
+                "total",
+                "count",
+                "mean"
+            );
+            for e in events {
+                let mean = if e.count > 0 {
+                    secs(e.total_s / e.count as f64)
+                } else {
+                    "-".to_string()
+                };
+                crate::outln!(
+                    "  {:<28}{:>12}{:>10}{:>12}",
+                    e.event,
+                    secs(e.total_s),
+                    e.count,
+                    mean
+                );
+            }
+        }
+    }
+
+    /// A simulation trace: its header, one row per scheme, each scheme's summary.
+    fn print_simulation(r: &Report) {
+        let schemes = r.schemes.as_deref().unwrap_or_default();
+        crate::outln!(
+            "simulation trace (gradcode {}): {} scheme(s), K = {} workers, seed {}",
+            r.gradcode_version,
+            schemes.len(),
+            count_or_unknown(r.workers),
+            count_or_unknown(r.seed)
+        );
+        line("status", status_text(r));
+        print_provenance(r);
+        if let Some(unit) = schemes.iter().find_map(|s| s.model_time_unit_s) {
+            crate::outln!(
+                "times in seconds: one model time unit = {} (straggler.time_unit_ms); pooled over trials",
+                secs(unit)
+            );
+        }
+        crate::outln!();
+        print_scheme_table(schemes);
+        crate::outln!(
+            "\n`stragglers`: mean per iteration; `even`: share of clustered iterations whose most stragglers in one cluster is ceil(stragglers / P)."
+        );
+        for s in schemes {
+            crate::outln!("\n== {}", s.name);
+            print_summary(&s.summary, true);
+        }
+        print_extras(r);
+    }
+
+    /// One row per scheme: iteration times, recovered share, messages,
+    /// stragglers.
+    fn print_scheme_table(schemes: &[crate::trace::SchemeReport]) {
+        crate::outln!(
+            "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
+            "scheme",
+            "trials x it",
+            "mean",
+            "p50",
+            "p99",
+            "recovered",
+            "messages",
+            "stragglers",
+            "even"
+        );
+        for s in schemes {
+            let t = &s.summary.iteration_time_s;
+            let f = |g: fn(&Distribution) -> f64| t.as_ref().map_or("n/a".into(), |d| secs(g(d)));
+            let lengths: Vec<usize> = s.per_trial.iter().map(|t| t.summary.iterations).collect();
+            let shape = match lengths.first() {
+                Some(&n) if lengths.iter().all(|&l| l == n) => {
+                    format!("{} x {n}", s.trials)
+                }
+                _ => format!("{}: {} it", s.trials, s.summary.iterations),
+            };
+            crate::outln!(
+                "{:<18}{:>12}{:>12}{:>12}{:>12}{:>10}{:>9}{:>11}{:>8}",
+                s.name,
+                shape,
+                f(|d| d.mean),
+                f(|d| d.p50),
+                f(|d| d.p99),
+                s.summary
+                    .recovered_fraction
+                    .as_ref()
+                    .map_or("n/a".into(), |r| pct(r.mean)),
+                s.summary
+                    .messages_received_per_iteration
+                    .map_or("n/a".into(), |m| format!("{m:.2}")),
+                s.summary
+                    .stragglers
+                    .as_ref()
+                    .map_or("n/a".into(), |st| format!("{:.2}", st.mean_per_iteration)),
+                s.summary
+                    .stragglers_per_cluster
+                    .as_ref()
+                    .map_or("-".into(), |c| pct(c.even_fraction)),
+            );
         }
     }
 }

@@ -62,6 +62,55 @@ pub(crate) enum Transfers {
 }
 
 pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
+    let run = read_run(path, flag)?;
+    let data = crate::trace::read_trace(path, "/").map_err(|e| InputError::new(flag, e))?;
+    let scale = 1.0 / (run.computations as f64 * run.time_unit_s);
+    let has_compute = data
+        .records
+        .iter()
+        .any(|r| r.compute_s.iter().any(|c| c.is_finite()));
+    let recorded = match (has_compute, run.emulated) {
+        (false, _) => Transfers::NotRecorded,
+        (true, true) => Transfers::Emulated,
+        (true, false) => Transfers::Recorded,
+    };
+    let transfers = if recorded == Transfers::Recorded {
+        transfers_of(&data)
+    } else {
+        Vec::new()
+    };
+    let (series, censored) = series_of(&data, recorded, scale, &transfers);
+    if series.first().is_none_or(Vec::is_empty) {
+        let name = path.display().to_string();
+        return Err(InputError::new(
+            flag,
+            format!("{name}: has no iteration with a finite duration"),
+        ));
+    }
+    Ok(Measured {
+        series,
+        censored,
+        computations: run.computations,
+        time_unit_s: run.time_unit_s,
+        scheme: run.scheme,
+        transfers,
+        recorded,
+    })
+}
+
+/// What a training trace's config says of its run.
+struct TraceRun {
+    scheme: String,
+    /// c: computations before a worker's message.
+    computations: usize,
+    time_unit_s: f64,
+    /// `straggler.mode = "emulate"`.
+    emulated: bool,
+}
+
+/// The run of the training trace `path` (errors of `flag`): a training
+/// trace with its config, of a scheme that sends one message per worker.
+fn read_run(path: &Path, flag: &str) -> Result<TraceRun, InputError> {
     crate::trace::backend::check(crate::trace::backend::TraceUse::Read)
         .map_err(|missing| InputError::new(flag, missing))?;
     let name = path.display().to_string();
@@ -94,30 +143,39 @@ pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
         .map_or(1, |l| l.max(1) as usize);
     let time_unit_s = setup.loaded.config.straggler.time_unit_ms / 1000.0;
     let emulated = setup.loaded.config.straggler.mode == crate::config::StragglerMode::Emulate;
-    let data = crate::trace::read_trace(path, "/").map_err(|e| InputError::new(flag, e))?;
-    let scale = 1.0 / (computations as f64 * time_unit_s);
-    let mut series = vec![Vec::with_capacity(data.records.len()); data.workers];
-    let mut censored = 0;
-    let has_compute = data
-        .records
-        .iter()
-        .any(|r| r.compute_s.iter().any(|c| c.is_finite()));
-    let recorded = match (has_compute, emulated) {
-        (false, _) => Transfers::NotRecorded,
-        (true, true) => Transfers::Emulated,
-        (true, false) => Transfers::Recorded,
-    };
+    Ok(TraceRun {
+        scheme,
+        computations,
+        time_unit_s,
+        emulated,
+    })
+}
+
+/// Per received result of a measured run, `(bytes, seconds)` from the
+/// worker's end of compute to the arrival of its last byte.
+fn transfers_of(data: &crate::trace::TraceData) -> Vec<(f64, f64)> {
     let mut transfers = Vec::new();
-    if recorded == Transfers::Recorded {
-        for r in &data.records {
-            for w in 0..data.workers {
-                let (b, c, done) = (r.message_bytes[w], r.compute_s[w], r.received_s[w]);
-                if b.is_finite() && c.is_finite() && done.is_finite() {
-                    transfers.push((b, done - c));
-                }
+    for r in &data.records {
+        for w in 0..data.workers {
+            let (b, c, done) = (r.message_bytes[w], r.compute_s[w], r.received_s[w]);
+            if b.is_finite() && c.is_finite() && done.is_finite() {
+                transfers.push((b, done - c));
             }
         }
     }
+    transfers
+}
+
+/// One series per worker of its times of one computation (model time
+/// units: seconds times `scale`), and how many are censored.
+fn series_of(
+    data: &crate::trace::TraceData,
+    recorded: Transfers,
+    scale: f64,
+    transfers: &[(f64, f64)],
+) -> (Vec<Vec<crate::straggler::fit::Value>>, usize) {
+    let mut series = vec![Vec::with_capacity(data.records.len()); data.workers];
+    let mut censored = 0;
     // A censored worker finished computing by the stop less its transfer,
     // of which the fastest seen is the estimate.
     let fastest_transfer_s = transfers
@@ -163,18 +221,7 @@ pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
             }
         }
     }
-    if series.first().is_none_or(Vec::is_empty) {
-        return Err(fail(&"has no iteration with a finite duration"));
-    }
-    Ok(Measured {
-        series,
-        censored,
-        computations,
-        time_unit_s,
-        scheme,
-        transfers,
-        recorded,
-    })
+    (series, censored)
 }
 
 impl Measured {

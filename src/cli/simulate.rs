@@ -82,55 +82,11 @@ pub(super) fn run(flags: &SimulateArgs) -> anyhow::Result<()> {
         Some(crate::signals::received),
     );
     drop(trace);
-    // A trace whose own write failed says nothing more than the error.
-    if let (Err(e), Some(p)) = (&result, &out_path)
-        && !matches!(e, EngineError::Observer(_) | EngineError::Finish(_))
-    {
-        crate::errln!(
-            "the trace {} records the iterations before the {}",
-            p.display(),
-            if matches!(e, EngineError::Interrupted { .. }) {
-                "signal"
-            } else {
-                "error"
-            }
-        );
-    }
-    if let Err(EngineError::Interrupted {
-        signal,
-        trial,
-        iterations,
-    }) = &result
-    {
-        crate::errln!(
-            "gradcode: interrupted by {} in trial {} after {iterations} iterations",
-            crate::signals::name(*signal),
-            trial + 1
-        );
-        return Err(QuietExit(crate::signals::exit_status(*signal)).into());
-    }
-    let report = result?;
+    let report = settle(result, out_path.as_deref())?;
     let elapsed = started.elapsed().as_secs_f64();
     let worker_iterations =
         (report.trials * report.iterations * report.workers * report.schemes.len()) as f64;
-    if let Some(c) = report.replay.filter(|c| c.rows_reused) {
-        crate::errln!(
-            "note: trace replay: {} trials x {} iterations = {} rounds replay the {} rows of {}: only {} rounds are independent, so the trials share rows and their ci95 understates the uncertainty (nothing is widened)",
-            report.trials,
-            report.iterations,
-            c.rounds,
-            c.rows,
-            config
-                .straggler
-                .trace_file
-                .as_deref()
-                .unwrap_or("the trace"),
-            c.independent_rows
-        );
-    }
-    if let Some(note) = horizon_note(config) {
-        crate::errln!("note: {note}");
-    }
+    print_notes(config, &report);
     if args.json {
         let json = JsonReport {
             origin: &loaded.origin,
@@ -158,6 +114,66 @@ pub(super) fn run(flags: &SimulateArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The simulation's report; or, when it was interrupted or failed, what
+/// the trace at `out_path` records (said on stderr) and the error (an
+/// interruption exits quietly with the signal's status).
+fn settle(
+    result: Result<SimReport, EngineError>,
+    out_path: Option<&std::path::Path>,
+) -> anyhow::Result<SimReport> {
+    // A trace whose own write failed says nothing more than the error.
+    if let (Err(e), Some(p)) = (&result, out_path)
+        && !matches!(e, EngineError::Observer(_) | EngineError::Finish(_))
+    {
+        crate::errln!(
+            "the trace {} records the iterations before the {}",
+            p.display(),
+            if matches!(e, EngineError::Interrupted { .. }) {
+                "signal"
+            } else {
+                "error"
+            }
+        );
+    }
+    if let Err(EngineError::Interrupted {
+        signal,
+        trial,
+        iterations,
+    }) = &result
+    {
+        crate::errln!(
+            "gradcode: interrupted by {} in trial {} after {iterations} iterations",
+            crate::signals::name(*signal),
+            trial + 1
+        );
+        return Err(QuietExit(crate::signals::exit_status(*signal)).into());
+    }
+    Ok(result?)
+}
+
+/// The notes on stderr: a trace replay whose trials share rows, a horizon
+/// not train's.
+fn print_notes(config: &crate::config::Config, report: &SimReport) {
+    if let Some(c) = report.replay.filter(|c| c.rows_reused) {
+        crate::errln!(
+            "note: trace replay: {} trials x {} iterations = {} rounds replay the {} rows of {}: only {} rounds are independent, so the trials share rows and their ci95 understates the uncertainty (nothing is widened)",
+            report.trials,
+            report.iterations,
+            c.rounds,
+            c.rows,
+            config
+                .straggler
+                .trace_file
+                .as_deref()
+                .unwrap_or("the trace"),
+            c.independent_rows
+        );
+    }
+    if let Some(note) = horizon_note(config) {
+        crate::errln!("note: {note}");
+    }
 }
 
 /// When a trial's horizon is not train's and the straggler model has a
@@ -215,17 +231,25 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
             }
         );
     }
-    let seconds = |x: f64| unit_s.map_or(String::new(), |u| format!(" {:>10.4}", x * u));
     // The decode error's column where some scheme's decode is not exact
     // (partial and approximate schemes): time and error side by side.
     let with_error = r.schemes.iter().any(|s| s.mean_decode_error > 1e-9);
-    let error = |x: f64| {
-        if with_error {
-            format!(" {x:>10.4}")
-        } else {
-            String::new()
-        }
-    };
+    print_table(r, unit_s, with_error);
+    crate::outln!(
+        "\n`vs {}`: reduction of the mean iteration time (positive = faster).",
+        r.baseline
+    );
+    if with_error {
+        crate::outln!(
+            "`decode err`: mean ‖a·B_S − 1‖₂ per iteration, in partition gradients (0: the exact sum; an approximate code's `recovered` is 100%: it approximates every partition)."
+        );
+    }
+}
+
+/// The table of the schemes: its head, one row per scheme, the lower
+/// bound; with the decode error's column (`with_error`) and seconds
+/// (`unit_s`).
+fn print_table(r: &SimReport, unit_s: Option<f64>, with_error: bool) {
     crate::outln!();
     let vs = format!("vs {}", r.baseline);
     crate::outln!(
@@ -249,6 +273,19 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
             String::new()
         }
     );
+    print_rows(r, unit_s, with_error);
+}
+
+/// One row per scheme, and the lower bound's.
+fn print_rows(r: &SimReport, unit_s: Option<f64>, with_error: bool) {
+    let seconds = |x: f64| unit_s.map_or(String::new(), |u| format!(" {:>10.4}", x * u));
+    let error = |x: f64| {
+        if with_error {
+            format!(" {x:>10.4}")
+        } else {
+            String::new()
+        }
+    };
     let ci = |x: f64| {
         if x.is_finite() {
             format!("{x:.4}")
@@ -279,15 +316,6 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
             ci(lb.ci95),
             lb.p50,
             lb.p99
-        );
-    }
-    crate::outln!(
-        "\n`vs {}`: reduction of the mean iteration time (positive = faster).",
-        r.baseline
-    );
-    if with_error {
-        crate::outln!(
-            "`decode err`: mean ‖a·B_S − 1‖₂ per iteration, in partition gradients (0: the exact sum; an approximate code's `recovered` is 100%: it approximates every partition)."
         );
     }
 }

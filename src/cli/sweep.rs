@@ -88,131 +88,21 @@ struct SweepReport {
 
 pub(super) fn run(flags: &SweepArgs) -> anyhow::Result<()> {
     // Every input error before any work: the grid, the schemes, the base config, the output path.
-    if flags.grid.is_empty() {
-        return Err(
-            InputError::new("--grid", "is required (e.g. --grid scheme.load=2,3,4)").into(),
-        );
-    }
-    let mut axes = study::parse_grid(&flags.grid)?;
-    // The sweep sets these for each variant: an axis of them would be overridden.
-    for key in ["simulate.compare", "simulate.baseline"] {
-        if axes.iter().any(|a| a.key == key) {
-            return Err(InputError::new(
-                "--grid",
-                format!(
-                    "{key} is set by sweep for each variant (its scheme): choose the schemes \
-                     with --grid scheme.kind=... or --schemes"
-                ),
-            )
-            .into());
-        }
-    }
-    // A scheme.kind axis chooses the schemes, as --schemes does.
-    let kind_axis = axes
-        .iter()
-        .position(|a| a.key == "scheme.kind")
-        .map(|i| axes.remove(i));
+    let (axes, kind_axis) = grid_axes(&flags.grid)?;
     let base = flags.args.with_run_length(flags.trials, flags.iterations);
     let loaded = super::load(&base)?.loaded;
     // The variants' typed base: the config as parsed, before the loader
     // resolves its `[scheme]` (read again: the loader consumes it).
     let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
-    let (schemes, field): (Vec<String>, &str) = match (&flags.schemes, kind_axis) {
-        (Some(_), Some(_)) => {
-            return Err(InputError::new(
-                "--grid",
-                "scheme.kind and --schemes both choose the schemes: give one",
-            )
-            .into());
-        }
-        (Some(list), None) => (
-            list.split(',').map(|s| s.trim().to_string()).collect(),
-            "--schemes",
-        ),
-        (None, Some(axis)) => (
-            axis.values
-                .iter()
-                .map(|v| v.trim().trim_matches('"').to_string())
-                .collect(),
-            "--grid",
-        ),
-        (None, None) => (
-            loaded
-                .config
-                .compared()
-                .iter()
-                .map(|e| e.name().to_string())
-                .collect(),
-            "--schemes",
-        ),
-    };
-    for s in &schemes {
-        if crate::coding::SCHEMES.get(s).is_none() {
-            return Err(InputError::value(
-                field,
-                s,
-                format!(
-                    "is not a scheme (one of {})",
-                    crate::coding::SCHEMES.names().join(", ")
-                ),
-            )
-            .into());
-        }
-    }
+    let schemes = chosen_schemes(flags.schemes.as_deref(), kind_axis, &loaded)?;
     if let Some(out) = &flags.out {
         let inputs = place::inputs_of(&loaded.config, flags.args.config.as_deref());
         check_out(out, flags.force, &inputs)?;
     }
 
-    let mut rows = Vec::new();
-    let mut skipped = Vec::new();
-    let mut runner = VariantRunner::new(plain);
-    for combo in study::combinations(&axes) {
-        for scheme in &schemes {
-            let (settings, report) = match runner.run(&combo, scheme, |_| Ok(()))? {
-                // Only the keys the scheme reads: a table shows no value
-                // that did not make the row.
-                Outcome::Ran { read, report, .. } => (read, report),
-                Outcome::Skipped(s) => {
-                    skipped.push(s);
-                    continue;
-                }
-            };
-            let s = &report.schemes[0];
-            rows.push(Row {
-                rank: 0,
-                scheme: scheme.clone(),
-                settings,
-                mean_iteration_time: s.mean_iteration_time,
-                ci95: s.ci95,
-                p50: s.p50,
-                p99: s.p99,
-                recovered_fraction: s.recovered_fraction,
-                mean_decode_error: s.mean_decode_error,
-                messages_per_iteration: s.messages_per_iteration,
-                lower_bound: s.lower_bound.as_ref().map(|b| b.mean_iteration_time),
-            });
-        }
-    }
+    let (mut rows, skipped) = run_variants(&axes, &schemes, VariantRunner::new(plain))?;
     if rows.is_empty() {
-        // Nothing ran: the grid is bad input, said once with the first reason
-        // (`--grid scheme.nokey=1,2` exited 0 with every variant skipped).
-        let first = skipped.first().map_or(String::new(), |s: &Skipped| {
-            format!(
-                " (the first: {} {}: {})",
-                s.scheme,
-                describe(&s.settings),
-                s.reason
-            )
-        });
-        return Err(InputError::new(
-            "--grid",
-            format!(
-                "every one of its {} variants was refused{first}",
-                skipped.len()
-            ),
-        )
-        .into());
+        return Err(nothing_ran(&skipped).into());
     }
     let skipped = study::merge_skipped(skipped);
     rows.sort_by(|a, b| a.mean_iteration_time.total_cmp(&b.mean_iteration_time));
@@ -244,6 +134,145 @@ pub(super) fn run(flags: &SweepArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The axes of `--grid`, and its `scheme.kind` axis apart (it chooses the
+/// schemes, as `--schemes` does).
+fn grid_axes(grid: &[String]) -> Result<(Vec<study::Axis>, Option<study::Axis>), InputError> {
+    if grid.is_empty() {
+        return Err(InputError::new(
+            "--grid",
+            "is required (e.g. --grid scheme.load=2,3,4)",
+        ));
+    }
+    let mut axes = study::parse_grid(grid)?;
+    // The sweep sets these for each variant: an axis of them would be overridden.
+    for key in ["simulate.compare", "simulate.baseline"] {
+        if axes.iter().any(|a| a.key == key) {
+            return Err(InputError::new(
+                "--grid",
+                format!(
+                    "{key} is set by sweep for each variant (its scheme): choose the schemes \
+                     with --grid scheme.kind=... or --schemes"
+                ),
+            ));
+        }
+    }
+    // A scheme.kind axis chooses the schemes, as --schemes does.
+    let kind_axis = axes
+        .iter()
+        .position(|a| a.key == "scheme.kind")
+        .map(|i| axes.remove(i));
+    Ok((axes, kind_axis))
+}
+
+/// The schemes of the sweep: `--schemes`, the `scheme.kind` axis, or the
+/// config's compared schemes; each a registered scheme.
+fn chosen_schemes(
+    schemes: Option<&str>,
+    kind_axis: Option<study::Axis>,
+    loaded: &crate::config::LoadedConfig,
+) -> Result<Vec<String>, InputError> {
+    let (schemes, field): (Vec<String>, &str) = match (schemes, kind_axis) {
+        (Some(_), Some(_)) => {
+            return Err(InputError::new(
+                "--grid",
+                "scheme.kind and --schemes both choose the schemes: give one",
+            ));
+        }
+        (Some(list), None) => (
+            list.split(',').map(|s| s.trim().to_string()).collect(),
+            "--schemes",
+        ),
+        (None, Some(axis)) => (
+            axis.values
+                .iter()
+                .map(|v| v.trim().trim_matches('"').to_string())
+                .collect(),
+            "--grid",
+        ),
+        (None, None) => (
+            loaded
+                .config
+                .compared()
+                .iter()
+                .map(|e| e.name().to_string())
+                .collect(),
+            "--schemes",
+        ),
+    };
+    for s in &schemes {
+        if crate::coding::SCHEMES.get(s).is_none() {
+            return Err(InputError::value(
+                field,
+                s,
+                format!(
+                    "is not a scheme (one of {})",
+                    crate::coding::SCHEMES.names().join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(schemes)
+}
+
+/// Every scheme at every combination of the axes: the rows of those that
+/// ran (unranked) and those skipped.
+fn run_variants(
+    axes: &[study::Axis],
+    schemes: &[String],
+    mut runner: VariantRunner,
+) -> anyhow::Result<(Vec<Row>, Vec<Skipped>)> {
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for combo in study::combinations(axes) {
+        for scheme in schemes {
+            let (settings, report) = match runner.run(&combo, scheme, |_| Ok(()))? {
+                // Only the keys the scheme reads: a table shows no value
+                // that did not make the row.
+                Outcome::Ran { read, report, .. } => (read, report),
+                Outcome::Skipped(s) => {
+                    skipped.push(s);
+                    continue;
+                }
+            };
+            let s = &report.schemes[0];
+            rows.push(Row {
+                rank: 0,
+                scheme: scheme.clone(),
+                settings,
+                mean_iteration_time: s.mean_iteration_time,
+                ci95: s.ci95,
+                p50: s.p50,
+                p99: s.p99,
+                recovered_fraction: s.recovered_fraction,
+                mean_decode_error: s.mean_decode_error,
+                messages_per_iteration: s.messages_per_iteration,
+                lower_bound: s.lower_bound.as_ref().map(|b| b.mean_iteration_time),
+            });
+        }
+    }
+    Ok((rows, skipped))
+}
+
+/// Nothing ran: the grid is bad input, said once with the first reason
+/// (`--grid scheme.nokey=1,2` exited 0 with every variant skipped).
+fn nothing_ran(skipped: &[Skipped]) -> InputError {
+    let first = skipped.first().map_or(String::new(), |s: &Skipped| {
+        format!(
+            " (the first: {} {}: {})",
+            s.scheme,
+            describe(&s.settings),
+            s.reason
+        )
+    });
+    InputError::new(
+        "--grid",
+        format!(
+            "every one of its {} variants was refused{first}",
+            skipped.len()
+        ),
+    )
 }
 
 /// The output file: `.json` or `.csv`, not present unless `force`.
