@@ -1186,6 +1186,15 @@ mod tests {
         );
     }
 
+    /// [`compare`] of training traces, which must succeed.
+    fn compare_train(
+        members: &[Member],
+        baseline: &BaselineChoice,
+        targets: Targets,
+    ) -> Comparison {
+        compare(crate::trace::TraceKind::Train, members, baseline, targets).unwrap()
+    }
+
     #[test]
     fn time_to_target_is_elapsed_unless_a_trace_lacks_it() {
         // Elapsed (duration + 0.5 each): uncoded 2.5, 5.0; gc-dc 1.5, 3.0.
@@ -1210,13 +1219,7 @@ mod tests {
             loss: Some(0.35),
             accuracy: None,
         };
-        let c = compare(
-            crate::trace::TraceKind::Train,
-            &members,
-            &BaselineChoice::Default,
-            targets,
-        )
-        .unwrap();
+        let c = compare_train(&members, &BaselineChoice::Default, targets);
         let t = c.rows[1].target_loss.as_ref().unwrap();
         assert_eq!(
             (t.reached, t.iterations, t.time_s),
@@ -1225,13 +1228,7 @@ mod tests {
         assert_eq!(t.speedup.as_ref().unwrap().value, 5.0 / 3.0);
         // Without the elapsed times of one trace: the iteration times (4 and 2).
         members[0].columns.elapsed_s = None;
-        let c = compare(
-            crate::trace::TraceKind::Train,
-            &members,
-            &BaselineChoice::Default,
-            targets,
-        )
-        .unwrap();
+        let c = compare_train(&members, &BaselineChoice::Default, targets);
         assert_eq!(c.time_basis, "iteration time");
         assert!(
             c.time_basis_reason
@@ -1254,7 +1251,7 @@ mod tests {
             BaselineChoice::Default,
             BaselineChoice::Label("gc-dc".into()),
         ] {
-            let c = compare(crate::trace::TraceKind::Train, &members, &baseline, low).unwrap();
+            let c = compare_train(&members, &baseline, low);
             let (tu, tg) = (
                 c.rows[0].target_loss.as_ref().unwrap(),
                 c.rows[1].target_loss.as_ref().unwrap(),
