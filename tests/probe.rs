@@ -107,11 +107,13 @@ fn json_has_a_fitted_link_per_worker_and_the_same_keys() {
         ));
         let one_way = w["one_way_s"].as_array().unwrap();
         assert_eq!(one_way.len(), sizes.len());
-        // The largest message takes longer than the smallest ones: than the
-        // least of the three smallest, since a load spike can slow any one
-        // message (8 bytes took 18.8 µs, 262,144 bytes 14.7 µs, under the
-        // full suite), but none can make 256 KiB cross faster than its bytes.
-        let least_small = one_way[..3]
+        // The largest message takes longer than the fastest smaller one: a
+        // load spike can slow any one message, or several (8 bytes took
+        // 18.8 µs, 262,144 bytes 14.7 µs, under the full suite; under MPICH
+        // over TCP on a loaded machine 8 to 512 bytes each took 2-4 ms and
+        // 2,048 bytes 7.6 µs), but none can make 256 KiB cross faster than
+        // its bytes.
+        let least_small = one_way[..sizes.len() - 1]
             .iter()
             .map(|t| t.as_f64().unwrap())
             .fold(f64::INFINITY, f64::min);
