@@ -11,7 +11,6 @@ mod compare;
 mod decoding;
 mod evaluate;
 mod explain;
-mod explain_dc;
 mod inspect;
 mod job;
 mod measured;

@@ -1,10 +1,12 @@
 //! `gradcode explain --received 1,2,5`: does this arrival set decode, and how.
-//! gc-dc has its own view (`explain_dc`): how the clusters are formed.
+//! gc-dc has its own view ([`dc`]): how the clusters are formed.
 
 use clap::Args;
 
-use super::decoding::{decode_report, print_text};
-use super::{ConfigArgs, load, parse_messages, parse_workers, print_warnings};
+mod dc;
+
+use crate::cli::decoding::{decode_report, print_text};
+use crate::cli::{ConfigArgs, load, parse_messages, parse_workers, print_warnings};
 use crate::coding::{Arrival, RoundContext, dynamic_clustering};
 use crate::error::InputError;
 
@@ -32,13 +34,7 @@ pub(super) fn run(flags: &ExplainArgs) -> anyhow::Result<()> {
     print_warnings(&setup.loaded);
     let mut scheme = setup.scheme;
     if dynamic_clustering(&*scheme).is_some() {
-        let question = super::explain_dc::DcQuestion {
-            received: flags.received.as_deref(),
-            stragglers: flags.stragglers.as_deref(),
-            rates: flags.rates.as_deref(),
-            json: args.json,
-        };
-        return super::explain_dc::run(&question, scheme.as_mut());
+        return dc::run(flags, scheme.as_mut());
     }
     let kind = scheme.kind().name();
     let given = [

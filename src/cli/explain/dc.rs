@@ -4,8 +4,9 @@
 
 use serde::Serialize;
 
-use super::decoding::{ExplainReport, decode_report, print_text as print_decoding};
-use super::{one_based, parse_rates, parse_workers};
+use super::ExplainArgs;
+use crate::cli::decoding::{ExplainReport, decode_report, print_text as print_decoding};
+use crate::cli::{one_based, parse_rates, parse_workers};
 use crate::cluster::spread::min_max_stragglers;
 use crate::cluster::{
     Clustering, ClusteringPolicy, ClusteringScore, GreedyClustering, How, Resolution, WorkerStates,
@@ -206,16 +207,7 @@ fn report(
     }
 }
 
-/// What `explain` asks of gc-dc: its flags as given (`--received`,
-/// `--stragglers`, `--rates`) and whether to print JSON.
-pub(super) struct DcQuestion<'a> {
-    pub received: Option<&'a str>,
-    pub stragglers: Option<&'a str>,
-    pub rates: Option<&'a str>,
-    pub json: bool,
-}
-
-pub(super) fn run(flags: &DcQuestion<'_>, scheme: &mut dyn Scheme) -> anyhow::Result<()> {
+pub(super) fn run(flags: &ExplainArgs, scheme: &mut dyn Scheme) -> anyhow::Result<()> {
     let k = scheme.workers();
     if flags.stragglers.is_some() && flags.rates.is_some() {
         return Err(InputError::new(
@@ -224,7 +216,7 @@ pub(super) fn run(flags: &DcQuestion<'_>, scheme: &mut dyn Scheme) -> anyhow::Re
         )
         .into());
     }
-    let straggling = match flags.stragglers {
+    let straggling = match flags.stragglers.as_deref() {
         Some(text) => {
             let mut flags = vec![false; k];
             for w in parse_workers("--stragglers", text, k)? {
@@ -236,10 +228,12 @@ pub(super) fn run(flags: &DcQuestion<'_>, scheme: &mut dyn Scheme) -> anyhow::Re
     };
     let rates = flags
         .rates
+        .as_deref()
         .map(|text| parse_rates("--rates", text, k))
         .transpose()?;
     let received = flags
         .received
+        .as_deref()
         .map(|text| parse_workers("--received", text, k))
         .transpose()?;
     let info = match (&straggling, &rates) {
@@ -285,7 +279,7 @@ pub(super) fn run(flags: &DcQuestion<'_>, scheme: &mut dyn Scheme) -> anyhow::Re
             r.into_iter().map(crate::coding::Arrival::only).collect();
         decode_report(scheme, &plan, &arrivals)
     });
-    if flags.json {
+    if flags.args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_text(&out);
