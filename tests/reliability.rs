@@ -113,8 +113,12 @@ impl Job {
 
     /// Wait until mpirun exits, at most `limit` (panics when it hangs);
     /// (exit code, stdout, all of stderr).
+    /// Every rank of the job must also be gone within `RANKS_OUTLIVE_LIMIT`
+    /// after mpirun: OpenMPI's mpirun may return while a rank it sent SIGTERM
+    /// still writes its trace (CI read a trace still locked by the master).
     fn wait_exit(mut self, limit: Duration) -> (Option<i32>, String, String) {
         let started = Instant::now();
+        let ranks = self.rank_pids();
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 break status;
@@ -128,6 +132,12 @@ impl Job {
             }
             thread::sleep(Duration::from_millis(20));
         };
+        for pid in ranks {
+            assert!(
+                wait_gone(pid, RANKS_OUTLIVE_LIMIT),
+                "rank process {pid} outlived mpirun by {RANKS_OUTLIVE_LIMIT:?}"
+            );
+        }
         // The reader thread ends at end of file: collect the rest of stderr.
         self.stderr_seen.extend(self.stderr_lines.iter());
         let stdout = self.stdout_reader.take().unwrap().join().unwrap();
@@ -141,6 +151,26 @@ impl Drop for Job {
         if self.child.try_wait().ok().flatten().is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
+        }
+    }
+}
+
+/// How long a rank may take to write its trace and exit after mpirun ended.
+const RANKS_OUTLIVE_LIMIT: Duration = Duration::from_secs(20);
+
+/// Wait until process `pid` has exited (gone, or a zombie nobody reaped yet),
+/// at most `limit`; whether it did.
+fn wait_gone(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim().to_owned()));
+        match state {
+            None => return true,
+            Some(rest) if rest.starts_with('Z') || rest.starts_with('X') => return true,
+            Some(_) if Instant::now() >= deadline => return false,
+            Some(_) => thread::sleep(Duration::from_millis(20)),
         }
     }
 }
@@ -170,6 +200,22 @@ fn descends_from(mut pid: u32, ancestor: u32) -> bool {
 }
 
 impl Job {
+    /// The pids of this job's gradcode processes alive now.
+    fn rank_pids(&self) -> Vec<u32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_string_lossy().parse::<u32>().ok())
+            .filter(|&pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("gradcode\0"))
+                    && descends_from(pid, self.pid())
+            })
+            .collect()
+    }
+
     /// The pid of MPI rank `rank` of this job (OpenMPI sets
     /// OMPI_COMM_WORLD_RANK in each rank's environment): only the job's own
     /// processes, never a gradcode of another test or user on the machine.
