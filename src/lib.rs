@@ -8,7 +8,7 @@
 //! compile.
 
 pub use gradcode_core::{
-    cluster, coding, config, csvfile, engine, error, files, learn, record, rng, setup, sim, stats,
+    cluster, coding, config, csvfile, engine, error, files, learn, record, rng, setup, sim, spec, stats,
     straggler, study, textfile,
 };
 

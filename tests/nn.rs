@@ -126,7 +126,7 @@ fn reference(
             correct += model
                 .partition_gradient(
                     &parts[p],
-                    config.train.batch_size,
+                    plan.spec().batch,
                     key,
                     opt.eval_point(),
                     &mut one,

@@ -223,8 +223,8 @@ fn print_text(origin: &str, seed: u64, info: StateInfo, unit_s: Option<f64>, r: 
             n.message_bytes
                 .map(|b| format!(", messages of {b} bytes"))
                 .unwrap_or_default(),
-            n.aggregate,
-            if n.aggregate == "reduce" {
+            n.aggregate.name(),
+            if n.aggregate.reduces() {
                 " (the headers), then of the decodable set's reduced sum"
             } else {
                 ""

@@ -22,7 +22,8 @@ use crate::engine::{
     Straggling,
 };
 use crate::error::InputError;
-use crate::learn::{DataPlan, Partition};
+use crate::learn::{DataPlan, Model, Partition};
+use crate::spec::Aggregation;
 use crate::straggler::DelaySpec;
 
 /// How long the master waits for every worker's goodbye before it gives up
@@ -179,7 +180,7 @@ impl Master<'_> {
         observers: &mut [&mut dyn Observer],
         checkpoint: Option<&mut dyn Checkpoint>,
     ) -> RunEnd {
-        let (data, test, packed) = match self.prepare() {
+        let prepared = match self.prepare() {
             Ok(x) => x,
             Err(e) => {
                 let clean = self.shutdown().is_some();
@@ -189,7 +190,7 @@ impl Master<'_> {
                 };
             }
         };
-        let trained = self.train(&data, test, packed, observers, checkpoint);
+        let trained = self.train(prepared, observers, checkpoint);
         let shutdown = self.shutdown();
         let result = trained.and_then(
             |Trained {
@@ -217,19 +218,22 @@ impl Master<'_> {
         }
     }
 
-    /// Send the setups and wait for every worker's ready message: the data
-    /// plan, the test partition and, per worker, the entries of its packed
-    /// vectors (`None`: dense).
-    #[allow(clippy::type_complexity)]
-    fn prepare(&mut self) -> anyhow::Result<(DataPlan, Partition, Vec<Option<Vec<u32>>>)> {
+    /// Decide the aggregation, send the setups and wait for every worker's
+    /// ready message.
+    fn prepare(&mut self) -> anyhow::Result<Prepared> {
         let k = self.workers;
         let scheme = self.scheme.as_deref().expect("prepared before training");
         let data = DataPlan::new(self.config, scheme.partitions())?;
         // Standardisation statistics: one streaming pass here, sent with the setup.
         let standardization = data.standardization()?.cloned();
         let test = data.load_test()?;
+        // Decided here, once, for the model's d and the node answer; the
+        // workers receive it with their setup.
+        let dim = Model::sized(self.config, data.input())?.dim();
+        let aggregation = Aggregation::resolve(self.config.runtime.aggregate, dim, self.one_node);
         for w in 0..k {
             let setup = Setup {
+                aggregation,
                 partitions: scheme.partitions(),
                 stored: scheme.stored(w).to_vec(),
                 standardization: standardization.clone(),
@@ -245,7 +249,12 @@ impl Master<'_> {
             data.features()
         );
         let packed = self.await_ready()?;
-        Ok((data, test, packed))
+        Ok(Prepared {
+            data,
+            test,
+            packed,
+            aggregation,
+        })
     }
 
     /// Wait until every worker has loaded its partitions. A worker tells it
@@ -316,9 +325,7 @@ impl Master<'_> {
 
     fn train(
         &mut self,
-        data: &DataPlan,
-        test: Partition,
-        packed: Vec<Option<Vec<u32>>>,
+        prepared: Prepared,
         observers: &mut [&mut dyn Observer],
         checkpoint: Option<&mut dyn Checkpoint>,
     ) -> anyhow::Result<Trained> {
@@ -330,12 +337,17 @@ impl Master<'_> {
                 rate_threshold: s.rate_threshold,
             },
         };
+        let Prepared {
+            data,
+            test,
+            packed,
+            aggregation,
+        } = prepared;
+        let data = &data;
         let learner = Learner::new(config, data, test)?;
         let dim = learner.dim();
-        // The workers resolve it from the same config, d and node answer.
-        let reduce = config.runtime.aggregate.reduces(dim, self.one_node);
-        check_packing(&packed, dim, reduce)?;
-        self.log_aggregation(&packed, dim, reduce);
+        check_packing(&packed, dim, aggregation)?;
+        self.log_aggregation(&packed, dim, aggregation);
         let scheme = self.scheme.take().expect("the scheme is trained once");
         let mut driver = Driver::new(
             vec![Lane::new(scheme, Some(learner))],
@@ -353,7 +365,7 @@ impl Master<'_> {
             s.time_unit_ms,
             config.train.result_timeout_s,
             self.wait,
-            reduce,
+            aggregation.reduces(),
             packed,
         );
         interrupt::panic_if_asked(0, "before the first iteration");
@@ -367,7 +379,7 @@ impl Master<'_> {
             iterations,
         )?;
         let mut summary = ended.summary.expect("a session of one trial sums it up");
-        summary.aggregate = Some(if reduce { "reduce" } else { "gather" });
+        summary.aggregate = Some(aggregation);
         summary.master_inbound_bytes_per_iteration = round.inbound_bytes_per_iteration();
         Ok(Trained {
             summary,
@@ -379,7 +391,7 @@ impl Master<'_> {
     }
 
     /// Say how many workers pack their vectors and how results are aggregated.
-    fn log_aggregation(&self, packed: &[Option<Vec<u32>>], dim: usize, reduce: bool) {
+    fn log_aggregation(&self, packed: &[Option<Vec<u32>>], dim: usize, aggregation: Aggregation) {
         let packed_workers = packed.iter().filter(|p| p.is_some()).count();
         if packed_workers > 0 {
             log::info!(
@@ -390,7 +402,7 @@ impl Master<'_> {
         log::info!(
             "runtime.aggregate = {}: {} (d = {dim}, {})",
             self.config.runtime.aggregate.name(),
-            if reduce { "reduce" } else { "gather" },
+            aggregation.name(),
             if self.one_node {
                 "every rank on the master's node"
             } else {
@@ -402,7 +414,12 @@ impl Master<'_> {
 
 /// A worker that packs its vectors must pack them to entries that end at
 /// the loss (d), and only when results are gathered.
-fn check_packing(packed: &[Option<Vec<u32>>], dim: usize, reduce: bool) -> anyhow::Result<()> {
+fn check_packing(
+    packed: &[Option<Vec<u32>>],
+    dim: usize,
+    aggregation: Aggregation,
+) -> anyhow::Result<()> {
+    let reduce = aggregation.reduces();
     for (w, entries) in packed.iter().enumerate() {
         if let Some(entries) = entries
             && (reduce || entries.last() != Some(&(dim as u32)))
@@ -416,6 +433,16 @@ fn check_packing(packed: &[Option<Vec<u32>>], dim: usize, reduce: bool) -> anyho
         }
     }
     Ok(())
+}
+
+/// What [`Master::prepare`] leaves for the training: the data plan, the
+/// test partition, per worker the entries of its packed vectors (`None`:
+/// dense), and the aggregation the workers were sent.
+struct Prepared {
+    data: DataPlan,
+    test: Partition,
+    packed: Vec<Option<Vec<u32>>>,
+    aggregation: Aggregation,
 }
 
 /// Run the training session: the driver with the MPI round, the observers

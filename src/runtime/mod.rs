@@ -128,7 +128,7 @@ fn run_worker(comm: &comm::Comm<'_>) -> anyhow::Result<()> {
             let config = crate::config::parse(&toml, "<config from the master>", &[])?.config;
             comm.set_rest_limit_s(config.train.result_timeout_s);
             let wait = comm::wait_mode(&config, node, comm.rank());
-            worker::run(comm, &config, wait, node.one_node)
+            worker::run(comm, &config, wait)
         }
     }
 }

@@ -28,6 +28,7 @@
 
 use crate::coding::{Codeword, CodewordId, Message, WorkerTask};
 use crate::learn::Standardization;
+use crate::spec::Aggregation;
 
 pub const TAG_SETUP: i32 = 1;
 pub const TAG_READY: i32 = 2;
@@ -146,10 +147,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Setup of one worker: how many partitions exist, which it stores, and the
+/// Setup of one worker: how the master collects the vectors (decided once,
+/// by the master), how many partitions exist, which it stores, and the
 /// standardisation of file data (computed once, by the master).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setup {
+    pub aggregation: Aggregation,
     pub partitions: usize,
     pub stored: Vec<usize>,
     pub standardization: Option<Standardization>,
@@ -157,7 +160,11 @@ pub struct Setup {
 
 impl Setup {
     pub fn encode(&self) -> Vec<f64> {
-        let mut out = vec![self.partitions as f64, self.stored.len() as f64];
+        let aggregation = match self.aggregation {
+            Aggregation::Gather => 0.0,
+            Aggregation::Reduce => 1.0,
+        };
+        let mut out = vec![aggregation, self.partitions as f64, self.stored.len() as f64];
         out.extend(self.stored.iter().map(|&p| p as f64));
         match &self.standardization {
             None => out.push(0.0),
@@ -172,6 +179,11 @@ impl Setup {
 
     pub fn decode(data: &[f64]) -> Result<Self, ProtocolError> {
         let mut r = Reader::new("setup", data);
+        let aggregation = match r.count()? {
+            0 => Aggregation::Gather,
+            1 => Aggregation::Reduce,
+            _ => return Err(malformed("setup", "aggregation neither gather (0) nor reduce (1)")),
+        };
         let partitions = r.count()?;
         let n = r.count()?;
         let stored = (0..n).map(|_| r.count()).collect::<Result<Vec<_>, _>>()?;
@@ -187,6 +199,7 @@ impl Setup {
             Some(Standardization { center, scale })
         };
         Ok(Self {
+            aggregation,
             partitions,
             stored,
             standardization,
@@ -758,10 +771,13 @@ mod tests {
     #[test]
     fn setup_and_text_round_trip() {
         let mut s = Setup {
+            aggregation: Aggregation::Gather,
             partitions: 12,
             stored: vec![0, 5, 11],
             standardization: None,
         };
+        assert_eq!(Setup::decode(&s.encode()).unwrap(), s);
+        s.aggregation = Aggregation::Reduce;
         assert_eq!(Setup::decode(&s.encode()).unwrap(), s);
         s.standardization = Some(Standardization {
             center: vec![1.5, -2.0, 0.0],
@@ -774,13 +790,19 @@ mod tests {
             "a scale short"
         );
         assert!(
-            Setup::decode(&[2.0, 1.0, 2.0, 0.0]).is_err(),
+            Setup::decode(&[0.0, 2.0, 1.0, 2.0, 0.0]).is_err(),
             "partition 2 of 2"
         );
         assert!(
-            Setup::decode(&[2.0, 1.0, 1.0]).is_err(),
+            Setup::decode(&[0.0, 2.0, 1.0, 1.0]).is_err(),
             "no standardisation count"
         );
+        assert!(Setup::decode(&[1.0, 2.0, 1.0, 1.0, 0.0]).is_ok());
+        assert!(
+            Setup::decode(&[2.0, 2.0, 1.0, 1.0, 0.0]).is_err(),
+            "aggregation 2"
+        );
+        assert!(Setup::decode(&[]).is_err(), "no aggregation");
         let error = WorkerError {
             input: true,
             text: "data.path: cannot open: é".to_string(),

@@ -71,7 +71,7 @@ pub(super) fn report(summary: &TrainSummary, json: bool) -> anyhow::Result<()> {
         crate::outln!(
             "master inbound {:.4e} bytes per iteration (runtime.aggregate: {})",
             bytes,
-            summary.aggregate.unwrap_or("gather")
+            summary.aggregate.unwrap_or_default().name()
         );
     }
     if let Some(trace) = &summary.trace {

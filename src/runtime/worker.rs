@@ -30,6 +30,7 @@ use super::protocol::{self, Order, ResultHeader, Setup, Task};
 use crate::config::Config;
 use crate::error::InputError;
 use crate::learn::{DataPlan, Features, Model, Partition, StepKey, kernel};
+use crate::spec::Batch;
 
 /// Longest sleep between probes of an idle or waiting worker.
 const IDLE_CAP: Duration = Duration::from_micros(500);
@@ -220,8 +221,8 @@ impl Link<'_> {
 
 /// How loading the stored partitions ended.
 enum Loaded {
-    /// The model and the partitions.
-    Data(Box<Model>, Vec<Partition>),
+    /// The model, the partitions and the batch of a partition's step.
+    Data(Box<Model>, Vec<Partition>, Batch),
     /// An error (the data, the model), for the master to report.
     Failed(protocol::WorkerError),
     /// The master's stop came first.
@@ -230,8 +231,11 @@ enum Loaded {
 
 /// The model and this worker's stored partitions (`setup.stored`), with
 /// the master's standardisation statistics, each partition's labels checked
-/// against the model (the loading thread's work).
-fn load_partitions(config: &Config, setup: Setup) -> Result<(Model, Vec<Partition>), InputError> {
+/// against the model, and the batch of the run's spec (the loading thread's work).
+fn load_partitions(
+    config: &Config,
+    setup: Setup,
+) -> Result<(Model, Vec<Partition>, Batch), InputError> {
     let plan = DataPlan::new(config, setup.partitions)?;
     // The master's statistics, computed once: a worker never makes its own.
     match setup.standardization {
@@ -251,7 +255,7 @@ fn load_partitions(config: &Config, setup: Setup) -> Result<(Model, Vec<Partitio
             .check_labels(part)
             .map_err(|e| InputError::new(format!("data: partition {}", part.id + 1), e))?;
     }
-    Ok((model, data))
+    Ok((model, data, plan.spec().batch))
 }
 
 /// Load the stored partitions on a second thread while this one tells the
@@ -300,7 +304,7 @@ fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
         backoff.pause(Some(next_beat));
     }
     match loader.join() {
-        Ok(Ok((model, data))) => Loaded::Data(Box::new(model), data),
+        Ok(Ok((model, data, batch))) => Loaded::Data(Box::new(model), data, batch),
         Ok(Err(e)) => Loaded::Failed(protocol::WorkerError {
             input: true,
             text: e.to_string(),
@@ -313,8 +317,8 @@ fn load(link: &mut Link<'_>, config: &Config, setup: &Setup) -> Loaded {
 struct Worker<'a> {
     link: Link<'a>,
     model: Box<Model>,
-    /// `train.batch_size` and the seed of the batches and dropout masks.
-    batch: Option<usize>,
+    /// The batch of a partition's step and the seed of the batches and dropout masks.
+    batch: Batch,
     seed: u64,
     /// Stored partitions and, per partition id, its index in `data`.
     data: Vec<Partition>,
@@ -355,14 +359,7 @@ struct Worker<'a> {
 }
 
 /// Run worker rank `comm.rank()` with the `config` the master sent.
-/// `one_node`: every rank of the job is on this node (as the master
-/// resolves `runtime.aggregate = "auto"`).
-pub(super) fn run(
-    comm: &Comm<'_>,
-    config: &Config,
-    wait: WaitMode,
-    one_node: bool,
-) -> anyhow::Result<()> {
+pub(super) fn run(comm: &Comm<'_>, config: &Config, wait: WaitMode) -> anyhow::Result<()> {
     let mut backoff = Backoff::for_mode(wait, IDLE_CAP, SPIN);
     let mut link = Link {
         comm,
@@ -375,8 +372,8 @@ pub(super) fn run(
     let Some(setup) = await_setup(&mut link, &mut backoff)? else {
         return Ok(());
     };
-    let (model, data) = match load(&mut link, config, &setup) {
-        Loaded::Data(model, data) => (model, data),
+    let (model, data, batch) = match load(&mut link, config, &setup) {
+        Loaded::Data(model, data, batch) => (model, data, batch),
         Loaded::Failed(error) => return link.fail(&error),
         Loaded::Stopped => {
             // The master gave up on the setup (another worker failed, a signal).
@@ -384,7 +381,7 @@ pub(super) fn run(
             return Ok(());
         }
     };
-    let mut worker = Worker::new(link, config, &setup, model, data, one_node);
+    let mut worker = Worker::new(link, config, &setup, model, data, batch);
     worker.say_ready();
     match worker.serve(&mut backoff) {
         Ok(()) => {
@@ -416,23 +413,24 @@ fn await_setup(link: &mut Link<'_>, backoff: &mut Backoff) -> anyhow::Result<Opt
 impl<'a> Worker<'a> {
     /// The worker of the loaded `model` and stored partitions `data`: its
     /// gradient supports, its packing (gathering on sparse features with
-    /// `runtime.pack_sparse`), and whether it reduces.
+    /// `runtime.pack_sparse`), and whether it reduces (as the master
+    /// decided, `setup.aggregation`).
     fn new(
         mut link: Link<'a>,
         config: &Config,
         setup: &Setup,
         model: Box<Model>,
         data: Vec<Partition>,
-        one_node: bool,
+        batch: Batch,
     ) -> Self {
         let dim = model.dim();
         link.dim = dim;
-        let reduce = config.runtime.aggregate.reduces(dim, one_node);
+        let reduce = setup.aggregation.reduces();
         let mut index = vec![usize::MAX; setup.partitions];
         for (i, p) in data.iter().enumerate() {
             index[p.id] = i;
         }
-        let supports = gradient_supports(&model, config.train.batch_size, &data, dim);
+        let supports = gradient_supports(&model, batch, &data, dim);
         let packing = (!reduce && config.runtime.pack_sparse)
             .then(|| Packing::new(&supports, dim + 1))
             .flatten();
@@ -440,7 +438,7 @@ impl<'a> Worker<'a> {
         Worker {
             link,
             model,
-            batch: config.train.batch_size,
+            batch,
             seed: config.seed,
             data,
             index,
@@ -561,13 +559,13 @@ struct ComputeTime {
 /// loss entry (d), when they are at most a quarter of the d + 1 values.
 fn gradient_supports(
     model: &Model,
-    batch: Option<usize>,
+    batch: Batch,
     data: &[Partition],
     dim: usize,
 ) -> Vec<Option<Vec<u32>>> {
     data.iter()
         .map(|part| match (&part.x, model.linear_loss(), batch) {
-            (Features::Sparse(x), Some(_), None) if dim < u32::MAX as usize => {
+            (Features::Sparse(x), Some(_), Batch::Full) if dim < u32::MAX as usize => {
                 let mut support = x.column_support();
                 support.push(dim as u32);
                 (support.len() * 4 <= dim + 1).then_some(support)
@@ -662,7 +660,7 @@ impl Worker<'_> {
         match (self.model.linear_loss(), self.batch) {
             // Full-batch linear models: the fused kernel in blocks, with
             // a probe for a newer task between them.
-            (Some(linear), None) => {
+            (Some(linear), Batch::Full) => {
                 // Zeroed where the slot can hold non-zeros: all of it,
                 // or the support of the partition it was formed for.
                 match self.slot_holds[slot].and_then(|q| self.supports[q].as_deref()) {

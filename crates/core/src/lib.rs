@@ -5,6 +5,7 @@
 //! - [`coding`]: the gradient codes behind one [`coding::Scheme`] interface,
 //!   and their registry ([`coding::registry`]);
 //! - [`setup`]: the loader: config, the registry's checks, the scheme;
+//! - [`spec`]: the typed run: the batch and the aggregation, decided once;
 //! - [`cluster`]: GC-DC's per-iteration clustering;
 //! - [`straggler`]: delay models and trace replay;
 //! - [`learn`]: data partitions, loss/gradient kernels, optimisers;
@@ -29,6 +30,7 @@ pub mod network;
 pub mod record;
 pub mod rng;
 pub mod setup;
+pub mod spec;
 pub mod sim;
 pub mod stats;
 pub mod straggler;

@@ -13,6 +13,7 @@ use super::timing::Timing;
 use crate::config::{Config, EvaluationTiming};
 use crate::error::InputError;
 use crate::learn::{DataPlan, Evaluation, Model, ModelError, Optimizer, Partition, StepKey};
+use crate::spec::Batch;
 
 /// The optimiser, the model, the test set and what the update needs to know of the data.
 pub struct Learner {
@@ -122,7 +123,7 @@ pub struct BesideLosses {
 struct OwnCopy {
     data: DataPlan,
     loaded: Vec<Option<Partition>>,
-    batch: Option<usize>,
+    batch: Batch,
     seed: u64,
     /// One partition's gradient and loss sums (d + 1).
     scratch: Vec<f64>,
@@ -203,17 +204,14 @@ impl Learner {
         let initial = model.initial_theta(config.seed);
         let mut opt = Optimizer::new(&config.train, config.model.l2, model.dim());
         opt.start_at(&initial);
-        let batch = config.train.batch_size;
+        let batch = data.spec().batch;
         Self {
             opt,
             model,
             test: Arc::new(test),
             initial,
             samples: (0..data.partitions())
-                .map(|p| {
-                    let len = data.rows(p).len();
-                    batch.map_or(len, |b| b.min(len))
-                })
+                .map(|p| batch.rows(data.rows(p).len()))
                 .collect(),
             eval_every: config.train.eval_every as u64,
             iterations: config.train.iterations as u64,

@@ -17,14 +17,15 @@ use std::sync::Arc;
 
 use crate::coding::Arrival;
 use crate::learn::{Model, Partition, StepKey};
+use crate::spec::Batch;
 
 /// A simulated round whose messages carry the coded gradients of the
 /// training data, computed in process. Keeps its buffers between iterations.
 pub struct LearningRound {
     clock: SimulatedRound,
     model: Arc<Model>,
-    /// `train.batch_size` and the seed its batches are drawn with.
-    batch: Option<usize>,
+    /// The batch of a partition's step and the seed its batches are drawn with.
+    batch: Batch,
     seed: u64,
     /// Every partition of the training data, indexed by partition id.
     partitions: Vec<Partition>,
@@ -42,13 +43,13 @@ pub struct LearningRound {
 
 impl LearningRound {
     /// A round over `partitions` (the training data, partition `p` at index
-    /// `p`) for `model`, with mini-batches of `batch` samples drawn under
-    /// `seed` (every sample when None), its arrivals and times those of
+    /// `p`) for `model`, with `batch`'s mini-batches drawn under
+    /// `seed` (every sample with [`Batch::Full`]), its arrivals and times those of
     /// `clock` (the simulator's round, with the run's network).
     pub fn new(
         clock: SimulatedRound,
         model: Arc<Model>,
-        batch: Option<usize>,
+        batch: Batch,
         seed: u64,
         partitions: Vec<Partition>,
     ) -> Self {

@@ -12,6 +12,7 @@ use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
 
 use crate::rng::{Stream, substream};
+use crate::spec::Batch;
 
 /// Bits of the sub-stream index for the iteration; the partition takes the
 /// rest of the 56 bits a sub-stream index has.
@@ -43,23 +44,28 @@ impl StepKey {
     }
 }
 
-/// The rows (indices into the partition, increasing) of the mini-batch of
-/// `batch` samples drawn without replacement from a partition of `len`
-/// samples at `key`; every row when `batch` is None or at least `len`.
-pub fn batch_rows(key: StepKey, len: usize, batch: Option<usize>) -> Vec<usize> {
-    match batch {
-        Some(b) if b < len => {
-            let mut rows = sample(&mut key.rng(Stream::Batch), len, b).into_vec();
-            rows.sort_unstable();
-            rows
-        }
-        _ => (0..len).collect(),
+/// The rows (indices into the partition, increasing) of `batch`'s
+/// mini-batch drawn without replacement from a partition of `len` samples
+/// at `key` ([`Batch::rows`] of them); every row with [`Batch::Full`] or a
+/// mini-batch of at least `len`.
+pub fn batch_rows(key: StepKey, len: usize, batch: Batch) -> Vec<usize> {
+    let rows = batch.rows(len);
+    if rows < len {
+        let mut rows = sample(&mut key.rng(Stream::Batch), len, rows).into_vec();
+        rows.sort_unstable();
+        rows
+    } else {
+        (0..len).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mini(b: usize) -> Batch {
+        Batch::new(Some(b)).unwrap()
+    }
 
     #[test]
     fn a_batch_is_a_function_of_seed_partition_and_iteration() {
@@ -68,13 +74,13 @@ mod tests {
             partition,
             iteration,
         };
-        let a = batch_rows(key(3, 11), 100, Some(10));
-        assert_eq!(a, batch_rows(key(3, 11), 100, Some(10)));
+        let a = batch_rows(key(3, 11), 100, mini(10));
+        assert_eq!(a, batch_rows(key(3, 11), 100, mini(10)));
         assert_eq!(a.len(), 10);
         assert!(a.windows(2).all(|w| w[0] < w[1]) && a[9] < 100);
-        assert_ne!(a, batch_rows(key(3, 12), 100, Some(10)));
-        assert_ne!(a, batch_rows(key(4, 11), 100, Some(10)));
-        assert_eq!(batch_rows(key(3, 11), 5, Some(10)), [0, 1, 2, 3, 4]);
-        assert_eq!(batch_rows(key(3, 11), 3, None), [0, 1, 2]);
+        assert_ne!(a, batch_rows(key(3, 12), 100, mini(10)));
+        assert_ne!(a, batch_rows(key(4, 11), 100, mini(10)));
+        assert_eq!(batch_rows(key(3, 11), 5, mini(10)), [0, 1, 2, 3, 4]);
+        assert_eq!(batch_rows(key(3, 11), 3, Batch::Full), [0, 1, 2]);
     }
 }

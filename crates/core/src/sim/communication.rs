@@ -20,7 +20,7 @@ pub struct Communication {
     pub message_bytes: Option<f64>,
     /// How the master collects the vectors, as `train` resolves
     /// `runtime.aggregate` for the config: "gather" or "reduce".
-    pub aggregate: &'static str,
+    pub aggregate: crate::spec::Aggregation,
     /// The messages counted (reducing: their headers).
     pub messages: usize,
     /// Seconds from the send to the arrival of one message alone (reducing:
@@ -36,7 +36,7 @@ impl Communication {
     /// One line: the links, the message size and the two times; `what`
     /// names the messages counted ("the plan's 12 messages").
     pub fn describe(&self, what: &str) -> String {
-        let reduce = self.aggregate == "reduce";
+        let reduce = self.aggregate.reduces();
         format!(
             "{}; {}: {}one alone arrives {:.6} s after it is sent, {what} sent together within {:.6} s{}",
             links(&self.network),
@@ -171,7 +171,7 @@ mod tests {
             .unwrap();
         let plan = scheme.plan_round(&RoundContext::default());
         let c = communication(&config, &plan, None).unwrap().unwrap();
-        assert_eq!(c.aggregate, "gather");
+        assert_eq!(c.aggregate.name(), "gather");
         assert_eq!(c.message_bytes, Some(8000.0));
         assert_eq!(c.messages, 12);
         assert!((c.one_message_s - 0.011).abs() < 1e-15);
@@ -197,7 +197,7 @@ mod tests {
         config.network.as_mut().unwrap().master_link_shared = true;
         config.runtime.aggregate = crate::config::RuntimeAggregate::Reduce;
         let c = communication(&config, &plan, None).unwrap().unwrap();
-        assert_eq!(c.aggregate, "reduce");
+        assert_eq!(c.aggregate.name(), "reduce");
         assert!((c.one_message_s - (0.001 + 72.0 / 8e5)).abs() < 1e-15);
         let want = 0.001 + 12.0 * 72.0 / 8e5 + 4.0 * 0.001 + 0.001 + 8016.0 / 8e5;
         assert!(

@@ -8,6 +8,7 @@ use super::message_size::{F64_BYTES, message_values};
 use crate::config::{Config, RuntimeAggregate};
 use crate::error::InputError;
 use crate::network::{Delivery, Reduce, into_input_error};
+use crate::spec::Aggregation;
 
 /// What a config's `[network]` does to its rounds.
 #[derive(Debug, Clone)]
@@ -26,12 +27,13 @@ pub struct RoundNetwork {
 }
 
 impl RoundNetwork {
-    /// "gather" or "reduce".
-    pub fn aggregate(&self) -> &'static str {
+    /// How the master collects the vectors: reduce when the network has a
+    /// [`Reduce`], resolved once in [`in_time_unit`].
+    pub fn aggregate(&self) -> Aggregation {
         if self.reduce.is_some() {
-            "reduce"
+            Aggregation::Reduce
         } else {
-            "gather"
+            Aggregation::Gather
         }
     }
 }
@@ -64,8 +66,8 @@ pub fn in_time_unit(config: &Config, time_unit_s: f64) -> Result<Option<RoundNet
         Delivery::new(&network, bytes.unwrap_or(0.0), time_unit_s).map_err(into_input_error)?;
     // `[network]` models links between hosts: auto resolves as for a job
     // whose workers are not on the master's node.
-    let reduces = aggregate.reduces(values.map_or(0, |v| v - 1), false);
-    let reduce = if reduces {
+    let aggregation = Aggregation::resolve(aggregate, values.map_or(0, |v| v - 1), false);
+    let reduce = if aggregation.reduces() {
         Some(Reduce::new(&network, bytes.unwrap_or(0.0), time_unit_s).map_err(into_input_error)?)
     } else {
         None

@@ -297,7 +297,7 @@ aggregate = "{aggregate}"
     ));
     let network = super::delivery::from_config(&config).unwrap().unwrap();
     assert_eq!(network.message_bytes, Some(1000.0));
-    assert_eq!(network.aggregate(), aggregate);
+    assert_eq!(network.aggregate().name(), aggregate);
     let scheme = crate::coding::build(&config).unwrap();
     let mut driver = crate::engine::Driver::new(
         vec![crate::engine::Lane::new(scheme, None)],
@@ -423,7 +423,7 @@ master_bandwidth_bytes_per_s = 1.25e7
 "#
     )));
     if aggregate != "auto" {
-        assert_eq!(report.network.as_ref().unwrap().aggregate, aggregate);
+        assert_eq!(report.network.as_ref().unwrap().aggregate.name(), aggregate);
     }
     report
 }
@@ -457,9 +457,9 @@ fn reduce_beats_gather_over_a_slow_master_link_at_large_d_and_loses_at_small_d()
 
     // auto resolves by the vector's size, as train does.
     assert_eq!(
-        reduce_or_gather(10, "auto").network.unwrap().aggregate,
+        reduce_or_gather(10, "auto").network.unwrap().aggregate.name(),
         "gather"
     );
     let auto = reduce_or_gather(1_000_000, "auto");
-    assert_eq!(auto.network.unwrap().aggregate, "reduce");
+    assert_eq!(auto.network.unwrap().aggregate.name(), "reduce");
 }

@@ -99,7 +99,7 @@ pub struct NetworkSummary {
     pub message_bytes: Option<f64>,
     /// How the master collects the vectors in the model: "gather" or
     /// "reduce", as `train` resolves `runtime.aggregate` for the config.
-    pub aggregate: &'static str,
+    pub aggregate: crate::spec::Aggregation,
 }
 
 /// The most memory a simulation's kept iteration times may take (8 bytes

@@ -62,7 +62,7 @@ pub fn exact_losses(config: &Config) -> Result<Vec<f64>, LossRunError> {
                 partition: part.id,
                 iteration: t,
             };
-            let rows = batch_rows(key, part.len(), config.train.batch_size);
+            let rows = batch_rows(key, part.len(), data.spec().batch);
             let (grad, loss) = sum.split_at_mut(dim);
             loss[0] += model
                 .accumulate(part, &rows, learner.eval_point(), grad, key)
@@ -127,7 +127,7 @@ pub fn time_to_loss(
                 .with_reduce(network.and_then(|n| n.reduce))
         },
         learner.model().clone(),
-        config.train.batch_size,
+        data.spec().batch,
         config.seed,
         data.load(&ids)?,
     );

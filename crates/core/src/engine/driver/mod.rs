@@ -213,7 +213,7 @@ pub struct RunSummary {
     /// How the MPI master collected the coded vectors (`runtime.aggregate`
     /// resolved: `gather` or `reduce`); absent outside `train`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub aggregate: Option<&'static str>,
+    pub aggregate: Option<crate::spec::Aggregation>,
     /// Bytes the MPI master received per iteration, mean over this run's
     /// iterations (result headers, vectors, acknowledgements; the reduced
     /// vector with `aggregate = reduce`); absent outside `train`.
@@ -464,7 +464,7 @@ mod tests {
         let round = crate::engine::LearningRound::new(
             SimulatedRound::new(1e-3),
             learner.model().clone(),
-            None,
+            crate::spec::Batch::Full,
             config.seed,
             data.load(&ids).unwrap(),
         );
@@ -859,7 +859,7 @@ mod tests {
                 crate::engine::LearningRound::new(
                     SimulatedRound::new(1e-3),
                     learner.model().clone(),
-                    None,
+                    crate::spec::Batch::Full,
                     config.seed,
                     data.load(&ids).unwrap(),
                 ),

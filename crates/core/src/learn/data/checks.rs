@@ -8,27 +8,7 @@ use crate::config::{Config, DataFormat, DataKind, SPARSE_DENSITY_THRESHOLD};
 use crate::error::InputError;
 use crate::learn::model::memory::NetMemory;
 use crate::learn::model::{Input, Model};
-
-/// `train.batch_size` against the smallest of `partitions` partitions of
-/// `train_samples` samples (⌊N / P⌋): a mini-batch is drawn without
-/// replacement from one partition, so it cannot be larger.
-pub fn check_batch(
-    batch_size: Option<usize>,
-    train_samples: usize,
-    partitions: usize,
-) -> Result<(), InputError> {
-    let smallest = train_samples / partitions.max(1);
-    match batch_size {
-        Some(b) if b > smallest => Err(InputError::value(
-            "train.batch_size",
-            b,
-            format!(
-                "is larger than the smallest partition ({smallest} samples: data.train_samples = {train_samples} over {partitions} partitions); a batch is drawn from one partition"
-            ),
-        )),
-        _ => Ok(()),
-    }
-}
+use crate::spec::RunSpec;
 
 /// Rows of each data file that [`check_data_files`] reads.
 pub const CHECK_ROWS: usize = 1000;
@@ -50,6 +30,7 @@ pub struct FormatChoice {
 
 /// The cheap checks of the data files of `config` (`data.path`,
 /// `data.test_path`) and of `train.batch_size` against the partitions
+/// ([`RunSpec::new`], as `DataPlan::new` checks it)
 /// (when the samples are known without reading a text file), made before
 /// anything is written: each file exists, is a
 /// file that can be read, and its first [`CHECK_ROWS`] data rows parse
@@ -84,18 +65,14 @@ pub fn check_data_files(config: &Config, partitions: usize) -> Result<FormatChoi
         DataKind::Libsvm | DataKind::Csv => None,
     };
     // The number of training samples of text files is known when they are
-    // read (DataPlan::new checks the batch then).
-    if input.is_some() {
-        check_batch(config.train.batch_size, d.train_samples, partitions)?;
-    }
+    // read (DataPlan::new builds the run's spec then, with the same check).
     let features = input.map(|i| i.features);
     let (model, memory) = match input {
         Some(input) => {
+            let spec = RunSpec::new(config, d.train_samples, partitions)?;
             let model = Model::new(config, input)?;
             let memory = match &model {
-                Model::Net(net) => {
-                    Some(net.memory(config.train.batch_size.unwrap_or(partition_rows)))
-                }
+                Model::Net(net) => Some(net.memory(spec.batch.memory_rows(partition_rows))),
                 Model::Linear { .. } => None,
             };
             (Some(model.describe()), memory)

@@ -31,7 +31,7 @@ pub mod standardize;
 mod storage;
 mod streams;
 
-pub use checks::{CHECK_ROWS, FormatChoice, check_batch, check_data_files};
+pub use checks::{CHECK_ROWS, FormatChoice, check_data_files};
 pub use partition::Partition;
 pub use plan::DataPlan;
 pub use storage::{Storage, choose_storage};

@@ -7,7 +7,6 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::checks::check_batch;
 use super::partition::Partition;
 use super::sources::Shape;
 use super::sources::images::ImageSource;
@@ -20,6 +19,7 @@ use crate::config::{Config, DataKind};
 use crate::error::InputError;
 use crate::learn::model::Input;
 use crate::learn::sparse::Features;
+use crate::spec::RunSpec;
 
 /// Where the data comes from, with everything needed to produce any partition.
 #[derive(Debug, Clone)]
@@ -29,6 +29,9 @@ pub struct DataPlan {
     train_samples: usize,
     test_samples: usize,
     partitions: usize,
+    /// The run's decisions that depend on the samples (the batch, checked
+    /// against the partitions), built once here.
+    spec: RunSpec,
     storage: Storage,
     /// Stored entries over samples × features (files: of the whole file(s)).
     density: f64,
@@ -80,18 +83,25 @@ impl DataPlan {
                 ),
             ));
         }
-        check_batch(config.train.batch_size, train_samples, partitions)?;
+        let spec = RunSpec::new(config, train_samples, partitions)?;
         Ok(Self {
             source,
             features,
             train_samples,
             test_samples,
             partitions,
+            spec,
             storage: choose_storage(d.format, d.kind, Some(density)),
             density,
             standardization: OnceLock::new(),
             materialised: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// The run of this data: what [`RunSpec::new`] made of the config and
+    /// the training samples.
+    pub fn spec(&self) -> RunSpec {
+        self.spec
     }
 
     /// d: features per sample.
@@ -368,6 +378,7 @@ mod tests {
             train_samples: c.data.train_samples,
             test_samples: 1,
             partitions: 4,
+            spec: RunSpec::new(&c, c.data.train_samples, 4).unwrap(),
             storage: Storage::Dense,
             density: 1.0,
             standardization: OnceLock::new(),

@@ -46,6 +46,7 @@ use crate::config::{Config, Loss, Precision};
 use crate::error::InputError;
 use crate::learn::Partition;
 use crate::learn::batch::{StepKey, batch_rows};
+use crate::spec::Batch;
 
 /// A model that cannot compute on what it was given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -211,15 +212,14 @@ impl Model {
 
     /// Partition `part`'s contribution at `key`'s iteration, into `out`
     /// (dim + 1 entries, overwritten): the gradient sum over its mini-batch
-    /// of `batch` samples ([`batch_rows`]; every sample when `batch` is
-    /// None) and, in the last entry, the loss sum. Returns a classifier's
+    /// of `batch` ([`batch_rows`]; every sample with [`Batch::Full`]) and, in the last entry, the loss sum. Returns a classifier's
     /// count of the batch's samples it predicts correctly in that pass
     /// (`None` for a linear model). What a worker computes for a partition,
     /// and what every in-process reference computes.
     pub fn partition_gradient(
         &self,
         part: &Partition,
-        batch: Option<usize>,
+        batch: Batch,
         key: StepKey,
         theta: &[f64],
         out: &mut [f64],
@@ -299,7 +299,7 @@ fn check_memory(config: &Config, net: &Net, input: Input) -> Result<(), InputErr
             None => return Ok(()),
         },
     };
-    let batch = config.train.batch_size.unwrap_or(input.partition_rows);
+    let batch = Batch::new(config.train.batch_size)?.memory_rows(input.partition_rows);
     match net.memory(batch).exceeds(limit) {
         None => Ok(()),
         Some(rule) => Err(InputError::new(
