@@ -8,8 +8,8 @@
 //! compile.
 
 pub use gradcode_core::{
-    cluster, coding, config, csvfile, engine, error, files, learn, record, rng, setup, sim, spec, stats,
-    straggler, study, textfile,
+    cluster, coding, config, csvfile, engine, error, files, learn, record, rng, setup, sim, spec,
+    stats, straggler, study, textfile,
 };
 
 pub mod cli;

@@ -427,6 +427,92 @@ fn check_refuses_a_batch_larger_than_a_partition_as_train_does() {
     }
 }
 
+/// `check` and `train` build the run's batch with one function
+/// (`RunSpec::new`): for synthetic, IDX, CSV and LIBSVM data a
+/// `train.batch_size` larger than the smallest partition is refused by
+/// both with the same one line naming `train.batch_size`, exit status 2,
+/// and the smallest partition's size itself passes `check` (issue 40).
+/// The IDX case needs `dataset-fashion-mnist` (`apt-get install`); it is
+/// skipped, and says so, without it.
+#[test]
+fn check_and_train_refuse_the_same_batch_for_every_kind_of_data() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let fashion = std::path::Path::new("/usr/share/datasets/fashion-mnist");
+    let mut cases = vec![
+        (
+            "spec-synthetic",
+            "[data]\ntrain_samples = 400\n".to_string(),
+        ),
+        (
+            "spec-csv",
+            format!("[data]\nkind = \"csv\"\npath = \"{root}/data/diabetes.csv\"\n"),
+        ),
+        (
+            "spec-libsvm",
+            format!(
+                "[data]\nkind = \"libsvm\"\npath = \"{root}/data/breast_cancer.libsvm\"\n[model]\nloss = \"logistic\"\n"
+            ),
+        ),
+    ];
+    if fashion.is_dir() {
+        cases.push((
+            "spec-idx",
+            "[data]\nkind = \"idx\"\nset = \"fashion-mnist\"\ntrain_samples = 400\ntest_samples = 100\n[model]\nkind = \"mlp\"\n".to_string(),
+        ));
+    } else {
+        eprintln!("{} absent: the IDX case is skipped", fashion.display());
+    }
+    for (name, data) in cases {
+        let text =
+            format!("workers = 2\n[scheme]\nkind = \"uncoded\"\n[train]\niterations = 2\n{data}");
+        let path = write_config(name, &text);
+        let p = path.to_str().unwrap();
+        let too_big = ["--config", p, "--set", "train.batch_size=300"];
+        let check = gradcode(&[&["check"][..], &too_big].concat());
+        assert_rejected(
+            name,
+            &check,
+            "train.batch_size = 300 is larger than the smallest partition (",
+        );
+        let line = stderr(&check);
+        // The smallest partition's size, as the refusal names it, passes.
+        let smallest = line
+            .split(" is larger than the smallest partition (")
+            .nth(1)
+            .unwrap();
+        let smallest = smallest.split(' ').next().unwrap();
+        let fits = gradcode(&[
+            "check",
+            "--config",
+            p,
+            "--set",
+            &format!("train.batch_size={smallest}"),
+        ]);
+        assert!(fits.status.success(), "{name}: {}", stderr(&fits));
+        if !cfg!(feature = "mpi") {
+            continue;
+        }
+        let trace = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.h5"));
+        let out = ["--out", trace.to_str().unwrap(), "--force"];
+        let train = common::mpirun_command(3, &[&["train"][..], &too_big, &out].concat())
+            .output()
+            .unwrap();
+        assert_eq!(
+            train.status.code(),
+            Some(2),
+            "{name}: train: {}",
+            stderr(&train)
+        );
+        // mpirun adds its own lines; gradcode's is the one that says error.
+        let errors: Vec<String> = stderr(&train)
+            .lines()
+            .filter(|l| l.starts_with("error:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(errors, [line.clone()], "{name}: train: {}", stderr(&train));
+    }
+}
+
 #[test]
 fn missing_config_file_is_bad_input() {
     let out = gradcode(&["check", "--config", "/nonexistent/gradcode.toml"]);

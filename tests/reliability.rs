@@ -165,7 +165,10 @@ fn wait_gone(pid: u32, limit: Duration) -> bool {
     loop {
         let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
-            .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim().to_owned()));
+            .and_then(|stat| {
+                stat.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim().to_owned())
+            });
         match state {
             None => return true,
             Some(rest) if rest.starts_with('Z') || rest.starts_with('X') => return true,

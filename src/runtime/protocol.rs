@@ -164,7 +164,11 @@ impl Setup {
             Aggregation::Gather => 0.0,
             Aggregation::Reduce => 1.0,
         };
-        let mut out = vec![aggregation, self.partitions as f64, self.stored.len() as f64];
+        let mut out = vec![
+            aggregation,
+            self.partitions as f64,
+            self.stored.len() as f64,
+        ];
         out.extend(self.stored.iter().map(|&p| p as f64));
         match &self.standardization {
             None => out.push(0.0),
@@ -182,7 +186,12 @@ impl Setup {
         let aggregation = match r.count()? {
             0 => Aggregation::Gather,
             1 => Aggregation::Reduce,
-            _ => return Err(malformed("setup", "aggregation neither gather (0) nor reduce (1)")),
+            _ => {
+                return Err(malformed(
+                    "setup",
+                    "aggregation neither gather (0) nor reduce (1)",
+                ));
+            }
         };
         let partitions = r.count()?;
         let n = r.count()?;

@@ -457,7 +457,11 @@ fn reduce_beats_gather_over_a_slow_master_link_at_large_d_and_loses_at_small_d()
 
     // auto resolves by the vector's size, as train does.
     assert_eq!(
-        reduce_or_gather(10, "auto").network.unwrap().aggregate.name(),
+        reduce_or_gather(10, "auto")
+            .network
+            .unwrap()
+            .aggregate
+            .name(),
         "gather"
     );
     let auto = reduce_or_gather(1_000_000, "auto");

@@ -50,11 +50,26 @@ mod tests {
     #[test]
     fn auto_resolves_as_runtime_aggregate_reduces() {
         let big = RuntimeAggregate::AUTO_REDUCE_BYTES / 8;
-        assert_eq!(Aggregation::resolve(RuntimeAggregate::Auto, big, false), Aggregation::Reduce);
-        assert_eq!(Aggregation::resolve(RuntimeAggregate::Auto, big, true), Aggregation::Gather);
-        assert_eq!(Aggregation::resolve(RuntimeAggregate::Auto, 10, false), Aggregation::Gather);
-        assert_eq!(Aggregation::resolve(RuntimeAggregate::Reduce, 1, true).name(), "reduce");
-        assert_eq!(Aggregation::resolve(RuntimeAggregate::Gather, big, false).name(), "gather");
+        assert_eq!(
+            Aggregation::resolve(RuntimeAggregate::Auto, big, false),
+            Aggregation::Reduce
+        );
+        assert_eq!(
+            Aggregation::resolve(RuntimeAggregate::Auto, big, true),
+            Aggregation::Gather
+        );
+        assert_eq!(
+            Aggregation::resolve(RuntimeAggregate::Auto, 10, false),
+            Aggregation::Gather
+        );
+        assert_eq!(
+            Aggregation::resolve(RuntimeAggregate::Reduce, 1, true).name(),
+            "reduce"
+        );
+        assert_eq!(
+            Aggregation::resolve(RuntimeAggregate::Gather, big, false).name(),
+            "gather"
+        );
         assert!(Aggregation::Reduce.reduces() && !Aggregation::Gather.reduces());
     }
 

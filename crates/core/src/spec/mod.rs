@@ -31,7 +31,11 @@ impl RunSpec {
     /// The run of `config` on `train_samples` samples in `partitions`
     /// partitions; refuses a `train.batch_size` larger than the smallest
     /// partition ([`Batch::checked`]).
-    pub fn new(config: &Config, train_samples: usize, partitions: usize) -> Result<Self, InputError> {
+    pub fn new(
+        config: &Config,
+        train_samples: usize,
+        partitions: usize,
+    ) -> Result<Self, InputError> {
         Ok(Self {
             batch: Batch::checked(config.train.batch_size, train_samples, partitions)?,
         })
