@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | hello | worker → master | its host name and the CPUs it may run on (the first message of a run) |
 //! | config | master → worker | after every hello: the verdict on the config; when good, the worker's node (ranks, cores, one node) and the resolved TOML |
-//! | setup | master → worker | partitions in total, stored partitions, standardisation (centre and scale per feature, or none) |
+//! | setup | master → worker | the aggregation (gather or reduce, decided by the master), partitions in total, stored partitions, standardisation (centre and scale per feature, or none) |
 //! | ready | worker → master | [`Ready`]: samples loaded, features, and the entries its vectors can make non-zero when it sends only those (packed) |
 //! | error | worker → master | [`WorkerError`]: 1 when it is about the input (exit status 2), else 0; then one line of UTF-8, one byte per f64 |
 //! | task | master → worker | [`Task`]: the iteration's pace and work |
