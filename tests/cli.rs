@@ -509,7 +509,7 @@ fn check_and_train_refuse_the_same_batch_for_every_kind_of_data() {
             .filter(|l| l.starts_with("error:"))
             .map(|l| format!("{l}\n"))
             .collect();
-        assert_eq!(errors, [line.clone()], "{name}: train: {}", stderr(&train));
+        assert_eq!(errors, [line], "{name}: train: {}", stderr(&train));
     }
 }
 
