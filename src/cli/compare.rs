@@ -654,13 +654,7 @@ mod tests {
             member("m.h5", "gc-cyclic", 1, base, &[1.0]),
             member("n.h5", "gc-cyclic", 1, &nesterov, &[1.0]),
         ];
-        let c = compare(
-            crate::trace::TraceKind::Train,
-            &members,
-            &BaselineChoice::Default,
-            Targets::default(),
-        )
-        .unwrap();
+        let c = compare_train(&members, &BaselineChoice::Default, Targets::default());
         let labels: Vec<&str> = c.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(
             labels,
@@ -774,13 +768,7 @@ mod tests {
             ),
             member("g.h5", "gc-dc", 1, "[scheme]\nkind = \"gc-dc\"\n", &[1.0]),
         ];
-        let c = compare(
-            crate::trace::TraceKind::Train,
-            &members,
-            &BaselineChoice::Default,
-            Targets::default(),
-        )
-        .unwrap();
+        let c = compare_train(&members, &BaselineChoice::Default, Targets::default());
         let text = csv(&c);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], CSV_COLUMNS.join(","));

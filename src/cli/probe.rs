@@ -13,7 +13,7 @@
 //!    bytes, the worker sends b bytes back; half the round trip is the
 //!    one-way time t(b), over sizes from `--min-bytes` to `--max-bytes`
 //!    (each 4 times the previous). The line t(b) = latency + b / bandwidth
-//!    is fitted through the smallest and the largest size ([`fit_link`]
+//!    is fitted through the smallest and the largest size ([`fit_link`](gradcode_core::network::probe::fit_link)
 //!    says why not least squares).
 //! 2. **All at once**: every worker sends one message to the master at the
 //!    same moment, worker i sending b_i bytes in proportion to its measured
@@ -35,7 +35,7 @@
 //! rounds, docs/network.md) is the median over the pairs of measurement 3,
 //! left out with one worker.
 //!
-//! Every rank parses the same flags; rank 0 checks them and the world size
+//! Every rank parses and checks the same flags; rank 0 refuses them or the world size
 //! and sends each worker the verdict before any measurement, so a bad flag
 //! or a run on one rank ends every rank with exit status 2 and one `error:`
 //! line. There is no collective: every wait of rank 0 for a worker is

@@ -4,12 +4,12 @@
 //! command, which prints it.
 //!
 //! Its start is `train`'s: each worker first says hello to rank 0
-//! ([`setup::say_hello`]: so that every first contact goes to rank 0, as in
+//! (`setup::say_hello`: so that every first contact goes to rank 0, as in
 //! train: under MPICH over UCX/TCP a first message from rank 0 to worker 1
 //! did not arrive while worker 2 was stopped), rank 0 hears every hello
-//! within `--timeout-s` ([`setup::await_hellos`]), then sends each worker the
+//! within `--timeout-s` (`setup::await_hellos`), then sends each worker the
 //! verdict on the flags. There is no collective: every later wait of rank 0
-//! for a worker is watched ([`Watchdog`]): a worker (or a pair) silent for
+//! for a worker is watched (`watchdog.rs`): a worker (or a pair) silent for
 //! `--timeout-s` is named and the job ends.
 
 mod master;
