@@ -41,7 +41,6 @@
 //! (`search`, `variant`, `rank`, `model`, `sensitivity`); this file checks
 //! the flags, reads a training trace's times and prints.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -50,13 +49,13 @@ use serde::Serialize;
 use super::ConfigArgs;
 use super::netfit::NetworkSource;
 use crate::error::InputError;
-use crate::sim::to_loss::{self, LossRunError};
 use crate::straggler::fit;
-use crate::study::model::{ModelSource, fit_replay, fit_series, interval_of};
-use crate::study::search::{axes_for, beyond_clusters, experiment_memory, max_stored};
-use crate::study::{
-    self, Candidate, Outcome, Ran, SENSITIVITY_CANDIDATES, Skipped, VariantRunner, describe,
+use crate::study::advise::{
+    LossTarget, Rules, Search, SearchError, loss_target, memory_budget, no_candidate,
+    scheme_entries,
 };
+use crate::study::model::{ModelSource, fit_replay, fit_series, interval_of};
+use crate::study::{self, Candidate, SENSITIVITY_CANDIDATES, Skipped, VariantRunner, describe};
 
 /// What `advise` ranks by (`--objective`; [`study::Objective`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -128,16 +127,6 @@ impl From<Objective> for study::Objective {
     }
 }
 
-/// What `--objective time-to-loss` aims at.
-#[derive(Debug, Serialize)]
-struct LossTarget {
-    loss: f64,
-    /// `--target-loss`, or `full-batch descent at iteration N`.
-    source: String,
-    /// Iterations each trial trains (`train.iterations`).
-    iterations: usize,
-}
-
 #[derive(Debug, Serialize)]
 struct AdviseReport {
     origin: String,
@@ -204,24 +193,34 @@ pub(super) fn run(flags: &AdviseArgs) -> anyhow::Result<()> {
     let (straggler, network) = fit_models(flags, config)?;
     let (plain, fitted) = fitted_base(&base, &straggler, &network)?;
     let target = match flags.objective {
-        Objective::TimeToLoss => Some(loss_target(config, flags.target_loss)?),
+        Objective::TimeToLoss => {
+            Some(loss_target(config, flags.target_loss).map_err(search_error)?)
+        }
         Objective::Mean | Objective::P99 => None,
     };
     let memory = memory_budget(flags.memory_partitions, &grid, &fitted)?;
     // The fitted config's unit: a trace's, when its network was fitted.
     let model_time_unit_s = super::units::emulated_unit_s(&fitted.config);
+    let objective = study::Objective::from(flags.objective);
+    let rules = Rules {
+        every_scheme: flags.schemes.is_none(),
+        min_recovered: flags.min_recovered,
+        objective,
+        memory_given: flags.memory_partitions.is_some(),
+    };
     let search = Search {
-        flags,
+        rules,
         grid: &grid,
         workers: k,
         memory,
         target: target.as_ref(),
     };
-    let (ran, skipped) = search.run(entries, VariantRunner::new(fitted))?;
+    let (ran, skipped) = search
+        .run(entries, VariantRunner::new(fitted))
+        .map_err(search_error)?;
     if ran.is_empty() {
-        return Err(no_candidate(flags, memory, &skipped).into());
+        return Err(no_candidate(&rules, memory, &skipped).into());
     }
-    let objective = study::Objective::from(flags.objective);
     let ranking = study::rank(ran, objective);
     let skipped = study::merge_skipped(skipped);
     let mut straggler = straggler;
@@ -251,6 +250,15 @@ pub(super) fn run(flags: &AdviseArgs) -> anyhow::Result<()> {
         print_text(&report);
     }
     Ok(())
+}
+
+/// The search's error as it was raised: an input error stays one (its
+/// exit status is 2).
+fn search_error(e: SearchError) -> anyhow::Error {
+    match e {
+        SearchError::Input(e) => e.into(),
+        other => other.into(),
+    }
 }
 
 /// The checks of the flags against each other and the loaded config:
@@ -300,35 +308,6 @@ fn check_flags(flags: &AdviseArgs, config: &crate::config::Config) -> Result<(),
     Ok(())
 }
 
-/// The registered schemes `--schemes` names (default: every registered
-/// scheme), in its order.
-fn scheme_entries(
-    schemes: Option<&str>,
-) -> Result<Vec<&'static crate::coding::SchemeEntry>, InputError> {
-    let names: Vec<String> = match schemes {
-        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
-        None => crate::coding::SCHEMES
-            .names()
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
-    };
-    let mut entries = Vec::with_capacity(names.len());
-    for s in &names {
-        entries.push(crate::coding::SCHEMES.get(s).ok_or_else(|| {
-            InputError::value(
-                "--schemes",
-                s,
-                format!(
-                    "is not a scheme (one of {})",
-                    crate::coding::SCHEMES.names().join(", ")
-                ),
-            )
-        })?);
-    }
-    Ok(entries)
-}
-
 /// The straggler model and the network of the candidates: fitted to
 /// `--replay` or `--trace`, or the config's.
 fn fit_models(
@@ -363,259 +342,6 @@ fn fitted_base(
     // error here names the key).
     crate::setup::from_parsed(&crate::coding::SCHEMES, fitted.clone())?;
     Ok((plain, fitted))
-}
-
-/// The budget: --memory-partitions; else, unless --grid chooses the
-/// loads, the most the config's experiment stores on a worker (its
-/// scheme and the schemes simulate.compare compares): an unlimited one
-/// ranks full replication first.
-fn memory_budget(
-    given: Option<usize>,
-    grid: &[study::Axis],
-    fitted: &crate::config::LoadedConfig,
-) -> anyhow::Result<Option<usize>> {
-    Ok(match given {
-        Some(m) => Some(m),
-        None if grid.iter().any(|a| a.key == "scheme.load") => None,
-        None => Some(experiment_memory(fitted)?),
-    })
-}
-
-/// The error when no candidate ran: the budget, and the first reason, so
-/// that the one line says why.
-fn no_candidate(flags: &AdviseArgs, memory: Option<usize>, skipped: &[Skipped]) -> InputError {
-    let example = skipped.first().map_or(String::new(), |s| {
-        let settings = describe(&s.settings);
-        let space = if settings.is_empty() { "" } else { " " };
-        format!("; {}{space}{settings}: {}", s.scheme, s.reason)
-    });
-    let rule = match memory {
-        Some(m) => format!(
-            "leaves no candidate that runs (the budget is {m} partitions per worker){example}"
-        ),
-        None => format!("leaves no candidate that runs{example}"),
-    };
-    InputError::new(
-        if flags.memory_partitions.is_some() {
-            "--memory-partitions"
-        } else {
-            "--schemes"
-        },
-        rule,
-    )
-}
-
-/// The search over the candidates: the rules each passes (the flags, the
-/// grid, the memory budget, the target loss).
-struct Search<'a> {
-    flags: &'a AdviseArgs,
-    grid: &'a [study::Axis],
-    workers: usize,
-    memory: Option<usize>,
-    target: Option<&'a LossTarget>,
-}
-
-impl Search<'_> {
-    /// No `--schemes`: every registered scheme is a candidate.
-    fn every_scheme(&self) -> bool {
-        self.flags.schemes.is_none()
-    }
-
-    /// Schemes whose decode is partial are candidates only when named in
-    /// `--schemes` or with `--min-recovered` (ranked on time alone they
-    /// would look faster for what they lose).
-    fn partial_admitted(&self) -> bool {
-        !self.every_scheme() || self.flags.min_recovered.is_some()
-    }
-
-    /// Why a scheme whose decode is partial is not ranked, if it is not.
-    fn partial_rule(&self) -> Option<String> {
-        if self.every_scheme() && self.flags.min_recovered.is_none() {
-            return Some(
-                "decodes part of the gradient: a candidate only when named in --schemes or with --min-recovered"
-                    .to_string(),
-            );
-        }
-        if self.flags.objective != Objective::TimeToLoss && self.flags.min_recovered.is_none() {
-            return Some(
-                "decodes part of the gradient: ranked by time only with --min-recovered F, the share it must \
-                 recover (or by --objective time-to-loss, which counts what it loses)"
-                    .to_string(),
-            );
-        }
-        None
-    }
-
-    /// Why a candidate storing `stored` partitions on a worker is over the
-    /// budget, if it is.
-    fn over_budget(&self, stored: usize) -> Option<String> {
-        match (self.memory, self.flags.memory_partitions) {
-            (Some(m), Some(_)) if stored > m => Some(format!(
-                "stores {stored} partitions on a worker, more than --memory-partitions {m}"
-            )),
-            (Some(m), None) if stored > m => Some(format!(
-                "stores {stored} partitions on a worker, more than the {m} the config's schemes \
-                 store at most (--memory-partitions sets another budget)"
-            )),
-            _ => None,
-        }
-    }
-
-    /// Whether a built candidate runs: within the budget, not degenerate,
-    /// its partial decode admitted.
-    fn admit(&self, setup: &crate::setup::Setup) -> Result<(), String> {
-        if let Some(reason) = self.over_budget(max_stored(setup)) {
-            return Err(reason);
-        }
-        if let Some(why) = setup.scheme.degenerate() {
-            return Err(format!("degenerate: {why}"));
-        }
-        if setup.scheme.partial_recovery() {
-            if let Some(reason) = self.partial_rule() {
-                return Err(reason);
-            }
-        }
-        Ok(())
-    }
-
-    /// Every variant of every scheme of `entries`: those that ran and
-    /// those skipped, with the reason.
-    fn run(
-        &self,
-        entries: Vec<&'static crate::coding::SchemeEntry>,
-        mut runner: VariantRunner,
-    ) -> anyhow::Result<(Vec<Ran>, Vec<Skipped>)> {
-        let mut ran: Vec<Ran> = Vec::new();
-        let mut skipped = Vec::new();
-        for entry in entries {
-            // A scheme with a wait policy (ignore-stragglers, is-gc) always
-            // decodes part of the gradient: said once, not per variant.
-            if !self.partial_admitted() && entry.declares("wait_for") {
-                if let Some(reason) = self.partial_rule() {
-                    skipped.push(skip(entry.name(), BTreeMap::new(), reason));
-                    continue;
-                }
-            }
-            let axes = axes_for(
-                entry,
-                self.grid,
-                self.workers,
-                self.memory,
-                self.partial_admitted(),
-            );
-            for combo in study::combinations(&axes) {
-                if beyond_clusters(&combo, self.grid) {
-                    continue;
-                }
-                let outcome = runner.run(&combo, entry.name(), |setup| self.admit(setup))?;
-                match outcome {
-                    Outcome::Ran {
-                        settings,
-                        setup,
-                        report,
-                        ..
-                    } => match self.judge(entry.name(), settings, *setup, report)? {
-                        Ok(candidate) => ran.push(candidate),
-                        Err(s) => skipped.push(s),
-                    },
-                    Outcome::Skipped(s) => skipped.push(s),
-                }
-            }
-        }
-        Ok((ran, skipped))
-    }
-
-    /// A variant that ran: a candidate (with its times to the target
-    /// loss), or skipped (too little recovered, an approximation ranked by
-    /// time, or its training failed).
-    fn judge(
-        &self,
-        scheme: &str,
-        settings: BTreeMap<String, String>,
-        setup: crate::setup::Setup,
-        report: crate::sim::SimReport,
-    ) -> anyhow::Result<Result<Ran, Skipped>> {
-        let recovered = report.schemes[0].recovered_fraction;
-        if let Some(f) = self.flags.min_recovered.filter(|&f| recovered < f) {
-            let reason = format!(
-                "recovers {recovered:.4} of the partitions per iteration on average, \
-                 less than --min-recovered {f}"
-            );
-            return Ok(Err(skip(scheme, settings, reason)));
-        }
-        // An approximate code recovers every partition only approximately:
-        // its recovered share says nothing of what it loses, so only the
-        // loss can rank it.
-        let decode_error = report.schemes[0].mean_decode_error;
-        if self.flags.objective != Objective::TimeToLoss && recovered >= 1.0 && decode_error > 1e-9
-        {
-            let reason = format!(
-                "decodes an approximation (mean decode error {decode_error:.4}): ranked only by \
-                 --objective time-to-loss, which trains through its error"
-            );
-            return Ok(Err(skip(scheme, settings, reason)));
-        }
-        let stored = max_stored(&setup);
-        let crate::setup::Setup {
-            loaded,
-            scheme: built,
-            ..
-        } = setup;
-        let to_loss = match self.target {
-            None => Vec::new(),
-            Some(t) => match to_loss::time_to_loss(&loaded.config, built, t.loss) {
-                Ok(trials) => trials,
-                Err(LossRunError::Engine(e)) => {
-                    let reason = format!("training to the target loss failed: {e}");
-                    return Ok(Err(skip(scheme, settings, reason)));
-                }
-                Err(LossRunError::Input(e)) => return Err(e.into()),
-            },
-        };
-        Ok(Ok(Ran {
-            scheme: scheme.to_string(),
-            settings,
-            stored,
-            report,
-            to_loss,
-        }))
-    }
-}
-
-/// One skipped variant of `scheme`.
-fn skip(scheme: &str, settings: BTreeMap<String, String>, reason: String) -> Skipped {
-    Skipped {
-        scheme: scheme.to_string(),
-        settings,
-        reason,
-        variants: 1,
-    }
-}
-
-/// The target of `--objective time-to-loss`: `--target-loss`, or the
-/// default of [`to_loss::default_target`] on the base config's data.
-fn loss_target(config: &crate::config::Config, given: Option<f64>) -> anyhow::Result<LossTarget> {
-    let iterations = config.train.iterations;
-    if let Some(loss) = given {
-        return Ok(LossTarget {
-            loss,
-            source: "--target-loss".to_string(),
-            iterations,
-        });
-    }
-    let losses = to_loss::exact_losses(config).map_err(|e| match e {
-        LossRunError::Input(e) => anyhow::Error::from(e),
-        LossRunError::Engine(e) => anyhow::anyhow!(
-            "the default --target-loss: full-batch descent on the config's data failed: {e}"
-        ),
-    })?;
-    let loss = to_loss::default_target(&losses)
-        .ok_or_else(|| InputError::value("train.iterations", iterations, "must be at least 2"))?;
-    Ok(LossTarget {
-        loss,
-        source: format!("full-batch descent at iteration {}", iterations / 2),
-        iterations,
-    })
 }
 
 fn print_text(r: &AdviseReport) {

@@ -24,7 +24,8 @@ use serde::Serialize;
 
 use super::ConfigArgs;
 use crate::error::InputError;
-use crate::study::{self, Outcome, Skipped, VariantRunner, describe, describe_skipped};
+use crate::study::sweep::{Row, chosen_schemes, grid_axes, nothing_ran, rank_rows, run_variants};
+use crate::study::{self, Skipped, VariantRunner, describe_skipped};
 use crate::trace::place::{self, Input};
 
 /// The flags of `sweep`.
@@ -51,26 +52,6 @@ pub struct SweepArgs {
     /// Replace an existing --out file.
     #[arg(long, requires = "out")]
     pub force: bool,
-}
-
-/// One row of the table: a variant that ran.
-#[derive(Debug, Clone, Serialize)]
-struct Row {
-    /// 1 = the smallest mean iteration time.
-    rank: usize,
-    scheme: String,
-    /// The grid values of this variant, by key.
-    settings: BTreeMap<String, String>,
-    mean_iteration_time: f64,
-    ci95: f64,
-    p50: f64,
-    p99: f64,
-    recovered_fraction: f64,
-    /// Mean ‖a·B_S − 1‖₂ per iteration (0: an exact scheme).
-    mean_decode_error: f64,
-    messages_per_iteration: f64,
-    /// The scheme's own lower bound on the same samples (null when none).
-    lower_bound: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -105,10 +86,7 @@ pub(super) fn run(flags: &SweepArgs) -> anyhow::Result<()> {
         return Err(nothing_ran(&skipped).into());
     }
     let skipped = study::merge_skipped(skipped);
-    rows.sort_by(|a, b| a.mean_iteration_time.total_cmp(&b.mean_iteration_time));
-    for (i, r) in rows.iter_mut().enumerate() {
-        r.rank = i + 1;
-    }
+    rank_rows(&mut rows);
     let report = SweepReport {
         origin: loaded.origin.clone(),
         seed: loaded.config.seed,
@@ -134,145 +112,6 @@ pub(super) fn run(flags: &SweepArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The axes of `--grid`, and its `scheme.kind` axis apart (it chooses the
-/// schemes, as `--schemes` does).
-fn grid_axes(grid: &[String]) -> Result<(Vec<study::Axis>, Option<study::Axis>), InputError> {
-    if grid.is_empty() {
-        return Err(InputError::new(
-            "--grid",
-            "is required (e.g. --grid scheme.load=2,3,4)",
-        ));
-    }
-    let mut axes = study::parse_grid(grid)?;
-    // The sweep sets these for each variant: an axis of them would be overridden.
-    for key in ["simulate.compare", "simulate.baseline"] {
-        if axes.iter().any(|a| a.key == key) {
-            return Err(InputError::new(
-                "--grid",
-                format!(
-                    "{key} is set by sweep for each variant (its scheme): choose the schemes \
-                     with --grid scheme.kind=... or --schemes"
-                ),
-            ));
-        }
-    }
-    // A scheme.kind axis chooses the schemes, as --schemes does.
-    let kind_axis = axes
-        .iter()
-        .position(|a| a.key == "scheme.kind")
-        .map(|i| axes.remove(i));
-    Ok((axes, kind_axis))
-}
-
-/// The schemes of the sweep: `--schemes`, the `scheme.kind` axis, or the
-/// config's compared schemes; each a registered scheme.
-fn chosen_schemes(
-    schemes: Option<&str>,
-    kind_axis: Option<study::Axis>,
-    loaded: &crate::config::LoadedConfig,
-) -> Result<Vec<String>, InputError> {
-    let (schemes, field): (Vec<String>, &str) = match (schemes, kind_axis) {
-        (Some(_), Some(_)) => {
-            return Err(InputError::new(
-                "--grid",
-                "scheme.kind and --schemes both choose the schemes: give one",
-            ));
-        }
-        (Some(list), None) => (
-            list.split(',').map(|s| s.trim().to_string()).collect(),
-            "--schemes",
-        ),
-        (None, Some(axis)) => (
-            axis.values
-                .iter()
-                .map(|v| v.trim().trim_matches('"').to_string())
-                .collect(),
-            "--grid",
-        ),
-        (None, None) => (
-            loaded
-                .config
-                .compared()
-                .iter()
-                .map(|e| e.name().to_string())
-                .collect(),
-            "--schemes",
-        ),
-    };
-    for s in &schemes {
-        if crate::coding::SCHEMES.get(s).is_none() {
-            return Err(InputError::value(
-                field,
-                s,
-                format!(
-                    "is not a scheme (one of {})",
-                    crate::coding::SCHEMES.names().join(", ")
-                ),
-            ));
-        }
-    }
-    Ok(schemes)
-}
-
-/// Every scheme at every combination of the axes: the rows of those that
-/// ran (unranked) and those skipped.
-fn run_variants(
-    axes: &[study::Axis],
-    schemes: &[String],
-    mut runner: VariantRunner,
-) -> anyhow::Result<(Vec<Row>, Vec<Skipped>)> {
-    let mut rows = Vec::new();
-    let mut skipped = Vec::new();
-    for combo in study::combinations(axes) {
-        for scheme in schemes {
-            let (settings, report) = match runner.run(&combo, scheme, |_| Ok(()))? {
-                // Only the keys the scheme reads: a table shows no value
-                // that did not make the row.
-                Outcome::Ran { read, report, .. } => (read, report),
-                Outcome::Skipped(s) => {
-                    skipped.push(s);
-                    continue;
-                }
-            };
-            let s = &report.schemes[0];
-            rows.push(Row {
-                rank: 0,
-                scheme: scheme.clone(),
-                settings,
-                mean_iteration_time: s.mean_iteration_time,
-                ci95: s.ci95,
-                p50: s.p50,
-                p99: s.p99,
-                recovered_fraction: s.recovered_fraction,
-                mean_decode_error: s.mean_decode_error,
-                messages_per_iteration: s.messages_per_iteration,
-                lower_bound: s.lower_bound.as_ref().map(|b| b.mean_iteration_time),
-            });
-        }
-    }
-    Ok((rows, skipped))
-}
-
-/// Nothing ran: the grid is bad input, said once with the first reason
-/// (`--grid scheme.nokey=1,2` exited 0 with every variant skipped).
-fn nothing_ran(skipped: &[Skipped]) -> InputError {
-    let first = skipped.first().map_or(String::new(), |s: &Skipped| {
-        format!(
-            " (the first: {} {}: {})",
-            s.scheme,
-            describe(&s.settings),
-            s.reason
-        )
-    });
-    InputError::new(
-        "--grid",
-        format!(
-            "every one of its {} variants was refused{first}",
-            skipped.len()
-        ),
-    )
 }
 
 /// The output file: `.json` or `.csv`, not present unless `force`.

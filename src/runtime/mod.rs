@@ -16,6 +16,7 @@ mod interrupt;
 mod master;
 mod packing;
 mod prepare;
+pub mod probe;
 mod progress;
 mod report;
 mod resume;
@@ -24,7 +25,6 @@ mod setup;
 mod worker;
 
 pub use master::TrainSummary;
-pub(crate) use setup::host_name;
 
 use std::path::PathBuf;
 

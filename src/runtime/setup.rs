@@ -22,8 +22,8 @@ const SETUP_CAP: Duration = Duration::from_millis(2);
 const HOST_BYTES: usize = 255;
 
 /// This rank's host name (`MPI_Get_processor_name`, else the host name), at
-/// most [`HOST_BYTES`] bytes: what `train`'s hello and `probe` send rank 0.
-pub(crate) fn host_name() -> String {
+/// most [`HOST_BYTES`] bytes: what a worker's [`Hello`] tells rank 0.
+pub(super) fn host_name() -> String {
     let mut name =
         mpi::environment::processor_name().unwrap_or_else(|_| crate::provenance::local_host());
     let mut end = name.len().min(HOST_BYTES);
@@ -110,9 +110,42 @@ pub(super) fn nodes(hellos: &[Hello], fallback: usize) -> Vec<Node> {
         .collect()
 }
 
+/// Why the master has not every worker's hello.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum HelloError {
+    /// No hello from the workers `silent` (1-based, ascending) within
+    /// `timeout_s`; `heard` of `workers` answered. The message is `train`'s
+    /// (its timeout is `train.result_timeout_s`); `probe` words its own.
+    #[error(
+        "setup: no word from worker(s) {} for {timeout_s} s (train.result_timeout_s) after MPI started: \
+         they are stopped, hung or gone ({heard} of {workers} workers answered)",
+        list(silent)
+    )]
+    Silent {
+        silent: Vec<usize>,
+        heard: usize,
+        workers: usize,
+        timeout_s: f64,
+    },
+    /// Worker `rank` sent what is not a hello.
+    #[error("worker {rank}: {source}")]
+    Malformed { rank: i32, source: ProtocolError },
+}
+
+/// `1, 2, 5`.
+fn list(ranks: &[usize]) -> String {
+    let names: Vec<String> = ranks.iter().map(usize::to_string).collect();
+    names.join(", ")
+}
+
+/// A worker's first message (train's and probe's): its [`Hello`] to rank 0.
+pub(super) fn say_hello(comm: &Comm<'_>) {
+    comm.send(0, protocol::TAG_HELLO, &Hello::mine().encode());
+}
+
 /// The master's wait for every worker's hello, at most `timeout_s`: every
-/// rank's hello (its own first), or the line that names the silent workers.
-pub(super) fn await_hellos(comm: &Comm<'_>, timeout_s: f64) -> Result<Vec<Hello>, String> {
+/// rank's hello (its own first), or the workers it did not hear from.
+pub(super) fn await_hellos(comm: &Comm<'_>, timeout_s: f64) -> Result<Vec<Hello>, HelloError> {
     let workers = comm.size() as usize - 1;
     let mut hellos: Vec<Option<Hello>> = vec![None; workers + 1];
     hellos[0] = Some(Hello::mine());
@@ -123,18 +156,17 @@ pub(super) fn await_hellos(comm: &Comm<'_>, timeout_s: f64) -> Result<Vec<Hello>
     while heard < workers {
         let deadline = instant_after(start, timeout_s);
         let Some(w) = comm.probe_any(protocol::TAG_HELLO, &mut backoff, deadline) else {
-            let silent: Vec<String> = (1..=workers)
-                .filter(|&w| hellos[w].is_none())
-                .map(|w| w.to_string())
-                .collect();
-            return Err(format!(
-                "setup: no word from worker(s) {} for {timeout_s} s (train.result_timeout_s) after MPI started: \
-                 they are stopped, hung or gone ({heard} of {workers} workers answered)",
-                silent.join(", ")
-            ));
+            let silent = (1..=workers).filter(|&w| hellos[w].is_none()).collect();
+            return Err(HelloError::Silent {
+                silent,
+                heard,
+                workers,
+                timeout_s,
+            });
         };
         let (rank, data) = w;
-        let hello = Hello::decode(&data).map_err(|e| format!("worker {rank}: {e}"))?;
+        let hello =
+            Hello::decode(&data).map_err(|source| HelloError::Malformed { rank, source })?;
         let slot = &mut hellos[rank as usize];
         if slot.is_none() {
             heard += 1;
@@ -207,7 +239,7 @@ impl Verdict {
 /// A worker: say hello, then wait for the master's verdict (as long as it
 /// takes: a master that gives up on the setup ends the job).
 pub(super) fn worker_setup(comm: &Comm<'_>) -> anyhow::Result<Verdict> {
-    comm.send(0, protocol::TAG_HELLO, &Hello::mine().encode());
+    say_hello(comm);
     let mut backoff = Backoff::new(SETUP_CAP);
     let (message, len) = comm
         .probe_from(0, protocol::TAG_CONFIG, &mut backoff, None)

@@ -99,6 +99,7 @@ pub use gradcode_core::record::{
 /// The HDF5 seam: the writers, the guarded reader and snapshots with HDF5,
 /// refusals without it (the only code that knows which).
 pub mod backend;
+pub mod compare;
 pub use backend::{SimTraceWriter, TraceFile, TraceWriter, read_snapshot};
 
 /// What a trace file holds, as the reader gives it back.

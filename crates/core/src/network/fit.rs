@@ -62,8 +62,8 @@ fn lower_quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).floor() as usize]
 }
 
-/// The median of a non-empty list.
-fn median(values: &mut [f64]) -> f64 {
+/// The median of a non-empty list (the mean of the middle two when even).
+pub(super) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
     if n % 2 == 1 {

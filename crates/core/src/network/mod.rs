@@ -15,6 +15,7 @@
 
 pub mod delivery;
 pub mod fit;
+pub mod probe;
 pub mod reduce;
 
 pub use delivery::{Delivery, MAX_MESSAGE_MODEL_TIME};

@@ -7,16 +7,19 @@
 //!   and those that repeat an earlier one; [`skipped`]: those not run, with
 //!   the reason;
 //! - [`search`]: the candidates `advise` searches per scheme and the memory
-//!   they store; [`rank`](mod@rank): their ranking with paired intervals;
+//!   they store; [`advise`](mod@advise): the search itself, with the rules
+//!   each candidate passes and the reasons of those skipped; [`rank`](mod@rank): their ranking with paired intervals;
 //! - [`model`]: the straggler model simulated, the config's or fitted to
 //!   measured times, and [`sensitivity`](mod@sensitivity): the advice at the ends of the
 //!   fitted parameters' intervals;
+//! - [`sweep`](mod@sweep): `sweep`'s variants of every scheme, ranked;
 //! - [`speedup`]: the speedup of runs over a baseline's, paired by seed
 //!   where they can be.
 //!
 //! The commands `sweep`, `advise` and `compare` parse their flags, call
 //! these and print.
 
+pub mod advise;
 pub mod grid;
 pub mod model;
 pub mod rank;
@@ -24,6 +27,7 @@ pub mod search;
 pub mod sensitivity;
 pub mod skipped;
 pub mod speedup;
+pub mod sweep;
 pub mod variant;
 
 pub use grid::{Axis, MAX_GRID_VARIANTS, combinations, describe, label, parse_axis, parse_grid};
