@@ -13,7 +13,10 @@
 //! candle's graph of [`Mlp::forward`], whose loss head it keeps, without
 //! copying θ into candle variables and the gradients out of candle's store
 //! (about 5 MB each way per batch for 784-512-512-10). The two agree bit for
-//! bit (tested below); f32 goes through candle's graph.
+//! bit (tested below); f32 goes through candle's graph. Measured with
+//! `cargo bench --bench nn -- 'gradient/mlp f64'` (784-512-512-10, batch
+//! 32, one thread, a loaded 2-core machine): 5.0 to 5.4 ms per batch by
+//! this pass, 11.8 to 11.9 ms by candle's graph.
 
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};

@@ -2,8 +2,10 @@
 //! vector θ, their initialisation, one mini-batch's softmax cross-entropy
 //! and its gradient by reverse-mode autodiff (candle), and the evaluation.
 //!
-//! An architecture ([`Architecture`]) only lists its parameters and computes
-//! the logits; this file turns θ into candle variables, runs the forward and
+//! An architecture ([`Architecture`]) only lists its parameters (its layers
+//! register them by name in a [`ParamTable`], which fixes θ's layout) and
+//! computes the logits, its layers reading their parameters by name from a
+//! [`ParamView`]; this file turns θ into candle variables, runs the forward and
 //! the backward pass on the CPU, and adds the gradient back into a slice of
 //! f64. The loss is summed (not averaged) over the batch, as the linear
 //! models' kernels sum theirs: the engine divides by the recovered samples.
