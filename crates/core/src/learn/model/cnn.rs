@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::Model;
 use super::entry::{ModelArgs, ModelEntry};
-use super::net::{Architecture, ParamSpec, Params, Pass};
-use super::ops::{conv2d, linear, max_pool2};
+use super::layers::{Conv, ConvShape, Dense};
+use super::net::{Architecture, Pass};
+use super::ops::max_pool2;
+use super::params::{ParamTable, ParamView};
 use crate::config::Precision;
 use crate::error::InputError;
 
@@ -80,11 +82,18 @@ const CONV1: usize = 10;
 const CONV2: usize = 20;
 const HIDDEN: usize = 50;
 
+/// The network: its layers, which own their parameters' names, and the
+/// table of those parameters in θ's order (conv1, conv2, fc1, fc2; each
+/// weight before its bias).
 #[derive(Debug)]
 pub(crate) struct Cnn {
     flat: usize,
     classes: usize,
-    params: Vec<ParamSpec>,
+    conv1: Conv,
+    conv2: Conv,
+    fc1: Dense,
+    fc2: Dense,
+    params: ParamTable,
 }
 
 impl Cnn {
@@ -108,43 +117,44 @@ impl Cnn {
         let [c, h, w] = input;
         let (h2, w2) = Self::features_after_convolutions(h, w)?;
         let flat = CONV2 * h2 * w2;
-        let k2 = KERNEL * KERNEL;
-        let params = vec![
-            ParamSpec::uniform("conv1.weight", &[CONV1, c, KERNEL, KERNEL], c * k2),
-            ParamSpec::uniform("conv1.bias", &[CONV1], c * k2),
-            ParamSpec::uniform("conv2.weight", &[CONV2, CONV1, KERNEL, KERNEL], CONV1 * k2),
-            ParamSpec::uniform("conv2.bias", &[CONV2], CONV1 * k2),
-            ParamSpec::uniform("fc1.weight", &[flat, HIDDEN], flat),
-            ParamSpec::uniform("fc1.bias", &[HIDDEN], flat),
-            ParamSpec::uniform("fc2.weight", &[HIDDEN, classes], HIDDEN),
-            ParamSpec::uniform("fc2.bias", &[classes], HIDDEN),
-        ];
+        let valid = |input, output| ConvShape {
+            input,
+            output,
+            kernel: KERNEL,
+            padding: 0,
+            stride: 1,
+        };
+        let mut params = ParamTable::new();
         Some(Self {
             flat,
             classes,
+            conv1: Conv::new(&mut params, "conv1", valid(c, CONV1), true),
+            conv2: Conv::new(&mut params, "conv2", valid(CONV1, CONV2), true),
+            fc1: Dense::new(&mut params, "fc1", flat, HIDDEN),
+            fc2: Dense::new(&mut params, "fc2", HIDDEN, classes),
             params,
         })
     }
 }
 
 impl Architecture for Cnn {
-    fn params(&self) -> &[ParamSpec] {
+    fn params(&self) -> &ParamTable {
         &self.params
     }
 
     fn forward(
         &self,
-        p: &mut Params<'_>,
+        p: &ParamView<'_>,
         x: &Tensor,
         pass: &Pass<'_>,
     ) -> candle_core::Result<Tensor> {
-        let h = max_pool2(&conv2d(x, p.next(), p.next(), 0, 1, false)?)?.relu()?;
-        let h = max_pool2(&conv2d(&h, p.next(), p.next(), 0, 1, true)?)?.relu()?;
-        let mut h = linear(&h.flatten_from(1)?, p.next(), p.next(), true)?.relu()?;
+        let h = max_pool2(&self.conv1.forward(p, x, false)?)?.relu()?;
+        let h = max_pool2(&self.conv2.forward(p, &h, true)?)?.relu()?;
+        let mut h = self.fc1.forward(p, &h.flatten_from(1)?, true)?.relu()?;
         if let Some(mask) = pass.dropout {
             h = h.mul(mask)?;
         }
-        linear(&h, p.next(), p.next(), true)
+        self.fc2.forward(p, &h, true)
     }
 
     fn dropout_units(&self) -> Option<usize> {

@@ -21,12 +21,14 @@
 
 mod cnn;
 mod entry;
+mod layers;
 mod linear;
 pub mod memory;
 mod mlp;
 mod models;
 mod net;
 mod ops;
+mod params;
 mod resnet;
 
 pub use cnn::{CNN, CnnParams};

@@ -2,8 +2,10 @@
 //! vector θ, their initialisation, one mini-batch's softmax cross-entropy
 //! and its gradient by reverse-mode autodiff (candle), and the evaluation.
 //!
-//! An architecture ([`Architecture`]) only lists its parameters and computes
-//! the logits; this file turns θ into candle variables, runs the forward and
+//! An architecture ([`Architecture`]) only lists its parameters (its layers
+//! register them by name in a [`ParamTable`], which fixes θ's layout) and
+//! computes the logits, its layers reading their parameters by name from a
+//! [`ParamView`]; this file turns θ into candle variables, runs the forward and
 //! the backward pass on the CPU, and adds the gradient back into a slice of
 //! f64. The loss is summed (not averaged) over the batch, as the linear
 //! models' kernels sum theirs: the engine divides by the recovered samples.
@@ -12,65 +14,11 @@ use candle_core::{D, DType, Device, Storage, Tensor, Var};
 use rand::RngExt;
 
 use super::ModelError;
+use super::params::{Init, ParamTable, ParamView};
 use crate::config::Precision;
 use crate::learn::batch::StepKey;
 use crate::learn::{Features, Partition};
 use crate::rng::{Stream, substream};
-
-/// How a parameter starts.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Init {
-    /// Uniform on ±1/√fan_in (PyTorch's default for linear and convolution
-    /// layers, weights and biases).
-    Uniform { fan_in: usize },
-    /// A constant (batch normalisation: scale 1, shift 0).
-    Constant(f64),
-}
-
-/// One parameter tensor of an architecture.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ParamSpec {
-    pub name: String,
-    pub shape: Vec<usize>,
-    pub init: Init,
-}
-
-impl ParamSpec {
-    pub fn uniform(name: impl Into<String>, shape: &[usize], fan_in: usize) -> Self {
-        Self {
-            name: name.into(),
-            shape: shape.to_vec(),
-            init: Init::Uniform { fan_in },
-        }
-    }
-
-    pub fn constant(name: impl Into<String>, shape: &[usize], value: f64) -> Self {
-        Self {
-            name: name.into(),
-            shape: shape.to_vec(),
-            init: Init::Constant(value),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.shape.iter().product()
-    }
-}
-
-/// The parameters in the order an architecture lists them.
-pub(crate) struct Params<'a> {
-    tensors: &'a [Tensor],
-    next: usize,
-}
-
-impl<'a> Params<'a> {
-    /// The next parameter.
-    pub fn next(&mut self) -> &'a Tensor {
-        let t = &self.tensors[self.next];
-        self.next += 1;
-        t
-    }
-}
 
 /// Whether a forward pass trains (dropout active) or evaluates.
 pub(crate) struct Pass<'a> {
@@ -80,12 +28,13 @@ pub(crate) struct Pass<'a> {
 
 /// A network's structure: its parameters and its forward pass.
 pub(crate) trait Architecture: Send + Sync + std::fmt::Debug {
-    /// The parameters, in the order [`Self::forward`] takes them.
-    fn params(&self) -> &[ParamSpec];
-    /// The logits (batch × classes) of images `x` (batch × channels × height × width).
+    /// The parameter tensors its layers registered, in θ's order.
+    fn params(&self) -> &ParamTable;
+    /// The logits (batch × classes) of images `x` (batch × channels ×
+    /// height × width), each layer reading its parameters from `p` by name.
     fn forward(
         &self,
-        p: &mut Params<'_>,
+        p: &ParamView<'_>,
         x: &Tensor,
         pass: &Pass<'_>,
     ) -> candle_core::Result<Tensor>;
@@ -193,8 +142,6 @@ pub struct Net {
     classes: usize,
     dropout: f64,
     dtype: DType,
-    /// Where parameter `i` starts in θ; the last entry is the dimension.
-    offsets: Vec<usize>,
 }
 
 impl Net {
@@ -205,10 +152,6 @@ impl Net {
         dropout: f64,
         precision: Precision,
     ) -> Self {
-        let mut offsets = vec![0];
-        for p in arch.params() {
-            offsets.push(offsets.last().unwrap() + p.len());
-        }
         let dtype = match precision {
             Precision::F64 => DType::F64,
             Precision::F32 => DType::F32,
@@ -219,25 +162,25 @@ impl Net {
             classes,
             dropout,
             dtype,
-            offsets,
         }
     }
 
     /// d: the number of parameters.
     pub fn dim(&self) -> usize {
-        *self.offsets.last().unwrap()
+        self.arch.params().dim()
     }
 
     /// Each parameter tensor's name, shape and offset in θ, in θ's order.
     pub fn layout(&self) -> Vec<super::TensorLayout> {
-        self.arch
-            .params()
+        let table = self.arch.params();
+        table
+            .specs()
             .iter()
-            .zip(&self.offsets)
-            .map(|(p, &offset)| super::TensorLayout {
+            .enumerate()
+            .map(|(i, p)| super::TensorLayout {
                 name: p.name.clone(),
                 shape: p.shape.clone(),
-                offset,
+                offset: table.range_at(i).start,
             })
             .collect()
     }
@@ -280,7 +223,7 @@ impl Net {
     /// model-initialisation stream (parameter `i` from sub-stream `i`).
     pub fn initial_theta(&self, seed: u64) -> Vec<f64> {
         let mut theta = Vec::with_capacity(self.dim());
-        for (i, p) in self.arch.params().iter().enumerate() {
+        for (i, p) in self.arch.params().specs().iter().enumerate() {
             match p.init {
                 Init::Uniform { fan_in } => {
                     let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
@@ -298,10 +241,11 @@ impl Net {
     /// In f64 each parameter is copied once, straight into its variable.
     fn tensors(&self, theta: &[f64], vars: bool) -> candle_core::Result<(Vec<Tensor>, Vec<Var>)> {
         let dev = Device::Cpu;
-        let mut tensors = Vec::with_capacity(self.offsets.len());
-        let mut variables = Vec::with_capacity(self.offsets.len());
-        for (p, at) in self.arch.params().iter().zip(self.offsets.windows(2)) {
-            let values = &theta[at[0]..at[1]];
+        let table = self.arch.params();
+        let mut tensors = Vec::with_capacity(table.specs().len());
+        let mut variables = Vec::with_capacity(table.specs().len());
+        for (i, p) in table.specs().iter().enumerate() {
+            let values = &theta[table.range_at(i)];
             let shape = p.shape.as_slice();
             match (vars, self.dtype) {
                 (true, DType::F64) => variables.push(Var::from_slice(values, shape, &dev)?),
@@ -465,11 +409,9 @@ impl Net {
         let (x, labels) = self.batch(part, rows)?;
         let (as_tensors, vars) = self.tensors(theta, true)?;
         let mask = self.dropout_mask(key, rows.len())?;
+        let table = self.arch.params();
         let logits = self.arch.forward(
-            &mut Params {
-                tensors: &as_tensors,
-                next: 0,
-            },
+            &ParamView::new(table, &as_tensors),
             &x,
             &Pass {
                 dropout: mask.as_ref(),
@@ -477,9 +419,9 @@ impl Net {
         )?;
         let loss = cross_entropy_sum(&logits, &labels)?;
         let grads = loss.backward()?;
-        for (v, at) in vars.iter().zip(self.offsets.windows(2)) {
+        for (i, v) in vars.iter().enumerate() {
             if let Some(g) = grads.get(v.as_tensor()) {
-                add_into(&mut grad[at[0]..at[1]], g)?;
+                add_into(&mut grad[table.range_at(i)], g)?;
             }
         }
         let predicted = logits.argmax(D::Minus1)?.to_vec1::<u32>()?;
@@ -512,10 +454,7 @@ impl Net {
         for chunk in rows.chunks(EVAL_CHUNK) {
             let (x, labels) = self.batch(part, chunk)?;
             let logits = self.arch.forward(
-                &mut Params {
-                    tensors: &tensors,
-                    next: 0,
-                },
+                &ParamView::new(self.arch.params(), &tensors),
                 &x,
                 &Pass { dropout: None },
             )?;

@@ -11,8 +11,9 @@
 //! the same sums (tested against candle's operations and against finite
 //! differences), not approximations.
 
+use candle_core::backend::BackendStorage;
 use candle_core::{
-    CpuStorage, CustomOp1, CustomOp3, Device, Layout, Shape, Storage, Tensor, WithDType,
+    CpuStorage, CustomOp1, CustomOp3, DType, Device, Layout, Shape, Storage, Tensor, WithDType,
 };
 use faer::{Accum, MatMut, MatRef, Par};
 
@@ -23,6 +24,106 @@ pub(crate) trait Scalar:
 }
 impl Scalar for f32 {}
 impl Scalar for f64 {}
+
+/// An operation written once for both precisions: its forward pass over
+/// the inputs' contiguous values and its backward pass. [`forward_of`] and
+/// [`backward_of`] run it in the inputs' precision ([`in_precision`]).
+trait Kernel {
+    /// The operation, in errors.
+    const NAME: &'static str;
+    /// The output's values and shape from the inputs' values and layouts.
+    fn forward<T: Scalar>(
+        &self,
+        inputs: &[(&[T], &Layout)],
+    ) -> candle_core::Result<(Vec<T>, Shape)>;
+    /// Each input's gradient (None: not computed) from the output's `grad`.
+    fn backward<T: Scalar>(
+        &self,
+        inputs: &[&Tensor],
+        grad: &Tensor,
+    ) -> candle_core::Result<Vec<Option<Tensor>>>;
+}
+
+/// A computation generic over the element type.
+trait Typed {
+    type Output;
+    fn run<T: Scalar>(self) -> candle_core::Result<Self::Output>;
+}
+
+/// Runs `f` in `dtype`'s precision: the one place that picks f32 or f64.
+fn in_precision<F: Typed>(dtype: DType, what: &str, f: F) -> candle_core::Result<F::Output> {
+    match dtype {
+        DType::F64 => f.run::<f64>(),
+        DType::F32 => f.run::<f32>(),
+        dtype => candle_core::bail!("{what} runs in f32 or f64, not {dtype:?}"),
+    }
+}
+
+/// A kernel's forward pass over candle's storages.
+struct Forward<'a, K> {
+    kernel: &'a K,
+    inputs: &'a [(&'a CpuStorage, &'a Layout)],
+}
+
+impl<K: Kernel> Typed for Forward<'_, K> {
+    type Output = (CpuStorage, Shape);
+    fn run<T: Scalar>(self) -> candle_core::Result<Self::Output> {
+        let values = self
+            .inputs
+            .iter()
+            .map(|&(s, l)| Ok((contiguous::<T>(s, l, K::NAME)?, l)))
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        let (y, shape) = self.kernel.forward::<T>(&values)?;
+        Ok((T::to_cpu_storage_owned(y), shape))
+    }
+}
+
+/// A kernel's backward pass.
+struct Backward<'a, K> {
+    kernel: &'a K,
+    inputs: &'a [&'a Tensor],
+    grad: &'a Tensor,
+}
+
+impl<K: Kernel> Typed for Backward<'_, K> {
+    type Output = Vec<Option<Tensor>>;
+    fn run<T: Scalar>(self) -> candle_core::Result<Self::Output> {
+        self.kernel.backward::<T>(self.inputs, self.grad)
+    }
+}
+
+/// `kernel`'s output for `inputs`, in their precision.
+fn forward_of<K: Kernel>(
+    kernel: &K,
+    inputs: &[(&CpuStorage, &Layout)],
+) -> candle_core::Result<(CpuStorage, Shape)> {
+    in_precision(inputs[0].0.dtype(), K::NAME, Forward { kernel, inputs })
+}
+
+/// `kernel`'s gradients of `inputs` from the output's `grad`, in their precision.
+fn backward_of<K: Kernel>(
+    kernel: &K,
+    inputs: &[&Tensor],
+    grad: &Tensor,
+) -> candle_core::Result<Vec<Option<Tensor>>> {
+    in_precision(
+        inputs[0].dtype(),
+        K::NAME,
+        Backward {
+            kernel,
+            inputs,
+            grad,
+        },
+    )
+}
+
+/// The three gradients of a three-input operation, as candle takes them.
+type Gradients3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
+
+fn three(grads: Vec<Option<Tensor>>) -> Gradients3 {
+    let mut g = grads.into_iter();
+    (g.next().flatten(), g.next().flatten(), g.next().flatten())
+}
 
 /// `dst (m × n) (+)= lhs · rhs`, row-major slices; `lhs` is m × k (or its
 /// transpose stored k × m), `rhs` k × n (or its transpose stored n × k).
@@ -178,15 +279,20 @@ fn dims4(layout: &Layout) -> candle_core::Result<(usize, usize, usize, usize)> {
     layout.shape().dims4()
 }
 
-fn contiguous<'a, T: Scalar>(s: &'a CpuStorage, l: &Layout) -> candle_core::Result<&'a [T]> {
+/// The values of a contiguous storage; `what` (the operation) in the error.
+fn contiguous<'a, T: Scalar>(
+    s: &'a CpuStorage,
+    l: &Layout,
+    what: &str,
+) -> candle_core::Result<&'a [T]> {
     match l.contiguous_offsets() {
         Some((start, end)) => Ok(&T::cpu_storage_as_slice(s)?[start..end]),
-        None => candle_core::bail!("conv2d and max-pool take contiguous tensors"),
+        None => candle_core::bail!("{what} takes contiguous tensors"),
     }
 }
 
 impl Conv2d {
-    fn forward<T: Scalar>(
+    fn convolve<T: Scalar>(
         &self,
         x: &[T],
         (b, c, h, w): (usize, usize, usize, usize),
@@ -224,32 +330,7 @@ impl CustomOp3 for Conv2d {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let dims = dims4(l1)?;
-        let (out, _, k, _) = dims4(l2)?;
-        let shape = |g: Geometry| Shape::from((dims.0, out, g.out_height, g.out_width));
-        match s1 {
-            CpuStorage::F64(_) => {
-                let (y, g) = self.forward::<f64>(
-                    contiguous(s1, l1)?,
-                    dims,
-                    contiguous(s2, l2)?,
-                    (out, k),
-                    contiguous(s3, l3)?,
-                )?;
-                Ok((f64::to_cpu_storage_owned(y), shape(g)))
-            }
-            CpuStorage::F32(_) => {
-                let (y, g) = self.forward::<f32>(
-                    contiguous(s1, l1)?,
-                    dims,
-                    contiguous(s2, l2)?,
-                    (out, k),
-                    contiguous(s3, l3)?,
-                )?;
-                Ok((f32::to_cpu_storage_owned(y), shape(g)))
-            }
-            _ => candle_core::bail!("conv2d runs in f32 or f64"),
-        }
+        forward_of(self, &[(s1, l1), (s2, l2), (s3, l3)])
     }
 
     fn bwd(
@@ -259,23 +340,35 @@ impl CustomOp3 for Conv2d {
         bias: &Tensor,
         _res: &Tensor,
         grad: &Tensor,
-    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        match x.dtype() {
-            candle_core::DType::F64 => self.backward::<f64>(x, weight, bias, grad),
-            candle_core::DType::F32 => self.backward::<f32>(x, weight, bias, grad),
-            dtype => candle_core::bail!("conv2d runs in f32 or f64, not {dtype:?}"),
-        }
+    ) -> candle_core::Result<Gradients3> {
+        Ok(three(backward_of(self, &[x, weight, bias], grad)?))
     }
 }
 
-impl Conv2d {
+impl Kernel for Conv2d {
+    const NAME: &'static str = "conv2d";
+
+    fn forward<T: Scalar>(
+        &self,
+        inputs: &[(&[T], &Layout)],
+    ) -> candle_core::Result<(Vec<T>, Shape)> {
+        let [(x, lx), (weight, lw), (bias, _)] = inputs else {
+            candle_core::bail!("conv2d takes an input, a weight and a bias")
+        };
+        let dims = dims4(lx)?;
+        let (out, _, k, _) = dims4(lw)?;
+        let (y, g) = self.convolve(x, dims, weight, (out, k), bias)?;
+        Ok((y, Shape::from((dims.0, out, g.out_height, g.out_width))))
+    }
+
     fn backward<T: Scalar>(
         &self,
-        x: &Tensor,
-        weight: &Tensor,
-        bias: &Tensor,
+        inputs: &[&Tensor],
         grad: &Tensor,
-    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [x, weight, bias] = inputs else {
+            candle_core::bail!("conv2d takes an input, a weight and a bias")
+        };
         let (b, c, h, w) = x.dims4()?;
         let (out, _, k, _) = weight.dims4()?;
         let g = Geometry::new((c, h, w), k, self.padding, self.stride)?;
@@ -314,11 +407,11 @@ impl Conv2d {
         } else {
             None
         };
-        Ok((
+        Ok(vec![
             dx,
             Some(Tensor::from_vec(dw, weight.shape(), &dev)?),
             Some(Tensor::from_vec(db, bias.shape(), &dev)?),
-        ))
+        ])
     }
 }
 
@@ -373,19 +466,7 @@ impl CustomOp1 for MaxPool2 {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let dims = dims4(l)?;
-        let shape = Shape::from((dims.0, dims.1, dims.2 / 2, dims.3 / 2));
-        match s {
-            CpuStorage::F64(_) => Ok((
-                f64::to_cpu_storage_owned(pool::<f64>(contiguous(s, l)?, dims)),
-                shape,
-            )),
-            CpuStorage::F32(_) => Ok((
-                f32::to_cpu_storage_owned(pool::<f32>(contiguous(s, l)?, dims)),
-                shape,
-            )),
-            _ => candle_core::bail!("max-pool runs in f32 or f64"),
-        }
+        forward_of(self, &[(s, l)])
     }
 
     fn bwd(
@@ -394,29 +475,40 @@ impl CustomOp1 for MaxPool2 {
         _res: &Tensor,
         grad: &Tensor,
     ) -> candle_core::Result<Option<Tensor>> {
-        let (_, _, h, w) = arg.dims4()?;
-        let dx = match arg.dtype() {
-            candle_core::DType::F64 => Tensor::from_vec(
-                unpool::<f64>(
-                    &arg.flatten_all()?.to_vec1()?,
-                    &grad.flatten_all()?.to_vec1()?,
-                    (h, w),
-                ),
-                arg.shape(),
-                &Device::Cpu,
-            )?,
-            candle_core::DType::F32 => Tensor::from_vec(
-                unpool::<f32>(
-                    &arg.flatten_all()?.to_vec1()?,
-                    &grad.flatten_all()?.to_vec1()?,
-                    (h, w),
-                ),
-                arg.shape(),
-                &Device::Cpu,
-            )?,
-            dtype => candle_core::bail!("max-pool runs in f32 or f64, not {dtype:?}"),
+        Ok(backward_of(self, &[arg], grad)?.pop().flatten())
+    }
+}
+
+impl Kernel for MaxPool2 {
+    const NAME: &'static str = "max-pool";
+
+    fn forward<T: Scalar>(
+        &self,
+        inputs: &[(&[T], &Layout)],
+    ) -> candle_core::Result<(Vec<T>, Shape)> {
+        let [(x, l)] = inputs else {
+            candle_core::bail!("max-pool takes one input")
         };
-        Ok(Some(dx))
+        let dims = dims4(l)?;
+        let shape = Shape::from((dims.0, dims.1, dims.2 / 2, dims.3 / 2));
+        Ok((pool::<T>(x, dims), shape))
+    }
+
+    fn backward<T: Scalar>(
+        &self,
+        inputs: &[&Tensor],
+        grad: &Tensor,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [arg] = inputs else {
+            candle_core::bail!("max-pool takes one input")
+        };
+        let (_, _, h, w) = arg.dims4()?;
+        let dx = unpool::<T>(
+            &arg.flatten_all()?.to_vec1()?,
+            &grad.flatten_all()?.to_vec1()?,
+            (h, w),
+        );
+        Ok(vec![Some(Tensor::from_vec(dx, arg.shape(), &Device::Cpu)?)])
     }
 }
 
@@ -429,7 +521,7 @@ pub(crate) struct Linear {
 }
 
 impl Linear {
-    fn forward<T: Scalar>(
+    fn affine<T: Scalar>(
         x: &[T],
         w: &[T],
         b: &[T],
@@ -443,13 +535,11 @@ impl Linear {
         y
     }
 
-    fn backward<T: Scalar>(
+    fn gradients<T: Scalar>(
         &self,
-        x: &Tensor,
-        w: &Tensor,
-        b: &Tensor,
+        [x, w, b]: [&Tensor; 3],
         grad: &Tensor,
-    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let (rows, inputs) = x.dims2()?;
         let outputs = w.dim(1)?;
         let dev = Device::Cpu;
@@ -478,11 +568,11 @@ impl Linear {
             };
             Ok((dw, db, dx))
         })??;
-        Ok((
+        Ok(vec![
             dx,
             Some(Tensor::from_vec(dw, w.shape(), &dev)?),
             Some(Tensor::from_vec(db, b.shape(), &dev)?),
-        ))
+        ])
     }
 }
 
@@ -500,36 +590,7 @@ impl CustomOp3 for Linear {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (rows, inputs) = l1.shape().dims2()?;
-        let (w_in, outputs) = l2.shape().dims2()?;
-        if w_in != inputs || l3.shape().elem_count() != outputs {
-            candle_core::bail!(
-                "linear layer of {w_in} x {outputs} weights on inputs of {inputs} features"
-            );
-        }
-        let shape = Shape::from((rows, outputs));
-        let dims = (rows, inputs, outputs);
-        match s1 {
-            CpuStorage::F64(_) => Ok((
-                f64::to_cpu_storage_owned(Self::forward::<f64>(
-                    contiguous(s1, l1)?,
-                    contiguous(s2, l2)?,
-                    contiguous(s3, l3)?,
-                    dims,
-                )),
-                shape,
-            )),
-            CpuStorage::F32(_) => Ok((
-                f32::to_cpu_storage_owned(Self::forward::<f32>(
-                    contiguous(s1, l1)?,
-                    contiguous(s2, l2)?,
-                    contiguous(s3, l3)?,
-                    dims,
-                )),
-                shape,
-            )),
-            _ => candle_core::bail!("linear layers run in f32 or f64"),
-        }
+        forward_of(self, &[(s1, l1), (s2, l2), (s3, l3)])
     }
 
     fn bwd(
@@ -539,12 +600,41 @@ impl CustomOp3 for Linear {
         b: &Tensor,
         _res: &Tensor,
         grad: &Tensor,
-    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        match x.dtype() {
-            candle_core::DType::F64 => self.backward::<f64>(x, w, b, grad),
-            candle_core::DType::F32 => self.backward::<f32>(x, w, b, grad),
-            dtype => candle_core::bail!("linear layers run in f32 or f64, not {dtype:?}"),
+    ) -> candle_core::Result<Gradients3> {
+        Ok(three(backward_of(self, &[x, w, b], grad)?))
+    }
+}
+
+impl Kernel for Linear {
+    const NAME: &'static str = "linear layer";
+
+    fn forward<T: Scalar>(
+        &self,
+        inputs: &[(&[T], &Layout)],
+    ) -> candle_core::Result<(Vec<T>, Shape)> {
+        let [(x, lx), (w, lw), (b, lb)] = inputs else {
+            candle_core::bail!("a linear layer takes an input, a weight and a bias")
+        };
+        let (rows, inputs) = lx.shape().dims2()?;
+        let (w_in, outputs) = lw.shape().dims2()?;
+        if w_in != inputs || lb.shape().elem_count() != outputs {
+            candle_core::bail!(
+                "linear layer of {w_in} x {outputs} weights on inputs of {inputs} features"
+            );
         }
+        let y = Self::affine(x, w, b, (rows, inputs, outputs));
+        Ok((y, Shape::from((rows, outputs))))
+    }
+
+    fn backward<T: Scalar>(
+        &self,
+        inputs: &[&Tensor],
+        grad: &Tensor,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let &[x, w, b] = inputs else {
+            candle_core::bail!("a linear layer takes an input, a weight and a bias")
+        };
+        self.gradients::<T>([x, w, b], grad)
     }
 }
 

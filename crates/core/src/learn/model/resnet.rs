@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Model;
 use super::entry::{ModelArgs, ModelEntry};
-use super::net::{Architecture, ParamSpec, Params, Pass};
-use super::ops::{conv2d, linear};
+use super::layers::{BatchNorm, Conv, ConvShape, Dense};
+use super::net::{Architecture, Pass};
+use super::params::{ParamTable, ParamView};
 use crate::config::Precision;
 use crate::error::InputError;
 
@@ -78,89 +79,131 @@ fn build(args: &ModelArgs<'_>) -> Result<Model, InputError> {
     ))
 }
 
-const BN_EPS: f64 = 1e-5;
-
-#[derive(Debug, Clone, Copy)]
-struct Block {
-    input: usize,
-    output: usize,
-    stride: usize,
+/// A convolution without bias (batch normalisation's shift replaces it),
+/// then batch normalisation.
+#[derive(Debug)]
+struct ConvBn {
+    conv: Conv,
+    bn: BatchNorm,
 }
 
-impl Block {
-    fn projects(&self) -> bool {
-        self.stride != 1 || self.input != self.output
+impl ConvBn {
+    /// Registers `{conv}.weight`, `{bn}.scale` and `{bn}.shift`, in that order.
+    fn new(table: &mut ParamTable, (conv, bn): (&str, &str), shape: ConvShape) -> Self {
+        Self {
+            conv: Conv::new(table, conv, shape, false),
+            bn: BatchNorm::new(table, bn, shape.output),
+        }
+    }
+
+    fn forward(
+        &self,
+        p: &ParamView<'_>,
+        x: &Tensor,
+        input_grad: bool,
+    ) -> candle_core::Result<Tensor> {
+        self.bn.forward(p, &self.conv.forward(p, x, input_grad)?)
     }
 }
 
+/// A basic block: conv 3×3, BN, ReLU, conv 3×3, BN, plus the shortcut (a
+/// 1×1 convolution and BN where the shape changes), then ReLU.
+#[derive(Debug)]
+struct Block {
+    output: usize,
+    stride: usize,
+    conv1: ConvBn,
+    conv2: ConvBn,
+    shortcut: Option<ConvBn>,
+}
+
+impl Block {
+    /// Block `name` from `input` to `output` channels at `stride`.
+    fn new(table: &mut ParamTable, name: &str, input: usize, output: usize, stride: usize) -> Self {
+        let shape = |input, kernel, padding, stride| ConvShape {
+            input,
+            output,
+            kernel,
+            padding,
+            stride,
+        };
+        let mut layer = |conv: &str, bn: &str, shape| {
+            ConvBn::new(
+                table,
+                (&format!("{name}.{conv}"), &format!("{name}.{bn}")),
+                shape,
+            )
+        };
+        let conv1 = layer("conv1", "bn1", shape(input, 3, 1, stride));
+        let conv2 = layer("conv2", "bn2", shape(output, 3, 1, 1));
+        let projects = stride != 1 || input != output;
+        let shortcut =
+            projects.then(|| layer("shortcut", "shortcut_bn", shape(input, 1, 0, stride)));
+        Self {
+            output,
+            stride,
+            conv1,
+            conv2,
+            shortcut,
+        }
+    }
+
+    fn projects(&self) -> bool {
+        self.shortcut.is_some()
+    }
+
+    fn forward(&self, p: &ParamView<'_>, h: &Tensor) -> candle_core::Result<Tensor> {
+        let branch = self.conv1.forward(p, h, true)?.relu()?;
+        let branch = self.conv2.forward(p, &branch, true)?;
+        let shortcut = match &self.shortcut {
+            Some(projection) => projection.forward(p, h, true)?,
+            None => h.clone(),
+        };
+        (branch + shortcut)?.relu()
+    }
+}
+
+/// The network: its layers, which own their parameters' names, and the
+/// table of those parameters in θ's order (the stem, each block's conv1,
+/// bn1, conv2, bn2 and shortcut, the linear layer).
 #[derive(Debug)]
 pub(crate) struct Resnet {
+    stem: ConvBn,
     blocks: Vec<Block>,
+    fc: Dense,
     stage_blocks: Vec<usize>,
     width: usize,
     classes: usize,
-    params: Vec<ParamSpec>,
-}
-
-fn conv_params(
-    params: &mut Vec<ParamSpec>,
-    name: &str,
-    input: usize,
-    output: usize,
-    kernel: usize,
-) {
-    params.push(ParamSpec::uniform(
-        format!("{name}.weight"),
-        &[output, input, kernel, kernel],
-        input * kernel * kernel,
-    ));
-}
-
-fn bn_params(params: &mut Vec<ParamSpec>, name: &str, channels: usize) {
-    params.push(ParamSpec::constant(
-        format!("{name}.scale"),
-        &[channels],
-        1.0,
-    ));
-    params.push(ParamSpec::constant(
-        format!("{name}.shift"),
-        &[channels],
-        0.0,
-    ));
+    params: ParamTable,
 }
 
 impl Resnet {
     pub fn new(channels: usize, stage_blocks: &[usize], width: usize, classes: usize) -> Self {
-        let mut params = Vec::new();
-        conv_params(&mut params, "stem.conv", channels, width, 3);
-        bn_params(&mut params, "stem.bn", width);
+        let mut params = ParamTable::new();
+        let stem_shape = ConvShape {
+            input: channels,
+            output: width,
+            kernel: 3,
+            padding: 1,
+            stride: 1,
+        };
+        let stem = ConvBn::new(&mut params, ("stem.conv", "stem.bn"), stem_shape);
         let mut blocks = Vec::new();
         let mut input = width;
         for (s, &count) in stage_blocks.iter().enumerate() {
             let output = width << s;
             for b in 0..count {
-                let block = Block {
-                    input,
-                    output,
-                    stride: if s > 0 && b == 0 { 2 } else { 1 },
-                };
+                let stride = if s > 0 && b == 0 { 2 } else { 1 };
                 let name = format!("stage{}.block{}", s + 1, b + 1);
-                conv_params(&mut params, &format!("{name}.conv1"), input, output, 3);
-                bn_params(&mut params, &format!("{name}.bn1"), output);
-                conv_params(&mut params, &format!("{name}.conv2"), output, output, 3);
-                bn_params(&mut params, &format!("{name}.bn2"), output);
-                if block.projects() {
-                    conv_params(&mut params, &format!("{name}.shortcut"), input, output, 1);
-                    bn_params(&mut params, &format!("{name}.shortcut_bn"), output);
-                }
-                blocks.push(block);
+                blocks.push(Block::new(&mut params, &name, input, output, stride));
                 input = output;
             }
         }
-        params.push(ParamSpec::uniform("fc.weight", &[input, classes], input));
-        params.push(ParamSpec::uniform("fc.bias", &[classes], input));
+        let fc = Dense::new(&mut params, "fc", input, classes);
         Self {
+            stem,
             blocks,
+            fc,
             stage_blocks: stage_blocks.to_vec(),
             width,
             classes,
@@ -169,56 +212,22 @@ impl Resnet {
     }
 }
 
-/// Batch normalisation with the batch's statistics over (batch, height, width).
-fn batch_norm(x: &Tensor, scale: &Tensor, shift: &Tensor) -> candle_core::Result<Tensor> {
-    let c = x.dim(1)?;
-    let mean = x.mean_keepdim((0, 2, 3))?;
-    let centred = x.broadcast_sub(&mean)?;
-    let var = centred.sqr()?.mean_keepdim((0, 2, 3))?;
-    let normed = centred.broadcast_div(&(var + BN_EPS)?.sqrt()?)?;
-    normed
-        .broadcast_mul(&scale.reshape((1, c, 1, 1))?)?
-        .broadcast_add(&shift.reshape((1, c, 1, 1))?)
-}
-
-/// A convolution without bias (batch normalisation's shift replaces it), then BN.
-fn conv_bn(
-    x: &Tensor,
-    p: &mut Params<'_>,
-    padding: usize,
-    stride: usize,
-    input_grad: bool,
-) -> candle_core::Result<Tensor> {
-    let w = p.next();
-    let zero = Tensor::zeros(w.dim(0)?, w.dtype(), w.device())?;
-    let h = conv2d(x, w, &zero, padding, stride, input_grad)?;
-    batch_norm(&h, p.next(), p.next())
-}
-
 impl Architecture for Resnet {
-    fn params(&self) -> &[ParamSpec] {
+    fn params(&self) -> &ParamTable {
         &self.params
     }
 
     fn forward(
         &self,
-        p: &mut Params<'_>,
+        p: &ParamView<'_>,
         x: &Tensor,
         _pass: &Pass<'_>,
     ) -> candle_core::Result<Tensor> {
-        let mut h = conv_bn(x, p, 1, 1, false)?.relu()?;
+        let mut h = self.stem.forward(p, x, false)?.relu()?;
         for block in &self.blocks {
-            let branch = conv_bn(&h, p, 1, block.stride, true)?.relu()?;
-            let branch = conv_bn(&branch, p, 1, 1, true)?;
-            let shortcut = if block.projects() {
-                conv_bn(&h, p, 0, block.stride, true)?
-            } else {
-                h.clone()
-            };
-            h = (branch + shortcut)?.relu()?;
+            h = block.forward(p, &h)?;
         }
-        let pooled = h.mean((2, 3))?;
-        linear(&pooled, p.next(), p.next(), true)
+        self.fc.forward(p, &h.mean((2, 3))?, true)
     }
 
     fn dropout_units(&self) -> Option<usize> {
