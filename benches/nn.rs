@@ -4,7 +4,8 @@
 //! (784-512-512-10), the LeNet-style CNN of 004 §VIII and a small ResNet
 //! (`model.resnet_blocks = [2, 2]`, `resnet_width = 16`: ResNet-18's basic
 //! blocks, two stages; the full ResNet-18 takes seconds per batch on one
-//! core), in f64 and f32.
+//! core), in f64 and f32; and the MLP in f64 by candle's graph
+//! (`mlp f64 graph`) beside its own written-out pass (`mlp f64`).
 //! Criterion reports samples per second. The process is set up as the
 //! `gradcode` binary sets itself up (`process_setup`: one thread, the
 //! allocator keeping freed memory). `scripts/bench-nn.sh` runs it beside
@@ -74,7 +75,39 @@ fn networks(c: &mut Criterion) {
             });
         }
     }
+    mlp_graph(&mut group, &part, &rows, input);
     group.finish();
+}
+
+/// The MLP in f64 by candle's graph (`mlp f64 graph`), beside its own
+/// written-out pass (`mlp f64`), which `Model::accumulate` takes.
+fn mlp_graph(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    part: &Partition,
+    rows: &[usize],
+    input: Input,
+) {
+    let mut config = Config::default();
+    config.model.kind = ModelName::new("mlp");
+    config.model.dropout = 0.5;
+    let Model::Net(net) = Model::new(&config, input).unwrap() else {
+        unreachable!("the mlp is a network")
+    };
+    let theta = net.initial_theta(1);
+    let mut grad = vec![0.0; net.dim()];
+    let key = StepKey {
+        seed: 1,
+        partition: 0,
+        iteration: 0,
+    };
+    group.bench_function("mlp f64 graph", |b| {
+        b.iter(|| {
+            black_box(
+                net.accumulate_by_graph(part, rows, &theta, &mut grad, key)
+                    .unwrap(),
+            )
+        })
+    });
 }
 
 criterion_group! {

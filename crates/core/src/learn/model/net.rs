@@ -393,9 +393,11 @@ impl Net {
         self.accumulate_by_graph(part, rows, theta, grad, key)
     }
 
-    /// [`Self::accumulate`] by candle's autodiff graph of the architecture's
-    /// [`Architecture::forward`] (whatever pass of its own it has).
-    pub(crate) fn accumulate_by_graph(
+    /// [`Self::accumulate`] by candle's autodiff graph of the network's
+    /// forward pass, whatever pass of its own the architecture has (the
+    /// MLP's in f64): `cargo bench --bench nn -- 'gradient/mlp f64'`
+    /// times both.
+    pub fn accumulate_by_graph(
         &self,
         part: &Partition,
         rows: &[usize],
