@@ -43,6 +43,9 @@ struct Job {
     stderr_lines: mpsc::Receiver<String>,
     stderr_seen: Vec<String>,
     stdout_reader: Option<thread::JoinHandle<String>>,
+    /// The job's rank processes seen while it ran (mpirun's children then;
+    /// once mpirun has exited they are no longer its descendants).
+    ranks_seen: Vec<u32>,
 }
 
 impl Job {
@@ -78,6 +81,7 @@ impl Job {
             stderr_lines,
             stderr_seen: Vec::new(),
             stdout_reader: Some(stdout_reader),
+            ranks_seen: Vec::new(),
         }
     }
 
@@ -92,6 +96,7 @@ impl Job {
                     let hit = line.contains(needle);
                     self.stderr_seen.push(line);
                     if hit {
+                        self.note_ranks();
                         return;
                     }
                 }
@@ -113,12 +118,15 @@ impl Job {
 
     /// Wait until mpirun exits, at most `limit` (panics when it hangs);
     /// (exit code, stdout, all of stderr).
-    /// Every rank of the job must also be gone within `RANKS_OUTLIVE_LIMIT`
-    /// after mpirun: OpenMPI's mpirun may return while a rank it sent SIGTERM
-    /// still writes its trace (CI read a trace still locked by the master).
+    /// Every rank of the job (seen by [`Job::wait_for`] or now) must also be
+    /// gone within `RANKS_OUTLIVE_LIMIT` after mpirun: OpenMPI's mpirun may
+    /// return while a rank it sent SIGTERM still writes its trace (CI read a
+    /// trace still locked by the master). A rank that mpirun has left is no
+    /// longer its descendant, hence the ranks seen while the job printed.
     fn wait_exit(mut self, limit: Duration) -> (Option<i32>, String, String) {
         let started = Instant::now();
-        let ranks = self.rank_pids();
+        self.note_ranks();
+        let ranks = std::mem::take(&mut self.ranks_seen);
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 break status;
@@ -178,6 +186,36 @@ fn wait_gone(pid: u32, limit: Duration) -> bool {
     }
 }
 
+/// The processes with `path` open: "pid state (name) parent"s.
+fn holders_of(path: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
+        {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            found.push(format!(
+                "{pid}: {}",
+                stat.split_whitespace()
+                    .take(4)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+    }
+    found
+}
+
 /// The parent of process `pid`, if it is still there.
 fn parent_pid(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -203,6 +241,15 @@ fn descends_from(mut pid: u32, ancestor: u32) -> bool {
 }
 
 impl Job {
+    /// Add the job's rank processes alive now to those seen.
+    fn note_ranks(&mut self) {
+        for pid in self.rank_pids() {
+            if !self.ranks_seen.contains(&pid) {
+                self.ranks_seen.push(pid);
+            }
+        }
+    }
+
     /// The pids of this job's gradcode processes alive now.
     fn rank_pids(&self) -> Vec<u32> {
         let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -536,7 +583,12 @@ fn a_killed_worker_ends_the_job_and_the_trace_survives() {
     signal(job.rank_pid(4), "KILL");
     let (code, _, _) = job.wait_exit(Duration::from_secs(20));
     assert_ne!(code, Some(0), "OpenMPI ends the job when a rank dies");
-    let data = read_trace(&trace, "/").expect("the trace survives a dead worker");
+    let data = read_trace(&trace, "/").unwrap_or_else(|e| {
+        panic!(
+            "the trace survives a dead worker: {e:?}; processes holding it: {:?}",
+            holders_of(&trace)
+        )
+    });
     assert!(!data.records.is_empty());
     // mpirun ends the others with SIGTERM: the trace says it came from the
     // launcher, which does so when a rank died (issue 38: it said only
