@@ -171,61 +171,70 @@ const RANKS_OUTLIVE_LIMIT: Duration = Duration::from_secs(20);
 fn wait_gone(pid: u32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     loop {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                stat.rsplit_once(')')
-                    .map(|(_, rest)| rest.trim().to_owned())
-            });
-        match state {
+        match stat_fields(pid) {
             None => return true,
-            Some(rest) if rest.starts_with('Z') || rest.starts_with('X') => return true,
+            Some(fields) if matches!(fields[0].as_str(), "Z" | "X") => return true,
             Some(_) if Instant::now() >= deadline => return false,
             Some(_) => thread::sleep(Duration::from_millis(20)),
         }
     }
 }
 
-/// The processes with `path` open: "pid state (name) parent"s.
-fn holders_of(path: &std::path::Path) -> Vec<String> {
+/// The ids of the processes alive now (the numbered entries of /proc).
+fn process_ids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut found = Vec::new();
-    for pid in entries
+    entries
         .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-    {
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-            continue;
-        };
-        if fds
-            .flatten()
-            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
-        {
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// The fields of /proc/`pid`/stat after the command name (state, parent,
+/// ...), if the process is still there. The name may hold spaces, so the
+/// fields are read after its ')'.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<String> = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    (fields.len() > 1).then_some(fields)
+}
+
+/// The processes with `path` open: "pid state (name) parent"s.
+fn holders_of(path: &std::path::Path) -> Vec<String> {
+    let holds = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
+        })
+    };
+    process_ids()
+        .into_iter()
+        .filter(|&pid| holds(pid))
+        .map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            found.push(format!(
-                "{pid}: {}",
-                stat.split_whitespace()
-                    .take(4)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ));
-        }
-    }
-    found
+            let head: Vec<&str> = stat.split_whitespace().take(4).collect();
+            format!("{pid}: {}", head.join(" "))
+        })
+        .collect()
 }
 
 /// The parent of process `pid`, if it is still there.
 fn parent_pid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) state ppid ...": comm may hold spaces, so read after its ')'.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    stat_fields(pid)?[1].parse().ok()
+}
+
+/// Process `pid`'s command line, its arguments separated by NULs (empty
+/// when it is gone).
+fn command_line(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).into_owned())
+        .unwrap_or_default()
 }
 
 /// Whether process `pid` descends from process `ancestor`.
@@ -252,16 +261,10 @@ impl Job {
 
     /// The pids of this job's gradcode processes alive now.
     fn rank_pids(&self) -> Vec<u32> {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_string_lossy().parse::<u32>().ok())
+        process_ids()
+            .into_iter()
             .filter(|&pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("gradcode\0"))
-                    && descends_from(pid, self.pid())
+                command_line(pid).contains("gradcode\0") && descends_from(pid, self.pid())
             })
             .collect()
     }
@@ -273,22 +276,14 @@ impl Job {
         let deadline = Instant::now() + STARTUP;
         let wanted = format!("OMPI_COMM_WORLD_RANK={rank}");
         loop {
-            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-                let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                    continue;
-                };
-                let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                    continue;
-                };
-                if !String::from_utf8_lossy(&cmdline).contains("gradcode\0train") {
+            for pid in self.rank_pids() {
+                if !command_line(pid).contains("gradcode\0train") {
                     continue;
                 }
-                let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+                let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
                     continue;
                 };
-                if env.split(|&b| b == 0).any(|v| v == wanted.as_bytes())
-                    && descends_from(pid, self.pid())
-                {
+                if env.split(|&b| b == 0).any(|v| v == wanted.as_bytes()) {
                     return pid;
                 }
             }
