@@ -52,9 +52,11 @@ fn networks(c: &mut Criterion) {
             let mut config = Config::default();
             config.model.kind = ModelName::new(kind);
             config.model.precision = precision;
-            config.model.dropout = 0.5;
-            config.model.resnet_blocks = RESNET_BLOCKS.to_vec();
-            config.model.resnet_width = RESNET_WIDTH;
+            config.model.set_param("dropout", 0.5);
+            config
+                .model
+                .set_param("resnet_blocks", RESNET_BLOCKS.map(|b| b as i64).to_vec());
+            config.model.set_param("resnet_width", RESNET_WIDTH as i64);
             let model = Model::new(&config, input).unwrap();
             let theta = model.initial_theta(1);
             let mut grad = vec![0.0; model.dim()];
@@ -89,7 +91,7 @@ fn mlp_graph(
 ) {
     let mut config = Config::default();
     config.model.kind = ModelName::new("mlp");
-    config.model.dropout = 0.5;
+    config.model.set_param("dropout", 0.5);
     let Model::Net(net) = Model::new(&config, input).unwrap() else {
         unreachable!("the mlp is a network")
     };

@@ -10,8 +10,10 @@
 //!    the counts of its files (every image);
 //! 1. `model.kind` names a registered model kind (the model registry,
 //!    `learn::model::MODELS`; a value of another type is refused before the
-//!    config is typed, listing the names) and the rules of `[model]` that
-//!    depend on the kind hold (`ModelRegistry::check`); `scheme.kind` and
+//!    config is typed, listing the names), every `[model]` key beyond the
+//!    typed ones is read by some registered kind with its type, and the
+//!    rules of `[model]` that depend on the kind hold, the limits of its
+//!    own keys among them (`ModelRegistry::check`); `scheme.kind` and
 //!    every `simulate.compare` entry name a registered scheme (errors list
 //!    the registered names);
 //! 2. every `[scheme]` key, and every key of a variant's `set`, is read by
@@ -23,9 +25,10 @@
 //!    `model.kind` does not read (the model registry says which), become
 //!    warnings ([`LoadedConfig::unused_keys`]), as does a network without
 //!    `train.batch_size` ([`LoadedConfig::model_warnings`]);
-//! 4. the defaults of the schemes in use are filled into `[scheme]`, so that
-//!    [`Config::to_toml`] (what traces store and MPI workers receive) holds
-//!    every key they read;
+//! 4. the defaults of the schemes in use are filled into `[scheme]`, and
+//!    those of the model kind's own keys into `[model]`
+//!    (`ModelRegistry::resolve`), so that [`Config::to_toml`] (what traces
+//!    store and MPI workers receive) holds every key they read;
 //! 5. the scheme of every `simulate.compare` entry and that of `scheme.kind`
 //!    are built: their constructors check the limits of their own keys only;
 //!    a gc-dc whose `scheme.straggler_threshold` and the straggler model's
@@ -183,10 +186,11 @@ pub fn resolve(registry: &Registry, mut loaded: LoadedConfig) -> Result<LoadedCo
 /// first, whatever the data), the rules of `[model]` that depend on the kind
 /// hold ([`crate::learn::model::ModelRegistry::check`]); then step 3's
 /// `[model]` warnings: keys the kind does not read, and a network without
-/// `train.batch_size`.
+/// `train.batch_size`; step 4's defaults of the kind's own keys.
 fn resolve_model(loaded: &mut LoadedConfig) -> Result<(), InputError> {
+    let entry = MODELS.check(&loaded.config)?;
+    MODELS.resolve(&mut loaded.config.model)?;
     let config = &loaded.config;
-    let entry = MODELS.check(config)?;
     loaded.unused_model_keys = MODELS.unused_keys(entry.name(), &loaded.explicit)?;
     loaded.model_warnings.clear();
     if entry.classifies() && config.train.batch_size.is_none() {
@@ -428,6 +432,66 @@ mod tests {
             w[0].contains("without train.batch_size takes full-batch steps"),
             "{w:?}"
         );
+    }
+
+    /// `[model]`'s keys beyond the typed ones are the model kinds': a key
+    /// no kind reads is refused, a value is type-checked against every
+    /// kind that reads its key, limits are the kind in use's, and the
+    /// resolved config holds the defaults of the kind in use alone.
+    #[test]
+    fn model_keys_are_the_kinds_checked_by_the_registry() {
+        let images = "[data]\nkind = \"idx\"\nset = \"fashion-mnist\"\n[train]\nbatch_size = 8\n";
+        let e = parse_err(
+            &format!("{images}[model]\nkind = \"mlp\"\nhiden = [8]\n"),
+            &[],
+        );
+        assert_eq!(e.field, "model.hiden");
+        assert!(
+            e.to_string()
+                .contains("unknown key (expected one of `kind`, `loss`"),
+            "{e}"
+        );
+        // Another kind's key: its type is checked, its limits are not.
+        let e = parse_err(
+            &format!("{images}[model]\nkind = \"cnn\"\nhidden = \"wide\"\n"),
+            &[],
+        );
+        assert_eq!(e.field, "model.hidden");
+        let setup = parse_ok(
+            &format!("{images}[model]\nkind = \"cnn\"\nhidden = [0]\n"),
+            &[],
+        );
+        assert_eq!(
+            setup.loaded.warnings(),
+            ["model.hidden is set but not used by model.kind = cnn"]
+        );
+        let e = parse_err(
+            &format!("{images}[model]\nkind = \"mlp\"\nhidden = [0]\n"),
+            &[],
+        );
+        assert_eq!(e.field, "model.hidden");
+        let e = parse_err(
+            &format!("{images}[model]\nkind = \"cnn\"\ndropout = 1.0\n"),
+            &[],
+        );
+        assert_eq!(e.to_string(), "model.dropout = 1 must be in [0, 1)");
+        // The resolved config: the kind's keys with their defaults, no other kind's.
+        let setup = parse_ok(
+            &format!("{images}[model]\nkind = \"resnet\"\nresnet_width = 8\n"),
+            &[],
+        );
+        let params = &setup.loaded.config.model.params;
+        assert_eq!(
+            params.keys().collect::<Vec<_>>(),
+            ["resnet_blocks", "resnet_width"]
+        );
+        assert_eq!(params["resnet_width"].as_integer(), Some(8));
+        let resolved = setup.loaded.config.to_toml();
+        assert!(
+            resolved.contains("resnet_blocks = [2, 2, 2, 2]"),
+            "{resolved}"
+        );
+        assert!(!resolved.contains("hidden"), "{resolved}");
     }
 
     #[test]
@@ -867,6 +931,28 @@ mod reference_tests {
             );
         }
         config.scheme.params.clear();
+        // Every model kind's own keys have their default there.
+        for entry in MODELS.entries() {
+            for (key, value) in entry.defaults() {
+                if !config::MODEL_KEYS.contains(&key.as_str()) {
+                    assert_eq!(
+                        config.model.params.get(&key),
+                        Some(&value),
+                        "{entry}: {key}"
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            config
+                .model
+                .params
+                .keys()
+                .map(String::as_str)
+                .collect::<BTreeSet<_>>(),
+            MODELS.keys().into_iter().collect(),
+        );
+        config.model.params.clear();
         assert_eq!(config, Config::default());
         // And it loads: every key is declared with its type.
         parse(REFERENCE, "configs/reference.toml", &[]).unwrap();

@@ -102,8 +102,8 @@ fn assert_matches_finite_differences(
 fn the_mlp_gradient_matches_finite_differences() {
     let shape = [1, 5, 6];
     let m = model("mlp", shape, |c| {
-        c.model.hidden = vec![7, 5];
-        c.model.dropout = 0.3;
+        c.model.set_param("hidden", vec![7, 5]);
+        c.model.set_param("dropout", 0.3);
     });
     assert_matches_finite_differences("mlp", &m, &random_images(9, shape, 4, 1), 60);
 }
@@ -111,7 +111,7 @@ fn the_mlp_gradient_matches_finite_differences() {
 #[test]
 fn the_cnn_gradient_matches_finite_differences() {
     let shape = [2, 17, 16];
-    let m = model("cnn", shape, |c| c.model.dropout = 0.5);
+    let m = model("cnn", shape, |c| c.model.set_param("dropout", 0.5));
     assert_matches_finite_differences("cnn", &m, &random_images(5, shape, 4, 2), 60);
 }
 
@@ -119,8 +119,8 @@ fn the_cnn_gradient_matches_finite_differences() {
 fn the_resnet_gradient_matches_finite_differences() {
     let shape = [3, 8, 8];
     let m = model("resnet", shape, |c| {
-        c.model.resnet_blocks = vec![1, 1];
-        c.model.resnet_width = 4;
+        c.model.set_param("resnet_blocks", vec![1, 1]);
+        c.model.set_param("resnet_width", 4);
     });
     assert_matches_finite_differences("resnet", &m, &random_images(6, shape, 4, 3), 60);
 }
@@ -128,7 +128,7 @@ fn the_resnet_gradient_matches_finite_differences() {
 #[test]
 fn a_batch_gradient_is_a_pure_function_of_theta_the_batch_and_the_key() {
     let shape = [1, 16, 16];
-    let m = model("cnn", shape, |c| c.model.dropout = 0.5);
+    let m = model("cnn", shape, |c| c.model.set_param("dropout", 0.5));
     let part = random_images(8, shape, 4, 4);
     let theta = m.initial_theta(1);
     let key = |iteration| StepKey {

@@ -524,9 +524,13 @@ pub enum Precision {
     F32,
 }
 
-/// `[model]`: the learning problem.
+/// `[model]`: the learning problem. The keys that other parts read (the
+/// data's label checks, the optimiser, the memory check) are typed here
+/// ([`MODEL_KEYS`]); the keys of one model kind (`hidden`, `dropout`,
+/// `resnet_blocks`, `resnet_width`, …) are its registry entry's, kept in
+/// [`ModelConfig::params`] as `[scheme]`'s are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(default)]
 pub struct ModelConfig {
     pub kind: ModelName,
     /// The loss of the linear model (networks use softmax cross-entropy).
@@ -535,24 +539,38 @@ pub struct ModelConfig {
     pub l2: f64,
     /// Networks: the number of classes; labels are 0 .. classes − 1.
     pub classes: usize,
-    /// mlp: the widths of the hidden layers.
-    pub hidden: Vec<usize>,
-    /// mlp and cnn: the probability that dropout zeroes a unit of the last
-    /// hidden layer (0: no dropout). The masks are a pure function of (seed,
-    /// partition, iteration), so coded sums stay exact.
-    pub dropout: f64,
     /// Networks: the precision of the forward and backward passes.
     pub precision: Precision,
-    /// resnet: basic blocks per stage (ResNet-18: 2, 2, 2, 2).
-    pub resnet_blocks: Vec<usize>,
-    /// resnet: the channels of the first stage (ResNet-18: 64), doubled at each stage.
-    pub resnet_width: usize,
     /// Networks: the most memory one process may need, in MiB (its
     /// parameters' vectors and a batch's activations, `learn::model::memory`);
     /// unset: the machine's physical memory, read when the process starts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_memory_mib: Option<usize>,
+    /// Every other key of `[model]`: the keys of the model kinds
+    /// (`hidden = [512, 512]`, `dropout = 0.5`, ...), which the model
+    /// registry declares, types and checks (`learn::model::ModelRegistry`);
+    /// the loader fills in the defaults of the kind in use.
+    #[serde(flatten)]
+    pub params: toml::Table,
 }
+
+impl ModelConfig {
+    /// Set the model kind's key `key` ([`Self::params`]): `hidden`, `dropout`, ...
+    pub fn set_param(&mut self, key: &str, value: impl Into<toml::Value>) {
+        self.params.insert(key.to_string(), value.into());
+    }
+}
+
+/// The keys of `[model]` typed in [`ModelConfig`], in its order; the
+/// others are the model kinds' ([`ModelConfig::params`]).
+pub const MODEL_KEYS: [&str; 6] = [
+    "kind",
+    "loss",
+    "l2",
+    "classes",
+    "precision",
+    "max_memory_mib",
+];
 
 impl Default for ModelConfig {
     fn default() -> Self {
@@ -561,12 +579,9 @@ impl Default for ModelConfig {
             loss: Loss::LeastSquares,
             l2: 0.0,
             classes: 10,
-            hidden: vec![512, 512],
-            dropout: 0.0,
             precision: Precision::F64,
-            resnet_blocks: vec![2, 2, 2, 2],
-            resnet_width: 64,
             max_memory_mib: None,
+            params: toml::Table::new(),
         }
     }
 }

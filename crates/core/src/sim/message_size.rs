@@ -47,7 +47,7 @@ mod tests {
         let mut config = Config::default();
         config.data.features = 20;
         config.model.kind = ModelName::new("mlp");
-        config.model.hidden = vec![7];
+        config.model.set_param("hidden", vec![7]);
         config.model.classes = 3;
         assert_eq!(message_values(&config).unwrap(), 172);
     }

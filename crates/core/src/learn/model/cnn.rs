@@ -13,9 +13,9 @@ use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
 use super::Model;
-use super::entry::{ModelArgs, ModelEntry};
+use super::entry::{ModelArgs, ModelEntry, ModelParams};
 use super::layers::{Conv, ConvShape, Dense};
-use super::net::{Architecture, Pass};
+use super::net::{Architecture, Pass, check_dropout};
 use super::ops::max_pool2;
 use super::params::{ParamTable, ParamView};
 use crate::config::Precision;
@@ -44,6 +44,12 @@ impl Default for CnnParams {
             precision: Precision::F64,
             max_memory_mib: None,
         }
+    }
+}
+
+impl ModelParams for CnnParams {
+    fn check(&self) -> Result<(), InputError> {
+        check_dropout(self.dropout)
     }
 }
 

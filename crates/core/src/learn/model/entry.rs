@@ -24,10 +24,17 @@ pub const EVERY_MODEL_KEYS: [&str; 2] = ["kind", "l2"];
 
 /// The typed `[model]` parameters of a model kind: a struct with one field
 /// per key it reads, deserialised with `#[serde(default)]` (no
-/// `#[serde(flatten)]`: the entry reads the keys off the struct's fields).
-pub trait ModelParams: Serialize + DeserializeOwned + Default {}
-
-impl<T: Serialize + DeserializeOwned + Default> ModelParams for T {}
+/// `#[serde(flatten)]`: the entry reads the keys off the struct's fields),
+/// and the limits of its keys.
+pub trait ModelParams: Serialize + DeserializeOwned + Default {
+    /// The limits of the keys' values, an error naming the key
+    /// (`model.hidden`) for the first outside them. The loader checks them
+    /// before anything is read (`ModelRegistry::check`), and
+    /// [`ModelArgs::params`] again. None by default.
+    fn check(&self) -> Result<(), InputError> {
+        Ok(())
+    }
+}
 
 /// What a model kind's constructor is given: its name, the `[model]` keys
 /// (a table that may hold keys of other kinds: each reads only its own) and
@@ -56,18 +63,9 @@ impl<'a> ModelArgs<'a> {
     /// defaults of `P` for the others. A value of the wrong type is an
     /// error naming its key (`model.hidden`); configs from the loader have
     /// had their types checked before.
+    /// Their limits ([`ModelParams::check`]) are checked.
     pub fn params<P: ModelParams>(&self) -> Result<P, InputError> {
-        let keys = field_names::<P>();
-        let own: toml::Table = self
-            .table
-            .iter()
-            .filter(|(key, _)| keys.contains(&key.as_str()))
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect();
-        serde_path_to_error::deserialize(own).map_err(|e| {
-            let path = format!("model.{}", e.path());
-            crate::config::serde_error(&path, &e.into_inner().to_string())
-        })
+        checked_params(self.table)
     }
 
     /// The samples' image shape (channels, height, width); an error naming
@@ -94,6 +92,8 @@ pub struct ModelEntry {
     description: &'static str,
     fields: fn() -> &'static [&'static str],
     defaults: fn() -> toml::Table,
+    typed: fn(&toml::Table) -> Result<(), InputError>,
+    checked: fn(&toml::Table) -> Result<(), InputError>,
     build: Constructor,
     images: bool,
 }
@@ -111,6 +111,8 @@ impl ModelEntry {
             description,
             fields: field_names::<P>,
             defaults: defaults_of::<P>,
+            typed: |table| read_params::<P>(table).map(drop),
+            checked: |table| checked_params::<P>(table).map(drop),
             build,
             images: false,
         }
@@ -164,10 +166,46 @@ impl ModelEntry {
         (self.defaults)()
     }
 
+    /// Whether the keys of `table` that the kind reads have the types it
+    /// gives them: an error naming the first that has not (`model.hidden`).
+    /// Their limits are not checked, and the other keys are not read.
+    pub fn check_types(&self, table: &toml::Table) -> Result<(), InputError> {
+        (self.typed)(table)
+    }
+
+    /// Whether the keys of `table` that the kind reads have its types and
+    /// lie within its limits ([`ModelParams::check`]): an error naming the
+    /// first key that does not.
+    pub fn check_params(&self, table: &toml::Table) -> Result<(), InputError> {
+        (self.checked)(table)
+    }
+
     /// Build the model.
     pub fn build(&self, args: &ModelArgs<'_>) -> Result<Model, InputError> {
         (self.build)(args)
     }
+}
+
+/// The parameters `P` read from the keys of `table` it declares (the
+/// defaults of `P` for the others), types checked, limits not.
+fn read_params<P: ModelParams>(table: &toml::Table) -> Result<P, InputError> {
+    let keys = field_names::<P>();
+    let own: toml::Table = table
+        .iter()
+        .filter(|(key, _)| keys.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    serde_path_to_error::deserialize(own).map_err(|e| {
+        let path = format!("model.{}", e.path());
+        crate::config::serde_error(&path, &e.into_inner().to_string())
+    })
+}
+
+/// [`read_params`], then the limits of its keys ([`ModelParams::check`]).
+fn checked_params<P: ModelParams>(table: &toml::Table) -> Result<P, InputError> {
+    let params: P = read_params(table)?;
+    params.check()?;
+    Ok(params)
 }
 
 fn defaults_of<P: ModelParams>() -> toml::Table {

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::entry::{ModelArgs, ModelEntry};
+use super::entry::{ModelArgs, ModelEntry, ModelParams};
 use super::{Model, TensorLayout};
 use crate::config::Loss;
 use crate::error::InputError;
@@ -29,6 +29,8 @@ impl Default for LinearParams {
         }
     }
 }
+
+impl ModelParams for LinearParams {}
 
 /// The registry entry of `model.kind = "linear"`.
 pub static LINEAR: ModelEntry = ModelEntry::new::<LinearParams>(

@@ -24,9 +24,11 @@
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
-use super::entry::{ModelArgs, ModelEntry};
+use super::entry::{ModelArgs, ModelEntry, ModelParams};
 use super::layers::Dense;
-use super::net::{Architecture, BatchSums, DirectBatch, Pass, count_correct, cross_entropy_head};
+use super::net::{
+    Architecture, BatchSums, DirectBatch, Pass, check_dropout, count_correct, cross_entropy_head,
+};
 use super::ops::gemm;
 use super::params::{ParamTable, ParamView};
 use super::{Input, Model, ModelError};
@@ -59,6 +61,22 @@ impl Default for MlpParams {
             precision: Precision::F64,
             max_memory_mib: None,
         }
+    }
+}
+
+/// The widest hidden layer (`model.hidden`).
+const MAX_WIDTH: usize = 1 << 16;
+
+impl ModelParams for MlpParams {
+    fn check(&self) -> Result<(), InputError> {
+        if self.hidden.iter().any(|&h| h == 0 || h > MAX_WIDTH) {
+            return Err(InputError::value(
+                "model.hidden",
+                format!("{:?}", self.hidden),
+                format!("every width must be in 1..={MAX_WIDTH}"),
+            ));
+        }
+        check_dropout(self.dropout)
     }
 }
 

@@ -8,13 +8,11 @@ use std::collections::BTreeSet;
 use super::Model;
 use super::entry::{ModelArgs, ModelEntry};
 use super::{Input, cnn, linear, mlp, resnet};
-use crate::config::{Config, DataFormat, DataKind, Loss, ModelConfig};
+use crate::config::{Config, DataFormat, DataKind, Loss, MODEL_KEYS, ModelConfig};
 use crate::error::InputError;
 
 /// The most classes a network may have (`model.classes`).
 const MAX_CLASSES: usize = 1 << 16;
-/// The widest hidden layer of an MLP (`model.hidden`).
-const MAX_WIDTH: usize = 1 << 16;
 
 /// Every model kind this build knows, in the order errors list them.
 /// Adding a kind is one line here.
@@ -79,14 +77,17 @@ impl ModelRegistry {
     }
 
     /// The entry of `config`'s `model.kind`, after the rules of `[model]`
-    /// that depend on the kind: the name is registered (checked first); a
-    /// classifier ([`ModelEntry::classifies`]) has 2..=65536 classes, a
-    /// dropout in [0, 1), class labels (no synthetic data), dense samples,
-    /// and valid network keys; a kind that reads images has image data; a
-    /// logistic loss has binary labels.
+    /// that depend on the kind: the name is registered (checked first);
+    /// every key of [`ModelConfig::params`] is read by some registered kind
+    /// and has the type each gives it; a classifier
+    /// ([`ModelEntry::classifies`]) has 2..=65536 classes, class labels (no
+    /// synthetic data) and dense samples; a kind that reads images has image
+    /// data; a logistic loss has binary labels; the kind's own keys lie
+    /// within its limits ([`super::ModelParams::check`]).
     pub fn check(&self, config: &Config) -> Result<&'static ModelEntry, InputError> {
         let (m, d) = (&config.model, &config.data);
         let entry = self.entry(m.kind.name())?;
+        self.check_keys(&m.params)?;
         if entry.classifies() {
             check_network(entry, m, d.kind, d.format)?;
         }
@@ -97,7 +98,64 @@ impl ModelRegistry {
                 "needs binary labels, but data.kind = synthetic-linear generates real-valued ones",
             ));
         }
+        entry.check_params(&m.params)?;
         Ok(entry)
+    }
+
+    /// The keys of some registered kind that are not [`MODEL_KEYS`], once
+    /// each, in registration order (`hidden`, `dropout`, ...).
+    pub fn keys(&self) -> Vec<&'static str> {
+        let mut keys: Vec<&'static str> = Vec::new();
+        for entry in self.entries {
+            for key in entry.keys() {
+                if !MODEL_KEYS.contains(key) && !keys.contains(key) {
+                    keys.push(key);
+                }
+            }
+        }
+        keys
+    }
+
+    /// Every key of `params` (the `[model]` keys beyond [`MODEL_KEYS`]) is
+    /// read by some registered kind, with the type each gives it; else an
+    /// error naming the key (`model.hiden: unknown key (expected one of
+    /// ...)`).
+    fn check_keys(&self, params: &toml::Table) -> Result<(), InputError> {
+        for (key, value) in params {
+            let single = toml::Table::from_iter([(key.clone(), value.clone())]);
+            let mut declaring = self
+                .entries
+                .iter()
+                .filter(|e| e.keys().contains(&key.as_str()));
+            let first = declaring.next().ok_or_else(|| {
+                let expected: Vec<String> = MODEL_KEYS
+                    .into_iter()
+                    .chain(self.keys())
+                    .map(|k| format!("`{k}`"))
+                    .collect();
+                InputError::new(
+                    format!("model.{key}"),
+                    format!("unknown key (expected one of {})", expected.join(", ")),
+                )
+            })?;
+            for entry in std::iter::once(first).chain(declaring) {
+                entry.check_types(&single)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `model` with the defaults of its kind's own keys filled in where they
+    /// are not set (the resolved config that `check` prints and traces
+    /// store); the keys of other kinds are left as they are.
+    pub fn resolve(&self, model: &mut ModelConfig) -> Result<(), InputError> {
+        let entry = self.entry(model.kind.name())?;
+        for (key, value) in entry.defaults() {
+            if !MODEL_KEYS.contains(&key.as_str()) && !model.params.contains_key(&key) {
+                model.params.insert(key, value);
+            }
+        }
+        Ok(())
     }
 
     /// The warnings of the `[model]` keys among `explicit` (the dotted keys
@@ -160,13 +218,6 @@ fn check_network(
             format!("must be in 2..={MAX_CLASSES}"),
         ));
     }
-    if !(m.dropout.is_finite() && (0.0..1.0).contains(&m.dropout)) {
-        return Err(InputError::value(
-            "model.dropout",
-            m.dropout,
-            "must be in [0, 1)",
-        ));
-    }
     if entry.reads_images() && !kind.is_images() {
         return Err(InputError::value(
             "model.kind",
@@ -203,36 +254,6 @@ fn check_network(
             format!("cannot feed model.kind = {entry}: networks read dense samples"),
         ));
     }
-    check_network_keys(m)
-}
-
-/// The limits of the networks' own keys (`hidden`, `resnet_blocks`,
-/// `resnet_width`), checked for every classifier as the config checked them.
-fn check_network_keys(m: &ModelConfig) -> Result<(), InputError> {
-    if m.hidden.iter().any(|&h| h == 0 || h > MAX_WIDTH) {
-        return Err(InputError::value(
-            "model.hidden",
-            format!("{:?}", m.hidden),
-            format!("every width must be in 1..={MAX_WIDTH}"),
-        ));
-    }
-    if m.resnet_blocks.is_empty()
-        || m.resnet_blocks.len() > 6
-        || m.resnet_blocks.iter().any(|&b| b == 0 || b > 64)
-    {
-        return Err(InputError::value(
-            "model.resnet_blocks",
-            format!("{:?}", m.resnet_blocks),
-            "must list 1 to 6 stages of 1..=64 blocks each",
-        ));
-    }
-    if m.resnet_width == 0 || m.resnet_width > 1024 {
-        return Err(InputError::value(
-            "model.resnet_width",
-            m.resnet_width,
-            "must be in 1..=1024",
-        ));
-    }
     Ok(())
 }
 
@@ -257,21 +278,63 @@ mod tests {
     }
 
     /// Every key a kind reads has the default `[model]` gives it: the
-    /// entries' typed parameters and the config's defaults agree.
+    /// entries' typed parameters and the config's defaults agree on the
+    /// keys the config types, and every kind that reads one of the others
+    /// gives it the same default and type.
     #[test]
     fn every_kinds_defaults_are_the_configs() {
         let config = toml::Table::try_from(ModelConfig::default()).unwrap();
         for entry in MODELS.entries() {
             for (key, value) in entry.defaults() {
-                assert_eq!(config.get(&key), Some(&value), "{entry}: model.{key}");
-            }
-            for key in entry.keys() {
-                assert!(
-                    config.contains_key(*key) || *key == "max_memory_mib",
-                    "{entry}: model.{key} is no [model] key"
-                );
+                if MODEL_KEYS.contains(&key.as_str()) {
+                    assert_eq!(config.get(&key), Some(&value), "{entry}: model.{key}");
+                }
             }
         }
+        for key in MODELS.keys() {
+            let declaring: Vec<_> = MODELS
+                .entries()
+                .iter()
+                .filter(|e| e.keys().contains(&key))
+                .collect();
+            let default = declaring[0]
+                .defaults()
+                .remove(key)
+                .expect("a kind's key has a default");
+            let single = toml::Table::from_iter([(key.to_string(), default.clone())]);
+            for entry in declaring {
+                assert_eq!(
+                    entry.defaults().get(key),
+                    Some(&default),
+                    "{entry}: model.{key}"
+                );
+                entry.check_params(&single).unwrap();
+            }
+        }
+    }
+
+    /// [`MODEL_KEYS`] are the typed fields of [`ModelConfig`], in order.
+    #[test]
+    fn model_keys_are_the_configs_typed_fields() {
+        let mut model = ModelConfig {
+            max_memory_mib: Some(1),
+            ..ModelConfig::default()
+        };
+        model.set_param("hidden", vec![4]);
+        let table = toml::Table::try_from(&model).unwrap();
+        let mut keys: Vec<&str> = table
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "hidden")
+            .collect();
+        let mut typed = MODEL_KEYS.to_vec();
+        keys.sort_unstable();
+        typed.sort_unstable();
+        assert_eq!(keys, typed);
+        assert_eq!(
+            MODELS.keys(),
+            ["hidden", "dropout", "resnet_blocks", "resnet_width"]
+        );
     }
 
     /// The keys each kind reads, as the config documents them.

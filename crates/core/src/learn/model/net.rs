@@ -16,9 +16,23 @@ use rand::RngExt;
 use super::ModelError;
 use super::params::{Init, ParamTable, ParamView};
 use crate::config::Precision;
+use crate::error::InputError;
 use crate::learn::batch::StepKey;
 use crate::learn::{Features, Partition};
 use crate::rng::{Stream, substream};
+
+/// `model.dropout` lies in [0, 1): the probability that dropout zeroes a
+/// unit (the networks that read it: mlp, cnn).
+pub(super) fn check_dropout(dropout: f64) -> Result<(), InputError> {
+    if dropout.is_finite() && (0.0..1.0).contains(&dropout) {
+        return Ok(());
+    }
+    Err(InputError::value(
+        "model.dropout",
+        dropout,
+        "must be in [0, 1)",
+    ))
+}
 
 /// Whether a forward pass trains (dropout active) or evaluates.
 pub(crate) struct Pass<'a> {

@@ -21,7 +21,7 @@ use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
 use super::Model;
-use super::entry::{ModelArgs, ModelEntry};
+use super::entry::{ModelArgs, ModelEntry, ModelParams};
 use super::layers::{BatchNorm, Conv, ConvShape, Dense};
 use super::net::{Architecture, Pass};
 use super::params::{ParamTable, ParamView};
@@ -54,6 +54,27 @@ impl Default for ResnetParams {
             resnet_width: 64,
             max_memory_mib: None,
         }
+    }
+}
+
+impl ModelParams for ResnetParams {
+    fn check(&self) -> Result<(), InputError> {
+        let b = &self.resnet_blocks;
+        if b.is_empty() || b.len() > 6 || b.iter().any(|&n| n == 0 || n > 64) {
+            return Err(InputError::value(
+                "model.resnet_blocks",
+                format!("{b:?}"),
+                "must list 1 to 6 stages of 1..=64 blocks each",
+            ));
+        }
+        if !(1..=1024).contains(&self.resnet_width) {
+            return Err(InputError::value(
+                "model.resnet_width",
+                self.resnet_width,
+                "must be in 1..=1024",
+            ));
+        }
+        Ok(())
     }
 }
 
