@@ -471,7 +471,7 @@ pub(super) fn run(flags: &CompareArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::compare::test_member as member;
+    use crate::trace::compare::{Member, test_member as member};
 
     /// [`compare`] of training traces, which must succeed.
     fn compare_train(
