@@ -1,9 +1,10 @@
 //! The trace files of `gradcode compare` read into its runs
-//! ([`Member`]s): every file checked and opened through the guarded reader
-//! after its probe ([`super::file_check`]), a training trace one run, a
-//! simulation trace one run per compared scheme and trial; traces of both
-//! kinds are refused together. The rows, the baseline and the speedups
-//! are [`super::compare`]'s.
+//! ([`Member`](crate::trace::compare::Member)s): every file checked and
+//! opened through the guarded reader after its probe
+//! ([`crate::trace::file_check`]), a training trace one run, a simulation
+//! trace one run per compared scheme and trial; traces of both kinds are
+//! refused together. The rows, the baseline and the speedups are
+//! [`crate::trace::compare`]'s.
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! HDF5 file (not a directory, a device or another format) whose metadata
 //! can be read, and the error that names the file when the reader fails.
 //! Shared by `inspect`, `compare`, `evaluate`, `advise --trace` and
-//! `inspect --replay-csv` ([`super::measured`]).
+//! `inspect --replay-csv` ([`crate::trace::measured`]).
 
 use std::path::Path;
 

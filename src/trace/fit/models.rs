@@ -1,8 +1,10 @@
 //! The straggler model and the network `advise` simulates its candidates
-//! with: fitted to `--replay` (a replay CSV, [`fit_replay`]) or to
-//! `--trace` (a training trace: its compute times through [`fit_series`],
-//! its transfers through [`fit_network`]), or the config's; and the config
-//! of the candidates, the loaded one with the fitted keys.
+//! with: fitted to `--replay` (a replay CSV,
+//! [`crate::study::model::fit_replay`]) or to `--trace` (a training trace:
+//! its compute times through [`crate::study::model::fit_series`], its
+//! transfers through [`crate::trace::fit::network::fit_network`]), or the
+//! config's; and the config of the candidates, the loaded one with the
+//! fitted keys.
 
 use std::path::Path;
 
