@@ -8,14 +8,14 @@
 //! ```
 //!
 //! 1. The straggler model: the config's, or fitted to a replay CSV or to
-//!    the per-worker times of a training trace (`super::measured`)
+//!    the per-worker times of a training trace ([`crate::trace::measured`])
 //!    ([`crate::straggler::fit`]: per-worker and pooled shifted-exponential
 //!    fits and a two-state slow/fast fit, each with its Kolmogorov-Smirnov
 //!    distance; the chosen fit replaces `[straggler]`). A trace of a
 //!    measured run that records its workers' compute and transfers
 //!    (issue 26, item 2) is fitted on the compute times, and its transfers
-//!    give a `[network]` (`super::netfit`) whose fitted keys replace the
-//!    config's: the candidates are simulated with both.
+//!    give a `[network]` ([`crate::trace::fit::network`]) whose fitted
+//!    keys replace the config's: the candidates are simulated with both.
 //! 2. The candidates: every scheme of `--schemes` (default: every registered
 //!    scheme, those with partial recovery skipped unless named; the budget
 //!    M by default the most the config's experiment stores on a worker,
@@ -38,8 +38,10 @@
 //!    two cannot be told apart, and it says so.
 //!
 //! The search, the variants, the ranking and the fits are [`crate::study`]'s
-//! (`search`, `variant`, `rank`, `model`, `sensitivity`); this file checks
-//! the flags, reads a training trace's times and prints.
+//! (`search`, `variant`, `rank`, `model`, `sensitivity`), the models fitted
+//! to a trace (or a replay CSV, or the config's) and the config they make
+//! [`crate::trace::fit`]'s; this file checks the flags, calls them and
+//! prints.
 
 use std::path::PathBuf;
 
@@ -47,15 +49,15 @@ use clap::Args;
 use serde::Serialize;
 
 use super::ConfigArgs;
-use super::netfit::NetworkSource;
 use crate::error::InputError;
 use crate::straggler::fit;
 use crate::study::advise::{
     LossTarget, Rules, Search, SearchError, loss_target, memory_budget, no_candidate,
     scheme_entries,
 };
-use crate::study::model::{ModelSource, fit_replay, fit_series, interval_of};
+use crate::study::model::{ModelSource, interval_of};
 use crate::study::{self, Candidate, SENSITIVITY_CANDIDATES, Skipped, VariantRunner, describe};
+use crate::trace::fit::{NetworkSource, fit_models, fitted_base};
 
 /// What `advise` ranks by (`--objective`; [`study::Objective`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -151,35 +153,6 @@ struct AdviseReport {
     skipped: Vec<Skipped>,
 }
 
-/// Fit the times of the first `workers` workers of the training trace
-/// `path`, and its transfers to a network over the config's `network`.
-fn fit_trace(
-    path: &std::path::Path,
-    workers: usize,
-    network: Option<&crate::config::NetworkConfig>,
-) -> Result<(ModelSource, NetworkSource), InputError> {
-    let measured = super::measured::read(path, "--trace")?;
-    if measured.series.len() < workers {
-        return Err(InputError::new(
-            "--trace",
-            format!(
-                "{}: has {} workers, fewer than workers = {workers}",
-                path.display(),
-                measured.series.len()
-            ),
-        ));
-    }
-    let mut source = fit_series(
-        &measured.series[..workers],
-        workers,
-        "trace",
-        "--trace",
-        path,
-    )?;
-    source.censored = Some(measured.censored);
-    Ok((source, super::netfit::fit_network(&measured, network)))
-}
-
 pub(super) fn run(flags: &AdviseArgs) -> anyhow::Result<()> {
     let args = &flags.args;
     // Every input error before any work.
@@ -190,8 +163,13 @@ pub(super) fn run(flags: &AdviseArgs) -> anyhow::Result<()> {
     check_flags(flags, config)?;
     let k = config.workers;
     let entries = scheme_entries(flags.schemes.as_deref())?;
-    let (straggler, network) = fit_models(flags, config)?;
-    let (plain, fitted) = fitted_base(&base, &straggler, &network)?;
+    let (straggler, network) = fit_models(flags.replay.as_deref(), flags.trace.as_deref(), config)?;
+    let (plain, fitted) = fitted_base(
+        base.config.as_deref(),
+        &base.overrides,
+        &straggler,
+        &network,
+    )?;
     let target = match flags.objective {
         Objective::TimeToLoss => {
             Some(loss_target(config, flags.target_loss).map_err(search_error)?)
@@ -308,42 +286,6 @@ fn check_flags(flags: &AdviseArgs, config: &crate::config::Config) -> Result<(),
     Ok(())
 }
 
-/// The straggler model and the network of the candidates: fitted to
-/// `--replay` or `--trace`, or the config's.
-fn fit_models(
-    flags: &AdviseArgs,
-    config: &crate::config::Config,
-) -> Result<(ModelSource, NetworkSource), InputError> {
-    let k = config.workers;
-    let from_config = || NetworkSource::from_config(config.network.as_ref());
-    Ok(match (&flags.replay, &flags.trace) {
-        (Some(path), _) => (fit_replay(path, k)?, from_config()),
-        (None, Some(path)) => fit_trace(path, k, config.network.as_ref())?,
-        (None, None) => (
-            ModelSource::config_default(config.straggler.model.name()),
-            from_config(),
-        ),
-    })
-}
-
-/// The typed base of the candidates: the config as parsed (its `[scheme]`
-/// not resolved by the loader), and it with the fitted model's
-/// `[straggler]` and the fitted network's keys.
-fn fitted_base(
-    base: &ConfigArgs,
-    straggler: &ModelSource,
-    network: &NetworkSource,
-) -> anyhow::Result<(crate::config::LoadedConfig, crate::config::LoadedConfig)> {
-    let plain = crate::config::load(base.config.as_deref(), &base.overrides)?;
-    let mut settings = straggler.settings();
-    settings.extend(network.settings()?);
-    let fitted = plain.with_settings(&settings)?;
-    // The fitted model must make a valid config (it does for every fit; an
-    // error here names the key).
-    crate::setup::from_parsed(&crate::coding::SCHEMES, fitted.clone())?;
-    Ok((plain, fitted))
-}
-
 fn print_text(r: &AdviseReport) {
     crate::outln!(
         "gradcode advise: {} (K = {}, {} trials x {} iterations, seed {}; common random numbers)",
@@ -362,7 +304,7 @@ fn print_text(r: &AdviseReport) {
         }
     }
     let trace = r.straggler.file.as_deref().unwrap_or("the trace");
-    for line in r.network.lines(trace) {
+    for line in network_lines(&r.network, trace) {
         crate::outln!("{line}");
     }
     print_objective(r);
@@ -383,6 +325,34 @@ fn print_text(r: &AdviseReport) {
             r.skipped.len()
         );
     }
+}
+
+/// The lines of the network of the candidates: its source, then the
+/// section as TOML to paste.
+fn network_lines(network: &NetworkSource, trace: &str) -> Vec<String> {
+    let mut out = match (network.source, network.transfers, network.sizes) {
+        ("trace", Some(t), Some(s)) => vec![format!(
+            "network: fitted to {trace} ({t} transfers, {s} message size{}; lower decile per size, Theil-Sen line)",
+            if s == 1 { "" } else { "s" }
+        )],
+        ("config", ..) => vec!["network: from the config".to_string()],
+        _ => vec!["network: none (messages cost nothing)".to_string()],
+    };
+    for note in &network.notes {
+        out.push(format!("  note: {note}"));
+    }
+    if let Some(n) = &network.network {
+        out.push("  [network]".to_string());
+        out.push(format!("  latency_s = {:.4e}", n.latency_s));
+        if let Some(b) = n.worker_bandwidth_bytes_per_s {
+            out.push(format!("  worker_bandwidth_bytes_per_s = {b:.4e}"));
+        }
+        if let Some(b) = n.master_bandwidth_bytes_per_s {
+            out.push(format!("  master_bandwidth_bytes_per_s = {b:.4e}"));
+        }
+        out.push(format!("  master_link_shared = {}", n.master_link_shared));
+    }
+    out
 }
 
 /// The fits of the straggler model: per worker, pooled, two-state.

@@ -146,7 +146,7 @@ mod imp {
     fn read_model(path: &std::path::Path) -> Result<(String, Vec<f64>, Option<u64>), InputError> {
         let name = path.display().to_string();
         let fail = |e: &dyn std::fmt::Display| InputError::new(&name, e.to_string());
-        crate::cli::trace_file::check_file(path)?;
+        crate::trace::file_check::check_file(path)?;
         let file = TraceFile::open(path).map_err(|e| fail(&e))?;
         let root = file.root().map_err(|e| fail(&e))?;
         if root.kind != TraceKind::Train {

@@ -98,7 +98,7 @@ fn summarize(path: &Path, json: bool, targets: Targets) -> anyhow::Result<()> {
 }
 
 /// `inspect F.h5 --replay-csv OUT`: the measured per-worker times of one
-/// partition computation of a training trace (see `super::measured`) as a
+/// partition computation of a training trace (see [`crate::trace::measured`]) as a
 /// replay CSV, written whole under a temporary name and renamed; an
 /// existing OUT only with `force`.
 pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
@@ -110,12 +110,12 @@ pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Res
     place::check_folder(out)
         .and_then(|()| place::check_output(out, force, &inputs))
         .map_err(|e| InputError::new("--replay-csv", e))?;
-    let measured = super::measured::read(path, &path.display().to_string())?;
+    let measured = crate::trace::measured::read(path, &path.display().to_string())?;
     place::write_whole(out, force, measured.to_csv().as_bytes())
         .map_err(|e| anyhow::anyhow!("writing {shown}: {e}"))?;
     let rows = measured.series[0].len();
     // A measured run that records its workers' compute: that, without the network.
-    let recorded = measured.recorded == super::measured::Transfers::Recorded;
+    let recorded = measured.recorded == crate::trace::measured::Transfers::Recorded;
     let (time, bound) = if recorded {
         (
             "compute_s",
@@ -144,8 +144,8 @@ pub(super) fn export_replay(path: &Path, out: &Path, force: bool) -> anyhow::Res
 mod imp {
     use std::path::Path;
 
-    use crate::cli::trace_file::{check_file, read_error};
     use crate::error::InputError;
+    use crate::trace::file_check::{check_file, read_error};
     use crate::trace::summary::{Distribution, Reach, Summary, Targets};
     use crate::trace::{Report, TraceKind};
 

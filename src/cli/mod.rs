@@ -13,12 +13,9 @@ mod evaluate;
 mod explain;
 mod inspect;
 mod job;
-mod measured;
-mod netfit;
 mod probe;
 mod simulate;
 mod sweep;
-mod trace_file;
 mod train;
 mod units;
 

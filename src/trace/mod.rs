@@ -100,6 +100,18 @@ pub use gradcode_core::record::{
 /// refusals without it (the only code that knows which).
 pub mod backend;
 pub mod compare;
+
+/// The trace files of `compare` read into its runs.
+pub mod compare_members;
+
+/// The checks before a trace file is opened, and the error naming it.
+pub mod file_check;
+
+/// The per-worker computation times and transfers a training trace measured.
+pub mod measured;
+
+/// The models of `advise`'s candidates, fitted to a training trace.
+pub mod fit;
 pub use backend::{SimTraceWriter, TraceFile, TraceWriter, read_snapshot};
 
 /// What a trace file holds, as the reader gives it back.

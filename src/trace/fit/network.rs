@@ -1,7 +1,6 @@
 //! The `[network]` that `advise --trace` fits to a training trace (issue 26,
-//! item 2): the transfers of `super::measured` through
-//! [`gradcode_core::network::fit`], as the keys `advise` simulates with and
-//! the lines it prints.
+//! item 2): the transfers of [`crate::trace::measured`] through
+//! [`gradcode_core::network::fit`], as the keys `advise` simulates with.
 //!
 //! A fit gives `latency_s` and, with two message sizes or more,
 //! `worker_bandwidth_bytes_per_s`; the master's keys stay the config's (a
@@ -19,14 +18,14 @@
 
 use serde::Serialize;
 
-use super::measured::{Measured, Transfers};
 use crate::config::{NetworkConfig, Setting};
 use crate::error::InputError;
+use crate::trace::measured::{Measured, Transfers};
 use gradcode_core::network::fit::{self, LinkFit};
 
 /// The `[network]` of the candidates and where it came from.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct NetworkSource {
+pub struct NetworkSource {
     /// `trace` (fitted), `config` (the config's section) or `none`.
     pub source: &'static str,
     /// The section simulated (null: none, messages are free).
@@ -73,38 +72,11 @@ impl NetworkSource {
         }
         Ok(out)
     }
-
-    /// The printed lines: the source, then the section as TOML to paste.
-    pub fn lines(&self, trace: &str) -> Vec<String> {
-        let mut out = match (self.source, self.transfers, self.sizes) {
-            ("trace", Some(t), Some(s)) => vec![format!(
-                "network: fitted to {trace} ({t} transfers, {s} message size{}; lower decile per size, Theil-Sen line)",
-                if s == 1 { "" } else { "s" }
-            )],
-            ("config", ..) => vec!["network: from the config".to_string()],
-            _ => vec!["network: none (messages cost nothing)".to_string()],
-        };
-        for note in &self.notes {
-            out.push(format!("  note: {note}"));
-        }
-        if let Some(n) = &self.network {
-            out.push("  [network]".to_string());
-            out.push(format!("  latency_s = {:.4e}", n.latency_s));
-            if let Some(b) = n.worker_bandwidth_bytes_per_s {
-                out.push(format!("  worker_bandwidth_bytes_per_s = {b:.4e}"));
-            }
-            if let Some(b) = n.master_bandwidth_bytes_per_s {
-                out.push(format!("  master_bandwidth_bytes_per_s = {b:.4e}"));
-            }
-            out.push(format!("  master_link_shared = {}", n.master_link_shared));
-        }
-        out
-    }
 }
 
 /// The network of `measured` over the config's `base` section (the keys
 /// not fitted are its), or the config's with the reason it was not fitted.
-pub(crate) fn fit_network(measured: &Measured, base: Option<&NetworkConfig>) -> NetworkSource {
+pub fn fit_network(measured: &Measured, base: Option<&NetworkConfig>) -> NetworkSource {
     let mut unfitted = NetworkSource::from_config(base);
     let why = match measured.recorded {
         Transfers::NotRecorded => {

@@ -1,8 +1,8 @@
 //! Before a trace is opened: the checks that the file given is a readable
 //! HDF5 file (not a directory, a device or another format) whose metadata
 //! can be read, and the error that names the file when the reader fails.
-//! Shared by `inspect`, `compare`, `advise --trace` and `inspect
-//! --replay-csv` (`super::measured`).
+//! Shared by `inspect`, `compare`, `evaluate`, `advise --trace` and
+//! `inspect --replay-csv` ([`crate::trace::measured`]).
 
 use std::path::Path;
 
@@ -14,7 +14,7 @@ const HDF5_SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\
 /// A file that exists, can be read and is HDF5, whose metadata a child
 /// process reads within the probe's deadline ([`crate::trace::probe`]);
 /// the error names the file.
-pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
+pub fn check_file(path: &Path) -> Result<(), InputError> {
     use std::io::{Read, Seek, SeekFrom};
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
@@ -50,7 +50,7 @@ pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
         if head == HDF5_SIGNATURE {
             // An HDF5 file: read its metadata in a child with a deadline
             // first (HDF5 may loop forever on a damaged one).
-            crate::trace::probe::check(path).map_err(|e| InputError::new(&name, e))?;
+            super::probe::check(path).map_err(|e| InputError::new(&name, e))?;
             return Ok(());
         }
         offset = if offset == 0 { 512 } else { offset * 2 };
@@ -59,7 +59,7 @@ pub(super) fn check_file(path: &Path) -> Result<(), InputError> {
 
 /// An error reading the trace at `path`, naming the file (a file a
 /// running job holds open for writing says so).
-pub(super) fn read_error(path: &Path, e: crate::trace::TraceError) -> InputError {
+pub fn read_error(path: &Path, e: super::TraceError) -> InputError {
     if e.to_string().contains("unable to lock file") {
         InputError::new(
             path.display().to_string(),

@@ -32,7 +32,7 @@ use crate::error::InputError;
 
 /// The measured times, one vector per worker in iteration order.
 #[derive(Debug, Clone)]
-pub(crate) struct Measured {
+pub struct Measured {
     pub series: Vec<Vec<crate::straggler::fit::Value>>,
     /// Worker-iterations without a result in time (a lower bound was used).
     pub censored: usize,
@@ -51,7 +51,7 @@ pub(crate) struct Measured {
 /// Whether a trace says what its messages cost (only a build that reads
 /// traces, with `hdf5`, makes the variants other than `Recorded`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Transfers {
+pub enum Transfers {
     /// A measured run with the compute and receive times: the series are
     /// compute times.
     Recorded,
@@ -61,9 +61,12 @@ pub(crate) enum Transfers {
     Emulated,
 }
 
-pub(crate) fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
+/// The measured times (and transfers) of the training trace `path`; an
+/// error is `flag`'s (`--trace`, or the file's name for `inspect
+/// --replay-csv`).
+pub fn read(path: &Path, flag: &str) -> Result<Measured, InputError> {
     let run = read_run(path, flag)?;
-    let data = crate::trace::read_trace(path, "/").map_err(|e| InputError::new(flag, e))?;
+    let data = super::read_trace(path, "/").map_err(|e| InputError::new(flag, e))?;
     let scale = 1.0 / (run.computations as f64 * run.time_unit_s);
     let has_compute = data
         .records
@@ -111,16 +114,16 @@ struct TraceRun {
 /// The run of the training trace `path` (errors of `flag`): a training
 /// trace with its config, of a scheme that sends one message per worker.
 fn read_run(path: &Path, flag: &str) -> Result<TraceRun, InputError> {
-    crate::trace::backend::check(crate::trace::backend::TraceUse::Read)
+    super::backend::check(super::backend::TraceUse::Read)
         .map_err(|missing| InputError::new(flag, missing))?;
     let name = path.display().to_string();
     let fail = |e: &dyn std::fmt::Display| InputError::new(flag, format!("{name}: {e}"));
-    super::trace_file::check_file(path).map_err(|e| InputError::new(flag, e))?;
-    let file = crate::trace::TraceFile::open(path).map_err(|e| InputError::new(flag, e))?;
+    super::file_check::check_file(path).map_err(|e| InputError::new(flag, e))?;
+    let file = super::TraceFile::open(path).map_err(|e| InputError::new(flag, e))?;
     let root = file.root().map_err(|e| InputError::new(flag, e))?;
     // read_trace opens the file again: HDF5 refuses a second lock.
     drop(file);
-    if root.kind != crate::trace::TraceKind::Train {
+    if root.kind != super::TraceKind::Train {
         return Err(fail(
             &"is a simulation trace; measured times come from a training trace (gradcode train --out)",
         ));
@@ -153,7 +156,7 @@ fn read_run(path: &Path, flag: &str) -> Result<TraceRun, InputError> {
 
 /// Per received result of a measured run, `(bytes, seconds)` from the
 /// worker's end of compute to the arrival of its last byte.
-fn transfers_of(data: &crate::trace::TraceData) -> Vec<(f64, f64)> {
+fn transfers_of(data: &super::TraceData) -> Vec<(f64, f64)> {
     let mut transfers = Vec::new();
     for r in &data.records {
         for w in 0..data.workers {
@@ -169,7 +172,7 @@ fn transfers_of(data: &crate::trace::TraceData) -> Vec<(f64, f64)> {
 /// One series per worker of its times of one computation (model time
 /// units: seconds times `scale`), and how many are censored.
 fn series_of(
-    data: &crate::trace::TraceData,
+    data: &super::TraceData,
     recorded: Transfers,
     scale: f64,
     transfers: &[(f64, f64)],
@@ -227,7 +230,7 @@ fn series_of(
 impl Measured {
     /// The replay CSV text: a header `w1,...,wK`, one row per iteration,
     /// each value in Rust's shortest round-trip form.
-    pub(crate) fn to_csv(&self) -> String {
+    pub fn to_csv(&self) -> String {
         let k = self.series.len();
         let mut text = (1..=k)
             .map(|w| format!("w{w}"))
