@@ -21,14 +21,22 @@ the simulated mean.
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+# The trace reader (python/gradcode_traces, installed into .venv by
+# scripts/python-env.sh); from the source tree when not installed.
+try:
+    import gradcode_traces as gt
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+    import gradcode_traces as gt
 
 K = 24
 LOAD = 3
@@ -72,11 +80,13 @@ def error_curves(sweep):
 
 
 def load_run(path):
-    with h5py.File(path, "r") as f:
-        it = f["iteration"]
-        run = {name: it[name][:] for name in ("duration_s", "train_loss", "elapsed_s")}
-        run["decode_error"] = it["decode_error"][:] if "decode_error" in it else None
-    return run
+    """The training trace at `path`: its iterations' duration_s, train_loss, elapsed_s and decode_error
+    (None when the trace has none), read by gradcode_traces."""
+    run = gt.open_trace(path).run()
+    for name in ("train_loss", "elapsed_s"):
+        if getattr(run, name) is None:
+            raise gt.TraceError(f"{path}: no dataset iteration/{name}")
+    return {name: getattr(run, name) for name in ("duration_s", "train_loss", "elapsed_s", "decode_error")}
 
 
 def time_to(run, target):

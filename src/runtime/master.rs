@@ -365,7 +365,7 @@ impl Master<'_> {
             s.time_unit_ms,
             config.train.result_timeout_s,
             self.wait,
-            aggregation.reduces(),
+            aggregation,
             packed,
         );
         interrupt::panic_if_asked(0, "before the first iteration");

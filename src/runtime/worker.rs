@@ -30,7 +30,7 @@ use super::protocol::{self, Order, ResultHeader, Setup, Task};
 use crate::config::Config;
 use crate::error::InputError;
 use crate::learn::{DataPlan, Features, Model, Partition, StepKey, kernel};
-use crate::spec::Batch;
+use crate::spec::{Aggregation, Batch};
 
 /// Longest sleep between probes of an idle or waiting worker.
 const IDLE_CAP: Duration = Duration::from_micros(500);
@@ -344,8 +344,9 @@ struct Worker<'a> {
     slot_of: Vec<usize>,
     header: Vec<f64>,
     counts: Counts,
-    /// `aggregate = reduce`: the coded vectors are kept, not sent.
-    reduce: bool,
+    /// How results reach the master (with `Reduce`, the coded vectors are
+    /// kept, not sent).
+    aggregation: Aggregation,
     /// With `reduce`: the iteration of the kept vectors, and per message of
     /// its task the vector (d + 1 values) once formed.
     kept_iteration: Option<u64>,
@@ -425,13 +426,13 @@ impl<'a> Worker<'a> {
     ) -> Self {
         let dim = model.dim();
         link.dim = dim;
-        let reduce = setup.aggregation.reduces();
+        let aggregation = setup.aggregation;
         let mut index = vec![usize::MAX; setup.partitions];
         for (i, p) in data.iter().enumerate() {
             index[p.id] = i;
         }
         let supports = gradient_supports(&model, batch, &data, dim);
-        let packing = (!reduce && config.runtime.pack_sparse)
+        let packing = (!aggregation.reduces() && config.runtime.pack_sparse)
             .then(|| Packing::new(&supports, dim + 1))
             .flatten();
         link.model_len = packing.as_ref().map_or(dim, Packing::model_len);
@@ -451,7 +452,7 @@ impl<'a> Worker<'a> {
             slot_of: vec![usize::MAX; setup.partitions],
             header: Vec::new(),
             counts: Counts::default(),
-            reduce,
+            aggregation,
             kept_iteration: None,
             kept: Vec::new(),
             kept_ready: Vec::new(),
@@ -604,7 +605,7 @@ impl Worker<'_> {
             self.slot_holds.push(None);
             self.slot_correct.push(f64::NAN);
         }
-        if self.reduce {
+        if self.aggregation.reduces() {
             self.kept_iteration = Some(task.iteration);
             self.kept_ready.clear();
             self.kept_ready.resize(work.messages.len(), false);
@@ -713,7 +714,7 @@ impl Worker<'_> {
         let overrun_s = match self.await_due(task, m, start)? {
             Ok(overrun_s) => overrun_s,
             Err(c) => {
-                if self.reduce {
+                if self.aggregation.reduces() {
                     self.kept[m] = vector; // its buffer, for the next task
                 }
                 return Ok(Some(c));
@@ -729,7 +730,7 @@ impl Worker<'_> {
     fn codeword(&mut self, task: &Task, m: usize) -> anyhow::Result<Vec<f64>> {
         let message = &task.work.messages[m];
         let dim = self.link.dim;
-        let mut vector = if self.reduce {
+        let mut vector = if self.aggregation.reduces() {
             std::mem::take(&mut self.kept[m])
         } else {
             let len = self.packing.as_ref().map_or(dim + 1, |p| p.entries().len());
@@ -854,7 +855,7 @@ impl Worker<'_> {
         header.encode_into(&mut self.header);
         let comm = self.link.comm;
         comm.send(0, protocol::iteration_tag(task.iteration), &self.header);
-        if self.reduce {
+        if self.aggregation.reduces() {
             self.kept[m] = vector;
             self.kept_ready[m] = true;
         } else {
@@ -870,7 +871,7 @@ impl Worker<'_> {
     fn reduce(&mut self, order: &Order) -> anyhow::Result<()> {
         let comm = self.link.comm;
         let rank = comm.rank();
-        if !self.reduce || self.kept_iteration != Some(order.iteration) {
+        if !self.aggregation.reduces() || self.kept_iteration != Some(order.iteration) {
             anyhow::bail!(
                 "worker {rank}: an order for {} while its kept vectors are of {:?}",
                 crate::error::Iteration(order.iteration),

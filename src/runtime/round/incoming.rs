@@ -146,7 +146,7 @@ impl MpiRound<'_> {
     /// follows at once (the worker posts both sends together); reducing,
     /// the worker keeps it (`aggregate = reduce`) and there is none.
     fn match_vector(&mut self, rank: i32, t: u64) -> Result<Option<(Message, usize)>, RoundError> {
-        if self.reduce {
+        if self.aggregation.reduces() {
             return Ok(None);
         }
         let vector_by = instant_after(Instant::now(), self.result_timeout_s);

@@ -56,6 +56,7 @@ use super::interrupt;
 use super::protocol::{self, ResultHeader};
 use crate::engine::{Round, RoundError, RoundReport, RoundStatus, RoundTask, StopRule, Timing};
 use crate::error::Iteration;
+use crate::spec::Aggregation;
 
 /// Longest sleep between probes while the master waits for results: short,
 /// because every microsecond here lengthens the iteration.
@@ -140,8 +141,9 @@ pub(super) struct MpiRound<'c> {
     /// timing events at the end of the round so the compute events hold
     /// every computation the workers reported, used or not.
     unused_compute_s: (f64, f64),
-    /// `aggregate = reduce`: results are headers, the decodable set reduces.
-    reduce: bool,
+    /// How results reach the master (with `Reduce`, results are headers
+    /// and the decodable set reduces its vectors).
+    aggregation: Aggregation,
     /// Per worker: the entries of the d + 1 its packed vectors hold, in
     /// their order (`None`: it sends all d + 1 values; see `packing`).
     packed: Vec<Option<Vec<u32>>>,
@@ -178,7 +180,7 @@ impl<'c> MpiRound<'c> {
         time_unit_ms: f64,
         result_timeout_s: f64,
         wait: WaitMode,
-        reduce: bool,
+        aggregation: Aggregation,
         packed: Vec<Option<Vec<u32>>>,
     ) -> Self {
         Self {
@@ -204,7 +206,7 @@ impl<'c> MpiRound<'c> {
             pending_signal: None,
             counted_compute_s: Vec::new(),
             unused_compute_s: (0.0, 0.0),
-            reduce,
+            aggregation,
             packed,
             iteration: 0,
             inbound_bytes: 0,
@@ -427,7 +429,7 @@ impl Round for MpiRound<'_> {
         out: &mut Vec<f64>,
     ) -> Result<bool, RoundError> {
         self.round_decoded = true;
-        if self.reduce {
+        if self.aggregation.reduces() {
             self.reduce_combine(order, weights, out)?;
         } else {
             self.gather_combine(order, weights, out)?;
