@@ -425,6 +425,45 @@ mod with_hdf5 {
         assert_rejected(&o, &missing, "no such file");
     }
 
+    /// A simulation trace records no losses or accuracies: a target flag
+    /// with one is refused by `inspect` and by `compare`, naming the flag
+    /// (the first set, loss before accuracy) and the file.
+    #[test]
+    fn targets_on_a_simulation_trace_are_refused_naming_the_flag() {
+        let _serial = serial();
+        let cfg = dir().join("target-sim.toml");
+        std::fs::write(&cfg, SIM).unwrap();
+        let sim = dir().join("target-sim.h5");
+        let twin = dir().join("target-sim-twin.h5");
+        let _ = std::fs::remove_file(&sim);
+        let o = gradcode(&[
+            "simulate",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            sim.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::copy(&sim, &twin).unwrap();
+        let (s, t) = (sim.to_str().unwrap(), twin.to_str().unwrap());
+        for (flags, flag) in [
+            (&["--target-loss", "0.5"][..], "--target-loss"),
+            (&["--target-accuracy", "0.5"][..], "--target-accuracy"),
+            (
+                &["--target-accuracy", "0.5", "--target-loss", "0.5"][..],
+                "--target-loss",
+            ),
+        ] {
+            let rule = format!("{s} is a simulation trace, which records no losses or accuracies");
+            let o = gradcode(&[&["inspect", s][..], flags].concat());
+            assert_flag_rejected(&format!("inspect {flags:?}"), &o, flag);
+            assert!(stderr(&o).contains(&rule), "{}", stderr(&o));
+            let o = gradcode(&[&["compare", s, t][..], flags].concat());
+            assert_flag_rejected(&format!("compare {flags:?}"), &o, flag);
+            assert!(stderr(&o).contains(&rule), "{}", stderr(&o));
+        }
+    }
+
     #[test]
     fn a_simulation_trace_summary_matches_simulate_and_the_records() {
         let _serial = serial();

@@ -70,12 +70,10 @@ fn summarize(path: &Path, json: bool, targets: Targets) -> anyhow::Result<()> {
     crate::trace::backend::check(crate::trace::backend::TraceUse::Read)
         .map_err(|missing| InputError::new(path.display().to_string(), missing))?;
     let report = imp::read(path, targets)?;
-    if report.kind == crate::trace::TraceKind::Simulation && targets.any() {
-        let flag = if targets.loss.is_some() {
-            "--target-loss"
-        } else {
-            "--target-accuracy"
-        };
+    if let Some(flag) = targets
+        .flag()
+        .filter(|_| report.kind == crate::trace::TraceKind::Simulation)
+    {
         return Err(InputError::new(
             flag,
             format!(

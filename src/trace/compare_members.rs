@@ -114,12 +114,7 @@ fn sim_members(
 ) -> Result<(), InputError> {
     let name = path.display().to_string();
     let err = |e| super::file_check::read_error(path, e);
-    if targets.any() {
-        let flag = if targets.loss.is_some() {
-            "--target-loss"
-        } else {
-            "--target-accuracy"
-        };
+    if let Some(flag) = targets.flag() {
         return Err(InputError::new(
             flag,
             format!(

@@ -229,6 +229,19 @@ impl Targets {
     pub fn any(&self) -> bool {
         self.loss.is_some() || self.accuracy.is_some()
     }
+
+    /// The flag of the first target set (`--target-loss`, then
+    /// `--target-accuracy`), for errors about targets a trace cannot reach;
+    /// None when none is set.
+    pub fn flag(&self) -> Option<&'static str> {
+        if self.loss.is_some() {
+            Some("--target-loss")
+        } else if self.accuracy.is_some() {
+            Some("--target-accuracy")
+        } else {
+            None
+        }
+    }
 }
 
 /// When a run first reached a target (`inspect --target-loss`, `--target-accuracy`).
