@@ -393,24 +393,25 @@ mod with_hdf5 {
         switch_probability = 0.05\ninitial_stragglers = 6\nstate_info = \"imperfect\"\ntime_unit_ms = 20\n\
         [simulate]\ntrials = 3\niterations = 60\ncompare = [\"gc\", \"gc-sc\", \"gc-dc\"]\n";
 
+    /// The simulation trace `NAME.h5` of [`SIM`] (`simulate --out`), made anew.
+    fn simulated(name: &str) -> PathBuf {
+        let cfg = dir().join(format!("{name}.toml"));
+        std::fs::write(&cfg, SIM).unwrap();
+        let sim = dir().join(format!("{name}.h5"));
+        let _ = std::fs::remove_file(&sim);
+        let (c, out) = (cfg.to_str().unwrap(), sim.to_str().unwrap());
+        let o = gradcode(&["simulate", "--config", c, "--out", out]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        sim
+    }
+
     /// `evaluate` needs a training trace whose θ fits its config's model:
     /// a simulation trace, and a θ of another size, are one line naming
     /// the file, status 2, nothing on stdout.
     #[test]
     fn evaluate_refuses_a_simulation_trace_and_a_model_of_another_size() {
         let _serial = serial();
-        let cfg = dir().join("eval-sim.toml");
-        std::fs::write(&cfg, SIM).unwrap();
-        let sim = dir().join("eval-sim.h5");
-        let _ = std::fs::remove_file(&sim);
-        let o = gradcode(&[
-            "simulate",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--out",
-            sim.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
+        let sim = simulated("eval-sim");
         let o = gradcode(&["evaluate", sim.to_str().unwrap()]);
         assert_rejected(&o, &sim, "is a simulation trace, which stores no model");
         let run = write_run("eval-run.h5");
@@ -431,19 +432,8 @@ mod with_hdf5 {
     #[test]
     fn targets_on_a_simulation_trace_are_refused_naming_the_flag() {
         let _serial = serial();
-        let cfg = dir().join("target-sim.toml");
-        std::fs::write(&cfg, SIM).unwrap();
-        let sim = dir().join("target-sim.h5");
+        let sim = simulated("target-sim");
         let twin = dir().join("target-sim-twin.h5");
-        let _ = std::fs::remove_file(&sim);
-        let o = gradcode(&[
-            "simulate",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--out",
-            sim.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
         std::fs::copy(&sim, &twin).unwrap();
         let (s, t) = (sim.to_str().unwrap(), twin.to_str().unwrap());
         for (flags, flag) in [
