@@ -98,7 +98,9 @@ impl ModelRegistry {
                 "needs binary labels, but data.kind = synthetic-linear generates real-valued ones",
             ));
         }
-        entry.check_params(&m.params)?;
+        // The whole section: a kind's limits may read the typed keys too.
+        let table = toml::Table::try_from(m).expect("[model] serialises to a TOML table");
+        entry.check_params(&table)?;
         Ok(entry)
     }
 
@@ -311,6 +313,43 @@ mod tests {
                 entry.check_params(&single).unwrap();
             }
         }
+    }
+
+    /// A kind's limits see the whole `[model]` section: the typed keys
+    /// (`classes`) as set, not their defaults.
+    #[test]
+    fn a_kinds_limits_read_the_typed_keys_as_set() {
+        #[derive(Default, serde::Serialize, serde::Deserialize)]
+        #[serde(default)]
+        struct FewClasses {
+            classes: usize,
+        }
+        impl super::super::ModelParams for FewClasses {
+            fn check(&self) -> Result<(), InputError> {
+                if self.classes > 5 {
+                    return Err(InputError::value(
+                        "model.classes",
+                        self.classes,
+                        "must be at most 5",
+                    ));
+                }
+                Ok(())
+            }
+        }
+        static FEW: ModelEntry = ModelEntry::new::<FewClasses>("few", "at most 5 classes", |_| {
+            unreachable!("check builds nothing")
+        });
+        static REGISTRY: ModelRegistry = ModelRegistry::new(&[&FEW]);
+        let mut config = Config::default();
+        config.data.kind = DataKind::Csv;
+        config.model.kind = crate::config::ModelName::new("few");
+        config.model.classes = 5;
+        REGISTRY.check(&config).unwrap();
+        config.model.classes = 7;
+        assert_eq!(
+            REGISTRY.check(&config).unwrap_err().to_string(),
+            "model.classes = 7 must be at most 5"
+        );
     }
 
     /// [`MODEL_KEYS`] are the typed fields of [`ModelConfig`], in order.
