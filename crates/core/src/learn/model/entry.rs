@@ -60,10 +60,10 @@ impl<'a> ModelArgs<'a> {
     }
 
     /// The kind's parameters: the keys of the table that `P` declares, the
-    /// defaults of `P` for the others. A value of the wrong type is an
-    /// error naming its key (`model.hidden`); configs from the loader have
-    /// had their types checked before.
-    /// Their limits ([`ModelParams::check`]) are checked.
+    /// defaults of `P` for the others. A value of the wrong type, or outside
+    /// the kind's limits ([`ModelParams::check`]), is an error naming its
+    /// key (`model.hidden`); configs from the loader have had both checked
+    /// before.
     pub fn params<P: ModelParams>(&self) -> Result<P, InputError> {
         checked_params(self.table)
     }
