@@ -118,29 +118,37 @@ impl ModelRegistry {
         keys
     }
 
+    /// The kinds that read the key `key` of their own, in registration order.
+    pub fn declaring<'k>(
+        &self,
+        key: &'k str,
+    ) -> impl Iterator<Item = &'static ModelEntry> + use<'k> {
+        self.entries
+            .iter()
+            .copied()
+            .filter(move |e| e.keys().contains(&key))
+    }
+
     /// Every key of `params` (the `[model]` keys beyond [`MODEL_KEYS`]) is
     /// read by some registered kind, with the type each gives it; else an
     /// error naming the key (`model.hiden: unknown key (expected one of
     /// ...)`).
     fn check_keys(&self, params: &toml::Table) -> Result<(), InputError> {
         for (key, value) in params {
-            let single = toml::Table::from_iter([(key.clone(), value.clone())]);
-            let mut declaring = self
-                .entries
-                .iter()
-                .filter(|e| e.keys().contains(&key.as_str()));
-            let first = declaring.next().ok_or_else(|| {
+            let declaring: Vec<&ModelEntry> = self.declaring(key).collect();
+            if declaring.is_empty() {
                 let expected: Vec<String> = MODEL_KEYS
                     .into_iter()
                     .chain(self.keys())
                     .map(|k| format!("`{k}`"))
                     .collect();
-                InputError::new(
+                return Err(InputError::new(
                     format!("model.{key}"),
                     format!("unknown key (expected one of {})", expected.join(", ")),
-                )
-            })?;
-            for entry in std::iter::once(first).chain(declaring) {
+                ));
+            }
+            let single = toml::Table::from_iter([(key.clone(), value.clone())]);
+            for entry in declaring {
                 entry.check_types(&single)?;
             }
         }
@@ -294,11 +302,7 @@ mod tests {
             }
         }
         for key in MODELS.keys() {
-            let declaring: Vec<_> = MODELS
-                .entries()
-                .iter()
-                .filter(|e| e.keys().contains(&key))
-                .collect();
+            let declaring: Vec<_> = MODELS.declaring(key).collect();
             let default = declaring[0]
                 .defaults()
                 .remove(key)
