@@ -13,8 +13,9 @@
 #   bench_config NAME               the path of configs/bench/NAME.toml
 #   write_config BASE OUT [KEY=VALUE...]
 #                                   BASE with `--set KEY=VALUE`s applied, written
-#                                   to OUT: for the programs that take a config
-#                                   file and no --set (the examples)
+#                                   to OUT by `$bin check --print-config`: for
+#                                   the programs that take a config file and no
+#                                   --set (the examples)
 #
 # $GRADCODE, when set, names a built gradcode: build_release builds no
 # gradcode then (only the CARGO-ARGS targets, when given) and $bin is it.
@@ -111,55 +112,16 @@ bench_config() {
 }
 
 # write_config BASE OUT [KEY=VALUE...]: the TOML file BASE with each
-# KEY=VALUE set as `--set KEY=VALUE` sets it (the value as a TOML value, a
-# bare string when it is not one; sections made on the way), written to OUT.
+# KEY=VALUE applied as `--set KEY=VALUE` applies it, written to OUT by
+# `$bin check --print-config` (so the config is checked and the settings are
+# gradcode's own; run build_release first). OUT is written only when the
+# check passed.
 write_config() {
-  python3 - "$@" <<'PY'
-import json, sys, tomllib
-
-base, out, settings = sys.argv[1], sys.argv[2], sys.argv[3:]
-with open(base, "rb") as f:
-    table = tomllib.load(f)
-for item in settings:
-    key, sep, raw = item.partition("=")
-    if not sep:
-        sys.exit(f"lib.sh: write_config: {item} is not of the form section.key=value")
-    try:
-        value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw.strip()
-    *sections, last = key.strip().split(".")
-    at = table
-    for name in sections:
-        at = at.setdefault(name, {})
-    at[last] = value
-
-
-def text(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(text(x) for x in v) + "]"
-    sys.exit(f"lib.sh: write_config: cannot write {v!r}")
-
-
-def section(table, name, lines):
-    plain = {k: v for k, v in table.items() if not isinstance(v, dict)}
-    if name and (plain or not table):
-        lines.append(f"[{name}]")
-    lines += [f"{k} = {text(v)}" for k, v in plain.items()]
-    for k, v in table.items():
-        if isinstance(v, dict):
-            section(v, f"{name}.{k}" if name else k, lines)
-
-
-lines = []
-section(table, "", lines)
-with open(out, "w") as f:
-    f.write("\n".join(lines) + "\n")
-PY
+  local base=${1:?write_config needs BASE} out=${2:?write_config needs OUT}
+  shift 2
+  [ -n "${bin:-}" ] || { echo "lib.sh: write_config: run build_release first (\$bin is unset)" >&2; return 1; }
+  local sets=() item
+  for item in "$@"; do sets+=(--set "$item"); done
+  "$bin" check --config "$base" "${sets[@]}" --print-config > "$out.partial" \
+    && mv -f "$out.partial" "$out" || { rm -f "$out.partial"; return 1; }
 }

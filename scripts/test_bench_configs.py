@@ -3,9 +3,10 @@
 
 - every configs/bench/*.toml is a config `gradcode check` accepts (peer.toml
   with data files of its shape, as scripts/bench-peer.sh sets them);
-- write_config BASE OUT KEY=VALUE... writes the config that `--config BASE
-  --set KEY=VALUE...` gives: `gradcode check --json` says the same of both
-  but for the file it names (origin), for the settings the scripts pass it.
+- write_config BASE OUT KEY=VALUE... (through `gradcode check --print-config`)
+  writes the config that `--config BASE --set KEY=VALUE...` gives: `gradcode
+  check --json` says the same of both but for the file it names (origin), for
+  the settings the scripts pass it; a refused setting writes no OUT.
 
 Run by scripts/test-plots.sh: GRADCODE names the binary.
 """
@@ -48,10 +49,11 @@ class BenchConfigsTest(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def write_config(self, base, out, *settings):
-        r = subprocess.run(["bash", "-c", 'source "$0"; write_config "$@"', ROOT / "scripts" / "lib.sh", base, out,
-                            *settings], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
+    def write_config(self, base, out, *settings, ok=True):
+        r = subprocess.run(["bash", "-c", 'bin=$1; shift; source "$0"; write_config "$@"', ROOT / "scripts" / "lib.sh",
+                            GRADCODE, base, out, *settings], capture_output=True, text=True)
+        self.assertEqual(r.returncode == 0, ok, r.stderr)
+        return r.stderr
 
     def test_every_bench_config_is_accepted(self):
         configs = sorted(BENCH.glob("*.toml"))
@@ -82,6 +84,13 @@ class BenchConfigsTest(unittest.TestCase):
                 self.write_config(base, out, *settings)
                 sets = [w for s in settings for w in ("--set", s)]
                 self.assertEqual(check("--config", str(out)), check("--config", str(base), *sets))
+
+    def test_write_config_refuses_what_check_refuses_and_writes_nothing(self):
+        out = self.tmp / "refused.toml"
+        err = self.write_config(BENCH / "runtime.toml", out, "workers=0", ok=False)
+        self.assertIn("workers", err)
+        self.assertFalse(out.exists())
+        self.assertFalse((self.tmp / "refused.toml.partial").exists())
 
 
 if __name__ == "__main__":

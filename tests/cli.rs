@@ -967,6 +967,49 @@ fn check_ranks_refuses_a_missing_data_file() {
     common::assert_rejected("check --ranks", &out, "data.path");
 }
 
+/// `check --print-config` writes the config a file and `--set`s give, as a
+/// file: read back, `check --json` says what it says of the file and the
+/// settings (but the origin), its warnings included (no default is written
+/// as set); a refused setting prints nothing on stdout and names its key.
+#[test]
+fn check_print_config_is_the_config_of_the_file_and_its_settings() {
+    let base = "configs/demo.toml";
+    let sets = [
+        "--set",
+        "workers=10",
+        "--set",
+        "scheme.kind=\"gc-cyclic\"",
+        "--set",
+        "scheme.load=3",
+        "--set",
+        "runtime.aggregate=gather",
+        "--set",
+        "output.progress_every=5",
+    ];
+    let mut args = vec!["check", "--config", base];
+    args.extend(sets);
+    args.push("--print-config");
+    let printed = gradcode(&args);
+    assert!(printed.status.success(), "{}", stderr(&printed));
+    let file = write_config("printed", &stdout(&printed));
+    let report = |args: &[&str]| {
+        let mut all = vec!["check", "--samples", "10", "--json"];
+        all.extend(args);
+        let mut value = json(&gradcode(&all));
+        value.as_object_mut().unwrap().remove("origin");
+        value
+    };
+    let mut given = vec!["--config", base];
+    given.extend(sets);
+    let from_file = report(&["--config", file.to_str().unwrap()]);
+    assert_eq!(from_file, report(&given));
+    assert_eq!(from_file["scheme"], "gc-cyclic");
+
+    let refused = gradcode(&["check", "--set", "workers=0", "--print-config"]);
+    assert_rejected("check --print-config", &refused, "workers");
+    assert_eq!(stdout(&refused), "");
+}
+
 #[test]
 fn only_warnings_are_logged_unless_gradcode_log_asks() {
     let quiet = gradcode(&["check", "--ranks"]);

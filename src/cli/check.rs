@@ -241,6 +241,19 @@ fn print_ranks(args: &ConfigArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `check --print-config`: the config as given (the file with every
+/// `--set` applied, no default filled in, so no key is newly "set but not
+/// used") as TOML, after the checks of `--ranks`, for a program that reads a
+/// config file and takes no `--set`.
+fn print_config(args: &ConfigArgs) -> anyhow::Result<()> {
+    let setup = load(args)?;
+    crate::learn::data::check_data_files(&setup.loaded.config, setup.scheme.partitions())?;
+    print_warnings(&setup.loaded);
+    let text = toml::to_string(&setup.loaded.given)?;
+    crate::output::write_stdout(format_args!("{text}"));
+    Ok(())
+}
+
 /// The flags of `check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -252,11 +265,17 @@ pub struct CheckArgs {
     /// Print only the number of MPI ranks a training run needs (workers + 1), for job scripts.
     #[arg(long, conflicts_with = "json")]
     pub ranks: bool,
+    /// Print only the config with every --set applied, as TOML: a config file for programs that take no --set.
+    #[arg(long, conflicts_with_all = ["json", "ranks"])]
+    pub print_config: bool,
 }
 
 pub(super) fn run(flags: &CheckArgs) -> anyhow::Result<()> {
     if flags.ranks {
         return print_ranks(&flags.args);
+    }
+    if flags.print_config {
+        return print_config(&flags.args);
     }
     let setup = load(&flags.args)?;
     // The data files train would read: they exist, and their first rows parse.

@@ -35,6 +35,9 @@ pub struct LoadedConfig {
     pub origin: String,
     /// Dotted keys present in the file or in `--set` (not filled by defaults).
     pub explicit: BTreeSet<String>,
+    /// The TOML table as given: the file with every `--set` applied, no
+    /// default filled in (`gradcode check --print-config` prints it).
+    pub given: toml::Table,
     /// `[scheme]` keys (and `simulate.compare` variants' `set` keys) that were
     /// set but that no scheme in use reads, as one-line warnings. The loader
     /// (`setup`) fills them in, since only the registry knows which scheme
@@ -267,6 +270,7 @@ fn checked(
         config,
         origin,
         explicit,
+        given: table,
         unused_scheme_keys: Vec::new(),
         threshold_warnings: Vec::new(),
         unused_model_keys: Vec::new(),
