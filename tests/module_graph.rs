@@ -854,39 +854,8 @@ fn super_inside_an_inline_module_is_the_file() {
     assert_eq!(describe(&circles(&edges)[0]), "a.rs -> b.rs -> a.rs");
 }
 
-/// Issue 24: the trace feature forks in `src/trace/` and in the CLI's
-/// subcommands that read traces, nowhere else (`cfg!`, a value, not a fork,
-/// may report the build's features elsewhere).
-#[test]
-fn the_hdf5_feature_forks_only_in_the_trace_module_and_its_subcommands() {
-    const ALLOWED: [&str; 3] = [
-        "src/cli/compare.rs",
-        "src/cli/evaluate.rs",
-        "src/cli/inspect.rs",
-    ];
-    let mut forks = Vec::new();
-    for source in repository_sources() {
-        if source.shown.starts_with("src/trace/") || ALLOWED.contains(&source.shown.as_str()) {
-            continue;
-        }
-        for (n, line) in source.text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or_default();
-            if code.contains("cfg(")
-                && code.contains("feature = \"hdf5\"")
-                && !code.contains("cfg!(")
-            {
-                forks.push(format!("{}:{}: {}", source.shown, n + 1, line.trim()));
-            }
-        }
-    }
-    assert!(
-        forks.is_empty(),
-        "feature forks on hdf5 outside src/trace/ and the trace subcommands:\n  {}",
-        forks.join("\n  ")
-    );
-}
-
-/// Issue 40, item 5: the HDF5 seam is in one place. The `hdf5` feature
+/// Issue 40, item 5 (issue 24's rule, narrowed from `src/trace/` and three
+/// subcommands to the backend): the HDF5 seam is in one place. The `hdf5` feature
 /// forks only in `src/trace/backend/` (which picks the HDF5 backend or the
 /// one that refuses); everything else calls the backend without asking
 /// which it is (`cfg!`, a value, not a fork, may report the build's
