@@ -225,11 +225,6 @@ pub struct Targets {
 }
 
 impl Targets {
-    /// Whether any target is set.
-    pub fn any(&self) -> bool {
-        self.loss.is_some() || self.accuracy.is_some()
-    }
-
     /// The flag of the first target set (`--target-loss`, then
     /// `--target-accuracy`), for errors about targets a trace cannot reach;
     /// None when none is set.
