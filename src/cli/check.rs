@@ -230,13 +230,21 @@ fn sample_amplification(
     report
 }
 
+/// The config loaded and its data files checked (they exist, their first
+/// rows parse), its warnings printed: what `--ranks` and `--print-config`
+/// check before they print their one answer.
+fn load_with_data(args: &ConfigArgs) -> anyhow::Result<crate::setup::Setup> {
+    let setup = load(args)?;
+    crate::learn::data::check_data_files(&setup.loaded.config, setup.scheme.partitions())?;
+    print_warnings(&setup.loaded);
+    Ok(setup)
+}
+
 /// `check --ranks`: the ranks a training run needs, after the checks of the
 /// config and the data files (jobs/submit.sh asks for the ranks before it
 /// submits, and a missing data.path must stop it there).
 fn print_ranks(args: &ConfigArgs) -> anyhow::Result<()> {
-    let setup = load(args)?;
-    crate::learn::data::check_data_files(&setup.loaded.config, setup.scheme.partitions())?;
-    print_warnings(&setup.loaded);
+    let setup = load_with_data(args)?;
     crate::outln!("{}", setup.loaded.config.workers + 1);
     Ok(())
 }
@@ -246,9 +254,7 @@ fn print_ranks(args: &ConfigArgs) -> anyhow::Result<()> {
 /// used") as TOML, after the checks of `--ranks`, for a program that reads a
 /// config file and takes no `--set`.
 fn print_config(args: &ConfigArgs) -> anyhow::Result<()> {
-    let setup = load(args)?;
-    crate::learn::data::check_data_files(&setup.loaded.config, setup.scheme.partitions())?;
-    print_warnings(&setup.loaded);
+    let setup = load_with_data(args)?;
     let text = toml::to_string(&setup.loaded.given)?;
     crate::output::write_stdout(format_args!("{text}"));
     Ok(())
